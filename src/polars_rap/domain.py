@@ -1,0 +1,354 @@
+"""Domain: the public description of every column, held as an Arrow schema with metadata.
+
+A column is either *categorical* (a finite, declared list of values) or *numeric* (declared
+public bounds ``[lower, upper]``). Nothing here reads the sensitive data: categories come from
+the user's ``domain=`` mapping or from a Polars ``Enum``/``Boolean`` dtype (declared, not
+data-derived), bounds come from the user (design.md §5).
+
+Nulls are data when they are declared: ``None`` in a category list makes the null its own
+category, and a numeric column declared ``nullable`` gets a companion two-category null
+indicator so that its null rate survives synthesis. Whether a column holds nulls is itself a
+fact about the sensitive data, so it is never inferred: a null in a column declared without
+one is an error for the curator, naming the column and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+__all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec"]
+
+_METADATA_KEY = b"polars_rap"
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Categorical:
+    """A categorical column's public domain: ``categories`` in code order.
+
+    Examples
+    --------
+    >>> Categorical(["Female", "Male"]).categories
+    ('Female', 'Male')
+    >>> Categorical([1, 2, None]).nullable
+    True
+    """
+
+    categories: tuple
+    nullable: bool = False
+
+    def __init__(self, categories: Iterable, nullable: bool = False) -> None:
+        values = list(categories)
+        if any(v is None for v in values):
+            nullable = True
+            values = [v for v in values if v is not None]
+        object.__setattr__(self, "categories", tuple(values))
+        object.__setattr__(self, "nullable", bool(nullable))
+
+
+@dataclass(frozen=True, slots=True)
+class Numeric:
+    """A numeric column's public bounds; values outside are clipped (that makes the
+    sensitivity hold). ``nullable=True`` adds a null-indicator so the null rate survives.
+
+    Examples
+    --------
+    >>> Numeric(17, 95)
+    Numeric(lower=17.0, upper=95.0, nullable=False)
+    """
+
+    lower: float
+    upper: float
+    nullable: bool = False
+
+    def __init__(self, lower: float, upper: float, nullable: bool = False) -> None:
+        object.__setattr__(self, "lower", float(lower))
+        object.__setattr__(self, "upper", float(upper))
+        object.__setattr__(self, "nullable", bool(nullable))
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """One column of a :class:`Domain`.
+
+    ``kind`` is ``"categorical"`` or ``"numeric"``; ``dtype`` is the Polars dtype the
+    synthetic column gets (the input's dtype).
+    """
+
+    name: str
+    kind: str
+    dtype: pl.DataType
+    categories: tuple = ()
+    lower: float = 0.0
+    upper: float = 1.0
+    nullable: bool = False
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.kind == "categorical"
+
+    @property
+    def n_codes(self) -> int:
+        """Number of category codes (the null, when declared, is the last code)."""
+        return len(self.categories) + int(self.nullable)
+
+    @property
+    def is_integer(self) -> bool:
+        return self.dtype.is_integer()
+
+
+@dataclass(frozen=True, slots=True)
+class CategoricalBlock:
+    """A block of the relaxed matrix: one categorical column, or the null indicator of a
+    nullable numeric column (``source`` names the numeric column, ``indicator=True``)."""
+
+    source: str
+    n_codes: int
+    indicator: bool
+    is_label: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """The public schema: column specs in frame order, and which columns are labels.
+
+    Derived layout (design.md §2): ``blocks`` are the categorical blocks of the relaxed
+    matrix (user categorical columns in frame order, then one null indicator per nullable
+    numeric column); ``numeric_columns`` follow, one coordinate each.
+    """
+
+    columns: tuple[ColumnSpec, ...]
+    labels: tuple[str, ...] = ()
+    blocks: tuple[CategoricalBlock, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            msg = f"domain column names must be unique. Got {names}"
+            raise ValueError(msg)
+        for label in self.labels:
+            if label not in names:
+                msg = f"label column {label!r} is not in the domain; columns are {names}"
+                raise ValueError(msg)
+            if not self[label].is_categorical:
+                msg = (
+                    f"label column {label!r} must be categorical (a list of classes); it is "
+                    f"declared numeric. Declare its classes, e.g. domain={{{label!r}: [0, 1]}}, "
+                    "or derive a categorical label first"
+                )
+                raise ValueError(msg)
+        for spec in self.columns:
+            _check_spec(spec)
+        blocks = [
+            CategoricalBlock(c.name, c.n_codes, False, c.name in self.labels)
+            for c in self.columns
+            if c.is_categorical
+        ]
+        blocks += [
+            CategoricalBlock(c.name, 2, True, False)
+            for c in self.columns
+            if not c.is_categorical and c.nullable
+        ]
+        object.__setattr__(self, "blocks", tuple(blocks))
+
+    # ------------------------------------------------------------------ access
+    def __getitem__(self, name: str) -> ColumnSpec:
+        for spec in self.columns:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def numeric_columns(self) -> list[ColumnSpec]:
+        return [c for c in self.columns if not c.is_categorical]
+
+    @property
+    def block_sizes(self) -> list[int]:
+        return [b.n_codes for b in self.blocks]
+
+    @property
+    def n_categorical_coords(self) -> int:
+        return sum(self.block_sizes)
+
+    @property
+    def n_coords(self) -> int:
+        return self.n_categorical_coords + len(self.numeric_columns)
+
+    def block_index(self, source: str, indicator: bool = False) -> int:
+        for i, block in enumerate(self.blocks):
+            if block.source == source and block.indicator == indicator:
+                return i
+        raise KeyError(source)
+
+    # -------------------------------------------------------------- building
+    @classmethod
+    def from_mapping(
+        cls,
+        schema: Mapping[str, pl.DataType],
+        domain: Mapping[str, Any] | None,
+        labels: Sequence[str] = (),
+    ) -> "Domain":
+        """Build the domain of a frame with ``schema`` from the user's ``domain=`` mapping.
+
+        Each entry is a list of categories (categorical), a ``(lower, upper)`` tuple
+        (numeric), a ``{"bounds": (lo, hi), "nullable": bool}`` or
+        ``{"categories": [...], "nullable": bool}`` table, or a :class:`Categorical` /
+        :class:`Numeric`. Columns absent from the mapping must have an ``Enum`` or
+        ``Boolean`` dtype, whose categories are declared by the dtype itself.
+        """
+        domain = dict(domain or {})
+        if isinstance(labels, str):
+            labels = [labels]
+        unknown = [name for name in domain if name not in schema]
+        if unknown:
+            msg = (
+                f"domain names columns that are not in the data: {unknown}; "
+                f"the data's columns are {list(schema)}. Remove them or fix the spelling"
+            )
+            raise ValueError(msg)
+        missing_labels = [name for name in labels if name not in schema]
+        if missing_labels:
+            msg = (
+                f"labels name columns that are not in the data: {missing_labels}; "
+                f"the data's columns are {list(schema)}"
+            )
+            raise ValueError(msg)
+        specs = []
+        for name, dtype in schema.items():
+            declared = domain.get(name)
+            if declared is None:
+                declared = _declared_by_dtype(name, dtype)
+            specs.append(_spec_from_declaration(name, dtype, declared))
+        return cls(tuple(specs), tuple(labels))
+
+    # ---------------------------------------------------------- Arrow round trip
+    def to_arrow_schema(self) -> pa.Schema:
+        """An Arrow schema whose fields carry each column's spec as JSON metadata."""
+        empty = pl.DataFrame(schema={c.name: c.dtype for c in self.columns}).to_arrow()
+        fields = []
+        for spec, arrow_field in zip(self.columns, empty.schema, strict=True):
+            meta = {
+                "kind": spec.kind,
+                "nullable": spec.nullable,
+                "label": spec.name in self.labels,
+            }
+            if spec.is_categorical:
+                meta["categories"] = list(spec.categories)
+            else:
+                meta["bounds"] = [spec.lower, spec.upper]
+            metadata = {**(arrow_field.metadata or {}), _METADATA_KEY: json.dumps(meta)}
+            fields.append(arrow_field.with_metadata(metadata))
+        schema_meta = {_METADATA_KEY: json.dumps({"format_version": _FORMAT_VERSION})}
+        return pa.schema(fields, metadata=schema_meta)
+
+    @classmethod
+    def from_arrow_schema(cls, schema: pa.Schema) -> "Domain":
+        """Inverse of :meth:`to_arrow_schema`."""
+        dtypes = pl.DataFrame(schema.empty_table()).schema
+        specs, labels = [], []
+        for arrow_field in schema:
+            raw = (arrow_field.metadata or {}).get(_METADATA_KEY)
+            if raw is None:
+                msg = f"field {arrow_field.name!r} has no polars_rap metadata; not a saved domain"
+                raise ValueError(msg)
+            meta = json.loads(raw)
+            dtype = dtypes[arrow_field.name]
+            if meta["kind"] == "categorical":
+                declared: Any = Categorical(meta["categories"], nullable=meta["nullable"])
+            else:
+                declared = Numeric(*meta["bounds"], nullable=meta["nullable"])
+            specs.append(_spec_from_declaration(arrow_field.name, dtype, declared))
+            if meta.get("label"):
+                labels.append(arrow_field.name)
+        return cls(tuple(specs), tuple(labels))
+
+
+# ---------------------------------------------------------------- helpers
+def _declared_by_dtype(name: str, dtype: pl.DataType) -> Any:
+    if isinstance(dtype, pl.Enum):
+        return Categorical(dtype.categories.to_list())
+    if dtype == pl.Boolean:
+        return Categorical([False, True])
+    kind = "numeric" if dtype.is_numeric() else "categorical"
+    example = f"(lower, upper)" if kind == "numeric" else "['a', 'b', ...]"
+    msg = (
+        f"column {name!r} ({dtype}) has no public domain. Declare it in domain=, e.g. "
+        f"domain={{{name!r}: {example}}} with values from public documentation (never from "
+        "the data itself), give it a pl.Enum dtype, or drop the column"
+    )
+    raise ValueError(msg)
+
+
+def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> ColumnSpec:
+    if isinstance(declared, Mapping):
+        declared = dict(declared)
+        nullable = bool(declared.pop("nullable", False))
+        if "bounds" in declared:
+            lower, upper = declared.pop("bounds")
+            declared_obj: Any = Numeric(lower, upper, nullable)
+        elif "categories" in declared:
+            declared_obj = Categorical(declared.pop("categories"), nullable)
+        else:
+            msg = f"domain entry for {name!r} needs 'bounds' or 'categories'. Got {declared}"
+            raise ValueError(msg)
+        if declared:
+            msg = f"domain entry for {name!r} has unknown keys {sorted(declared)}"
+            raise ValueError(msg)
+        declared = declared_obj
+    elif isinstance(declared, tuple) and len(declared) == 2 and not isinstance(declared, Categorical):
+        declared = Numeric(*declared)
+    elif isinstance(declared, (list, pl.Series)):
+        declared = Categorical(list(declared))
+    if isinstance(declared, Categorical):
+        return ColumnSpec(
+            name, "categorical", dtype, categories=declared.categories, nullable=declared.nullable
+        )
+    if isinstance(declared, Numeric):
+        if not (dtype.is_numeric() or dtype == pl.Null):
+            msg = (
+                f"column {name!r} is declared numeric with bounds ({declared.lower}, "
+                f"{declared.upper}) but holds {dtype}; cast it to a number first "
+                f"(pl.col({name!r}).cast(pl.Float64)) or declare its categories as a list"
+            )
+            raise ValueError(msg)
+        return ColumnSpec(
+            name,
+            "numeric",
+            dtype,
+            lower=declared.lower,
+            upper=declared.upper,
+            nullable=declared.nullable,
+        )
+    msg = (
+        f"domain entry for {name!r} must be a list of categories, a (lower, upper) tuple, "
+        f"a dict with 'bounds' or 'categories', or Categorical/Numeric. Got {declared!r}"
+    )
+    raise TypeError(msg)
+
+
+def _check_spec(spec: ColumnSpec) -> None:
+    if spec.is_categorical:
+        if len(spec.categories) == 0:
+            msg = f"column {spec.name!r} declares no categories; give at least one"
+            raise ValueError(msg)
+        if len(set(spec.categories)) != len(spec.categories):
+            msg = f"column {spec.name!r} declares repeated categories: {list(spec.categories)}"
+            raise ValueError(msg)
+        return
+    if not (math.isfinite(spec.lower) and math.isfinite(spec.upper)) or spec.lower >= spec.upper:
+        msg = (
+            f"column {spec.name!r} bounds must be finite with lower < upper. "
+            f"Got ({spec.lower}, {spec.upper})"
+        )
+        raise ValueError(msg)

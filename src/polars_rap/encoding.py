@@ -1,0 +1,224 @@
+"""Encode frames into the numeric layout the kernels read, and decode relaxed data back.
+
+Real data becomes ``codes`` (``int32[n_rows, n_blocks]``: one category code per categorical
+block of the domain, the null being the last code of a nullable column, and 0/1 for the null
+indicator of a nullable numeric column) and ``numerics`` (``float64[n_rows, n_numeric]``,
+scaled to ``[0, 1]`` by the public bounds and clipped; a null counts as 0, its lower bound).
+These are per-row maps that keep every row, so ``n`` is unchanged (design.md §5).
+
+Relaxed synthetic data is ``float32[n_relaxed, n_coords]``: probabilities per categorical
+block, then the scaled numerics. Decoding samples categories from those probabilities and maps
+numerics back to their units and dtypes (integers rounded, values inside the bounds).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from polars_rap.domain import ColumnSpec, Domain
+
+__all__ = ["EncodedData", "encode", "decode", "decode_codes", "block_slices"]
+
+logger = logging.getLogger(__name__)
+
+_MAX_OFFENDING_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EncodedData:
+    """``codes`` int32[n_rows, n_blocks] and ``numerics`` float64[n_rows, n_numeric]."""
+
+    codes: np.ndarray
+    numerics: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return self.codes.shape[0]
+
+
+def block_slices(domain: Domain) -> list[slice]:
+    """The column range of each categorical block in the relaxed matrix."""
+    starts = np.concatenate([[0], np.cumsum(domain.block_sizes)]).astype(int)
+    return [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:], strict=True)]
+
+
+# ---------------------------------------------------------------------- encode
+def encode(frame: pl.DataFrame, domain: Domain) -> EncodedData:
+    """Encode ``frame`` (columns as in ``domain``) for the kernels.
+
+    Raises a ``ValueError`` naming the column for values outside the declared categories,
+    nulls in a column declared without them, or text in a numeric column. Such messages go
+    to the curator running the job, before anything is released; counts of clipped values
+    are logged (warning) for the curator and never enter a release.
+    """
+    missing = [name for name in domain.names if name not in frame.columns]
+    if missing:
+        msg = f"the data lacks columns the domain declares: {missing}"
+        raise ValueError(msg)
+    n_rows = frame.height
+    codes = np.empty((n_rows, len(domain.blocks)), dtype=np.int32)
+    numerics = np.empty((n_rows, len(domain.numeric_columns)), dtype=np.float64)
+    for b, block in enumerate(domain.blocks):
+        spec = domain[block.source]
+        if block.indicator:
+            continue
+        codes[:, b] = _category_codes(frame.get_column(spec.name), spec)
+    for j, spec in enumerate(domain.numeric_columns):
+        scaled, is_null = _scaled_numeric(frame.get_column(spec.name), spec)
+        numerics[:, j] = scaled
+        if spec.nullable:
+            codes[:, domain.block_index(spec.name, indicator=True)] = is_null
+    return EncodedData(codes, numerics)
+
+
+def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
+    values = column
+    if isinstance(values.dtype, (pl.Enum, pl.Categorical)):
+        values = values.cast(pl.String)
+    try:
+        declared = pl.Series(list(spec.categories)).cast(values.dtype, strict=True)
+    except Exception as error:  # polars raises several error types for failed casts
+        msg = (
+            f"column {spec.name!r} holds {values.dtype} but its declared categories "
+            f"{list(spec.categories)[:8]} cannot be read as {values.dtype}; declare them with "
+            "the column's type or cast the column first"
+        )
+        raise ValueError(msg) from error
+    codes = values.replace_strict(
+        declared, np.arange(len(declared), dtype=np.int32), default=-1, return_dtype=pl.Int32
+    )
+    is_null = values.is_null()
+    if values.dtype.is_float():
+        is_null = is_null | values.is_nan().fill_null(False)
+    codes = pl.select(
+        pl.when(is_null).then(len(declared)).otherwise(codes).alias("codes")
+    ).to_series()
+    if not spec.nullable and is_null.any():
+        msg = (
+            f"column {spec.name!r} holds {int(is_null.sum())} nulls but its domain declares no "
+            f"null category. Add None to its categories (domain={{{spec.name!r}: [..., None]}})"
+            " so that a null is a category of its own, or fill the nulls first"
+        )
+        raise ValueError(msg)
+    undeclared = values.filter((codes == -1) & ~is_null)
+    if undeclared.len() > 0:
+        shown = undeclared.unique(maintain_order=True).head(_MAX_OFFENDING_SHOWN).to_list()
+        msg = (
+            f"column {spec.name!r} holds {undeclared.len()} values outside its declared "
+            f"categories, e.g. {shown}. Add them to the column's category list in domain= "
+            "(the list is public: take it from the data's documentation), or recode them"
+        )
+        raise ValueError(msg)
+    return codes.to_numpy().astype(np.int32, copy=False)
+
+
+def _scaled_numeric(column: pl.Series, spec: ColumnSpec) -> tuple[np.ndarray, np.ndarray]:
+    if not (column.dtype.is_numeric() or column.dtype == pl.Null):
+        msg = (
+            f"column {spec.name!r} is declared numeric but holds {column.dtype}; cast it to a "
+            f"number first (pl.col({spec.name!r}).cast(pl.Float64, strict=False) turns text "
+            "into nulls) or declare it categorical"
+        )
+        raise ValueError(msg)
+    values = column.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+    is_null = np.isnan(values)
+    if is_null.any() and not spec.nullable:
+        msg = (
+            f"column {spec.name!r} holds {int(is_null.sum())} nulls/NaN but is declared "
+            f"without them. Declare it nullable (domain={{{spec.name!r}: {{'bounds': "
+            f"({spec.lower:g}, {spec.upper:g}), 'nullable': True}}}}) so the null rate is "
+            "kept, or fill the nulls first"
+        )
+        raise ValueError(msg)
+    present = values[~is_null]
+    n_clipped = int(np.count_nonzero((present < spec.lower) | (present > spec.upper)))
+    if n_clipped:
+        # Curator-only diagnostic: this count reads the data and is never released.
+        logger.warning(
+            "column %r: %d values outside the declared bounds [%g, %g] were clipped",
+            spec.name, n_clipped, spec.lower, spec.upper,
+        )
+    scaled = (np.clip(values, spec.lower, spec.upper) - spec.lower) / (spec.upper - spec.lower)
+    scaled[is_null] = 0.0
+    return scaled, is_null.astype(np.int32)
+
+
+# ---------------------------------------------------------------------- decode
+def decode_codes(
+    relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator
+) -> EncodedData:
+    """Sample one discrete row per entry of ``rows`` (indices into ``relaxed``).
+
+    Categorical blocks are sampled from the relaxed row's probabilities (renormalised);
+    numerics keep the relaxed coordinate.
+    """
+    relaxed = np.asarray(relaxed, dtype=np.float64)
+    picked = relaxed[rows]
+    n_out = len(rows)
+    codes = np.empty((n_out, len(domain.blocks)), dtype=np.int32)
+    uniform = rng.random((n_out, len(domain.blocks)))
+    for b, block_slice in enumerate(block_slices(domain)):
+        probs = np.clip(picked[:, block_slice], 0.0, None)
+        cumulative = np.cumsum(probs, axis=1)
+        total = cumulative[:, -1:]
+        cumulative /= np.where(total > 0, total, 1.0)
+        chosen = (cumulative < uniform[:, b : b + 1]).sum(axis=1)
+        codes[:, b] = np.minimum(chosen, block_slice.stop - block_slice.start - 1)
+    numerics = np.clip(picked[:, domain.n_categorical_coords :], 0.0, 1.0)
+    return EncodedData(codes, numerics)
+
+
+def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndarray:
+    """int64[n_out]: relaxed-row index of each output row, each relaxed row used
+    ``n_out // n_relaxed`` or one more times (systematic, so weights stay equal), shuffled."""
+    repeats = np.repeat(np.arange(n_relaxed), n_out // n_relaxed)
+    extra = rng.choice(n_relaxed, size=n_out % n_relaxed, replace=False)
+    rows = np.concatenate([repeats, extra]).astype(np.int64)
+    rng.shuffle(rows)
+    return rows
+
+
+def decode(
+    relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator
+) -> pl.DataFrame:
+    """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
+
+    Each relaxed row yields ``n_rows / n_relaxed`` discrete rows (rounded systematically).
+    Categories come only from the domain, numerics lie inside the bounds, integer columns are
+    rounded, and nullable columns get nulls at the sampled rate.
+    """
+    rows = spread_rows(relaxed.shape[0], n_rows, rng)
+    sample = decode_codes(relaxed, domain, rows, rng)
+    columns: dict[str, pl.Series] = {}
+    numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
+    for spec in domain.columns:
+        if spec.is_categorical:
+            block = domain.block_index(spec.name)
+            columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)
+        else:
+            scaled = sample.numerics[:, numeric_index[spec.name]]
+            values = spec.lower + scaled * (spec.upper - spec.lower)
+            if spec.is_integer:
+                values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
+            values = np.clip(values, spec.lower, spec.upper)
+            series = pl.Series(spec.name, values)
+            if spec.nullable:
+                is_null = sample.codes[:, domain.block_index(spec.name, indicator=True)] == 1
+                series = pl.select(
+                    pl.when(pl.lit(pl.Series(is_null))).then(None).otherwise(series).alias(spec.name)
+                ).to_series()
+            columns[spec.name] = series.cast(spec.dtype)
+    return pl.DataFrame(columns)
+
+
+def _categories_from_codes(codes: np.ndarray, spec: ColumnSpec) -> pl.Series:
+    categories = list(spec.categories) + ([None] if spec.nullable else [])
+    lookup_dtype = spec.dtype
+    if isinstance(spec.dtype, (pl.Enum, pl.Categorical)):
+        lookup_dtype = pl.String
+    lookup = pl.Series(spec.name, categories).cast(lookup_dtype)
+    return lookup.gather(pl.Series(codes.astype(np.int64))).cast(spec.dtype).rename(spec.name)

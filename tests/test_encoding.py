@@ -1,0 +1,100 @@
+"""Encoding real rows and decoding relaxed rows: invariants of schema, bounds, categories."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+from polars_rap.domain import Domain
+from polars_rap.encoding import decode, encode, spread_rows
+
+
+@pytest.fixture
+def frame():
+    return pl.DataFrame({
+        "age": pl.Series([17, 40, 90, 120, 5], dtype=pl.Int32),
+        "city": ["a", "b", None, "a", "c"],
+        "hours": [1.5, None, 40.0, float("nan"), 99.0],
+        "y": pl.Series(["no", "yes", "no", "no", "yes"], dtype=pl.Enum(["no", "yes"])),
+    })
+
+
+@pytest.fixture
+def domain(frame):
+    return Domain.from_mapping(
+        frame.schema,
+        {"age": (17, 95), "city": ["a", "b", "c", None], "hours": {"bounds": (0, 100), "nullable": True}},
+        labels=["y"],
+    )
+
+
+def test_encode_codes_scales_and_clips(frame, domain, caplog):
+    encoded = encode(frame, domain)
+    city, y, hours_null = (domain.block_index("city"), domain.block_index("y"),
+                           domain.block_index("hours", indicator=True))
+    assert encoded.codes[:, city].tolist() == [0, 1, 3, 0, 2]  # null is the last code
+    assert encoded.codes[:, y].tolist() == [0, 1, 0, 0, 1]
+    assert encoded.codes[:, hours_null].tolist() == [0, 1, 0, 1, 0]  # NaN counts as null
+    age = encoded.numerics[:, 0]
+    np.testing.assert_allclose(age, [0.0, 23 / 78, 73 / 78, 1.0, 0.0])  # 120 and 5 clipped
+    assert encoded.numerics[1, 1] == 0.0  # a null numeric sits at its lower bound
+    assert "2 values outside the declared bounds" in caplog.text
+
+
+def test_undeclared_category_lists_offending_values_and_fix(frame, domain):
+    bad = frame.with_columns(pl.Series("city", ["a", "zz", "b", "yy", "zz"]))
+    with pytest.raises(ValueError, match=r"'city' holds 3 values outside.*'zz', 'yy'.*domain="):
+        encode(bad, domain)
+
+
+def test_null_in_column_declared_without_nulls_is_an_error(frame):
+    domain = Domain.from_mapping(frame.schema, {"age": (17, 95), "city": ["a", "b", "c"],
+                                                "hours": {"bounds": (0, 100), "nullable": True}})
+    with pytest.raises(ValueError, match=r"'city' holds 1 nulls.*Add None"):
+        encode(frame, domain)
+    domain = Domain.from_mapping(frame.schema, {"age": (17, 95), "city": ["a", "b", "c", None],
+                                                "hours": (0, 100)})
+    with pytest.raises(ValueError, match=r"'hours' holds 2 nulls/NaN.*nullable"):
+        encode(frame, domain)
+
+
+def test_string_in_numeric_column_is_an_error(domain, frame):
+    bad = frame.with_columns(pl.col("age").cast(pl.String))
+    with pytest.raises(ValueError, match="'age' is declared numeric but holds String"):
+        encode(bad, Domain.from_mapping(frame.schema, {"age": (17, 95), "city": ["a", "b", "c", None],
+                                                       "hours": {"bounds": (0, 100), "nullable": True}}))
+
+
+def test_decode_keeps_schema_bounds_categories_and_row_count(frame, domain):
+    rng = np.random.default_rng(0)
+    relaxed = rng.random((7, domain.n_coords)).astype(np.float32)
+    out = decode(relaxed, domain, 1000, rng)
+    assert out.height == 1000
+    assert out.schema == frame.schema
+    assert out["age"].min() >= 17 and out["age"].max() <= 95
+    assert set(out["city"].drop_nulls().to_list()) <= {"a", "b", "c"}
+    hours = out["hours"].drop_nulls()
+    assert hours.min() >= 0 and hours.max() <= 100
+    assert out["y"].dtype == pl.Enum(["no", "yes"])
+
+
+def test_decode_follows_the_relaxed_probabilities(domain):
+    """A relaxed row with probability 1 on a category always decodes to it; null rates follow
+    the indicator probability."""
+    relaxed = np.zeros((2, domain.n_coords), dtype=np.float32)
+    city = slice(0, 4)
+    relaxed[:, city] = [[0, 1, 0, 0], [0, 0, 0, 1]]  # 'b' and null
+    relaxed[:, 4:6] = [1, 0]  # y = 'no'
+    relaxed[:, 6:8] = [[0.5, 0.5], [0.5, 0.5]]  # hours null with probability 1/2
+    relaxed[:, 8:] = [0.5, 0.25]
+    out = decode(relaxed, domain, 4000, np.random.default_rng(1))
+    counts = out["city"].value_counts()
+    assert set(counts["city"].to_list()) == {"b", None}
+    assert out["y"].unique().to_list() == ["no"]
+    assert out["age"].unique().sort().to_list() == [56]  # 17 + 0.5 * 78 = 56
+    assert abs(out["hours"].null_count() / 4000 - 0.5) < 0.05  # 0.05 is > 6 standard errors
+
+
+def test_spread_rows_uses_each_relaxed_row_equally():
+    rows = spread_rows(10, 1003, np.random.default_rng(0))
+    counts = np.bincount(rows, minlength=10)
+    assert counts.sum() == 1003 and counts.min() == 100 and counts.max() == 101
