@@ -1,0 +1,121 @@
+"""Tests for polars_rap.evaluation.ml_utility (train on one table, score on another)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from polars_rap.datasets import TaskData, load_task, train_test_split
+from polars_rap.evaluation import ml_utility
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _adult_dir() -> Path:
+    env = os.environ.get("POLARS_RAP_DATA_DIR")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+
+
+def _signal_frame(n_rows: int, seed: int) -> pl.DataFrame:
+    """A hand-made table whose label is a clear linear function of x and colour."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 100.0, n_rows)
+    colour = rng.choice(["red", "green", "blue"], n_rows)
+    shift = np.select([colour == "red", colour == "blue"], [15.0, -15.0], 0.0)
+    label = (x + shift) > 50.0
+    noise = rng.integers(0, 5, n_rows)
+    return pl.DataFrame({"x": x, "colour": colour, "noise": noise, "label": label})
+
+
+def _task_features(data: TaskData) -> tuple[list[str], dict[str, tuple[float, float]], dict]:
+    label = data.labels[0]
+    categorical = [c for c, t in data.columns_spec.items() if t["kind"] == "categorical" and c != label]
+    numeric = {c: tuple(t["bounds"]) for c, t in data.columns_spec.items() if t["kind"] == "numeric"}
+    return categorical, numeric, {c: data.domain[c] for c in categorical}
+
+
+def test_clear_linear_signal_is_learned():
+    train, test = _signal_frame(2_000, seed=1), _signal_frame(500, seed=2)
+    scores = ml_utility(train, test, "label", categorical=["colour", "noise"], numeric={"x": (0.0, 100.0)})
+    assert scores["macro_f1"] > 0.9
+    assert scores["accuracy"] > 0.9
+    assert (scores["n_train"], scores["n_test"]) == (2_000, 500)
+    assert "note" not in scores
+
+
+def test_same_inputs_same_scores():
+    train, test = _signal_frame(500, seed=3), _signal_frame(200, seed=4)
+    kwargs = dict(categorical=["colour"], numeric={"x": (0.0, 100.0)}, seed=0)
+    assert ml_utility(train, test, "label", **kwargs) == ml_utility(train, test, "label", **kwargs)
+
+
+def test_label_among_features_is_refused():
+    frame = _signal_frame(100, seed=5)
+    with pytest.raises(ValueError, match="label 'label' is listed as a feature"):
+        ml_utility(frame, frame, "label", categorical=["label", "colour"], numeric={"x": (0.0, 100.0)})
+
+
+def test_single_class_train_scores_constant_prediction():
+    train = _signal_frame(200, seed=6).with_columns(label=pl.lit(True))
+    test = _signal_frame(200, seed=7)
+    scores = ml_utility(train, test, "label", categorical=["colour"], numeric={"x": (0.0, 100.0)})
+    assert "single class" in scores["note"]
+    expected_accuracy = test.get_column("label").mean()
+    assert scores["accuracy"] == pytest.approx(expected_accuracy)
+    assert 0.0 < scores["macro_f1"] < 0.5  # one class has F1 0, the other < 1
+
+
+def test_fixed_categories_encode_unseen_values_without_error():
+    """With public categories the feature set does not depend on the rows: a category absent
+    from train, or a test value outside the list, still encodes (the latter as all zeros)."""
+    train = _signal_frame(500, seed=8).filter(pl.col("colour") != "blue")
+    test = _signal_frame(200, seed=9).with_columns(
+        colour=pl.when(pl.col("x") < 5).then(pl.lit("purple")).otherwise(pl.col("colour"))
+    )
+    scores = ml_utility(train, test, "label", categorical=["colour"], numeric={"x": (0.0, 100.0)},
+                        categories={"colour": ["red", "green", "blue"]})
+    assert scores["macro_f1"] > 0.7
+
+
+def test_numeric_nulls_get_an_indicator():
+    """Missingness itself is a feature: a label equal to 'x is null' is learned exactly."""
+    rng = np.random.default_rng(10)
+    x = rng.uniform(0, 10, 400)
+    missing = rng.random(400) < 0.5
+    frame = pl.DataFrame({"x": np.where(missing, np.nan, x), "label": missing}).with_columns(
+        pl.col("x").fill_nan(None)
+    )
+    scores = ml_utility(frame, frame, "label", categorical=[], numeric={"x": (0.0, 10.0)})
+    assert scores["macro_f1"] == pytest.approx(1.0)
+
+
+def test_null_categories_are_their_own_level():
+    frame = pl.DataFrame({"c": [1, None] * 100, "label": [0, 1] * 100}, schema={"c": pl.Int32, "label": pl.Int64})
+    scores = ml_utility(frame, frame, "label", categorical=["c"], numeric={}, categories={"c": [1, 2, None]})
+    assert scores["macro_f1"] == pytest.approx(1.0)
+
+
+def test_acs_income_ca_real_split_is_sane():
+    data = load_task("acs-income-CA")
+    train, test = train_test_split(data.frame, test_fraction=0.2, seed=0)
+    categorical, numeric, categories = _task_features(data)
+    scores = ml_utility(train, test, data.labels[0], categorical, numeric, categories=categories)
+    assert 0.7 <= scores["macro_f1"] <= 0.85
+    assert "note" not in scores
+
+
+@pytest.mark.skipif(
+    not (_adult_dir() / "uci_adult.parquet").is_file(),
+    reason=f"uci_adult.parquet not found in {_adult_dir()} (set POLARS_RAP_DATA_DIR to its folder)",
+)
+def test_adult_real_split_is_sane():
+    data = load_task("adult", data_dir=_adult_dir())
+    train, test = train_test_split(data.frame, test_fraction=0.2, seed=0)
+    categorical, numeric, categories = _task_features(data)
+    scores = ml_utility(train, test, data.labels[0], categorical, numeric, categories=categories)
+    assert 0.7 <= scores["macro_f1"] <= 0.85
+    assert "note" not in scores
