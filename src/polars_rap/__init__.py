@@ -1,0 +1,25 @@
+"""polars-rap: differentially private synthetic data for mixed-type tables (RAP++).
+
+Importing the package registers the ``dp`` namespace on Polars frames::
+
+    >>> import polars as pl, polars_rap
+    >>> hasattr(pl.DataFrame().dp, "synthesize")
+    True
+"""
+
+from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.mechanism import SynthesisResult, synthesize
+from polars_rap.projection import ProjectionConfig
+from polars_rap.report import PrivacyReport
+
+__all__ = [
+    "synthesize",
+    "SynthesisResult",
+    "PrivacyReport",
+    "Domain",
+    "Categorical",
+    "Numeric",
+    "ProjectionConfig",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,175 @@
+"""Relaxed projection with sigmoid temperature annealing (paper Alg. 1, design.md §4).
+
+The relaxed data is parameterised as free logits per categorical block (the block's
+probabilities are their softmax, so they always sum to one) and numeric coordinates kept in
+``[0, 1]`` by clipping after each step (a projected gradient step: unlike a sigmoid
+parameterisation it lets mass sit exactly on a bound, as for capital-gain = 0, without
+vanishing gradients there).
+
+Adam minimises ``L = sum_q (q~_sigma(X) - a_q)^2`` over the measured queries. The inverse
+temperature of threshold queries starts at ``sigma_initial`` and doubles when the relaxed
+loss stops improving (plateau) or the gradient norm falls below ``grad_tolerance``, up to
+``max_doublings`` times. The iterate kept is the best by the *exact* (hard-threshold) loss
+against the noisy answers; the projection never sees the real data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polars_rap.queries import QuerySet
+
+__all__ = ["ProjectionConfig", "RelaxedParams", "project"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionConfig:
+    """Optimiser settings (defaults tuned on the bundled ACS and Adult tasks; see README).
+
+    ``learning_rate`` is Adam's step for logits and numerics; ``max_steps`` bounds the steps
+    of each temperature stage; ``patience`` steps without a relative improvement of
+    ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma.
+    """
+
+    learning_rate: float = 0.05
+    max_steps: int = 200
+    patience: int = 15
+    min_improvement: float = 1e-3
+    grad_tolerance: float = 1e-4
+    sigma_initial: float = 8.0
+    max_doublings: int = 6
+    beta1: float = 0.9
+    beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+
+    def __post_init__(self) -> None:
+        for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
+                raise ValueError(msg)
+        for name in ("max_steps", "patience"):
+            if int(getattr(self, name)) < 1:
+                msg = f"The {name!r} parameter must be an int >= 1. Got {getattr(self, name)!r}"
+                raise ValueError(msg)
+        if int(self.max_doublings) < 0:
+            msg = f"The 'max_doublings' parameter must be an int >= 0. Got {self.max_doublings!r}"
+            raise ValueError(msg)
+
+
+class RelaxedParams:
+    """Free parameters of the relaxed data: ``float32[n_rows, n_coords]``, logits in the
+    categorical blocks and clipped numerics after them. ``block_starts`` int64[n_blocks]."""
+
+    def __init__(self, values: np.ndarray, block_starts: np.ndarray, numeric_offset: int):
+        self.values = np.ascontiguousarray(values, dtype=np.float32)
+        self.block_starts = np.asarray(block_starts, dtype=np.int64)
+        self.numeric_offset = int(numeric_offset)
+
+    @classmethod
+    def random(
+        cls, n_rows: int, block_sizes: list[int], n_numeric: int, rng: np.random.Generator
+    ) -> "RelaxedParams":
+        """Uniformly random relaxed data (paper Alg. 2, line 3): small random logits (near
+        uniform probabilities) and numerics uniform on ``[0, 1]``."""
+        n_cat = int(sum(block_sizes))
+        values = np.empty((n_rows, n_cat + n_numeric), dtype=np.float32)
+        values[:, :n_cat] = rng.standard_normal((n_rows, n_cat))
+        values[:, n_cat:] = rng.random((n_rows, n_numeric))
+        starts = np.concatenate([[0], np.cumsum(block_sizes)[:-1]]) if block_sizes else np.zeros(0)
+        return cls(values, starts.astype(np.int64), n_cat)
+
+    def copy(self) -> "RelaxedParams":
+        return RelaxedParams(self.values.copy(), self.block_starts, self.numeric_offset)
+
+    def relaxed(self) -> np.ndarray:
+        """float32[n_rows, n_coords]: block softmax of the logits, numerics as they are."""
+        out = self.values.copy()
+        k = self.numeric_offset
+        if k:
+            logits = self.values[:, :k]
+            block_max = np.maximum.reduceat(logits, self.block_starts, axis=1)
+            sizes = np.diff(np.append(self.block_starts, k))
+            shifted = np.exp(logits - np.repeat(block_max, sizes, axis=1))
+            totals = np.add.reduceat(shifted, self.block_starts, axis=1)
+            out[:, :k] = shifted / np.repeat(totals, sizes, axis=1)
+        return out
+
+    def chain_gradient(self, relaxed: np.ndarray, grad_relaxed: np.ndarray) -> np.ndarray:
+        """Gradient w.r.t. the parameters from the gradient w.r.t. the relaxed data:
+        ``p * (g - sum_block(p * g))`` in the blocks, identity for numerics."""
+        out = grad_relaxed.astype(np.float32, copy=True)
+        k = self.numeric_offset
+        if k:
+            p, g = relaxed[:, :k], grad_relaxed[:, :k]
+            sizes = np.diff(np.append(self.block_starts, k))
+            inner = np.add.reduceat(p * g, self.block_starts, axis=1)
+            out[:, :k] = p * (g - np.repeat(inner, sizes, axis=1))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionTrace:
+    """What one projection did: steps run, final sigma multiplier, best exact loss."""
+
+    steps: int
+    stages: int
+    exact_loss: float
+
+
+def project(
+    params: RelaxedParams,
+    queries: QuerySet,
+    targets: np.ndarray,
+    backend,
+    config: ProjectionConfig = ProjectionConfig(),
+) -> tuple[RelaxedParams, ProjectionTrace]:
+    """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1).
+
+    Returns the best parameters by exact loss (possibly the starting point) and a trace.
+    ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
+    """
+    targets = np.asarray(targets, dtype=np.float64)
+    has_threshold = np.diff(queries.halfspace_offsets) > 0
+    n_stages = 1 + config.max_doublings if has_threshold.any() else 1
+    hard = np.full(queries.n_queries, np.inf, dtype=np.float32)
+
+    def exact_loss(candidate: RelaxedParams) -> float:
+        answers = backend.answers_relaxed(candidate.relaxed(), queries, hard)
+        return float(np.sum((answers.astype(np.float64) - targets) ** 2))
+
+    best, best_loss = params.copy(), exact_loss(params)
+    current = params.copy()
+    first = np.zeros_like(current.values)
+    second = np.zeros_like(current.values)
+    step_count, stages_run = 0, 0
+    for stage in range(n_stages):
+        stages_run += 1
+        sigma = np.where(has_threshold, config.sigma_initial * 2.0**stage, np.inf).astype(np.float32)
+        stage_best, since_best = np.inf, 0
+        for _ in range(config.max_steps):
+            relaxed = current.relaxed()
+            loss, grad_relaxed = backend.loss_and_grad(relaxed, queries, targets, sigma)
+            grad = current.chain_gradient(relaxed, grad_relaxed)
+            step_count += 1
+            first = config.beta1 * first + (1 - config.beta1) * grad
+            second = config.beta2 * second + (1 - config.beta2) * grad * grad
+            t = step_count
+            corrected = (first / (1 - config.beta1**t)) / (
+                np.sqrt(second / (1 - config.beta2**t)) + config.adam_epsilon
+            )
+            current.values -= (config.learning_rate * corrected).astype(np.float32)
+            np.clip(current.values[:, current.numeric_offset :], 0.0, 1.0,
+                    out=current.values[:, current.numeric_offset :])
+            if loss < stage_best * (1 - config.min_improvement):
+                stage_best, since_best = loss, 0
+            else:
+                since_best += 1
+            if since_best >= config.patience or float(np.linalg.norm(grad)) <= config.grad_tolerance:
+                break
+        candidate_loss = exact_loss(current)
+        if candidate_loss < best_loss:
+            best, best_loss = current.copy(), candidate_loss
+    return best, ProjectionTrace(step_count, stages_run, best_loss)

@@ -1,0 +1,88 @@
+"""Projection (Alg. 1): parameterisation, chain rule, and that it fits reachable targets."""
+
+import numpy as np
+import pytest
+
+from polars_rap.kernels import get_backend
+from polars_rap.projection import ProjectionConfig, RelaxedParams, project
+from polars_rap.queries import QuerySet
+
+BLOCKS = [3, 2]
+N_NUMERIC = 2
+
+
+def small_queries():
+    """Marginal of the two blocks, plus four class-conditional thresholds."""
+    cells = [([a, 3 + b], []) for a in range(3) for b in range(2)]
+    thresholds = [
+        ([3 + b], [([0, 1], [w0, w1], t)])
+        for b, w0, w1, t in [(0, 1.0, 0.5, 0.6), (1, -0.7, 1.0, 0.1), (0, 0.3, -1.0, -0.2), (1, 1.0, 1.0, 1.1)]
+    ]
+    return QuerySet.from_lists(cells + thresholds, [6, 1, 1, 1, 1], [[0, 1], [], [], [], []],
+                               BLOCKS, N_NUMERIC, query_class=[0] * 6 + [2] * 4)
+
+
+def test_relaxed_blocks_are_distributions_and_numerics_pass_through():
+    params = RelaxedParams.random(50, BLOCKS, N_NUMERIC, np.random.default_rng(0))
+    relaxed = params.relaxed()
+    np.testing.assert_allclose(relaxed[:, :3].sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(relaxed[:, 3:5].sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(relaxed[:, 5:], params.values[:, 5:])
+    assert np.all((relaxed[:, 5:] >= 0) & (relaxed[:, 5:] <= 1))
+
+
+def test_chain_gradient_matches_finite_differences_of_the_logits():
+    rng = np.random.default_rng(1)
+    params = RelaxedParams.random(4, BLOCKS, N_NUMERIC, rng)
+    params.values = params.values.astype(np.float64)
+    weights = rng.standard_normal(params.values.shape)
+
+    def objective(values):
+        return float(np.sum(weights * RelaxedParams(values, params.block_starts, 5).relaxed().astype(np.float64)))
+
+    analytic = params.chain_gradient(params.relaxed(), weights)
+    step = 1e-3
+    numeric = np.zeros_like(params.values)
+    for index in np.ndindex(params.values.shape):
+        up, down = params.values.copy(), params.values.copy()
+        up[index] += step
+        down[index] -= step
+        numeric[index] = (objective(up) - objective(down)) / (2 * step)
+    np.testing.assert_allclose(analytic, numeric, rtol=2e-3, atol=2e-4)
+
+
+@pytest.mark.parametrize("backend", ["reference", "cpu"])
+def test_projection_fits_targets_of_a_hidden_dataset(backend):
+    """Targets that some discrete dataset answers exactly: the exact loss must fall by far."""
+    module = get_backend(backend)
+    rng = np.random.default_rng(2)
+    queries = small_queries()
+    hidden = np.zeros((200, 7), dtype=np.float32)
+    hidden[np.arange(200), rng.integers(0, 3, 200)] = 1
+    hidden[np.arange(200), 3 + rng.integers(0, 2, 200)] = 1
+    hidden[:, 5:] = rng.random((200, 2))
+    targets = module.answers_relaxed(hidden, queries, np.inf).astype(np.float64)
+    start = RelaxedParams.random(100, BLOCKS, N_NUMERIC, rng)
+    start_loss = float(np.sum((module.answers_relaxed(start.relaxed(), queries, np.inf) - targets) ** 2))
+    best, trace = project(start, queries, targets, module, ProjectionConfig(max_steps=300))
+    assert trace.exact_loss < start_loss / 20
+    assert trace.stages > 1  # thresholds were measured, so the temperature was annealed
+    final = module.answers_relaxed(best.relaxed(), queries, np.inf).astype(np.float64)
+    assert float(np.sum((final - targets) ** 2)) == pytest.approx(trace.exact_loss, rel=1e-5)
+
+
+def test_projection_never_returns_worse_than_its_start():
+    """Keeping the best iterate by exact loss: a start that already fits stays as good."""
+    module = get_backend("reference")
+    queries = small_queries()
+    start = RelaxedParams.random(30, BLOCKS, N_NUMERIC, np.random.default_rng(3))
+    targets = module.answers_relaxed(start.relaxed(), queries, np.inf).astype(np.float64)
+    _, trace = project(start, queries, targets, module, ProjectionConfig(max_steps=20, max_doublings=1))
+    assert trace.exact_loss <= 1e-12
+
+
+@pytest.mark.parametrize("name, value", [("learning_rate", 0.0), ("sigma_initial", -1.0),
+                                         ("max_steps", 0), ("max_doublings", -1)])
+def test_bad_projection_settings_name_the_parameter(name, value):
+    with pytest.raises(ValueError, match=name):
+        ProjectionConfig(**{name: value})
