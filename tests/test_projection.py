@@ -86,3 +86,46 @@ def test_projection_never_returns_worse_than_its_start():
 def test_bad_projection_settings_name_the_parameter(name, value):
     with pytest.raises(ValueError, match=name):
         ProjectionConfig(**{name: value})
+
+
+def test_without_annealing_one_stage_runs_at_the_final_temperature():
+    """A round that only adds categorical queries projects at the final temperature only."""
+    module = get_backend("reference")
+    queries = small_queries()
+    start = RelaxedParams.random(30, BLOCKS, N_NUMERIC, np.random.default_rng(4))
+    targets = np.full(queries.n_queries, 0.1)
+    config = ProjectionConfig(max_steps=5, max_doublings=3)
+    _, annealed = project(start, queries, targets, module, config)
+    _, single = project(start, queries, targets, module, config, anneal=False)
+    assert annealed.stages == 4 and single.stages == 1
+
+
+def test_compiled_softmax_and_adam_step_match_plain_numpy():
+    """The Numba row kernels equal the obvious NumPy formulas (softmax per block, the
+    softmax chain rule, Adam with bias correction, numerics clipped to [0, 1])."""
+    from polars_rap.projection import _adam_step
+
+    rng = np.random.default_rng(5)
+    params = RelaxedParams.random(6, BLOCKS, N_NUMERIC, rng)
+    logits = params.values[:, :5].astype(np.float64)
+    expected = np.concatenate([np.exp(logits[:, :3]) / np.exp(logits[:, :3]).sum(1, keepdims=True),
+                               np.exp(logits[:, 3:]) / np.exp(logits[:, 3:]).sum(1, keepdims=True),
+                               params.values[:, 5:]], axis=1)
+    relaxed = params.relaxed()
+    np.testing.assert_allclose(relaxed, expected, rtol=1e-6)
+
+    grad_relaxed = rng.standard_normal(relaxed.shape).astype(np.float32)
+    first = rng.standard_normal(relaxed.shape).astype(np.float32) * 0.1
+    second = rng.random(relaxed.shape).astype(np.float32) * 0.1
+    grad = params.chain_gradient(relaxed, grad_relaxed).astype(np.float64)
+    m = 0.9 * first + 0.1 * grad
+    v = 0.999 * second + 0.001 * grad**2
+    step = 3
+    want = params.values - 0.05 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+    want[:, 5:] = np.clip(want[:, 5:], 0, 1)
+    values = params.values.copy()
+    norm_sq = _adam_step(values, relaxed, grad_relaxed, first, second, params.block_starts, 5,
+                         0.05, 0.9, 0.999, 1e-8, step)
+    np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(first, m, rtol=1e-5, atol=1e-7)
+    assert norm_sq == pytest.approx(float(np.sum(grad**2)), rel=1e-5)

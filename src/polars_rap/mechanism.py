@@ -238,7 +238,8 @@ def synthesize(
             noise_stds.append(std)
             available[group] = False
         measured = queries.take_groups(np.asarray(measured_groups))
-        params, trace = project(params, measured, np.concatenate(noisy_parts), backend_module, projection)
+        params, trace = project(params, measured, np.concatenate(noisy_parts), backend_module,
+                               projection, anneal=class_name != "CM")
         bar.set_postfix(loss=f"{trace.exact_loss:.3g}", rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
     bar.close()
     del true_answers

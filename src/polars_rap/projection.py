@@ -15,9 +15,11 @@ against the noisy answers; the projection never sees the real data.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit, prange
 
 from polars_rap.queries import QuerySet
 
@@ -34,8 +36,8 @@ class ProjectionConfig:
     """
 
     learning_rate: float = 0.05
-    max_steps: int = 200
-    patience: int = 15
+    max_steps: int = 60
+    patience: int = 8
     min_improvement: float = 1e-3
     grad_tolerance: float = 1e-4
     sigma_initial: float = 8.0
@@ -86,15 +88,8 @@ class RelaxedParams:
 
     def relaxed(self) -> np.ndarray:
         """float32[n_rows, n_coords]: block softmax of the logits, numerics as they are."""
-        out = self.values.copy()
-        k = self.numeric_offset
-        if k:
-            logits = self.values[:, :k]
-            block_max = np.maximum.reduceat(logits, self.block_starts, axis=1)
-            sizes = np.diff(np.append(self.block_starts, k))
-            shifted = np.exp(logits - np.repeat(block_max, sizes, axis=1))
-            totals = np.add.reduceat(shifted, self.block_starts, axis=1)
-            out[:, :k] = shifted / np.repeat(totals, sizes, axis=1)
+        out = np.empty_like(self.values)
+        _block_softmax(self.values, self.block_starts, self.numeric_offset, out)
         return out
 
     def chain_gradient(self, relaxed: np.ndarray, grad_relaxed: np.ndarray) -> np.ndarray:
@@ -125,15 +120,25 @@ def project(
     targets: np.ndarray,
     backend,
     config: ProjectionConfig = ProjectionConfig(),
+    anneal: bool = True,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
     """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1).
+
+    With ``anneal=False`` a single stage runs at the final temperature
+    ``sigma_initial * 2**max_doublings``: for a round that only added categorical queries,
+    which have no temperature, the warm start's thresholds are already sharp and re-annealing
+    them from ``sigma_initial`` would only undo and redo that fit.
 
     Returns the best parameters by exact loss (possibly the starting point) and a trace.
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
+    if hasattr(backend, "project"):  # device backends keep the whole loop on the device
+        return backend.project(params, queries, targets, config, anneal)
     targets = np.asarray(targets, dtype=np.float64)
     has_threshold = np.diff(queries.halfspace_offsets) > 0
-    n_stages = 1 + config.max_doublings if has_threshold.any() else 1
+    stages = list(range(1 + config.max_doublings)) if has_threshold.any() else [0]
+    if not anneal:
+        stages = stages[-1:]
     hard = np.full(queries.n_queries, np.inf, dtype=np.float32)
 
     def exact_loss(candidate: RelaxedParams) -> float:
@@ -145,31 +150,91 @@ def project(
     first = np.zeros_like(current.values)
     second = np.zeros_like(current.values)
     step_count, stages_run = 0, 0
-    for stage in range(n_stages):
+    for stage in stages:
         stages_run += 1
         sigma = np.where(has_threshold, config.sigma_initial * 2.0**stage, np.inf).astype(np.float32)
         stage_best, since_best = np.inf, 0
         for _ in range(config.max_steps):
             relaxed = current.relaxed()
             loss, grad_relaxed = backend.loss_and_grad(relaxed, queries, targets, sigma)
-            grad = current.chain_gradient(relaxed, grad_relaxed)
             step_count += 1
-            first = config.beta1 * first + (1 - config.beta1) * grad
-            second = config.beta2 * second + (1 - config.beta2) * grad * grad
-            t = step_count
-            corrected = (first / (1 - config.beta1**t)) / (
-                np.sqrt(second / (1 - config.beta2**t)) + config.adam_epsilon
-            )
-            current.values -= (config.learning_rate * corrected).astype(np.float32)
-            np.clip(current.values[:, current.numeric_offset :], 0.0, 1.0,
-                    out=current.values[:, current.numeric_offset :])
+            grad_norm = math.sqrt(_adam_step(
+                current.values, relaxed, grad_relaxed.astype(np.float32, copy=False), first, second,
+                current.block_starts, current.numeric_offset, config.learning_rate, config.beta1,
+                config.beta2, config.adam_epsilon, step_count,
+            ))
             if loss < stage_best * (1 - config.min_improvement):
                 stage_best, since_best = loss, 0
             else:
                 since_best += 1
-            if since_best >= config.patience or float(np.linalg.norm(grad)) <= config.grad_tolerance:
+            if since_best >= config.patience or grad_norm <= config.grad_tolerance:
                 break
         candidate_loss = exact_loss(current)
         if candidate_loss < best_loss:
             best, best_loss = current.copy(), candidate_loss
     return best, ProjectionTrace(step_count, stages_run, best_loss)
+
+
+# ------------------------------------------------------------------ row kernels
+@njit(parallel=True, cache=True)
+def _block_softmax(values, block_starts, numeric_offset, out):  # pragma: no cover - numba
+    """``out`` = block softmax of ``values[:, :numeric_offset]``, numerics copied."""
+    n_rows, n_coords = values.shape
+    n_blocks = len(block_starts)
+    for r in prange(n_rows):
+        for b in range(n_blocks):
+            start = block_starts[b]
+            stop = block_starts[b + 1] if b + 1 < n_blocks else numeric_offset
+            peak = values[r, start]
+            for c in range(start + 1, stop):
+                peak = max(peak, values[r, c])
+            total = 0.0
+            for c in range(start, stop):
+                out[r, c] = math.exp(values[r, c] - peak)
+                total += out[r, c]
+            for c in range(start, stop):
+                out[r, c] = out[r, c] / total
+        for c in range(numeric_offset, n_coords):
+            out[r, c] = values[r, c]
+
+
+@njit(parallel=True, cache=True)
+def _adam_step(values, relaxed, grad_relaxed, first, second, block_starts, numeric_offset,
+               learning_rate, beta1, beta2, epsilon, step):  # pragma: no cover - numba
+    """One Adam step on ``values`` in place, from the gradient w.r.t. the relaxed data.
+
+    The parameter gradient is ``p * (g - sum_block(p * g))`` in the logit blocks (softmax
+    chain rule) and ``g`` for numerics, which are clipped to ``[0, 1]`` after the step.
+    Returns the squared norm of the parameter gradient (float64).
+    """
+    n_rows, n_coords = values.shape
+    n_blocks = len(block_starts)
+    correction1 = 1.0 - beta1**step
+    correction2 = 1.0 - beta2**step
+    norm_sq = 0.0
+    for r in prange(n_rows):
+        row_sq = 0.0
+        for b in range(n_blocks + 1):
+            if b < n_blocks:
+                start = block_starts[b]
+                stop = block_starts[b + 1] if b + 1 < n_blocks else numeric_offset
+                inner = 0.0
+                for c in range(start, stop):
+                    inner += relaxed[r, c] * grad_relaxed[r, c]
+            else:
+                start, stop, inner = numeric_offset, n_coords, 0.0
+            for c in range(start, stop):
+                if b < n_blocks:
+                    grad = relaxed[r, c] * (grad_relaxed[r, c] - inner)
+                else:
+                    grad = grad_relaxed[r, c]
+                row_sq += grad * grad
+                first[r, c] = beta1 * first[r, c] + (1.0 - beta1) * grad
+                second[r, c] = beta2 * second[r, c] + (1.0 - beta2) * grad * grad
+                update = (first[r, c] / correction1) / (math.sqrt(second[r, c] / correction2) + epsilon)
+                value = values[r, c] - learning_rate * update
+                if b == n_blocks:
+                    value = min(max(value, 0.0), 1.0)
+                values[r, c] = value
+        norm_sq += row_sq
+    return norm_sq
