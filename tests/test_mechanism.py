@@ -128,3 +128,17 @@ def test_empty_frame_and_unknown_input_type_are_refused(small, task):
         polars_rap.synthesize(small.head(0), epsilon=1.0, delta=1e-7, domain=task.domain, labels=task.labels)
     with pytest.raises(TypeError, match="polars DataFrame"):
         polars_rap.synthesize([1, 2, 3], epsilon=1.0, delta=1e-7)
+
+
+def test_backend_auto_falls_back_to_cpu_and_cuda_without_gpu_is_a_clear_error(caplog, monkeypatch):
+    """Without a usable GPU, auto means cpu (said in the log) and explicit cuda refuses."""
+    import logging
+
+    from polars_rap import kernels
+
+    monkeypatch.setattr(kernels.get_backend("cuda"), "is_available", lambda: False)
+    with caplog.at_level(logging.INFO):
+        assert kernels.resolve_backend("auto").__name__ == "polars_rap.kernels.cpu"
+    assert "runs on the CPU" in caplog.text
+    with pytest.raises(RuntimeError, match="backend='cuda' needs an NVIDIA GPU.*backend='cpu'"):
+        kernels.resolve_backend("cuda")

@@ -153,7 +153,7 @@ def synthesize(
     if isinstance(labels, str):
         labels = [labels]
     projection = projection or ProjectionConfig()
-    backend_module = _resolve_backend(backend)
+    backend_module = kernels.resolve_backend(backend)
 
     frame = _collect(data)
     if frame.height == 0:
@@ -302,16 +302,6 @@ def _build_report(epsilon, delta, rho, ledger, n_rows, queries: QuerySet, domain
         n_rows=n_rows, events=ledger.events, measurements=measurements, confidence=confidence,
         parameters=parameters,
     )
-
-
-def _resolve_backend(name: str):
-    if name == "auto":
-        try:
-            return kernels.get_backend("cuda")
-        except (ValueError, ImportError, RuntimeError) as reason:
-            logger.info("backend='auto' uses the CPU: %s", reason)
-            return kernels.get_backend("cpu")
-    return kernels.get_backend(name)
 
 
 def _collect(data) -> pl.DataFrame:

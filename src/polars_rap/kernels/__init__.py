@@ -15,12 +15,13 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["BACKENDS", "get_backend"]
+__all__ = ["BACKENDS", "get_backend", "resolve_backend"]
 
 #: Backend name -> module path. Add a backend by adding a line.
 BACKENDS: dict[str, str] = {
     "reference": "polars_rap.kernels.reference",
     "cpu": "polars_rap.kernels.cpu",
+    "cuda": "polars_rap.kernels.cuda",
 }
 
 
@@ -49,3 +50,36 @@ def get_backend(name: str) -> ModuleType:
         msg = f"unknown kernel backend {name!r}; choose one of {valid}"
         raise ValueError(msg) from None
     return importlib.import_module(module_path)
+
+
+def resolve_backend(name: str) -> ModuleType:
+    """The backend a user's ``backend=`` names: ``"auto"`` is CUDA when a real GPU is usable
+    (never the simulator), else the CPU, saying so once in the log; ``"cuda"`` without a GPU
+    is an error that says how to fix it."""
+    import logging
+
+    if name not in ("auto", *BACKENDS):
+        valid = ", ".join(repr(key) for key in ("auto", *BACKENDS))
+        msg = f"unknown kernel backend {name!r}; choose one of {valid}"
+        raise ValueError(msg)
+    if name not in ("auto", "cuda"):
+        return get_backend(name)
+    try:
+        cuda = get_backend("cuda")
+        available = cuda.is_available()
+    except ImportError as error:  # numba built without its CUDA target
+        cuda, available = None, False
+        reason = f"numba's CUDA target cannot be imported ({error})"
+    else:
+        reason = "numba.cuda finds no usable NVIDIA GPU"
+    if available:
+        return cuda
+    if name == "cuda":
+        msg = (
+            f"backend='cuda' needs an NVIDIA GPU with a working driver, but {reason}. "
+            "Install the CUDA extra (pip install 'polars-rap[cuda]') on a GPU machine, "
+            "or use backend='cpu' (or 'auto', which falls back to the CPU)"
+        )
+        raise RuntimeError(msg)
+    logging.getLogger(__name__).info("backend='auto' runs on the CPU: %s", reason)
+    return get_backend("cpu")

@@ -1,0 +1,860 @@
+"""CUDA kernels: hand-written ``numba.cuda`` kernels over the CSR query layout (design.md §6).
+
+Same three functions and signatures as ``reference`` and ``cpu``, plus ``project``, the whole
+projection (paper Alg. 1, ``projection.project``) with its Adam loop on the device:
+
+- ``answers_exact`` (real data): a tiled rows x queries kernel. A block stages a tile of real
+  rows (codes and numerics) in shared memory; each thread owns one query and keeps one bit per
+  tile row in a 64-bit mask, clearing bits factor by factor, then adds the mask's popcount to
+  a register. One atomic add per query and block at the end. The n x m indicator matrix never
+  exists; rows reach the device in chunks of ``EXACT_CHUNK_ROWS`` and counts add up there.
+- ``answers_relaxed``: one block per query (grid x, grid-stride), its threads striding over
+  the relaxed rows of one row segment (grid y); a tree reduction per block and one partial
+  sum per (segment, query), added in order by the residual kernel, which also forms the loss
+  terms and the weights ``2 (answer - target) / n`` of the gradient.
+- ``loss_and_grad``: the answers above, then one thread per (query slice, relaxed row): it
+  walks the queries of its slice, multiplies prefix and suffix products of the factors (the
+  product of the *other* factors, never a division) and adds them into a private gradient
+  slice; the slices are added in order afterwards. No atomics: every result is deterministic.
+  The halfspace derivative is ``-sigma s (1 - s) theta``, with ``s (1 - s)`` computed as
+  ``e / (1 + e)^2``, ``e = exp(-|z|)``, which keeps small slopes that ``1 - s`` would round
+  away in float32.
+
+The relaxed matrix lives on the device transposed, ``XT`` = ``[n_coords, n_rows]``, so that
+threads of a warp (consecutive rows) read and write consecutive addresses.
+
+Numerics follow ``reference``: every halfspace dot product is accumulated in float64, term by
+term, with a multiply that is never fused into an FMA (``libdevice.dmul_rn``), so hard
+thresholds agree with the reference to the bit. Sigmoids, products and gradients run in the
+precision of ``X`` (float32 normally; float64 ``X`` gives float64 kernels, which the
+finite-difference tests use); row sums and losses are float64. Compile-time sizes (threads
+per block of the shared reduction arrays, the most factors of a query in the local scratch)
+and the compute precision are baked in by ``_relaxed_kernels``, a cached factory.
+
+``project`` keeps the parameters, Adam moments and a small state vector (step counts, stage
+best, stop flag) on the device; the plateau and gradient-norm tests run there after every
+step, and the host reads the state every ``PROJECTION_CHECK_EVERY`` steps (see ``project``).
+
+Launch sizes and math flags live in ``cuda_config``, read at launch. Kernels never validate:
+the host wrappers run the checks of ``_checks`` first. Kernels use comparisons, not the
+``min``/``max`` builtins, which numba 0.68's built-in CUDA target fails to type ("Signature
+mismatch"). Importing this module needs no GPU; kernels compile on first use.
+``is_available`` is False under the simulator, so ``backend="auto"`` never picks it; the
+tests run the kernels there on purpose.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+from numba import cuda
+
+from polars_rap.kernels import cuda_config
+from polars_rap.kernels._checks import (
+    check_queries,
+    check_real_data,
+    check_relaxed,
+    check_sigma,
+    check_targets,
+)
+from polars_rap.queries import QuerySet
+
+if TYPE_CHECKING:
+    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams
+
+__all__ = ["answers_exact", "answers_relaxed", "is_available", "loss_and_grad", "project"]
+
+_SIMULATED = bool(numba.config.ENABLE_CUDASIM)
+
+
+def is_available() -> bool:
+    """True when a real CUDA GPU can run these kernels.
+
+    False under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), which runs them correctly but
+    thousands of times slower, so that ``backend="auto"`` never picks it.
+    """
+    if _SIMULATED:
+        return False
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # a broken driver install reads as "no GPU", never as a crash
+        return False
+
+
+# ------------------------------------------------------------------------- device helpers
+if _SIMULATED:
+    # The simulator has no libdevice; Python floats never fuse a multiply-add anyway.
+    @cuda.jit(device=True)
+    def _gpu_mul_rn(a, b):
+        return a * b
+
+    @cuda.jit(device=True)
+    def _gpu_fast_exp32(x):
+        return math.exp(x)
+
+else:
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def _gpu_mul_rn(a, b):
+        """a * b in float64, rounded on its own: never merged into an FMA."""
+        return libdevice.dmul_rn(a, b)
+
+    @cuda.jit(device=True)
+    def _gpu_fast_exp32(x):
+        return libdevice.fast_expf(x)
+
+
+@cuda.jit(device=True)
+def _gpu_margin(values, r, h, column_start, theta_offsets, theta_index, theta_weight, tau):
+    """float64 ``tau_h - theta_h . x`` of row (column) ``r`` of a coords-major array,
+    accumulated term by term from 0.0 in the stored order, as ``reference`` does."""
+    dot = 0.0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        x = numba.float64(values[column_start + theta_index[t], r])
+        dot += _gpu_mul_rn(numba.float64(theta_weight[t]), x)
+    return numba.float64(tau[h]) - dot
+
+
+@cuda.jit(device=True)
+def _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets, cat_coords,
+                    coord_column, coord_code, halfspace_offsets, theta_offsets, theta_index,
+                    theta_weight, tau):
+    """Rows of a shared-memory tile (``[row][codes..., numerics...]``, float64) that satisfy
+    query ``q`` with hard thresholds: one mask bit per row, cleared factor by factor."""
+    mask = (1 << n_tile_rows) - 1
+    for p in range(cat_offsets[q], cat_offsets[q + 1]):
+        coord = cat_coords[p]
+        column = coord_column[coord]
+        code = coord_code[coord]
+        for i in range(n_tile_rows):
+            if tile[i * width + column] != code:
+                mask &= ~(1 << i)
+    for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
+        if mask == 0:
+            break
+        threshold = numba.float64(tau[h])
+        for i in range(n_tile_rows):
+            if (mask >> i) & 1:
+                dot = 0.0
+                base = i * width + n_columns
+                for t in range(theta_offsets[h], theta_offsets[h + 1]):
+                    dot += _gpu_mul_rn(numba.float64(theta_weight[t]), tile[base + theta_index[t]])
+                if not dot <= threshold:
+                    mask &= ~(1 << i)
+    return cuda.popc(mask)
+
+
+@cuda.jit(device=True)
+def _gpu_adam_value(params, first, second, c, r, g, beta1, beta2, correction1, correction2,
+                    learning_rate, adam_epsilon):
+    """Adam moments of parameter ``[c, r]`` updated in place (float32 storage, float64
+    math, the moments read back after rounding, as ``projection._adam_step``); returns the
+    new parameter value in float64, before any clipping."""
+    first[c, r] = beta1 * numba.float64(first[c, r]) + (1.0 - beta1) * g
+    second[c, r] = beta2 * numba.float64(second[c, r]) + (1.0 - beta2) * g * g
+    update = (numba.float64(first[c, r]) / correction1) / (
+        math.sqrt(numba.float64(second[c, r]) / correction2) + adam_epsilon)
+    return numba.float64(params[c, r]) - learning_rate * update
+
+
+# ------------------------------------------------------------------------- fixed kernels
+@cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
+def _exact_counts_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_tile,
+                         cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets,
+                         theta_offsets, theta_index, theta_weight, tau, counts):
+    """counts[q] += rows of this chunk satisfying query q (hard thresholds).
+
+    Grid x walks tiles of ``blockDim.x`` queries (one per thread), grid y walks tiles of
+    ``rows_per_tile`` rows, staged in dynamic shared memory (float64, codes then numerics).
+    """
+    tile = cuda.shared.array(0, dtype=numba.float64)
+    tid = cuda.threadIdx.x
+    block_size = cuda.blockDim.x
+    n_queries = counts.shape[0]
+    width = n_columns + n_numeric
+    n_row_tiles = (n_rows + rows_per_tile - 1) // rows_per_tile
+    n_query_tiles = (n_queries + block_size - 1) // block_size
+    for query_tile in range(cuda.blockIdx.x, n_query_tiles, cuda.gridDim.x):
+        q = query_tile * block_size + tid
+        active = q < n_queries
+        count = 0
+        for row_tile in range(cuda.blockIdx.y, n_row_tiles, cuda.gridDim.y):
+            r0 = row_tile * rows_per_tile
+            n_tile_rows = rows_per_tile if r0 + rows_per_tile <= n_rows else n_rows - r0
+            cuda.syncthreads()  # the previous tile is no longer read
+            for e in range(tid, n_tile_rows * width, block_size):
+                i = e // width
+                j = e - i * width
+                if j < n_columns:
+                    tile[e] = codes[r0 + i, j]
+                else:
+                    tile[e] = numerics[r0 + i, j - n_columns]
+            cuda.syncthreads()
+            if active:
+                count += _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets,
+                                         cat_coords, coord_column, coord_code,
+                                         halfspace_offsets, theta_offsets, theta_index,
+                                         theta_weight, tau)
+        if active and count > 0:
+            cuda.atomic.add(counts, q, count)
+
+
+@cuda.jit(fastmath=cuda_config.FASTMATH["relaxed"])
+def _sum_slices_kernel(grad_slices, out, halt):
+    """out[c, r] = sum over slices s of grad_slices[s, c, r], in slice order (float64).
+    ``out`` may be ``grad_slices[0]``: each element is read before it is written."""
+    if halt[0] != 0.0:
+        return
+    n_slices, n_coords, n_rows = grad_slices.shape
+    for e in range(cuda.grid(1), n_coords * n_rows, cuda.gridsize(1)):
+        c = e // n_rows
+        r = e - c * n_rows
+        total = 0.0
+        for s in range(n_slices):
+            total += grad_slices[s, c, r]
+        out[c, r] = total
+
+
+@cuda.jit(fastmath=cuda_config.FASTMATH["projection"])
+def _softmax_kernel(params, block_starts, n_blocks, numeric_offset, relaxed, halt):
+    """relaxed[:, r] = block softmax of the logits params[:numeric_offset, r], numerics
+    copied; one thread per row, in the operation order of ``RelaxedParams.relaxed``."""
+    if halt[0] != 0.0:
+        return
+    n_coords, n_rows = params.shape
+    for r in range(cuda.grid(1), n_rows, cuda.gridsize(1)):
+        for b in range(n_blocks):
+            start = block_starts[b]
+            stop = block_starts[b + 1] if b + 1 < n_blocks else numeric_offset
+            top = params[start, r]
+            for c in range(start + 1, stop):
+                if params[c, r] > top:
+                    top = params[c, r]
+            total = 0.0  # float64, as RelaxedParams.relaxed
+            for c in range(start, stop):
+                shifted = math.exp(params[c, r] - top)  # float32 exp
+                relaxed[c, r] = shifted
+                total += shifted
+            for c in range(start, stop):
+                relaxed[c, r] = relaxed[c, r] / total
+        for c in range(numeric_offset, n_coords):
+            relaxed[c, r] = params[c, r]
+
+
+# Slots of the projection's device state (float64; counts are exact integers there).
+_STOPPED, _STEP, _STAGE_STEPS, _STAGE_BEST, _SINCE_BEST, _LOSS, _GRAD_NORM = range(7)
+_N_STATE = 7
+
+
+@cuda.jit(fastmath=cuda_config.FASTMATH["projection"])
+def _stage_control_kernel(state, loss_partials, norm_partials, one_minus_min_improvement,
+                          grad_tolerance, patience, max_steps):
+    """After one Adam step: count it, and set the stop flag on a plateau (``patience`` steps
+    without a relative improvement), a small gradient norm, or ``max_steps`` steps in the
+    stage, exactly as ``projection.project`` decides. One thread."""
+    if state[_STOPPED] != 0.0 or cuda.grid(1) != 0:
+        return
+    loss = 0.0
+    for i in range(loss_partials.shape[0]):
+        loss += loss_partials[i]
+    norm2 = 0.0
+    for i in range(norm_partials.shape[0]):
+        norm2 += norm_partials[i]
+    grad_norm = math.sqrt(norm2)
+    state[_STEP] += 1.0
+    state[_STAGE_STEPS] += 1.0
+    state[_LOSS] = loss
+    state[_GRAD_NORM] = grad_norm
+    if loss < state[_STAGE_BEST] * one_minus_min_improvement:
+        state[_STAGE_BEST] = loss
+        state[_SINCE_BEST] = 0.0
+    else:
+        state[_SINCE_BEST] += 1.0
+    if (state[_SINCE_BEST] >= patience or grad_norm <= grad_tolerance
+            or state[_STAGE_STEPS] >= max_steps):
+        state[_STOPPED] = 1.0
+
+
+# ------------------------------------------------------------------------ built kernels
+@functools.lru_cache(maxsize=None)
+def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNamespace:
+    """The kernels whose compile-time constants vary: ``threads_per_block`` sizes the shared
+    arrays of the tree reductions, ``real`` (``numba.float32`` or ``numba.float64``) is the
+    compute precision of the relaxed factors, ``max_factors`` sizes the per-thread scratch of
+    the gradient. Built once per combination (numba.cuda cannot size arrays at run time)."""
+    one = real(1.0)
+    zero = real(0.0)
+    # exp(-88) is below float32's smallest normal; past it the sigmoid is saturated anyway.
+    # Clamping keeps infinities out of the float32 path.
+    z_limit = 88.0 if real == numba.float32 else 700.0
+    exp = _gpu_fast_exp32 if (real == numba.float32 and cuda_config.FAST_EXP_FLOAT32) else math.exp
+    scratch = max(1, max_factors)
+    scratch_and_one = scratch + 1  # array sizes must be closure constants, not expressions
+    relaxed_fastmath = cuda_config.FASTMATH["relaxed"]
+    projection_fastmath = cuda_config.FASTMATH["projection"]
+
+    @cuda.jit(device=True)
+    def _gpu_threshold(margin, sig):
+        """(value, d value / d (theta . x)) of a halfspace factor; ``sig == 0`` encodes a
+        hard threshold (sigma = inf): the indicator of ``margin >= 0`` and a zero slope."""
+        if sig == 0.0:
+            return (one if margin >= 0.0 else zero), zero
+        z64 = sig * margin
+        if z64 > z_limit:
+            z64 = z_limit
+        elif z64 < -z_limit:
+            z64 = -z_limit
+        z = real(z64)
+        e = exp(-abs(z))
+        denominator = one + e
+        s = (one if z >= zero else e) / denominator
+        # s (1 - s) = e / (1 + e)^2 for either sign of z: in float32, 1 - s would round to 0
+        # past |z| ~ 17 and lose the small slopes that Adam's normalisation still follows
+        return s, real(-sig) * (e / (denominator * denominator))
+
+    @cuda.jit(device=True)
+    def _gpu_block_sum(shared, value):
+        """Sum of ``value`` over the block (tree reduction; every thread gets the total)."""
+        tid = cuda.threadIdx.x
+        shared[tid] = value
+        cuda.syncthreads()
+        stride = threads_per_block // 2
+        while stride > 0:
+            if tid < stride:
+                shared[tid] += shared[tid + stride]
+            cuda.syncthreads()
+            stride //= 2
+        total = shared[0]
+        cuda.syncthreads()  # shared may be reused right after
+        return total
+
+    @cuda.jit(fastmath=relaxed_fastmath)
+    def _relaxed_sums_kernel(XT, n_rows, n_queries, numeric_offset, cat_offsets, cat_coords,
+                             halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
+                             sigma, partials, halt):
+        """partials[segment, q] = sum over the segment's rows of the relaxed value of q."""
+        if halt[0] != 0.0:
+            return
+        shared = cuda.shared.array(threads_per_block, dtype=numba.float64)
+        tid = cuda.threadIdx.x
+        segment = cuda.blockIdx.y
+        segment_rows = (n_rows + cuda.gridDim.y - 1) // cuda.gridDim.y
+        r_lo = segment * segment_rows
+        r_hi = r_lo + segment_rows if r_lo + segment_rows <= n_rows else n_rows
+        for q in range(cuda.blockIdx.x, n_queries, cuda.gridDim.x):
+            sig = numba.float64(sigma[q])
+            total = 0.0
+            for r in range(r_lo + tid, r_hi, threads_per_block):
+                value = one
+                for p in range(cat_offsets[q], cat_offsets[q + 1]):
+                    value *= real(XT[cat_coords[p], r])
+                for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
+                    margin = _gpu_margin(XT, r, h, numeric_offset, theta_offsets, theta_index,
+                                         theta_weight, tau)
+                    factor, _ = _gpu_threshold(margin, sig)
+                    value *= factor
+                total += numba.float64(value)
+            total = _gpu_block_sum(shared, total)
+            if tid == 0:
+                partials[segment, q] = total
+
+    @cuda.jit(fastmath=relaxed_fastmath)
+    def _residual_kernel(partials, n_rows, n_queries, targets, round_to_float32, answers,
+                         weights, loss_partials, halt):
+        """answers[q] = mean of q (segments added in order); weights[q] = dL/d answer / n =
+        2 (answer - target) / n; loss_partials[block] = this block's sum of squared
+        residuals. ``round_to_float32``: round answers to float32 first, as the exact loss
+        of ``projection.project`` does."""
+        if halt[0] != 0.0:
+            return
+        shared = cuda.shared.array(threads_per_block, dtype=numba.float64)
+        n_segments = partials.shape[0]
+        total = 0.0
+        for q in range(cuda.grid(1), n_queries, cuda.gridsize(1)):
+            row_sum = 0.0
+            for s in range(n_segments):
+                row_sum += partials[s, q]
+            answer = row_sum / n_rows
+            if round_to_float32:
+                answer = numba.float64(numba.float32(answer))
+            residual = answer - targets[q]
+            answers[q] = answer
+            weights[q] = 2.0 * residual / n_rows
+            total += residual * residual
+        total = _gpu_block_sum(shared, total)
+        if cuda.threadIdx.x == 0:
+            loss_partials[cuda.blockIdx.x] = total
+
+    @cuda.jit(fastmath=relaxed_fastmath)
+    def _grad_kernel(XT, n_rows, n_queries, numeric_offset, cat_offsets, cat_coords,
+                     halfspace_offsets, theta_offsets, theta_index, theta_weight, tau, sigma,
+                     weights, grad_slices, halt):
+        """grad_slices[s, :, r] = sum over the queries q of slice s of
+        weights[q] * d value_q(row r) / d XT[:, r]; one thread per (slice, row)."""
+        if halt[0] != 0.0:
+            return
+        factors = cuda.local.array(scratch, dtype=real)
+        slopes = cuda.local.array(scratch, dtype=real)
+        suffix = cuda.local.array(scratch_and_one, dtype=real)
+        n_slices, n_coords = grad_slices.shape[0], grad_slices.shape[1]
+        for item in range(cuda.grid(1), n_slices * n_rows, cuda.gridsize(1)):
+            s = item // n_rows
+            r = item - s * n_rows
+            for c in range(n_coords):
+                grad_slices[s, c, r] = zero
+            for q in range(s * n_queries // n_slices, (s + 1) * n_queries // n_slices):
+                weight = weights[q]
+                if weight == 0.0:
+                    continue
+                sig = numba.float64(sigma[q])
+                c0 = cat_offsets[q]
+                n_cat = cat_offsets[q + 1] - c0
+                h0 = halfspace_offsets[q]
+                n_factors = n_cat + halfspace_offsets[q + 1] - h0
+                for f in range(n_cat):
+                    factors[f] = real(XT[cat_coords[c0 + f], r])
+                for f in range(n_cat, n_factors):
+                    margin = _gpu_margin(XT, r, h0 + f - n_cat, numeric_offset, theta_offsets,
+                                         theta_index, theta_weight, tau)
+                    factors[f], slopes[f] = _gpu_threshold(margin, sig)
+                suffix[n_factors] = one
+                for f in range(n_factors - 1, -1, -1):
+                    suffix[f] = suffix[f + 1] * factors[f]
+                prefix = real(weight)  # times the factors before f
+                for f in range(n_factors):
+                    others = prefix * suffix[f + 1]
+                    if f < n_cat:
+                        coord = cat_coords[c0 + f]
+                        grad_slices[s, coord, r] += others
+                    elif sig != 0.0:
+                        coefficient = others * slopes[f]
+                        h = h0 + f - n_cat
+                        for t in range(theta_offsets[h], theta_offsets[h + 1]):
+                            coord = numeric_offset + theta_index[t]
+                            grad_slices[s, coord, r] += coefficient * real(theta_weight[t])
+                    prefix *= factors[f]
+
+    @cuda.jit(fastmath=projection_fastmath)
+    def _adam_kernel(params, relaxed, grad, first, second, block_starts, n_blocks,
+                     numeric_offset, state, beta1, beta2, learning_rate, adam_epsilon,
+                     norm_partials):
+        """Chain rule through the block softmax (``p (g - sum_block p g)``, identity for
+        numerics), one Adam step, numerics clipped to [0, 1]; norm_partials[block] = this
+        block's sum of squared parameter gradients. One thread per row; float32 storage and
+        float64 math in the operation order of ``projection._adam_step``."""
+        if state[_STOPPED] != 0.0:
+            return
+        shared = cuda.shared.array(threads_per_block, dtype=numba.float64)
+        t = state[_STEP] + 1.0
+        correction1 = 1.0 - beta1**t
+        correction2 = 1.0 - beta2**t
+        n_coords, n_rows = params.shape
+        norm2 = 0.0
+        for r in range(cuda.grid(1), n_rows, cuda.gridsize(1)):
+            for b in range(n_blocks):
+                start = block_starts[b]
+                stop = block_starts[b + 1] if b + 1 < n_blocks else numeric_offset
+                inner = 0.0
+                for c in range(start, stop):
+                    inner += relaxed[c, r] * grad[c, r]  # float32 product, float64 sum
+                for c in range(start, stop):
+                    g = relaxed[c, r] * (grad[c, r] - inner)
+                    norm2 += g * g
+                    params[c, r] = _gpu_adam_value(params, first, second, c, r, g, beta1,
+                                                   beta2, correction1, correction2,
+                                                   learning_rate, adam_epsilon)
+            for c in range(numeric_offset, n_coords):
+                g = numba.float64(grad[c, r])
+                norm2 += g * g
+                value = _gpu_adam_value(params, first, second, c, r, g, beta1, beta2,
+                                        correction1, correction2, learning_rate, adam_epsilon)
+                if value < 0.0:  # clipped to [0, 1]
+                    value = 0.0
+                elif value > 1.0:
+                    value = 1.0
+                params[c, r] = value
+        norm2 = _gpu_block_sum(shared, norm2)
+        if cuda.threadIdx.x == 0:
+            norm_partials[cuda.blockIdx.x] = norm2
+
+    return SimpleNamespace(
+        relaxed_sums=_relaxed_sums_kernel,
+        residual=_residual_kernel,
+        grad=_grad_kernel,
+        adam=_adam_kernel,
+    )
+
+
+# ----------------------------------------------------------------------------- host side
+def _threads_per_block() -> int:
+    threads = int(cuda_config.THREADS_PER_BLOCK)
+    if threads < 1 or threads & (threads - 1):
+        msg = (
+            f"cuda_config.THREADS_PER_BLOCK must be a power of two >= 1 (the block reductions "
+            f"halve it); got {threads}"
+        )
+        raise ValueError(msg)
+    return threads
+
+
+def _blocks(n_items: int, threads: int, cap: int) -> int:
+    """Blocks of a grid-stride launch over ``n_items``: enough for one item per thread, at
+    most ``cap``, at least one."""
+    return max(1, min(int(cap), -(-int(n_items) // threads)))
+
+
+def _upload(array: np.ndarray):
+    """Device copy of a host array; an empty array becomes one dummy element (never read)."""
+    array = np.ascontiguousarray(array)
+    if array.size == 0:
+        array = np.zeros((1,) * max(array.ndim, 1), dtype=array.dtype)
+    return cuda.to_device(array)
+
+
+def _real_of(dtype: np.dtype):
+    return numba.float64 if np.dtype(dtype) == np.float64 else numba.float32
+
+
+def _encode_sigma(sigma: np.ndarray) -> np.ndarray:
+    """float32 sigma with ``inf`` (hard threshold) encoded as 0: the kernels then never meet
+    an infinity (checked sigma is > 0, so 0 is free)."""
+    return np.where(np.isinf(sigma), np.float32(0.0), sigma).astype(np.float32)
+
+
+class _DeviceQueries:
+    """The CSR arrays of a ``QuerySet`` copied to the device once."""
+
+    def __init__(self, queries: QuerySet):
+        self.n_queries = queries.n_queries
+        self.numeric_offset = int(queries.numeric_offset)
+        self.n_numeric = int(queries.n_numeric)
+        self.n_coords = queries.n_coords
+        for name in ("cat_offsets", "cat_coords", "coord_column", "coord_code",
+                     "halfspace_offsets", "theta_offsets", "theta_index", "theta_weight", "tau"):
+            setattr(self, name, _upload(getattr(queries, name)))
+        n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
+        most = int(n_factors.max(initial=0))
+        self.max_factors = 1 << max(2, (most - 1).bit_length())  # bucketed: fewer builds
+        self.has_threshold = np.diff(queries.halfspace_offsets) > 0
+
+    def csr(self) -> tuple:
+        """The arguments every relaxed kernel takes after ``numeric_offset``."""
+        return (self.cat_offsets, self.cat_coords, self.halfspace_offsets, self.theta_offsets,
+                self.theta_index, self.theta_weight, self.tau)
+
+
+class _RelaxedWorkspace:
+    """Device buffers and launch sizes for relaxed answers, loss and gradient of one
+    workload on ``n_rows`` relaxed rows in precision ``dtype``; reused across Adam steps."""
+
+    def __init__(self, device_queries: _DeviceQueries, n_rows: int, dtype: np.dtype):
+        self.queries = device_queries
+        self.n_rows = int(n_rows)
+        self.dtype = np.dtype(dtype)
+        self.threads = _threads_per_block()
+        self.kernels = _relaxed_kernels(self.threads, _real_of(dtype), device_queries.max_factors)
+        n_queries = device_queries.n_queries
+        n_coords = device_queries.n_coords
+        # relaxed sums: one block per query (grid x), rows split in segments (grid y)
+        self.sum_grid_x = _blocks(n_queries, 1, cuda_config.MAX_BLOCKS)
+        wanted = -(-int(cuda_config.RELAXED_TARGET_BLOCKS) // self.sum_grid_x)
+        self.sum_grid_y = max(1, min(wanted, -(-self.n_rows // self.threads), 65535))
+        self.partials = cuda.device_array((self.sum_grid_y, max(n_queries, 1)), np.float64)
+        # residuals: one partial loss per block
+        self.residual_grid = _blocks(n_queries, self.threads, cuda_config.REDUCTION_BLOCKS)
+        self.answers = cuda.device_array(max(n_queries, 1), np.float64)
+        self.weights = cuda.device_array(max(n_queries, 1), np.float64)
+        self.loss_partials = cuda.device_array(self.residual_grid, np.float64)
+        # gradient: one thread per (query slice, row), slices added afterwards
+        slice_bytes = max(1, n_coords * self.n_rows * self.dtype.itemsize)
+        n_slices = -(-int(cuda_config.GRAD_TARGET_THREADS) // self.n_rows)
+        n_slices = min(n_slices, max(n_queries, 1), int(cuda_config.GRAD_SLICE_BYTES) // slice_bytes)
+        self.n_slices = max(1, n_slices)
+        self.grad_grid = _blocks(self.n_slices * self.n_rows, self.threads, cuda_config.MAX_BLOCKS)
+        self.sum_slices_grid = _blocks(n_coords * self.n_rows, self.threads, cuda_config.MAX_BLOCKS)
+        self.grad_slices = cuda.device_array((self.n_slices, max(n_coords, 1), self.n_rows), self.dtype)
+        self.grad = self.grad_slices[0]  # the summed gradient, [n_coords, n_rows]
+        self.never = cuda.to_device(np.zeros(1, dtype=np.float64))  # a halt flag never set
+
+    def relaxed_answers(self, XT, sigma, targets, *, round_to_float32=False, halt=None):
+        """Launch the sums and residual kernels: answers, weights and loss partials."""
+        halt = self.never if halt is None else halt
+        dq = self.queries
+        self.kernels.relaxed_sums[(self.sum_grid_x, self.sum_grid_y), self.threads](
+            XT, self.n_rows, dq.n_queries, dq.numeric_offset, *dq.csr(), sigma, self.partials,
+            halt)
+        self.kernels.residual[self.residual_grid, self.threads](
+            self.partials, self.n_rows, dq.n_queries, targets, int(round_to_float32), self.answers,
+            self.weights, self.loss_partials, halt)
+
+    def gradient(self, XT, sigma, *, halt=None):
+        """Launch the gradient kernel (after ``relaxed_answers``); the summed gradient is
+        left in ``grad`` (``grad_slices[0]``)."""
+        halt = self.never if halt is None else halt
+        dq = self.queries
+        self.kernels.grad[self.grad_grid, self.threads](
+            XT, self.n_rows, dq.n_queries, dq.numeric_offset, *dq.csr(), sigma, self.weights,
+            self.grad_slices, halt)
+        if self.n_slices > 1:
+            _sum_slices_kernel[self.sum_slices_grid, self.threads](
+                self.grad_slices, self.grad, halt)
+
+    def loss(self) -> float:
+        """The loss of the last ``relaxed_answers`` (float64 partials added in order)."""
+        total = 0.0
+        for value in self.loss_partials.copy_to_host():
+            total += float(value)
+        return total
+
+
+def _exact_counts(codes: np.ndarray, numerics: np.ndarray, device_queries: _DeviceQueries) -> np.ndarray:
+    """float64[n_queries] counts of rows satisfying each query (checked inputs, chunked)."""
+    threads = _threads_per_block()
+    n_rows, n_columns = codes.shape
+    n_numeric = numerics.shape[1]
+    width = n_columns + n_numeric
+    rows_per_tile = int(min(cuda_config.EXACT_ROWS_PER_TILE, 62,
+                            cuda_config.EXACT_SHARED_BYTES // (8 * max(width, 1))))
+    rows_per_tile = max(1, rows_per_tile)
+    shared_bytes = 8 * rows_per_tile * max(width, 1)
+    dq = device_queries
+    counts = cuda.to_device(np.zeros(dq.n_queries, dtype=np.int64))
+    grid_x = _blocks(dq.n_queries, threads, cuda_config.MAX_BLOCKS)
+    chunk_rows = max(1, int(cuda_config.EXACT_CHUNK_ROWS))
+    for start in range(0, n_rows, chunk_rows):
+        stop = min(n_rows, start + chunk_rows)
+        codes_chunk = _upload(codes[start:stop] if n_columns else np.zeros((0, 1), np.int32))
+        numerics_chunk = _upload(numerics[start:stop] if n_numeric else np.zeros((0, 1)))
+        n_row_tiles = -(-(stop - start) // rows_per_tile)
+        wanted = -(-int(cuda_config.EXACT_TARGET_BLOCKS) // grid_x)
+        grid_y = max(1, min(n_row_tiles, wanted, 65535))
+        _exact_counts_kernel[(grid_x, grid_y), threads, 0, shared_bytes](
+            codes_chunk, numerics_chunk, stop - start, n_columns, n_numeric, rows_per_tile,
+            dq.cat_offsets, dq.cat_coords, dq.coord_column, dq.coord_code,
+            dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
+            counts)
+    return counts.copy_to_host().astype(np.float64)
+
+
+# --------------------------------------------------------------------------- public API
+def answers_exact(codes: np.ndarray, numerics: np.ndarray, queries: QuerySet) -> np.ndarray:
+    """Exact answers (hard thresholds) of every query on real data.
+
+    Parameters
+    ----------
+    codes : int32[n_rows, n_categorical_columns]
+        Category code of each row in each categorical column.
+    numerics : float64[n_rows, n_numeric]
+        Numeric values scaled to ``[0, 1]``.
+    queries : QuerySet
+
+    Returns
+    -------
+    float64[n_queries]
+        Fraction of rows satisfying each query. Rows go to the device in chunks of
+        ``cuda_config.EXACT_CHUNK_ROWS``.
+    """
+    check_queries(queries)
+    codes, numerics = check_real_data(codes, numerics, queries)
+    if queries.n_queries == 0:
+        return np.zeros(0, dtype=np.float64)
+    return _exact_counts(codes, numerics, _DeviceQueries(queries)) / codes.shape[0]
+
+
+def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float) -> np.ndarray:
+    """Relaxed answers (sigmoid thresholds) of every query on a relaxed matrix.
+
+    Parameters
+    ----------
+    X : float32[n_rows, n_coords] (or float64)
+        Category probabilities, then numerics at ``numeric_offset + j``.
+    queries : QuerySet
+    sigma : float32[n_queries] or scalar
+        Inverse temperature of each query; ``inf`` means hard thresholds.
+
+    Returns
+    -------
+    float32[n_queries]
+        Mean over rows of each relaxed query (accumulated in float64).
+    """
+    check_queries(queries)
+    X = check_relaxed(X, queries)
+    sigma = check_sigma(sigma, queries.n_queries)
+    if queries.n_queries == 0:
+        return np.zeros(0, dtype=np.float32)
+    workspace = _RelaxedWorkspace(_DeviceQueries(queries), X.shape[0], X.dtype)
+    XT = cuda.to_device(np.ascontiguousarray(X.T))
+    targets = cuda.to_device(np.zeros(queries.n_queries, dtype=np.float64))
+    workspace.relaxed_answers(XT, cuda.to_device(_encode_sigma(sigma)), targets)
+    return workspace.answers.copy_to_host()[: queries.n_queries].astype(np.float32)
+
+
+def loss_and_grad(
+    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float
+) -> tuple[float, np.ndarray]:
+    """Squared-error loss of the relaxed answers and its gradient with respect to ``X``.
+
+    ``L = sum_q (answers_relaxed_q - targets_q) ** 2``.
+
+    Parameters
+    ----------
+    X : float32[n_rows, n_coords] (or float64)
+    queries : QuerySet
+    targets : float64[n_queries]
+    sigma : float32[n_queries] or scalar
+
+    Returns
+    -------
+    (float, ndarray)
+        The loss, and ``dL/dX`` with the dtype and shape of ``X`` (computed in that
+        precision, summed over queries in float64 across slices).
+    """
+    check_queries(queries)
+    X = check_relaxed(X, queries)
+    sigma = check_sigma(sigma, queries.n_queries)
+    targets = check_targets(targets, queries.n_queries)
+    if queries.n_queries == 0:
+        return 0.0, np.zeros_like(X)
+    workspace = _RelaxedWorkspace(_DeviceQueries(queries), X.shape[0], X.dtype)
+    XT = cuda.to_device(np.ascontiguousarray(X.T))
+    sigma_device = cuda.to_device(_encode_sigma(sigma))
+    workspace.relaxed_answers(XT, sigma_device, cuda.to_device(targets))
+    workspace.gradient(XT, sigma_device)
+    grad_t = workspace.grad.copy_to_host()[: queries.n_coords]
+    return workspace.loss(), np.ascontiguousarray(grad_t.T)
+
+
+def project(
+    params: RelaxedParams,
+    queries: QuerySet,
+    targets: np.ndarray,
+    config: ProjectionConfig | None = None,
+    anneal: bool = True,
+) -> tuple[RelaxedParams, ProjectionTrace]:
+    """``projection.project`` with the whole Adam loop on the device.
+
+    Same parameterisation (block softmax of logits, numerics clipped to ``[0, 1]`` after each
+    step), same Adam update (float32 storage, float64 math), same stages (sigma doubling, or
+    with ``anneal=False`` one stage at the final temperature), same plateau and gradient-norm
+    tests, same best-by-exact-loss rule, same return types. ``projection.project`` delegates
+    here when the backend is this module.
+
+    Per step the device runs: softmax -> relaxed sums -> residuals (loss partials) ->
+    gradient slices -> slice sum -> chain rule + Adam (gradient-norm partials) -> stage
+    control, which adds the partial sums in order and sets a stop flag on the device. The
+    host launches ``cuda_config.PROJECTION_CHECK_EVERY`` steps at a time and then reads the
+    state (one small copy); steps launched after a stop do nothing. Once per stage it reads
+    the exact loss (hard thresholds, float32-rounded answers, as the reference does) and keeps
+    a device copy of the best parameters. So the trajectory is that of the reference loop, up
+    to floating-point rounding, with one host round trip per ``PROJECTION_CHECK_EVERY`` steps.
+
+    Parameters
+    ----------
+    params : RelaxedParams
+        Starting point (float32 ``[n_rows, n_coords]`` logits and numerics).
+    queries : QuerySet
+    targets : float64[n_queries]
+        Noisy answers.
+    config : ProjectionConfig, optional
+    anneal : bool
+        False: a single stage at ``sigma_initial * 2**max_doublings``.
+
+    Returns
+    -------
+    (RelaxedParams, ProjectionTrace)
+    """
+    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams
+
+    config = ProjectionConfig() if config is None else config
+    check_queries(queries)
+    targets = check_targets(targets, queries.n_queries)
+    values = np.asarray(params.values)
+    if values.ndim != 2 or values.shape[1] != queries.n_coords or values.shape[0] == 0:
+        msg = (
+            f"params.values must have shape (n_rows >= 1, {queries.n_coords}) to match the "
+            f"queries; got {values.shape}"
+        )
+        raise ValueError(msg)
+    if params.numeric_offset != queries.numeric_offset:
+        msg = (
+            f"params.numeric_offset ({params.numeric_offset}) must equal "
+            f"queries.numeric_offset ({queries.numeric_offset})"
+        )
+        raise ValueError(msg)
+    threads = _threads_per_block()
+    n_rows = values.shape[0]
+    device_queries = _DeviceQueries(queries)
+    workspace = _RelaxedWorkspace(device_queries, n_rows, np.float32)
+    kernels = workspace.kernels
+
+    current = cuda.to_device(np.ascontiguousarray(values.T, dtype=np.float32))
+    best = cuda.to_device(np.ascontiguousarray(values.T, dtype=np.float32))
+    relaxed = cuda.device_array_like(current)
+    first = cuda.to_device(np.zeros(current.shape, dtype=np.float32))
+    second = cuda.to_device(np.zeros(current.shape, dtype=np.float32))
+    block_starts = _upload(np.asarray(params.block_starts, dtype=np.int64))
+    n_blocks = len(params.block_starts) if params.numeric_offset else 0
+    targets_device = _upload(targets)
+    hard = cuda.to_device(np.zeros(max(queries.n_queries, 1), dtype=np.float32))
+    row_grid = _blocks(n_rows, threads, cuda_config.MAX_BLOCKS)
+    adam_grid = _blocks(n_rows, threads, cuda_config.REDUCTION_BLOCKS)
+    norm_partials = cuda.device_array(adam_grid, np.float64)
+    state_host = np.zeros(_N_STATE, dtype=np.float64)
+    state = cuda.to_device(state_host)
+    never = workspace.never
+    adam = (float(config.beta1), float(config.beta2), float(config.learning_rate),
+            float(config.adam_epsilon))
+    check_every = max(1, int(cuda_config.PROJECTION_CHECK_EVERY))
+
+    def exact_loss(source) -> float:
+        _softmax_kernel[row_grid, threads](source, block_starts, n_blocks, params.numeric_offset,
+                                           relaxed, never)
+        workspace.relaxed_answers(relaxed, hard, targets_device, round_to_float32=True)
+        return workspace.loss()
+
+    def step() -> None:
+        _softmax_kernel[row_grid, threads](current, block_starts, n_blocks,
+                                           params.numeric_offset, relaxed, state)
+        workspace.relaxed_answers(relaxed, sigma, targets_device, halt=state)
+        workspace.gradient(relaxed, sigma, halt=state)
+        kernels.adam[adam_grid, threads](
+            current, relaxed, workspace.grad, first, second, block_starts, n_blocks,
+            params.numeric_offset, state, *adam, norm_partials)
+        _stage_control_kernel[1, 1](state, workspace.loss_partials, norm_partials,
+                                    1.0 - config.min_improvement, float(config.grad_tolerance),
+                                    float(config.patience), float(config.max_steps))
+
+    best_loss = exact_loss(current)
+    stages = list(range(1 + config.max_doublings)) if device_queries.has_threshold.any() else [0]
+    if not anneal:
+        stages = stages[-1:]
+    stages_run = 0
+    for stage in stages:
+        stages_run += 1
+        stage_sigma = np.where(device_queries.has_threshold,
+                               config.sigma_initial * 2.0**stage, np.inf).astype(np.float32)
+        sigma = _upload(_encode_sigma(stage_sigma))
+        state_host[[_STOPPED, _STAGE_STEPS, _SINCE_BEST]] = 0.0
+        state_host[_STAGE_BEST] = np.inf
+        state.copy_to_device(state_host)
+        launched = 0
+        while launched < config.max_steps:
+            for _ in range(min(check_every, config.max_steps - launched)):
+                step()
+            launched += min(check_every, config.max_steps - launched)
+            state_host = state.copy_to_host()
+            if state_host[_STOPPED]:
+                break
+        candidate_loss = exact_loss(current)
+        if candidate_loss < best_loss:
+            best.copy_to_device(current)
+            best_loss = candidate_loss
+    best_values = np.ascontiguousarray(best.copy_to_host().T)
+    result = RelaxedParams(best_values, params.block_starts, params.numeric_offset)
+    return result, ProjectionTrace(int(state_host[_STEP]), stages_run, best_loss)
