@@ -79,3 +79,8 @@ def test_arrow_schema_round_trip_keeps_every_spec_and_dtype():
     schema = domain.to_arrow_schema()
     assert Domain.from_arrow_schema(schema) == domain
     assert [f.name for f in schema] == list(SCHEMA) + ["e"]
+
+
+def test_a_tuple_of_categories_is_refused_with_the_list_fix():
+    with pytest.raises(TypeError, match=r"'sex' is a tuple \('F', 'M'\).*as a list"):
+        Domain.from_mapping({"sex": pl.String}, {"sex": ("F", "M")})

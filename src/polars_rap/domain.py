@@ -306,7 +306,15 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             msg = f"domain entry for {name!r} has unknown keys {sorted(declared)}"
             raise ValueError(msg)
         declared = declared_obj
-    elif isinstance(declared, tuple) and len(declared) == 2 and not isinstance(declared, Categorical):
+    elif isinstance(declared, tuple):
+        if len(declared) != 2 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in declared
+        ):
+            msg = (
+                f"domain entry for {name!r} is a tuple {declared!r}; a tuple means numeric "
+                "(lower, upper) bounds. Give categories as a list, e.g. ['a', 'b']"
+            )
+            raise TypeError(msg)
         declared = Numeric(*declared)
     elif isinstance(declared, (list, pl.Series)):
         declared = Categorical(list(declared))
