@@ -114,7 +114,9 @@ def main() -> int:
     if args.quick:
         return 0
     RESULTS.mkdir(exist_ok=True)
-    payload = {"machine": machine(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parent).stdout.strip()
+    payload = {"commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
     (RESULTS / "synthesis_cpu.json").write_text(json.dumps(payload, indent=1))
     import polars as pl
 
