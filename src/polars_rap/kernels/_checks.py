@@ -200,3 +200,16 @@ def check_targets(targets: np.ndarray, n_queries: int) -> np.ndarray:
         msg = "targets must be finite"
         raise ValueError(msg)
     return targets
+
+
+def check_relaxed_call(
+    X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float, targets: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The checks every backend's ``answers_relaxed`` / ``loss_and_grad`` start with:
+    ``(X, sigma, targets)`` in canonical form (``targets`` stays ``None`` when not given)."""
+    check_queries(queries)
+    X = check_relaxed(X, queries)
+    sigma = check_sigma(sigma, queries.n_queries)
+    if targets is not None:
+        targets = check_targets(targets, queries.n_queries)
+    return X, sigma, targets

@@ -31,9 +31,7 @@ from numba import njit, prange
 from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
-    check_relaxed,
-    check_sigma,
-    check_targets,
+    check_relaxed_call,
 )
 from polars_rap.queries import QuerySet
 
@@ -664,9 +662,7 @@ def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float)
     float32[n_queries]
         Mean over rows of each relaxed query (accumulated in float64).
     """
-    check_queries(queries)
-    X = check_relaxed(X, queries)
-    sigma = check_sigma(sigma, queries.n_queries)
+    X, sigma, _ = check_relaxed_call(X, queries, sigma)
     if queries.n_queries == 0:
         return np.zeros(0, dtype=np.float32)
     answers, _, _ = _relaxed(X, queries, sigma, None)
@@ -692,10 +688,7 @@ def loss_and_grad(
     (float, ndarray)
         The loss, and ``dL/dX`` with the dtype and shape of ``X``.
     """
-    check_queries(queries)
-    X = check_relaxed(X, queries)
-    sigma = check_sigma(sigma, queries.n_queries)
-    targets = check_targets(targets, queries.n_queries)
+    X, sigma, targets = check_relaxed_call(X, queries, sigma, targets)
     if queries.n_queries == 0:
         return 0.0, np.zeros_like(X)
     _, loss, grad = _relaxed(X, queries, sigma, targets)

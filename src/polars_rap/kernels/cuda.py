@@ -58,8 +58,7 @@ from polars_rap.kernels import cuda_config
 from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
-    check_relaxed,
-    check_sigma,
+    check_relaxed_call,
     check_targets,
 )
 from polars_rap.queries import QuerySet
@@ -683,9 +682,7 @@ def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float)
     float32[n_queries]
         Mean over rows of each relaxed query (accumulated in float64).
     """
-    check_queries(queries)
-    X = check_relaxed(X, queries)
-    sigma = check_sigma(sigma, queries.n_queries)
+    X, sigma, _ = check_relaxed_call(X, queries, sigma)
     if queries.n_queries == 0:
         return np.zeros(0, dtype=np.float32)
     workspace = _RelaxedWorkspace(_DeviceQueries(queries), X.shape[0], X.dtype)
@@ -715,10 +712,7 @@ def loss_and_grad(
         The loss, and ``dL/dX`` with the dtype and shape of ``X`` (computed in that
         precision, summed over queries in float64 across slices).
     """
-    check_queries(queries)
-    X = check_relaxed(X, queries)
-    sigma = check_sigma(sigma, queries.n_queries)
-    targets = check_targets(targets, queries.n_queries)
+    X, sigma, targets = check_relaxed_call(X, queries, sigma, targets)
     if queries.n_queries == 0:
         return 0.0, np.zeros_like(X)
     workspace = _RelaxedWorkspace(_DeviceQueries(queries), X.shape[0], X.dtype)

@@ -18,9 +18,7 @@ import numpy as np
 from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
-    check_relaxed,
-    check_sigma,
-    check_targets,
+    check_relaxed_call,
 )
 from polars_rap.queries import QuerySet
 
@@ -119,9 +117,7 @@ def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float)
     float32[n_queries]
         Mean over rows of each relaxed query (accumulated in float64).
     """
-    check_queries(queries)
-    X = check_relaxed(X, queries)
-    sigma = check_sigma(sigma, queries.n_queries)
+    X, sigma, _ = check_relaxed_call(X, queries, sigma)
     return _relaxed64(X, queries, sigma).astype(np.float32)
 
 
@@ -144,10 +140,7 @@ def loss_and_grad(
     (float, ndarray)
         The loss, and ``dL/dX`` with the dtype and shape of ``X``.
     """
-    check_queries(queries)
-    X = check_relaxed(X, queries)
-    sigma = check_sigma(sigma, queries.n_queries)
-    targets = check_targets(targets, queries.n_queries)
+    X, sigma, targets = check_relaxed_call(X, queries, sigma, targets)
     answers = _relaxed64(X, queries, sigma)
     residual = answers - targets
     grad = np.zeros(X.shape, dtype=np.float64)
