@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["QueryClass", "QuerySet"]
+__all__ = ["QueryClass", "QuerySet", "categorical_layout"]
 
 
 class QueryClass:
@@ -41,6 +41,20 @@ class QueryClass:
     LINEAR_THRESHOLD = 2
     NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold")
     SHORT = ("CM", "MM", "LT")
+
+
+def categorical_layout(column_sizes) -> dict:
+    """The layout fields of a :class:`QuerySet` for categorical columns of ``column_sizes``
+    (coordinates block by block): ``coord_column``, ``coord_code`` (int32[n_coords]),
+    ``column_sizes`` (int32[n_columns]) and ``numeric_offset`` (int)."""
+    sizes = np.asarray(column_sizes, dtype=np.int32)
+    coord_code = [np.arange(k, dtype=np.int32) for k in sizes] or [np.zeros(0, np.int32)]
+    return dict(
+        coord_column=np.repeat(np.arange(len(sizes), dtype=np.int32), sizes),
+        coord_code=np.concatenate(coord_code).astype(np.int32),
+        column_sizes=sizes,
+        numeric_offset=int(sizes.sum()),
+    )
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -205,11 +219,6 @@ class QuerySet:
         ``group_sizes`` partitions the queries in order; ``group_columns[g]`` lists the
         categorical columns a marginal group enumerates (``[]`` for a single-query group).
         """
-        column_sizes_arr = np.asarray(column_sizes, dtype=np.int32)
-        coord_column = np.repeat(np.arange(len(column_sizes_arr), dtype=np.int32), column_sizes_arr)
-        coord_code = np.concatenate(
-            [np.arange(k, dtype=np.int32) for k in column_sizes_arr] or [np.zeros(0, np.int32)]
-        )
         halfspaces = [h for _, hs in queries for h in hs]
         return cls(
             cat_offsets=_offsets(np.array([len(c) for c, _ in queries], dtype=np.int64)),
@@ -225,11 +234,8 @@ class QuerySet:
             group_offsets=_offsets(np.asarray(group_sizes, dtype=np.int64)),
             group_column_offsets=_offsets(np.array([len(c) for c in group_columns], np.int64)),
             group_columns=np.array([c for cs in group_columns for c in cs], dtype=np.int32),
-            coord_column=coord_column,
-            coord_code=coord_code.astype(np.int32),
-            column_sizes=column_sizes_arr,
-            numeric_offset=int(column_sizes_arr.sum()),
             n_numeric=int(n_numeric),
+            **categorical_layout(column_sizes),
         )
 
     @classmethod

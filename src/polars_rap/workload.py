@@ -27,7 +27,7 @@ import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
-from polars_rap.queries import QueryClass, QuerySet, _offsets
+from polars_rap.queries import QueryClass, QuerySet, _offsets, categorical_layout
 
 __all__ = [
     "categorical_marginals",
@@ -42,17 +42,10 @@ logger = logging.getLogger(__name__)
 
 
 def _layout(domain: Domain) -> dict:
-    slices = block_slices(domain)
-    sizes = np.asarray(domain.block_sizes, dtype=np.int32)
-    coord_column = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
-    coord_code = np.concatenate([np.arange(k, dtype=np.int32) for k in sizes] or [np.zeros(0, np.int32)])
     return dict(
-        slices=slices,
-        coord_column=coord_column,
-        coord_code=coord_code.astype(np.int32),
-        column_sizes=sizes,
-        numeric_offset=int(sizes.sum()),
+        slices=block_slices(domain),
         n_numeric=len(domain.numeric_columns),
+        **categorical_layout(domain.block_sizes),
     )
 
 
