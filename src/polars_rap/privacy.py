@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
-    "BudgetExceededError", "PrivacyEvent", "PrivacyLedger", "delta_from_rho_epsilon",
-    "epsilon_from_rho_delta", "gaussian_mechanism", "gaussian_noise_std", "gumbel_scale",
-    "gumbel_top_k", "rho_from_epsilon_delta", "rho_from_epsilon_delta_loose",
+    "BudgetExceededError", "BudgetSplit", "PrivacyEvent", "PrivacyLedger",
+    "delta_from_rho_epsilon", "epsilon_from_rho_delta", "gaussian_mechanism",
+    "gaussian_noise_std", "gumbel_scale", "gumbel_top_k", "rho_from_epsilon_delta",
+    "rho_from_epsilon_delta_loose", "split_budget",
 ]  # fmt: skip
 
 # log(alpha - 1) is searched inside these bounds: exp() stays finite and alpha - 1 > 0.
@@ -214,6 +216,75 @@ def epsilon_from_rho_delta(rho: float, delta: float) -> float:
     return 0.0 if not inadmissible(0.0) else _bisect(inadmissible, 0.0, high)[1]
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetSplit:
+    """How an (epsilon, delta) guarantee is shared between zCDP and approximate mechanisms.
+
+    ``rho`` is the zCDP budget whose tight conversion at ``epsilon`` gives
+    ``conversion_delta``; ``approximate_delta`` is the ledger's ``delta_budget``: the summed
+    total-variation slack of delta-approximate events. They compose to ``(epsilon, delta)``
+    with ``conversion_delta + (1 + e^epsilon) * approximate_delta <= delta``.
+    """
+
+    epsilon: float
+    delta: float
+    rho: float
+    conversion_delta: float
+    approximate_delta: float
+
+
+def split_budget(epsilon: float, delta: float, approximate_share: float = 0.0) -> BudgetSplit:
+    """Share ``delta`` between the zCDP conversion and delta-approximate mechanisms.
+
+    Why the factor ``1 + e^epsilon``: let M be the whole run and, for a neighbouring pair
+    (x, x'), let M~ be the run whose approximate steps behave as their rho-zCDP counterparts
+    (e.g. thresholded counts that never release a key present in only one of x, x'). M~ is
+    rho-zCDP, hence (epsilon, conversion_delta)-DP, and M differs from M~ in total variation
+    by at most ``a = approximate_delta`` on x and on x' (union bound over the steps). So for
+    every event S (the returned split satisfies the last line exactly, in real numbers)::
+
+        P[M(x) in S] <= P[M~(x) in S] + a <= e^eps P[M~(x') in S] + conversion_delta + a
+                     <= e^eps P[M(x') in S] + conversion_delta + (1 + e^eps) a
+
+    Parameters
+    ----------
+    epsilon : float
+        Finite, > 0.
+    delta : float
+        In (0, 1).
+    approximate_share : float
+        Part of ``delta`` given to approximate mechanisms, in [0, 1); 0 gives all of it to the
+        conversion (pure zCDP runs).
+
+    Examples
+    --------
+    >>> split = split_budget(1.0, 1e-9)
+    >>> split.approximate_delta, round(split.rho, 6)
+    (0.0, 0.014973)
+    >>> split = split_budget(1.0, 1e-9, approximate_share=0.5)
+    >>> split.conversion_delta + (1 + math.e) * split.approximate_delta <= 1e-9
+    True
+    """
+    epsilon = _float("epsilon", epsilon)
+    delta = _float("delta", delta, below_one=True)
+    if isinstance(approximate_share, bool) or not (0.0 <= approximate_share < 1.0):
+        msg = f"The 'approximate_share' parameter must be in [0, 1). Got {approximate_share!r}."
+        raise ValueError(msg)
+    if approximate_share == 0.0:
+        return BudgetSplit(epsilon, delta, rho_from_epsilon_delta(epsilon, delta), delta, 0.0)
+    conversion_delta = delta * (1.0 - approximate_share)
+    # An upper bound on the real 1 + e^eps (math.exp is within an ulp), so that the check
+    # below, done in exact rational arithmetic, proves the real-number inequality.
+    factor = math.nextafter(1.0 + math.nextafter(math.exp(epsilon), math.inf), math.inf)
+    # Share what conversion_delta's rounding left, not delta * share: an ulp of delta lost in
+    # that rounding would take ~1/share one-ulp steps of approximate_delta to win back.
+    approximate_delta = math.fsum([delta, -conversion_delta]) / factor
+    while Fraction(conversion_delta) + Fraction(factor) * Fraction(approximate_delta) > Fraction(delta):
+        approximate_delta = math.nextafter(approximate_delta, 0.0)  # at most a few steps
+    rho = rho_from_epsilon_delta(epsilon, conversion_delta)
+    return BudgetSplit(epsilon, delta, rho, conversion_delta, approximate_delta)
+
+
 # ---------------------------------------------------------------- ledger
 
 
@@ -231,12 +302,17 @@ class PrivacyEvent:
         Free text shown in the report; must hold only public or charged values.
     round : int or None
         RAP++ round, or None outside the loop.
+    delta : float
+        For a delta-approximately rho-zCDP mechanism (e.g. thresholded counts over the data's
+        own values): a bound on the total variation distance between it and a rho-zCDP one
+        on every input. 0.0 for pure zCDP mechanisms.
     """
 
     mechanism: str
     rho: float
     description: str
     round: int | None = None
+    delta: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanism, str) or not self.mechanism:
@@ -249,6 +325,8 @@ class PrivacyEvent:
         object.__setattr__(self, "rho", _float("rho", self.rho))
         if self.round is not None:
             object.__setattr__(self, "round", _int_at_least("round", self.round, 0))
+        if self.delta != 0.0:
+            object.__setattr__(self, "delta", _float("delta", self.delta, below_one=True))
 
 
 class BudgetExceededError(ValueError):
@@ -260,22 +338,31 @@ class PrivacyLedger:
 
     Charges compose additively (zCDP). The total is ``math.fsum`` of the charges, which never
     exceeds ``rho_budget``: :meth:`charge` checks the whole event and refuses before recording.
+    Events of delta-approximate mechanisms also draw on ``delta_budget`` (their ``delta``
+    fields add up, by a union bound over the events where they may differ from a zCDP
+    mechanism); see :func:`split_budget` for the (epsilon, delta) statement this composes to.
 
     Parameters
     ----------
     rho_budget : float
         Total zCDP budget, finite and > 0 (e.g. from :func:`rho_from_epsilon_delta`).
+    delta_budget : float
+        Total delta of approximate events, in [0, 1); 0.0 (the default) admits none.
     """
 
-    __slots__ = ("_rho_budget", "_events")
+    __slots__ = ("_rho_budget", "_delta_budget", "_events")
 
-    def __init__(self, rho_budget: float) -> None:
+    def __init__(self, rho_budget: float, delta_budget: float = 0.0) -> None:
         self._rho_budget = _float("rho_budget", rho_budget)
+        self._delta_budget = 0.0 if delta_budget == 0.0 else _float(
+            "delta_budget", delta_budget, below_one=True
+        )
         self._events: list[PrivacyEvent] = []
 
     def __repr__(self) -> str:
         return (
             f"PrivacyLedger(rho_budget={self._rho_budget!r}, rho_spent={self.rho_spent!r}, "
+            f"delta_budget={self._delta_budget!r}, delta_spent={self.delta_spent!r}, "
             f"n_events={len(self._events)})"
         )
 
@@ -288,6 +375,16 @@ class PrivacyLedger:
     def rho_spent(self) -> float:
         """``math.fsum`` of all recorded charges."""
         return math.fsum(event.rho for event in self._events)
+
+    @property
+    def delta_budget(self) -> float:
+        """Total delta the approximate events may use."""
+        return self._delta_budget
+
+    @property
+    def delta_spent(self) -> float:
+        """``math.fsum`` of the recorded events' ``delta``."""
+        return math.fsum(event.delta for event in self._events)
 
     @property
     def rho_remaining(self) -> float:
@@ -313,7 +410,8 @@ class PrivacyLedger:
         Raises
         ------
         BudgetExceededError
-            If ``fsum(charges + [event.rho]) > rho_budget``.
+            If ``fsum(charges + [event.rho]) > rho_budget`` or the events' deltas would sum
+            above ``delta_budget``.
         """
         if not isinstance(event, PrivacyEvent):
             msg = f"The 'event' parameter must be a PrivacyEvent. Got {type(event).__name__}."
@@ -325,6 +423,14 @@ class PrivacyLedger:
                 f"bring the total to {total!r}, above rho_budget={self._rho_budget!r} "
                 f"(spent {self.rho_spent!r}, remaining {self.rho_remaining!r}); "
                 "nothing was charged."
+            )
+            raise BudgetExceededError(msg)
+        delta_total = math.fsum([*(e.delta for e in self._events), event.delta])
+        if delta_total > self._delta_budget:
+            msg = (
+                f"charging delta={event.delta!r} for {event.mechanism} ({event.description!r}) "
+                f"would bring the approximate delta to {delta_total!r}, above "
+                f"delta_budget={self._delta_budget!r}; nothing was charged."
             )
             raise BudgetExceededError(msg)
         self._events.append(event)
