@@ -98,3 +98,19 @@ def test_spread_rows_uses_each_relaxed_row_equally():
     rows = spread_rows(10, 1003, np.random.default_rng(0))
     counts = np.bincount(rows, minlength=10)
     assert counts.sum() == 1003 and counts.min() == 100 and counts.max() == 101
+
+
+def test_decode_in_chunks_gives_the_same_rows(monkeypatch):
+    """Decoding works in bounded chunks of output rows; the chunk size never changes the rows."""
+    import polars_rap.encoding as encoding_module
+
+    domain = Domain.from_mapping(
+        {"a": pl.Int64, "b": pl.String, "x": pl.Float64},
+        {"a": (0, 10), "b": ["p", "q", None], "x": {"bounds": (0, 1), "nullable": True}},
+    )
+    relaxed = np.random.default_rng(0).random((50, domain.n_coords)).astype(np.float32)
+    whole = decode(relaxed, domain, 2345, np.random.default_rng(5))
+    monkeypatch.setattr(encoding_module, "_DECODE_CHUNK_ROWS", 100)
+    chunked = decode(relaxed, domain, 2345, np.random.default_rng(5))
+    assert chunked.equals(whole) and chunked.height == 2345
+    assert decode(relaxed, domain, 0, np.random.default_rng(5)).schema == whole.schema

@@ -10,12 +10,15 @@ Importing the package registers the ``dp`` namespace on Polars frames::
 from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_rap.domain import Categorical, Domain, Numeric
 from polars_rap.mechanism import SynthesisResult, synthesize
+from polars_rap.model import SyntheticModel, load
 from polars_rap.projection import ProjectionConfig
 from polars_rap.report import PrivacyReport
 
 __all__ = [
     "synthesize",
     "SynthesisResult",
+    "SyntheticModel",
+    "load",
     "PrivacyReport",
     "Domain",
     "Categorical",

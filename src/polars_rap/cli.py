@@ -1,14 +1,390 @@
-"""Command line: ``polars-rap demo`` synthesizes the bundled ACS income table (California)."""
+"""Command line: synthesize a table, sample a saved model, print a report.
+
+Commands
+--------
+``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
+[--seed S] [--model DIR] [--report-json FILE] [--json] [--quiet] [--overwrite]``
+    Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats).
+    ``--model DIR`` saves the released model, ``--report-json FILE`` the report; ``--json``
+    prints the report as JSON on stdout and nothing else there, otherwise a short summary.
+``polars-rap sample MODEL -n ROWS -o OUT [--seed S]``
+    More rows from a saved model: post-processing, no privacy cost.
+``polars-rap report MODEL [--json]``
+    The saved model's privacy report.
+``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
+    A bundled task's table (e.g. ``acs-income-CA``) and a config file with its public domain.
+``polars-rap demo``
+    Synthesize the bundled ACS income table (California) and evaluate the result.
+
+Every command takes ``--quiet`` (no progress bar, no info logs) and ``--debug`` (tracebacks).
+
+Config file (TOML)
+------------------
+::
+
+    labels = ["PINCP_gt_50000"]      # categorical target columns
+    [privacy]                        # optional; --epsilon / --delta win
+    epsilon = 1.0
+    delta = 1e-9
+    [domain.AGEP]                    # one table per column, as in polars_rap/data/*.toml
+    kind = "numeric"
+    bounds = [17, 99]
+    nullable = false                 # the default; true keeps a null category
+    [domain.SEX]
+    kind = "categorical"
+    categories = [1, 2]
+    nullable = false
+    [options]                        # keyword arguments of polars_rap.synthesize
+    relaxed_rows = 1000
+    rounds_lt = 50
+    [projection]                     # fields of polars_rap.ProjectionConfig
+    max_steps = 60
+
+Exit status
+-----------
+0
+    Success.
+1
+    Unexpected internal error; the traceback is printed with ``--debug`` or
+    ``POLARS_RAP_DEBUG=1``.
+2
+    Usage or configuration error: bad flags, bad TOML, unknown option, bad epsilon/delta,
+    an output that exists (without ``--overwrite``). Checked before any privacy budget is
+    spent.
+3
+    Data error: missing or unreadable input file or model, data not matching the domain,
+    an output that cannot be written.
+4
+    Privacy budget error: a charge would exceed the budget; nothing was released.
+130
+    Interrupted.
+
+Errors are written to stderr as one line, ``polars-rap: error: ...``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import logging
+import math
+import os
+import re
 import sys
 import time
+import tomllib
+import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_DATA, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+_FRAME_WRITERS = {".parquet": "write_parquet", ".csv": "write_csv", ".arrow": "write_ipc",
+                  ".ipc": "write_ipc", ".feather": "write_ipc"}
+_CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
+# Keywords of synthesize that the command line sets from elsewhere, and where.
+_SET_ELSEWHERE = {
+    "epsilon": "--epsilon or [privacy] epsilon",
+    "delta": "--delta or [privacy] delta",
+    "domain": "the [domain] tables",
+    "labels": "the top-level labels = [...]",
+    "projection": "the [projection] table",
+    "progress": "--quiet",
+}
+
+
+class _UsageError(Exception):
+    """A bad flag, config file or output path: exit status 2, before any budget is spent."""
+
+
+# ---------------------------------------------------------------- config
+@dataclass(frozen=True)
+class _Config:
+    """A parsed config file: the keyword arguments it gives ``synthesize``."""
+
+    labels: list[str]
+    domain: dict[str, Any] | None
+    privacy: dict[str, float]
+    options: dict[str, Any]
+    projection: Any  # ProjectionConfig or None
+
+
+def _option_names() -> list[str]:
+    """The ``[options]`` keys: keyword parameters of ``synthesize`` not set elsewhere."""
+    from polars_rap.mechanism import synthesize
+
+    parameters = inspect.signature(synthesize).parameters.values()
+    return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _SET_ELSEWHERE]
+
+
+def _read_config(path: str | None) -> _Config:
+    if path is None:
+        return _Config([], None, {}, {}, None)
+    config_path = Path(path)
+    if not config_path.is_file():
+        msg = f"no config file at {path!r}"
+        raise _UsageError(msg)
+    try:
+        raw = tomllib.loads(config_path.read_text("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        msg = f"config {path!r} is not valid TOML: {error}"
+        raise _UsageError(msg) from error
+    unknown = sorted(set(raw) - set(_CONFIG_TABLES))
+    if unknown:
+        msg = f"config {path!r} has unknown keys {unknown}; valid top-level keys are {list(_CONFIG_TABLES)}"
+        raise _UsageError(msg)
+    labels = raw.get("labels", [])
+    if isinstance(labels, str):
+        labels = [labels]
+    if not (isinstance(labels, list) and all(isinstance(label, str) for label in labels)):
+        msg = f"config {path!r}: labels must be a list of column names, e.g. labels = [\"income\"]. Got {labels!r}"
+        raise _UsageError(msg)
+    return _Config(
+        labels=labels,
+        domain=_config_domain(_table(raw, "domain", path), labels, path),
+        privacy=_config_privacy(_table(raw, "privacy", path), path),
+        options=_config_options(_table(raw, "options", path), path),
+        projection=_config_projection(raw.get("projection"), path),
+    )
+
+
+def _table(raw: dict[str, Any], name: str, path: str) -> dict[str, Any]:
+    table = raw.get(name, {})
+    if not isinstance(table, dict):
+        msg = f"config {path!r}: {name} must be a table ([{name}]). Got {table!r}"
+        raise _UsageError(msg)
+    return table
+
+
+def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict[str, Any] | None:
+    """The ``domain=`` mapping of ``[domain.NAME]`` tables, checked by the bundled-spec parser."""
+    from polars_rap import datasets
+
+    if not tables:
+        return None
+    not_tables = [name for name, table in tables.items() if not isinstance(table, dict)]
+    if not_tables:
+        msg = (
+            f"config {path!r}: each column needs its own table, e.g. [domain.{not_tables[0]}] "
+            f"with kind, bounds or categories, nullable; found plain values for {not_tables}"
+        )
+        raise _UsageError(msg)
+    declared_labels = [label for label in labels if label in tables]
+    try:
+        return datasets.domain_from_tables(tables, declared_labels, path)
+    except ValueError as error:
+        raise _UsageError(str(error).replace("spec file", "config")) from error
+
+
+def _config_privacy(table: dict[str, Any], path: str) -> dict[str, float]:
+    unknown = sorted(set(table) - {"epsilon", "delta"})
+    if unknown:
+        msg = (f"config {path!r}: [privacy] has unknown keys {unknown}; valid keys are "
+               f"['epsilon', 'delta']{_misplaced_hint(unknown)}")
+        raise _UsageError(msg)
+    return dict(table)
+
+
+def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
+    valid = _option_names()
+    for name in table:
+        if name in _SET_ELSEWHERE:
+            msg = f"config {path!r}: set {name!r} with {_SET_ELSEWHERE[name]}, not in [options]"
+            raise _UsageError(msg)
+        if name not in valid:
+            msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
+                   f"{valid}{_misplaced_hint([name])}")
+            raise _UsageError(msg)
+    return dict(table)
+
+
+def _misplaced_hint(keys: list[str]) -> str:
+    """TOML puts every key after ``[table]`` into that table: say so when a top-level key lands there."""
+    if any(key in _CONFIG_TABLES for key in keys):
+        return "; top-level keys such as labels must come before the first [table] of the file"
+    return ""
+
+
+def _config_projection(table: Any, path: str) -> Any:
+    from polars_rap.projection import ProjectionConfig
+
+    if table is None:
+        return None
+    valid = [f.name for f in fields(ProjectionConfig)]
+    if not isinstance(table, dict):
+        msg = f"config {path!r}: projection must be a table ([projection]) with keys from {valid}"
+        raise _UsageError(msg)
+    unknown = sorted(set(table) - set(valid))
+    if unknown:
+        msg = f"config {path!r}: unknown keys {unknown} in [projection]; valid keys are {valid}"
+        raise _UsageError(msg)
+    try:
+        return ProjectionConfig(**table)
+    except (TypeError, ValueError) as error:
+        msg = f"config {path!r}: [projection]: {error}"
+        raise _UsageError(msg) from error
+
+
+def _privacy_parameters(args: argparse.Namespace, config: _Config) -> tuple[float, float]:
+    """(epsilon, delta) from the flags, else the config's [privacy] table; checked."""
+    epsilon = args.epsilon if args.epsilon is not None else config.privacy.get("epsilon")
+    delta = args.delta if args.delta is not None else config.privacy.get("delta")
+    for name, value in (("epsilon", epsilon), ("delta", delta)):
+        if value is None:
+            msg = f"{name} is required: pass --{name} or set {name} in the config's [privacy] table"
+            raise _UsageError(msg)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            msg = f"{name} must be a finite number. Got {value!r}"
+            raise _UsageError(msg)
+    if epsilon <= 0:
+        msg = f"epsilon must be > 0. Got {epsilon!r}"
+        raise _UsageError(msg)
+    if not 0 < delta < 1:
+        msg = f"delta must be in (0, 1), e.g. 1e-9 or 1/n^2 for n rows. Got {delta!r}"
+        raise _UsageError(msg)
+    return float(epsilon), float(delta)
+
+
+def _check_backend(options: dict[str, Any]) -> None:
+    """A named backend that cannot run here is a usage error, found before any work."""
+    from polars_rap import kernels
+
+    if "backend" in options:
+        try:
+            kernels.resolve_backend(options["backend"])
+        except (ValueError, RuntimeError) as error:
+            raise _UsageError(str(error)) from error
+
+
+# ---------------------------------------------------------------- files
+def _check_output(path: Path, overwrite: bool, suffixes: Sequence[str] | None = tuple(_FRAME_WRITERS)) -> None:
+    """Raise a usage error unless ``path`` can be written (checked before spending budget)."""
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        msg = f"cannot write {str(path)!r}: the output must end in one of {list(suffixes)}"
+        raise _UsageError(msg)
+    if not path.parent.is_dir():
+        msg = f"cannot write {str(path)!r}: the directory {str(path.parent)!r} does not exist; create it first"
+        raise _UsageError(msg)
+    if path.is_dir():
+        msg = f"cannot write {str(path)!r}: it is a directory"
+        raise _UsageError(msg)
+    if path.exists() and not overwrite:
+        msg = f"{str(path)!r} exists; pass --overwrite to replace it"
+        raise _UsageError(msg)
+
+
+def _check_model_target(path: Path, overwrite: bool) -> None:
+    from polars_rap.model import _check_target
+
+    try:
+        _check_target(path, overwrite)
+    except FileExistsError as error:
+        raise _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite")) from error
+
+
+def _write_frame(frame, path: Path) -> None:
+    getattr(frame, _FRAME_WRITERS[path.suffix.lower()])(path)
+
+
+def _note(args: argparse.Namespace, text: str) -> None:
+    """An info line: stdout, or stderr when stdout is reserved for JSON; none when quiet."""
+    if not args.quiet:
+        print(text, file=sys.stderr if getattr(args, "json", False) else sys.stdout)
+
+
+# ---------------------------------------------------------------- commands
+def _synthesize(args: argparse.Namespace) -> int:
+    from polars_rap.mechanism import synthesize
+
+    config = _read_config(args.config)
+    epsilon, delta = _privacy_parameters(args, config)
+    options = dict(config.options)
+    if args.rows is not None:
+        options["rows"] = args.rows
+    if args.seed is not None:
+        options["seed"] = args.seed
+    _check_backend(options)
+    output = Path(args.output)
+    _check_output(output, args.overwrite)
+    if args.model is not None:
+        _check_model_target(Path(args.model), args.overwrite)
+    if args.report_json is not None:
+        _check_output(Path(args.report_json), args.overwrite, suffixes=None)
+
+    started = time.perf_counter()
+    result = synthesize(
+        args.input, epsilon=epsilon, delta=delta, domain=config.domain, labels=config.labels,
+        projection=config.projection, progress=not args.quiet and sys.stderr.isatty(), **options,
+    )
+    seconds = time.perf_counter() - started
+    if args.model is not None:
+        result.save(args.model, overwrite=args.overwrite)
+    _write_frame(result.data, output)
+    if args.report_json is not None:
+        Path(args.report_json).write_text(result.report.to_json() + "\n", encoding="utf-8")
+
+    if args.json:
+        print(result.report.to_json())
+    else:
+        print(result.report.summary())
+    _note(args, f"wrote {result.data.height} synthetic rows to {str(output)!r} in {seconds:.1f} s")
+    if args.model is not None:
+        _note(args, f"saved the model to {args.model!r}; more rows at no privacy cost: "
+                    f"polars-rap sample {args.model} -n ROWS -o more.parquet")
+    if args.report_json is not None:
+        _note(args, f"wrote the report to {args.report_json!r}")
+    return EXIT_OK
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from polars_rap.model import load
+
+    output = Path(args.output)
+    _check_output(output, args.overwrite)
+    model = load(args.model)
+    frame = model.sample(args.rows, seed=args.seed)
+    _write_frame(frame, output)
+    _note(args, f"wrote {frame.height} rows to {str(output)!r} (sampled from the saved model: no privacy cost)")
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from polars_rap.model import load
+
+    model = load(args.model)
+    if args.json:
+        print(model.report.to_json())
+        return EXIT_OK
+    print(model.report.summary())
+    names = model.domain.names
+    print(f"model: {model.relaxed.shape[0]} relaxed rows, {len(names)} columns "
+          f"({', '.join(names[:8])}{', ...' if len(names) > 8 else ''}), "
+          f"written by polars-rap {model.library_version}")
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from polars_rap import datasets
+
+    output = Path(args.output)
+    _check_output(output, args.overwrite)
+    if args.config is not None:
+        _check_output(Path(args.config), args.overwrite, suffixes=(".toml",))
+    task = datasets.load_task(args.task)
+    frame = task.frame
+    if args.rows is not None and args.rows < frame.height:
+        frame = frame.sample(args.rows, seed=args.seed)
+    _write_frame(frame, output)
+    _note(args, f"wrote {frame.height} rows of task {task.name!r} to {str(output)!r}")
+    if args.config is not None:
+        Path(args.config).write_text(_config_text(task), encoding="utf-8")
+        _note(args, f"wrote its domain and labels to {args.config!r} (use it with --config)")
+    return EXIT_OK
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -41,28 +417,192 @@ def _demo(args: argparse.Namespace) -> int:
     synthetic = evaluation.ml_utility_for_domain(result.data, test, label, result.domain)
     print(f"  logistic regression macro F1 on held-out rows: synthetic {synthetic['macro_f1']:.3f}"
           f" vs real {real['macro_f1']:.3f}")
-    return 0
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- config writing (export)
+def _config_text(task) -> str:
+    """A config file for ``task``: its labels and one ``[domain.NAME]`` table per column."""
+    lines = [
+        f"# polars-rap synthesize config for the bundled task {task.name!r} (polars-rap export).",
+        "# The domain comes from public documentation (see polars_rap/data/*.toml), never from the data.",
+        f"labels = {_toml_value(list(task.labels))}",
+        "",
+        "# [privacy]          # or --epsilon / --delta on the command line",
+        "# epsilon = 1.0",
+        "# delta = 1e-9",
+        "# [options]          # keyword arguments of polars_rap.synthesize",
+        "# relaxed_rows = 1000",
+        "",
+    ]
+    for name, table in task.columns_spec.items():
+        lines.append(f"[domain.{_toml_key(name)}]")
+        lines += [f"{_toml_key(key)} = {_toml_value(value)}" for key, value in table.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML literal of a str, bool, int, finite float or list of them (JSON escapes are TOML's)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value)):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    msg = f"cannot write {value!r} as a TOML value"
+    raise TypeError(msg)
+
+
+# ---------------------------------------------------------------- parser and errors
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line on stderr, exit status 2
+        self.exit(EXIT_USAGE, f"polars-rap: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"must be an int >= 1. Got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polars-rap", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="synthesize the bundled ACS income (CA) table")
+    from polars_rap.datasets import list_tasks
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", "-q", action="store_true", help="no progress bar or info logs")
+    common.add_argument("--debug", action="store_true", help="print tracebacks (or set POLARS_RAP_DEBUG=1)")
+    parser = _Parser(prog="polars-rap", description="Differentially private synthetic data (RAP++).",
+                     epilog="exit status: 0 ok, 1 internal error, 2 usage or config error, "
+                            "3 data error, 4 privacy budget error")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    synth = commands.add_parser("synthesize", parents=[common], help="synthesize a Parquet/CSV/IPC table")
+    synth.add_argument("input", metavar="IN", help="the sensitive table (.parquet, .csv, .arrow/.ipc)")
+    synth.add_argument("--output", "-o", required=True, metavar="OUT",
+                       help="synthetic table (.parquet, .csv, .arrow/.ipc)")
+    synth.add_argument("--epsilon", type=float, default=None, help="epsilon of (epsilon, delta)-DP")
+    synth.add_argument("--delta", type=float, default=None, help="delta of (epsilon, delta)-DP")
+    synth.add_argument("--config", "-c", default=None, metavar="TOML",
+                       help="labels, [domain], [options], [projection], [privacy]")
+    synth.add_argument("--rows", type=_positive_int, default=None, metavar="N",
+                       help="synthetic rows (default: as many as IN)")
+    synth.add_argument("--seed", type=int, default=None, help="fixed seed, for research and tests only")
+    synth.add_argument("--model", default=None, metavar="DIR",
+                       help="save the model here (sample more rows later)")
+    synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report as JSON")
+    synth.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    synth.set_defaults(run=_synthesize)
+
+    sample = commands.add_parser("sample", parents=[common],
+                                 help="more rows from a saved model (no privacy cost)")
+    sample.add_argument("model", metavar="MODEL", help="a directory written by synthesize --model")
+    sample.add_argument("--rows", "-n", type=_positive_int, required=True, metavar="ROWS")
+    sample.add_argument("--output", "-o", required=True, metavar="OUT", help=".parquet, .csv or .arrow/.ipc")
+    sample.add_argument("--seed", type=int, default=None)
+    sample.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    sample.set_defaults(run=_sample)
+
+    report = commands.add_parser("report", parents=[common], help="print a saved model's privacy report")
+    report.add_argument("model", metavar="MODEL")
+    report.add_argument("--json", action="store_true", help="the whole report as JSON")
+    report.set_defaults(run=_report)
+
+    export = commands.add_parser("export", parents=[common], help="write a bundled task's table and config")
+    export.add_argument("task", metavar="TASK", choices=list_tasks(), help=" or ".join(list_tasks()))
+    export.add_argument("--output", "-o", required=True, metavar="OUT", help=".parquet, .csv or .arrow/.ipc")
+    export.add_argument("--config", "-c", default=None, metavar="TOML", help="write the task's config here")
+    export.add_argument("--rows", type=_positive_int, default=None, metavar="N",
+                        help="a random subset of N rows")
+    export.add_argument("--seed", type=int, default=0, help="seed of the subset (default 0)")
+    export.add_argument("--overwrite", action="store_true")
+    export.set_defaults(run=_export)
+
+    demo = commands.add_parser("demo", parents=[common], help="synthesize the bundled ACS income (CA) table")
     demo.add_argument("--task", default="acs-income-CA", help="bundled task (default acs-income-CA)")
     demo.add_argument("--epsilon", type=float, default=1.0)
     demo.add_argument("--delta", type=float, default=None, help="default 1/n^2")
     demo.add_argument("--seed", type=int, default=None, help="fixed seed (research only)")
     demo.add_argument("--output", "-o", default=None, help="write the synthetic rows here (Parquet)")
-    demo.add_argument("--quiet", action="store_true")
     demo.set_defaults(run=_demo)
     return parser
 
 
+def _is_parameter_error(error: ValueError) -> bool:
+    """Whether ``synthesize`` refused a parameter the config or flags set.
+
+    Its parameter checks run before any data is read and say "The 'name' parameter ..."
+    (style.md); everything else it raises as ValueError concerns the data or the domain.
+    """
+    from polars_rap.projection import ProjectionConfig
+
+    match = re.match(r"The '(\w+)' parameter", str(error))
+    names = {*_option_names(), "epsilon", "delta", *(f.name for f in fields(ProjectionConfig))}
+    return match is not None and match.group(1) in names
+
+
+def _exit_status(error: BaseException) -> int:
+    from polars_rap.privacy import BudgetExceededError
+
+    if isinstance(error, _UsageError):
+        return EXIT_USAGE
+    if isinstance(error, BudgetExceededError):
+        return EXIT_BUDGET
+    if isinstance(error, ValueError) and _is_parameter_error(error):
+        return EXIT_USAGE
+    if isinstance(error, (OSError, ValueError, TypeError)):
+        return EXIT_DATA
+    return EXIT_INTERNAL
+
+
+def _fail(error: BaseException, debug: bool) -> int:
+    status = _exit_status(error)
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    text = " ".join(str(error).split()) or type(error).__name__
+    if status == EXIT_INTERNAL:
+        hint = "" if debug else "; rerun with --debug (or POLARS_RAP_DEBUG=1) for the traceback"
+        text = f"internal error ({type(error).__name__}: {text}){hint}"
+    print(f"polars-rap: error: {text}", file=sys.stderr)
+    return status
+
+
+def _configure_logging(quiet: bool) -> int:
+    """Info logs of polars_rap on stderr unless quiet; returns the package logger's old level."""
+    logging.basicConfig(level=logging.WARNING, format="polars-rap: %(levelname)s: %(message)s")
+    package_logger = logging.getLogger("polars_rap")
+    previous = package_logger.level
+    package_logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    return previous
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
-    return args.run(args)
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # --help (0), or a usage error argparse already printed (2)
+        return stop.code if isinstance(stop.code, int) else (EXIT_OK if stop.code is None else EXIT_USAGE)
+    debug = args.debug or os.environ.get("POLARS_RAP_DEBUG", "") not in ("", "0")
+    previous_level = _configure_logging(args.quiet)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        print("polars-rap: error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # noqa: BLE001  (every error becomes one line and a status)
+        return _fail(error, debug)
+    finally:
+        logging.getLogger("polars_rap").setLevel(previous_level)
 
 
 if __name__ == "__main__":

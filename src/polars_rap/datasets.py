@@ -47,6 +47,7 @@ __all__ = [
     "TaskData",
     "list_tasks",
     "load_spec",
+    "domain_from_tables",
     "load_task",
     "train_test_split",
 ]
@@ -136,7 +137,7 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
         if kind not in _KINDS:
             msg = f"spec file {spec_file!r}: column {name!r} has kind={kind!r}; it must be one of {_KINDS}"
             raise ValueError(msg)
-        if not isinstance(table.get("nullable", True), bool):
+        if not isinstance(table.get("nullable", False), bool):
             msg = f"spec file {spec_file!r}: column {name!r} has a non-boolean 'nullable'"
             raise ValueError(msg)
         if kind == "numeric":
@@ -159,11 +160,27 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
                 raise ValueError(msg)
 
 
+def domain_from_tables(columns: dict[str, dict[str, Any]], labels: list[str], source: str) -> dict[str, Any]:
+    """The ``domain=`` mapping of TOML column tables (``kind``, ``bounds`` or
+    ``categories``, optional ``nullable`` defaulting to false), checked first.
+
+    ``labels`` must name categorical tables; ``source`` names the file in error messages,
+    which raise ``ValueError`` naming the column and the rule.
+
+    >>> domain_from_tables({"age": {"kind": "numeric", "bounds": [0, 120]},
+    ...                     "sex": {"kind": "categorical", "categories": [1, 2], "nullable": True}},
+    ...                    ["sex"], "config.toml")
+    {'age': (0, 120), 'sex': [1, 2, None]}
+    """
+    _check_spec({"dataset": {"labels": list(labels)}, "columns": columns}, source)
+    return _domain_from_columns(columns)
+
+
 def _domain_from_columns(columns: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The ``domain=`` mapping of a spec's column tables (nullable defaults to True)."""
+    """The ``domain=`` mapping of checked column tables (nullable defaults to false)."""
     domain: dict[str, Any] = {}
     for name, table in columns.items():
-        nullable = table.get("nullable", True)
+        nullable = table.get("nullable", False)
         if table["kind"] == "numeric":
             bounds = (table["bounds"][0], table["bounds"][1])
             domain[name] = {"bounds": bounds, "nullable": True} if nullable else bounds

@@ -27,6 +27,9 @@ __all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec"]
 
 _METADATA_KEY = b"polars_rap"
 _FORMAT_VERSION = 1
+_UNLISTED = ("error", "null")
+MAX_CATEGORIES = 10_000
+"""Most categories one column may declare: each is a coordinate of every relaxed row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,18 +42,29 @@ class Categorical:
     ('Female', 'Male')
     >>> Categorical([1, 2, None]).nullable
     True
+
+    ``unlisted`` says what a value outside the list is: ``"error"`` (the default: the curator
+    is told) or ``"null"`` (it joins the null category; privately inferred columns use this).
     """
 
     categories: tuple
     nullable: bool = False
+    unlisted: str = "error"
 
-    def __init__(self, categories: Iterable, nullable: bool = False) -> None:
+    def __init__(self, categories: Iterable, nullable: bool = False, unlisted: str = "error") -> None:
         values = list(categories)
         if any(v is None for v in values):
             nullable = True
             values = [v for v in values if v is not None]
+        if unlisted not in _UNLISTED:
+            msg = f"The 'unlisted' parameter must be one of {list(_UNLISTED)}. Got {unlisted!r}"
+            raise ValueError(msg)
+        if unlisted == "null" and not nullable:
+            msg = "unlisted='null' maps values outside the list to null, so it needs nullable=True"
+            raise ValueError(msg)
         object.__setattr__(self, "categories", tuple(values))
         object.__setattr__(self, "nullable", bool(nullable))
+        object.__setattr__(self, "unlisted", unlisted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +103,7 @@ class ColumnSpec:
     lower: float = 0.0
     upper: float = 1.0
     nullable: bool = False
+    unlisted: str = "error"
 
     @property
     def is_categorical(self) -> bool:
@@ -245,6 +260,7 @@ class Domain:
             }
             if spec.is_categorical:
                 meta["categories"] = list(spec.categories)
+                meta["unlisted"] = spec.unlisted
             else:
                 meta["bounds"] = [spec.lower, spec.upper]
             metadata = {**(arrow_field.metadata or {}), _METADATA_KEY: json.dumps(meta)}
@@ -265,7 +281,10 @@ class Domain:
             meta = json.loads(raw)
             dtype = dtypes[arrow_field.name]
             if meta["kind"] == "categorical":
-                declared: Any = Categorical(meta["categories"], nullable=meta["nullable"])
+                declared: Any = Categorical(
+                    meta["categories"], nullable=meta["nullable"],
+                    unlisted=meta.get("unlisted", "error"),
+                )
             else:
                 declared = Numeric(*meta["bounds"], nullable=meta["nullable"])
             specs.append(_spec_from_declaration(arrow_field.name, dtype, declared))
@@ -281,11 +300,12 @@ def _declared_by_dtype(name: str, dtype: pl.DataType) -> Any:
     if dtype == pl.Boolean:
         return Categorical([False, True])
     kind = "numeric" if dtype.is_numeric() else "categorical"
-    example = f"(lower, upper)" if kind == "numeric" else "['a', 'b', ...]"
+    example = "(lower, upper)" if kind == "numeric" else "['a', 'b', ...]"
     msg = (
         f"column {name!r} ({dtype}) has no public domain. Declare it in domain=, e.g. "
         f"domain={{{name!r}: {example}}} with values from public documentation (never from "
-        "the data itself), give it a pl.Enum dtype, or drop the column"
+        "the data itself), give it a pl.Enum dtype, learn it privately with "
+        "infer_domain=True (charged to the budget), or drop the column"
     )
     raise ValueError(msg)
 
@@ -318,9 +338,17 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         declared = Numeric(*declared)
     elif isinstance(declared, (list, pl.Series)):
         declared = Categorical(list(declared))
+    elif isinstance(declared, str) and declared in ("categorical", "numeric"):
+        msg = (
+            f"domain entry for {name!r} asks for private inference ({declared!r}); only "
+            "synthesize() can do that, charging the budget. Declare its "
+            + ("categories" if declared == "categorical" else "bounds") + " here instead"
+        )
+        raise ValueError(msg)
     if isinstance(declared, Categorical):
         return ColumnSpec(
-            name, "categorical", dtype, categories=declared.categories, nullable=declared.nullable
+            name, "categorical", dtype, categories=declared.categories,
+            nullable=declared.nullable, unlisted=declared.unlisted,
         )
     if isinstance(declared, Numeric):
         if not (dtype.is_numeric() or dtype == pl.Null):
@@ -347,8 +375,16 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
 
 def _check_spec(spec: ColumnSpec) -> None:
     if spec.is_categorical:
-        if len(spec.categories) == 0:
+        if len(spec.categories) == 0 and spec.unlisted != "null":
             msg = f"column {spec.name!r} declares no categories; give at least one"
+            raise ValueError(msg)
+        if len(spec.categories) > MAX_CATEGORIES:
+            msg = (
+                f"column {spec.name!r} declares {len(spec.categories):,} categories, more than "
+                f"{MAX_CATEGORIES:,}: each is a coordinate of every relaxed row and marginals "
+                "over it would be noise. Recode it to fewer categories (group rare codes, e.g. "
+                "by a public hierarchy) or drop the column"
+            )
             raise ValueError(msg)
         if len(set(spec.categories)) != len(spec.categories):
             msg = f"column {spec.name!r} declares repeated categories: {list(spec.categories)}"

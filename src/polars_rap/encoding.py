@@ -26,6 +26,7 @@ __all__ = ["EncodedData", "encode", "decode", "decode_codes", "block_slices"]
 logger = logging.getLogger(__name__)
 
 _MAX_OFFENDING_SHOWN = 5
+_DECODE_CHUNK_ROWS = 100_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -47,13 +48,17 @@ def block_slices(domain: Domain) -> list[slice]:
 
 
 # ---------------------------------------------------------------------- encode
-def encode(frame: pl.DataFrame, domain: Domain) -> EncodedData:
+def encode(
+    frame: pl.DataFrame, domain: Domain, *, clip_counts: dict[str, int] | None = None
+) -> EncodedData:
     """Encode ``frame`` (columns as in ``domain``) for the kernels.
 
     Raises a ``ValueError`` naming the column for values outside the declared categories,
     nulls in a column declared without them, or text in a numeric column. Such messages go
     to the curator running the job, before anything is released; counts of clipped values
-    are logged (warning) for the curator and never enter a release.
+    are logged (warning) for the curator and never enter a release. With ``clip_counts``
+    given, those counts are added into it by column name instead of logged, so that a caller
+    encoding batch by batch can log one total per column.
     """
     missing = [name for name in domain.names if name not in frame.columns]
     if missing:
@@ -68,7 +73,7 @@ def encode(frame: pl.DataFrame, domain: Domain) -> EncodedData:
             continue
         codes[:, b] = _category_codes(frame.get_column(spec.name), spec)
     for j, spec in enumerate(domain.numeric_columns):
-        scaled, is_null = _scaled_numeric(frame.get_column(spec.name), spec)
+        scaled, is_null = _scaled_numeric(frame.get_column(spec.name), spec, clip_counts)
         numerics[:, j] = scaled
         if spec.nullable:
             codes[:, domain.block_index(spec.name, indicator=True)] = is_null
@@ -105,7 +110,12 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
         )
         raise ValueError(msg)
     undeclared = values.filter((codes == -1) & ~is_null)
-    if undeclared.len() > 0:
+    if undeclared.len() > 0 and spec.unlisted == "null":
+        # Curator-only diagnostic, never released: values below the inference threshold.
+        logger.debug("column %r: %d values outside the released categories are encoded as null",
+                    spec.name, undeclared.len())
+        codes = codes.set(codes == -1, len(declared))
+    elif undeclared.len() > 0:
         shown = undeclared.unique(maintain_order=True).head(_MAX_OFFENDING_SHOWN).to_list()
         msg = (
             f"column {spec.name!r} holds {undeclared.len()} values outside its declared "
@@ -116,7 +126,9 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
     return codes.to_numpy().astype(np.int32, copy=False)
 
 
-def _scaled_numeric(column: pl.Series, spec: ColumnSpec) -> tuple[np.ndarray, np.ndarray]:
+def _scaled_numeric(
+    column: pl.Series, spec: ColumnSpec, clip_counts: dict[str, int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     if not (column.dtype.is_numeric() or column.dtype == pl.Null):
         msg = (
             f"column {spec.name!r} is declared numeric but holds {column.dtype}; cast it to a "
@@ -125,7 +137,16 @@ def _scaled_numeric(column: pl.Series, spec: ColumnSpec) -> tuple[np.ndarray, np
         )
         raise ValueError(msg)
     values = column.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
-    is_null = np.isnan(values)
+    n_infinite = int(np.count_nonzero(np.isinf(values)))
+    if n_infinite:
+        msg = (
+            f"column {spec.name!r} holds {n_infinite} infinite values; an infinity is usually a "
+            "bug upstream (a division by zero). Replace them first, e.g. with "
+            f"pl.when(pl.col({spec.name!r}).is_infinite()).then(None).otherwise(pl.col("
+            f"{spec.name!r})) and a nullable domain, or clip them to the bounds yourself"
+        )
+        raise ValueError(msg)
+    is_null = np.isnan(values)  # null and NaN alike: a missing value
     if is_null.any() and not spec.nullable:
         msg = (
             f"column {spec.name!r} holds {int(is_null.sum())} nulls/NaN but is declared "
@@ -136,7 +157,9 @@ def _scaled_numeric(column: pl.Series, spec: ColumnSpec) -> tuple[np.ndarray, np
         raise ValueError(msg)
     present = values[~is_null]
     n_clipped = int(np.count_nonzero((present < spec.lower) | (present > spec.upper)))
-    if n_clipped:
+    if n_clipped and clip_counts is not None:  # the caller logs the total (batched encoding)
+        clip_counts[spec.name] = clip_counts.get(spec.name, 0) + n_clipped
+    elif n_clipped:
         # Curator-only diagnostic: this count reads the data and is never released.
         logger.warning(
             "column %r: %d values outside the declared bounds [%g, %g] were clipped",
@@ -192,6 +215,15 @@ def decode(
     rounded, and nullable columns get nulls at the sampled rate.
     """
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
+    # In chunks, so memory stays bounded for any n_rows; the draws come in the same order
+    # as one call would make them, so the output does not depend on the chunk size.
+    starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
+    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng) for a in starts]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=True)
+
+
+def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
+                 rng: np.random.Generator) -> pl.DataFrame:
     sample = decode_codes(relaxed, domain, rows, rng)
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}

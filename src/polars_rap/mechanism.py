@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -29,21 +30,36 @@ from tqdm.auto import tqdm
 
 from polars_rap import kernels
 from polars_rap.domain import Domain
-from polars_rap.encoding import decode, encode
+from polars_rap.encoding import decode
+from polars_rap.model import SyntheticModel
+from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.privacy import (
     PrivacyLedger,
     gaussian_mechanism,
+    gumbel_scale,
     gumbel_top_k,
-    rho_from_epsilon_delta,
+    split_budget,
 )
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.report import PrivacyReport, interval_halfwidth
+from polars_rap.report import (
+    PrivacyReport,
+    SelectionRecord,
+    interval_halfwidth,
+    simultaneous_halfwidth,
+    unmeasured_error_bounds,
+)
+from polars_rap.source import MAX_BATCH_ROWS, DataSource, exact_answers
 from polars_rap.workload import build_workload, describe_queries, group_sensitivities
 
 __all__ = ["synthesize", "SynthesisResult"]
 
 logger = logging.getLogger(__name__)
+
+_APPROXIMATE_DELTA_SHARE = 0.5
+"""Part of delta given to thresholded category inference when a run uses it."""
+_MAX_NOISE_STD = 0.5
+"""Largest planned noise std of a measured answer (a fraction in [0, 1]) a run accepts."""
 
 _CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MARGINAL,
                 "LT": QueryClass.LINEAR_THRESHOLD}
@@ -63,6 +79,17 @@ class SynthesisResult:
     domain: Domain
     relaxed: np.ndarray = field(repr=False)
 
+    @property
+    def model(self) -> SyntheticModel:
+        """The released part as a :class:`~polars_rap.model.SyntheticModel`: sample more rows
+        from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
+        return SyntheticModel(self.relaxed, self.domain, self.report)
+
+    def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
+        """Save :attr:`model` as a directory (see :mod:`polars_rap.model`); load it back with
+        :func:`polars_rap.load`. Returns the directory."""
+        return self.model.save(path, overwrite=overwrite)
+
 
 def synthesize(
     data: pl.DataFrame | pl.LazyFrame | str | os.PathLike,
@@ -71,6 +98,8 @@ def synthesize(
     delta: float,
     domain: Mapping[str, Any] | None = None,
     labels: Sequence[str] = (),
+    infer_domain: bool | Sequence[str] = False,
+    inference_share: float = 0.1,
     rows: int | None = None,
     seed: int | None = None,
     backend: str = "auto",
@@ -92,16 +121,28 @@ def synthesize(
     Parameters
     ----------
     data : DataFrame, LazyFrame or path to a Parquet/CSV/IPC file
-        The sensitive table. Read once; no reference is kept.
+        The sensitive table (a pyarrow Table or pandas DataFrame works too). Read once, in
+        batches (:func:`polars_rap.source.default_batch_rows`: up to 250,000 rows); a
+        LazyFrame or a file streams, so it may be larger than memory. No reference is kept.
     epsilon, delta : float
         The (ε, δ)-DP guarantee (replace-one neighbours, the row count is public).
     domain : mapping
         Public domain of each column: a list of categories (``None`` in it declares nulls),
         ``(lower, upper)`` bounds, ``{"bounds": (lo, hi), "nullable": True}``, or
         :class:`~polars_rap.Categorical` / :class:`~polars_rap.Numeric`. ``Enum`` and
-        ``Boolean`` columns may be left out. Never derive it from the data itself.
+        ``Boolean`` columns may be left out. Never derive it from the data itself: to learn
+        a column's domain from the data, privately, give ``"numeric"``, ``"categorical"``
+        or ``{"candidates": [...]}`` (see :mod:`polars_rap.inference`).
     labels : sequence of str
         Categorical target columns; the workload is conditioned on them.
+    infer_domain : bool or sequence of str
+        Learn the domain of undeclared columns (``True``: all of them; or the names given)
+        privately, by their dtype: text columns get categories, numeric columns bounds.
+        Charged to the same budget and listed in the report; off by default.
+    inference_share : float
+        Part of the zCDP budget spent on domain inference when any column uses it (default
+        0.1, split evenly over those columns). Thresholded category inference also takes
+        half of ``delta`` (see ``report.conversion_delta`` / ``approximate_delta``).
     rows : int, optional
         Rows of synthetic data (default: as many as the input).
     seed : int, optional
@@ -133,6 +174,22 @@ def synthesize(
     -------
     SynthesisResult
         ``.data`` (pl.DataFrame) and ``.report`` (:class:`~polars_rap.report.PrivacyReport`).
+
+    Examples
+    --------
+    Tiny data and settings, so that the example runs in a blink; real runs keep the defaults.
+
+    >>> import polars as pl, polars_rap
+    >>> df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
+    >>> res = polars_rap.synthesize(
+    ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
+    ...     relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+    >>> res.data.shape, res.data.schema == df.schema
+    ((200, 2), True)
+    >>> res.report.rho_spent <= res.report.rho_budget
+    True
+    >>> res.model.sample(1000, seed=0).height  # more rows, no privacy cost
+    1000
     """
     _check_positive_finite("epsilon", epsilon)
     if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
@@ -152,20 +209,24 @@ def synthesize(
         raise ValueError(msg)
     if isinstance(labels, str):
         labels = [labels]
+    if isinstance(inference_share, bool) or not isinstance(inference_share, (int, float)) or not 0.0 < inference_share < 1.0:
+        msg = f"The 'inference_share' parameter must be in (0, 1). Got {inference_share!r}"
+        raise ValueError(msg)
     projection = projection or ProjectionConfig()
     backend_module = kernels.resolve_backend(backend)
 
-    frame = _collect(data)
-    if frame.height == 0:
-        msg = "the input has no rows; differential privacy needs at least one"
-        raise ValueError(msg)
-    public_domain = Domain.from_mapping(frame.schema, domain, labels)
-    encoded = encode(frame, public_domain)
-    n_rows = frame.height
-    out_rows = n_rows if rows is None else int(rows)
-    del frame  # nothing below reads the input frame again
-
-    workload_rng, init_rng, noise_rng, decode_rng = np.random.default_rng(seed).spawn(4)
+    source = DataSource.from_input(data)
+    declared, requests = inference_requests(source.schema, domain, infer_domain)
+    approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
+    budget = split_budget(epsilon, delta, approximate_share)
+    ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
+    workload_rng, init_rng, noise_rng, decode_rng, inference_rng = np.random.default_rng(seed).spawn(5)
+    if requests:  # one private pass over the inferred columns, charged before the domain exists
+        declared.update(infer_declarations(
+            source.batches([r.name for r in requests], MAX_BATCH_ROWS), source.schema,
+            requests, inference_share * budget.rho, ledger, inference_rng,
+        ))
+    public_domain = Domain.from_mapping(source.schema, declared, labels)
     n_categorical_features = sum(1 for c in public_domain.columns if c.is_categorical and c.name not in public_domain.labels)
     planned = {
         "CM": n_categorical_features if rounds_cm is None else int(rounds_cm),
@@ -187,12 +248,20 @@ def synthesize(
         )
         raise ValueError(msg)
 
-    true_answers = backend_module.answers_exact(encoded.codes, encoded.numerics, queries)
-    del encoded
+    # The one pass over the real rows (streamed in batches); it raises for an empty input.
+    true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module)
+    out_rows = n_rows if rows is None else int(rows)
+    _check_rows_against_noise(n_rows, ledger.rho_remaining, len(schedule), queries_per_round,
+                              selection_share, epsilon)
+    if delta >= 1.0 / n_rows:
+        warnings.warn(
+            f"delta={delta:g} is at least 1/n = {1.0 / n_rows:.3g}: at that level a mechanism "
+            "could publish a whole row and still meet (epsilon, delta)-DP. Use delta well "
+            f"below 1/n, e.g. 1/n^2 = {1.0 / n_rows**2:.3g}",
+            UserWarning, stacklevel=2,
+        )
     l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
-
-    rho = rho_from_epsilon_delta(epsilon, delta)
-    ledger = PrivacyLedger(rho)
+    rho = budget.rho
     params = RelaxedParams.random(relaxed_rows, public_domain.block_sizes,
                                   len(public_domain.numeric_columns), init_rng)
     measured_groups: list[int] = []
@@ -200,6 +269,7 @@ def synthesize(
     noisy_parts: list[np.ndarray] = []
     noise_stds: list[float] = []
     available = np.ones(queries.n_groups, dtype=bool)
+    selections: dict[str, SelectionRecord] = {}  # the last Gumbel round of each class
     show = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(schedule, desc="RAP++ rounds", disable=not show, unit="round")
     for round_index, class_name in enumerate(bar):
@@ -212,9 +282,11 @@ def synthesize(
         synthetic = backend_module.answers_relaxed(params.relaxed(), queries.take_groups(candidates), np.inf)
         errors = _group_l1(true_answers[queries.group_query_indices(candidates)] - synthetic,
                            queries.group_sizes[candidates])
-        if k < len(candidates):
+        chosen_by_gumbel = k < len(candidates)
+        if chosen_by_gumbel:
+            selection_l1 = float(l1_sensitivity[candidates].max())
             selected_local = gumbel_top_k(
-                errors, k, float(l1_sensitivity[candidates].max()), selection_share * round_rho,
+                errors, k, selection_l1, selection_share * round_rho,
                 ledger, noise_rng, description=f"{class_name} selection", round=round_index,
             )
             measure_rho = (1.0 - selection_share) * round_rho
@@ -237,22 +309,35 @@ def synthesize(
             noisy_parts.append(noisy)
             noise_stds.append(std)
             available[group] = False
+        if chosen_by_gumbel:
+            selections[class_name] = _selection_record(
+                round_index, class_name, queries, candidates, synthetic, selected_local,
+                gumbel_scale(selection_l1, selection_share * round_rho, k),
+                noisy_parts[-len(selected):], noise_stds[-len(selected):],
+            )
         measured = queries.take_groups(np.asarray(measured_groups))
         params, trace = project(params, measured, np.concatenate(noisy_parts), backend_module,
                                projection, anneal=class_name != "CM")
-        bar.set_postfix(loss=f"{trace.exact_loss:.3g}", rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
+        bar.set_postfix(cls=class_name, loss=f"{trace.exact_loss:.3g}", stages=trace.stages,
+                        rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
+        logger.debug(
+            "round %d (%s): measured %d groups, %d Adam steps in %d temperature stages, "
+            "exact loss %.4g, rho spent %.6g of %.6g", round_index, class_name, len(selected),
+            trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
+        )
     bar.close()
     del true_answers
 
     relaxed = params.relaxed()
     synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng)
     report = _build_report(
-        epsilon, delta, rho, ledger, n_rows, queries, public_domain, measured_groups,
-        measured_round, noisy_parts, noise_stds, synthetic_frame, backend_module, confidence,
+        budget, ledger, n_rows, queries, public_domain, measured_groups,
+        measured_round, noisy_parts, noise_stds, selections, synthetic_frame, backend_module, confidence,
         parameters=dict(
             relaxed_rows=relaxed_rows, queries_per_round=queries_per_round, rounds=planned,
             n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
             max_marginal_cells=max_marginal_cells, selection_share=selection_share,
+            inferred_columns=[r.name for r in requests], inference_share=inference_share if requests else 0.0,
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
         ),
     )
@@ -272,19 +357,39 @@ def _interleave(rounds: Mapping[str, int]) -> list[str]:
     return [name for _, name in sorted(slots, key=lambda s: (s[0], s[1]))]
 
 
-def _build_report(epsilon, delta, rho, ledger, n_rows, queries: QuerySet, domain, groups,
-                  rounds, noisy_parts, stds, synthetic_frame, backend_module, confidence, parameters):
+def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,
+                      selected_local, scale, noisy_parts, stds) -> SelectionRecord:
+    """Keep what a Gumbel round released and compared against, for the unmeasured bounds."""
+    sizes = queries.group_sizes[candidates]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    gaps = [
+        float(np.abs(noisy - synthetic[starts[i]:starts[i + 1]]).sum())
+        for i, noisy in zip(selected_local, noisy_parts, strict=True)
+    ]
+    return SelectionRecord(
+        round=round_index, query_class=class_name, candidates=np.asarray(candidates, dtype=np.int64),
+        candidate_answers=np.asarray(synthetic, dtype=np.float64), gumbel_scale=float(scale),
+        selected=np.asarray(candidates[selected_local], dtype=np.int64),
+        selected_gap=np.asarray(gaps), selected_std=np.asarray(stds, dtype=np.float64),
+        selected_size=np.asarray(sizes[selected_local], dtype=np.int64),
+    )
+
+
+def _build_report(budget, ledger, n_rows, queries: QuerySet, domain, groups, rounds, noisy_parts,
+                  stds, selections, synthetic_frame, backend_module, confidence, parameters):
     query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
     sizes = queries.group_sizes[groups] if groups else np.zeros(0, dtype=np.int64)
     noisy = np.concatenate(noisy_parts) if noisy_parts else np.zeros(0)
     std = np.repeat(np.asarray(stds, dtype=np.float64), sizes)
     halfwidth = interval_halfwidth(std, confidence)
-    if len(query_index):
-        encoded = encode(synthetic_frame, domain)
-        synthetic = backend_module.answers_exact(encoded.codes, encoded.numerics,
-                                                 queries.take_groups(np.asarray(groups)))
-    else:
-        synthetic = np.zeros(0)
+    joint_halfwidth = simultaneous_halfwidth(std, confidence, len(noisy))
+    # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
+    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module)
+
+    def synthetic_answers(group_ids) -> np.ndarray:
+        return all_synthetic[queries.group_query_indices(np.asarray(group_ids, dtype=np.int64))]
+
+    synthetic = synthetic_answers(groups)
     measurements = pl.DataFrame({
         "round": np.repeat(np.asarray(rounds, dtype=np.int64), sizes),
         "query_class": [QueryClass.SHORT[c] for c in queries.query_class[query_index]],
@@ -295,44 +400,67 @@ def _build_report(epsilon, delta, rho, ledger, n_rows, queries: QuerySet, domain
         "noise_std": std,
         "ci_low": noisy - halfwidth,
         "ci_high": noisy + halfwidth,
-        "synthetic_answer": np.asarray(synthetic, dtype=np.float64),
+        "ci_low_simultaneous": noisy - joint_halfwidth,
+        "ci_high_simultaneous": noisy + joint_halfwidth,
+        "synthetic_answer": synthetic,
+        "error_bound": np.abs(synthetic - noisy) + halfwidth,
     }, schema_overrides={"query_class": pl.String, "description": pl.String})
+    unmeasured, note = _unmeasured_bounds(queries, domain, selections, synthetic_answers, confidence)
     return PrivacyReport(
-        epsilon=float(epsilon), delta=float(delta), rho_budget=rho, rho_spent=ledger.rho_spent,
-        n_rows=n_rows, events=ledger.events, measurements=measurements, confidence=confidence,
-        parameters=parameters,
+        epsilon=budget.epsilon, delta=budget.delta, rho_budget=budget.rho,
+        rho_spent=ledger.rho_spent, n_rows=n_rows, events=ledger.events,
+        measurements=measurements, confidence=confidence, parameters=parameters,
+        conversion_delta=budget.conversion_delta, approximate_delta=budget.approximate_delta,
+        unmeasured=unmeasured, unmeasured_note=note,
     )
 
 
-def _collect(data) -> pl.DataFrame:
-    if isinstance(data, pl.DataFrame):
-        return data
-    if isinstance(data, pl.LazyFrame):
-        return data.collect()
-    if isinstance(data, (str, os.PathLike)):
-        path = Path(data)
-        if not path.exists():
-            msg = f"no file at {str(path)!r}"
-            raise FileNotFoundError(msg)
-        suffix = path.suffix.lower()
-        if suffix == ".parquet":
-            return pl.read_parquet(path)
-        if suffix == ".csv":
-            return pl.read_csv(path)
-        if suffix in (".arrow", ".ipc", ".feather"):
-            return pl.read_ipc(path)
-        msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
+def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers, confidence):
+    """The unmeasured groups' error bounds (a frame) and a note on which have none, and why."""
+    parts = []
+    for record in selections.values():
+        bounds = unmeasured_error_bounds(record, queries.group_sizes,
+                                         synthetic_answers(record.candidates), confidence)
+        groups = record.candidates[~np.isin(record.candidates, record.selected)]
+        first_query = queries.group_offsets[groups]
+        parts.append(pl.DataFrame({
+            "query_class": [record.query_class] * len(groups),
+            "group": groups,
+            "description": describe_queries(queries, domain, first_query),
+            "round": np.full(len(groups), record.round, dtype=np.int64),
+            "error_bound": bounds,
+        }, schema_overrides={"query_class": pl.String, "description": pl.String}))
+    schema = {"query_class": pl.String, "group": pl.Int64, "description": pl.String,
+              "round": pl.Int64, "error_bound": pl.Float64}
+    frame = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+    note = (
+        "Bounds cover the workload's groups never measured, from the last selection each "
+        "competed in; queries outside the workload (e.g. marginals over max_marginal_cells "
+        "cells, classes with no rounds) have none."
+    )
+    return frame.cast(schema), note
+
+
+def _check_rows_against_noise(n_rows: int, rho: float, n_rounds: int, queries_per_round: int,
+                              selection_share: float, epsilon: float) -> None:
+    """Refuse a run whose planned measurement noise swamps every answer.
+
+    With an even split, each measured group gets ``rho (1 - selection_share) / (T K)``; a
+    marginal cell then carries noise of std ``1 / (n sqrt(rho_g))`` (design.md §5b). Answers
+    are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The row count is public.
+    """
+    rho_group = rho * (1.0 - selection_share) / (n_rounds * queries_per_round)
+    noise_std = 1.0 / (n_rows * math.sqrt(rho_group))
+    if noise_std > _MAX_NOISE_STD:
+        minimum = math.ceil(1.0 / (_MAX_NOISE_STD * math.sqrt(rho_group)))
+        msg = (
+            f"{n_rows} rows are too few for epsilon={epsilon:g} over {n_rounds} rounds of "
+            f"{queries_per_round} queries: each measured answer (a fraction in [0, 1]) would "
+            f"carry noise of std {noise_std:.2g} > {_MAX_NOISE_STD}. This plan needs at least "
+            f"{minimum} rows; or raise epsilon, or lower the rounds (rounds_cm, rounds_lt, "
+            "rounds_mm) or queries_per_round"
+        )
         raise ValueError(msg)
-    module = type(data).__module__.split(".")[0]
-    if module == "pyarrow":
-        return pl.from_arrow(data)
-    if module == "pandas":
-        return pl.from_pandas(data)
-    msg = (
-        f"data must be a polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame or a "
-        f"path to a Parquet/CSV/IPC file. Got {type(data).__name__}"
-    )
-    raise TypeError(msg)
 
 
 def _check_positive_finite(name: str, value) -> None:

@@ -8,24 +8,129 @@ data never enter a report; they belong to :mod:`polars_rap.evaluation`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
+import numpy as np
 import polars as pl
 
 from polars_rap.privacy import PrivacyEvent
 
-__all__ = ["PrivacyReport", "interval_halfwidth"]
+__all__ = [
+    "PrivacyReport", "SelectionRecord", "interval_halfwidth", "simultaneous_halfwidth",
+    "unmeasured_error_bounds",
+]  # fmt: skip
+
+
+def _check_confidence(confidence: float) -> float:
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        msg = f"The 'confidence' parameter must be in (0, 1). Got {confidence!r}"
+        raise ValueError(msg)
+    return float(confidence)
 
 
 def interval_halfwidth(noise_std, confidence: float):
     """Half-width ``z * std`` of the two-sided interval at ``confidence`` (per query)."""
-    if not 0.0 < confidence < 1.0:
-        msg = f"The 'confidence' parameter must be in (0, 1). Got {confidence!r}"
-        raise ValueError(msg)
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    z = NormalDist().inv_cdf(0.5 + _check_confidence(confidence) / 2.0)
     return z * noise_std
+
+
+def simultaneous_halfwidth(noise_std, confidence: float, n_answers: int):
+    """Half-width of intervals that hold *all together* at ``confidence`` (Bonferroni).
+
+    With M = ``n_answers`` independent Gaussian answers, ``z`` at ``1 - alpha / (2 M)`` makes
+    every interval ``a ± z std`` cover its true value at once with probability at least
+    ``confidence`` = 1 - alpha (the noise is fresh after each adaptive selection, so this
+    holds conditionally on the selections too).
+    """
+    alpha = 1.0 - _check_confidence(confidence)
+    z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * max(int(n_answers), 1)))
+    return z * noise_std
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SelectionRecord:
+    """What one Gumbel top-K round released and used, kept to bound unmeasured queries.
+
+    ``candidates`` (int64[C]) are the groups that competed; ``candidate_answers`` (float64,
+    the candidates' queries concatenated in group order) are the current synthetic data's
+    expected answers the scores were computed against; ``gumbel_scale`` is b; ``selected``
+    (int64[K]) the groups picked, with the L1 distance from their noisy answers to those
+    synthetic answers (``selected_gap``), their per-answer noise std and their sizes.
+    All of it is released values or post-processing of them.
+    """
+
+    round: int
+    query_class: str
+    candidates: np.ndarray
+    candidate_answers: np.ndarray
+    gumbel_scale: float
+    selected: np.ndarray
+    selected_gap: np.ndarray
+    selected_std: np.ndarray
+    selected_size: np.ndarray
+
+
+def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
+                            final_answers: np.ndarray, confidence: float) -> np.ndarray:
+    """float64[C - K]: an upper bound on the L1 error of each candidate group not selected.
+
+    Re-derives AIM's bound (McKenna et al. 2022, Thm. 4 / Cor. 2) for one-shot Gumbel
+    top-K. Let s_r be the true L1 error of group r against the synthetic data D_t used for
+    the scores, G_r ~ Gumbel(b) its noise, S the selected set. For r not selected and every
+    j in S, ``s_r + G_r <= s_j + G_j``, so ``s_r <= s_j + max_C G - G_r``. With probability
+    at least ``confidence`` = 1 - alpha, splitting alpha in three:
+
+    * ``max_C G <= b (log C + lambda2)``, lambda2 = log(3 / alpha) (Gumbel max tail);
+    * ``-G_r <= b log log(3 / alpha)`` (Gumbel lower tail, for this r);
+    * for every j in S, ``s_j <= gap_j + std_j (n_j sqrt(2/pi) + lambda1 sqrt(n_j))`` where
+      gap_j = ||y_j - q_j(D_t)||_1 for the noisy answers y_j: the L1 norm of n_j Gaussian
+      errors is sqrt(n_j)-Lipschitz, so it exceeds its mean ``std sqrt(2/pi) n_j`` by
+      ``lambda1 std sqrt(n_j)`` with probability at most exp(-lambda1^2 / 2);
+      lambda1 = sqrt(2 log(3K / alpha)) covers all K at once.
+
+    Taking the smallest j and the triangle inequality to the returned data D,
+    ``||q_r(D) - q_r(data)||_1 <= ||q_r(D) - q_r(D_t)||_1 + bound``. Each bound holds with
+    probability ``confidence`` for its own group (not all groups at once), and is capped at
+    the largest error possible (2 for a group of fractions summing to at most 1, 1 for a
+    single query), which it exceeds when the measurements are too noisy to say more.
+
+    Parameters
+    ----------
+    record : SelectionRecord
+        The last selection round in which the groups competed.
+    group_sizes : int64[n_groups]
+        Queries per group of the whole workload.
+    final_answers : float64
+        Answers of the returned synthetic data on the candidates' queries, concatenated in
+        ``record.candidates`` order.
+    confidence : float
+    """
+    alpha = 1.0 - _check_confidence(confidence)
+    n_selected = len(record.selected)
+    lambda1 = math.sqrt(2.0 * math.log(3.0 * n_selected / alpha))
+    lambda2 = math.log(3.0 / alpha)
+    lower_tail = math.log(math.log(3.0 / alpha))
+    size = record.selected_size.astype(np.float64)
+    selected_error = record.selected_gap + record.selected_std * (
+        size * math.sqrt(2.0 / math.pi) + lambda1 * np.sqrt(size)
+    )
+    gumbel_terms = record.gumbel_scale * (math.log(len(record.candidates)) + lambda2 + lower_tail)
+    sizes = group_sizes[record.candidates]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    drift = np.add.reduceat(np.abs(final_answers - record.candidate_answers), starts)
+    unmeasured = ~np.isin(record.candidates, record.selected)
+    bound = drift[unmeasured] + float(selected_error.min()) + gumbel_terms
+    # No bound needs to exceed the largest possible error: the L1 distance of two vectors of
+    # fractions each summing to at most 1 is at most 2 (1 for a single query).
+    trivial = np.where(sizes[unmeasured] > 1, 2.0, 1.0)
+    return np.minimum(bound, trivial)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -44,12 +149,26 @@ class PrivacyReport:
         Every charge of the ledger, in order.
     measurements : pl.DataFrame
         One row per measured query: ``round``, ``query_class``, ``group``, ``query``,
-        ``description``, ``noisy_answer``, ``noise_std``, ``ci_low``, ``ci_high`` (per-query
-        interval at ``confidence``), ``synthetic_answer`` (on the returned data).
+        ``description``, ``noisy_answer``, ``noise_std``, ``ci_low``/``ci_high`` (interval at
+        ``confidence`` for that query), ``ci_low_simultaneous``/``ci_high_simultaneous``
+        (Bonferroni: all intervals hold together at ``confidence``), ``synthetic_answer`` (on
+        the returned data) and ``error_bound``: ``|synthetic - noisy| + z std``, an upper
+        bound on the returned data's error on that query at ``confidence``.
     confidence : float
-        Coverage of the per-query intervals.
+        Coverage of the intervals and bounds.
     parameters : dict
         The public settings the run used.
+    conversion_delta, approximate_delta : float
+        How ``delta`` was shared: the zCDP-to-(ε, δ) conversion's part, and the total-variation
+        slack of approximate steps (private category inference), composed as
+        ``conversion_delta + (1 + e^epsilon) * approximate_delta <= delta``.
+    unmeasured : pl.DataFrame
+        One row per workload group never measured: ``query_class``, ``group``,
+        ``description`` (its first query), ``round`` (the last selection it competed in) and
+        ``error_bound``, an upper bound on the returned data's L1 error over the group's
+        queries at ``confidence`` (see :func:`unmeasured_error_bounds`).
+    unmeasured_note : str
+        Which groups have no bound, and why.
     """
 
     epsilon: float
@@ -61,26 +180,50 @@ class PrivacyReport:
     measurements: pl.DataFrame
     confidence: float
     parameters: dict
+    conversion_delta: float
+    approximate_delta: float
+    unmeasured: pl.DataFrame
+    unmeasured_note: str
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict of the whole report."""
-        return {
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "rho_budget": self.rho_budget,
-            "rho_spent": self.rho_spent,
-            "n_rows": self.n_rows,
-            "confidence": self.confidence,
-            "parameters": self.parameters,
-            "events": [
-                {"mechanism": e.mechanism, "rho": e.rho, "description": e.description, "round": e.round}
-                for e in self.events
-            ],
-            "measurements": self.measurements.to_dicts(),
-        }
+        """A JSON-ready dict of the whole report, one key per field, in field order.
+
+        Events become dicts of their fields; a DataFrame field becomes
+        ``{"columns": {name: dtype}, "rows": [{name: value, ...}, ...]}`` so that its dtypes
+        survive even with no rows. :meth:`from_dict` is the inverse.
+        """
+        return {f.name: _value_to_json(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PrivacyReport":
+        """Rebuild a report from :meth:`to_dict` (or ``json.loads`` of :meth:`to_json`).
+
+        ``from_dict(report.to_dict())`` equals ``report`` field by field, floats to the bit
+        and DataFrames with their dtypes. Raises ``ValueError`` naming a missing or unknown key.
+        """
+        if not isinstance(data, Mapping):
+            msg = f"a report dict must be a mapping of field names to values. Got {type(data).__name__}"
+            raise TypeError(msg)
+        fields = dataclasses.fields(cls)
+        unknown = sorted(set(data) - {f.name for f in fields})
+        if unknown:
+            msg = (
+                f"report dict has unknown keys {unknown}; this polars-rap's PrivacyReport has "
+                f"{[f.name for f in fields]}. Was it written by a newer polars-rap? Upgrade it"
+            )
+            raise ValueError(msg)
+        hints = typing.get_type_hints(cls)
+        values = {}
+        for f in fields:
+            if f.name in data:
+                values[f.name] = _value_from_json(hints[f.name], data[f.name], f.name)
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                msg = f"report dict lacks the key {f.name!r}, which a PrivacyReport requires"
+                raise ValueError(msg)
+        return cls(**values)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=str)
+        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
 
     def summary(self) -> str:
         """A few printable lines: the guarantee, the budget, what was measured."""
@@ -95,9 +238,73 @@ class PrivacyReport:
             f"zCDP budget rho = {self.rho_budget:.6g}, spent {self.rho_spent:.6g} "
             f"in {len(self.events)} charges",
         ]
+        if self.approximate_delta > 0.0:
+            lines.append(
+                f"delta = {self.conversion_delta:.3g} (zCDP conversion) + (1 + e^eps) x "
+                f"{self.approximate_delta:.3g} (thresholded category inference)"
+            )
         for row in by_class.iter_rows(named=True):
             lines.append(f"  {row['query_class']}: {row['groups']} groups, {row['queries']} queries measured")
+        if self.unmeasured.height:
+            worst = self.unmeasured.group_by("query_class").agg(
+                pl.len().alias("groups"), pl.col("error_bound").median().alias("median")
+            ).sort("query_class")
+            for row in worst.iter_rows(named=True):
+                lines.append(
+                    f"  {row['query_class']}: {row['groups']} groups unmeasured, median L1 error "
+                    f"bound {row['median']:.3g} at {self.confidence:.0%}"
+                )
+        if self.unmeasured_note:
+            lines.append(f"  {self.unmeasured_note}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
+
+
+# ---------------------------------------------------------------- (de)serialisation helpers
+def _value_to_json(value: Any) -> Any:
+    if isinstance(value, pl.DataFrame):
+        return {"columns": {name: str(dtype) for name, dtype in value.schema.items()},
+                "rows": value.to_dicts()}
+    if isinstance(value, tuple) and all(dataclasses.is_dataclass(v) for v in value):
+        return [dataclasses.asdict(v) for v in value]
+    return value
+
+
+def _value_from_json(hint: Any, value: Any, name: str) -> Any:
+    """Inverse of :func:`_value_to_json` for a field annotated ``hint``."""
+    if hint is pl.DataFrame:
+        return _frame_from_json(value, name)
+    if typing.get_origin(hint) is tuple:  # JSON has lists only
+        item_type = typing.get_args(hint)[0] if typing.get_args(hint) else None
+        if dataclasses.is_dataclass(item_type):
+            return tuple(item_type(**item) for item in value)
+        return tuple(value)
+    return value
+
+
+def _frame_from_json(value: Any, name: str) -> pl.DataFrame:
+    if isinstance(value, list):  # rows without a schema: dtypes inferred
+        return pl.DataFrame(value)
+    if not (isinstance(value, Mapping) and set(value) == {"columns", "rows"}):
+        msg = f"report field {name!r} must be a dict with 'columns' and 'rows'. Got {type(value).__name__}"
+        raise ValueError(msg)
+    schema = {column: _dtype_from_name(text, name) for column, text in value["columns"].items()}
+    return pl.DataFrame(value["rows"], schema=schema)
+
+
+def _dtype_from_name(text: str, field_name: str) -> pl.DataType:
+    """The Polars dtype ``str(dtype)`` printed: a plain name (``"Int64"``) or ``List(...)``."""
+    if isinstance(text, str) and text.startswith("List(") and text.endswith(")"):
+        return pl.List(_dtype_from_name(text[5:-1], field_name))
+    dtype = getattr(pl, text, None) if isinstance(text, str) and text.isidentifier() else None
+    if not (isinstance(dtype, type) and issubclass(dtype, pl.DataType)):
+        msg = f"report field {field_name!r} names an unknown column dtype {text!r}"
+        raise ValueError(msg)
+    return dtype()
+
+
+def _json_default(value: Any) -> Any:
+    """NumPy scalars as Python numbers; anything else JSON cannot hold as its text."""
+    return value.item() if isinstance(value, np.generic) else str(value)

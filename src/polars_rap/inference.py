@@ -1,0 +1,348 @@
+"""Private domain inference: bounds and categories learned from the data, under the budget.
+
+The domain is public input (design.md §5). When the user has no public bounds or category
+list for a column, this module learns them *privately*, in one pass over the data, charging
+the same ledger as the synthesis; nothing here reads ``min``/``max``/``unique`` of the
+sensitive data into a release. Replace-one neighbours, n public.
+
+How a column is asked for:
+
+``"numeric"`` (or ``infer_domain=True`` on a numeric dtype)
+    Bounds from a **noisy log-scale histogram**. The bins are fixed in advance (data-free):
+    ``{0}`` (|x| < 2**-20), and on each side of zero the magnitude bins
+    ``(2**((k-1)/2), 2**(k/2)]`` for k = -39 .. 128 (factors of sqrt 2). The count of every bin
+    gets Gaussian noise (replace-one moves one row between two bins: L2 sensitivity sqrt 2,
+    so ``rho``-zCDP with ``sigma = 1/sqrt(rho)``). The bounds are the outer edges of the
+    lowest and highest bins whose noisy count clears ``tau = sigma * z``, with z chosen so
+    that an empty bin clears it with probability ``1e-3 / n_bins`` (post-processing); if none
+    does, the edges of the bin with the largest noisy count, with a warning.
+    Values beyond the bounds are clipped, as with declared bounds.
+``{"candidates": [...]}``
+    Categories from a declared candidate list: Gaussian noise on the count of every candidate
+    (rho-zCDP, sigma = 1/sqrt(rho)); candidates whose noisy count clears
+    ``sigma * z`` (an absent candidate clears it with probability ``0.05 / n_candidates``) are
+    kept.
+``"categorical"`` (or ``infer_domain=True`` on a text dtype)
+    Categories from the data's own values, by **thresholded Gaussian counts** (a sparse
+    histogram): only values present in the data get a noisy count, and only those above
+    ``tau = 1 + sigma * z`` are kept, z with ``P[N(0, 1) >= z] = delta_c``. A value held by
+    exactly one row (the only kind present in one neighbour and absent from the other) is
+    released with probability at most ``delta_c``; on the values the neighbours share it is
+    the Gaussian mechanism. So the step is ``delta_c``-approximately rho-zCDP, and the ledger
+    records ``delta_c`` (see :func:`polars_rap.privacy.split_budget` for the composition).
+
+Inferred columns are nullable: a categorical column's null category also receives the values
+that did not clear the threshold (a documented repair that keeps every row, counted for the
+curator only), and a numeric column gets a null indicator. Whether the sensitive rows hold
+nulls is itself private, so it is not asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_rap.domain import Categorical, Numeric
+from polars_rap.privacy import (
+    PrivacyEvent,
+    PrivacyLedger,
+    gaussian_mechanism,
+    gaussian_noise_std,
+)
+
+__all__ = [
+    "InferenceRequest",
+    "inference_requests",
+    "infer_declarations",
+    "magnitude_bin_edges",
+    "needs_approximate_delta",
+]
+
+logger = logging.getLogger(__name__)
+
+_KINDS = ("categorical", "numeric")
+_ZERO_MAGNITUDE = 2.0**-20
+_K_MIN, _K_MAX = -39, 128  # magnitude bins (2**((k-1)/2), 2**(k/2)]: 2**-20 .. 2**64
+_EMPTY_BIN_RATE = 1e-3  # chance that any empty bound bin clears the threshold
+_ABSENT_CANDIDATE_RATE = 0.05  # expected absent candidates kept, over the whole list
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceRequest:
+    """A column whose domain is to be learned privately.
+
+    ``kind`` is ``"categorical"`` or ``"numeric"``; ``candidates`` is the declared candidate
+    list of a categorical column (``None``: the data's own values, an approximate step).
+    """
+
+    name: str
+    kind: str
+    candidates: tuple | None = None
+
+    @property
+    def is_approximate(self) -> bool:
+        """True for the data-values set union, which needs a share of delta."""
+        return self.kind == "categorical" and self.candidates is None
+
+
+def inference_requests(
+    schema: Mapping[str, pl.DataType],
+    domain: Mapping[str, Any] | None,
+    infer_domain: bool | Sequence[str],
+) -> tuple[dict[str, Any], list[InferenceRequest]]:
+    """Split the user's ``domain=`` into public declarations and columns to infer.
+
+    Returns the mapping with the inference entries removed, and one request per inferred
+    column, in frame order. ``infer_domain=True`` adds every column that has no declaration
+    and no ``Enum``/``Boolean`` dtype (text dtypes: categorical, numeric dtypes: numeric);
+    a sequence adds the columns it names the same way.
+    """
+    declared = dict(domain or {})
+    if isinstance(infer_domain, str):
+        infer_domain = [infer_domain]
+    if isinstance(infer_domain, bool):
+        named: set[str] = set()
+    else:
+        named = set(infer_domain)
+        unknown = sorted(name for name in named if name not in schema)
+        if unknown:
+            msg = f"infer_domain names columns that are not in the data: {unknown}"
+            raise ValueError(msg)
+    requests = []
+    for name, dtype in schema.items():
+        entry = declared.get(name)
+        request = _request_from_entry(name, entry)
+        if request is None and entry is None and (infer_domain is True or name in named):
+            if isinstance(dtype, pl.Enum) or dtype == pl.Boolean:
+                continue  # the dtype declares the categories
+            request = InferenceRequest(name, "numeric" if dtype.is_numeric() else "categorical")
+        elif request is None and name in named:
+            msg = (
+                f"column {name!r} is both declared in domain= ({entry!r}) and named in "
+                "infer_domain; keep one"
+            )
+            raise ValueError(msg)
+        if request is not None:
+            if request.kind == "numeric" and not (dtype.is_numeric() or dtype == pl.Null):
+                msg = (
+                    f"column {name!r} is to be inferred as numeric but holds {dtype}; cast it "
+                    f"to a number first or infer it as 'categorical'"
+                )
+                raise ValueError(msg)
+            declared.pop(name, None)
+            requests.append(request)
+    return declared, requests
+
+
+def needs_approximate_delta(requests: Sequence[InferenceRequest]) -> bool:
+    """Whether any request is a data-values set union (a delta-approximate step)."""
+    return any(request.is_approximate for request in requests)
+
+
+def _request_from_entry(name: str, entry: Any) -> InferenceRequest | None:
+    if isinstance(entry, str):
+        if entry not in _KINDS:
+            msg = (
+                f"domain entry for {name!r} is the string {entry!r}; a string asks for private "
+                f"inference and must be one of {list(_KINDS)}"
+            )
+            raise ValueError(msg)
+        return InferenceRequest(name, entry)
+    if isinstance(entry, Mapping) and "candidates" in entry:
+        extra = sorted(set(entry) - {"candidates"})
+        if extra:
+            msg = f"domain entry for {name!r} has unknown keys {extra} beside 'candidates'"
+            raise ValueError(msg)
+        candidates = [value for value in entry["candidates"] if value is not None]
+        if not candidates or len(set(candidates)) != len(candidates):
+            msg = f"column {name!r}: 'candidates' must be a non-empty list without repeats"
+            raise ValueError(msg)
+        return InferenceRequest(name, "categorical", tuple(candidates))
+    return None
+
+
+# ------------------------------------------------------------------ counting pass
+def magnitude_bin_edges() -> np.ndarray:
+    """float64[n_bins, 2]: the (low, high) edges of the fixed bound-inference bins, ascending.
+
+    Negative magnitude bins, the zero bin ``[0, 0]`` (|x| < 2**-20 counts as zero), then the
+    positive ones; bin ``(2**((k-1)/2), 2**(k/2)]`` for k = -39 .. 128 on each side.
+    """
+    k = np.arange(_K_MIN, _K_MAX + 1, dtype=np.float64)
+    upper, lower = 2.0 ** (k / 2.0), 2.0 ** ((k - 1.0) / 2.0)
+    lower[0] = _ZERO_MAGNITUDE
+    positive = np.stack([lower, upper], axis=1)
+    negative = -positive[::-1, ::-1]
+    return np.concatenate([negative, [[0.0, 0.0]], positive])
+
+
+def _magnitude_bins(values: np.ndarray) -> np.ndarray:
+    """int64[len(values)]: the bin of each finite value in :func:`magnitude_bin_edges`."""
+    n_side = _K_MAX - _K_MIN + 1
+    magnitude = np.abs(values)
+    with np.errstate(divide="ignore"):
+        k = np.ceil(2.0 * np.log2(np.maximum(magnitude, _ZERO_MAGNITUDE)))
+    offset = np.clip(k, _K_MIN, _K_MAX).astype(np.int64) - _K_MIN  # 0 .. n_side - 1
+    bins = np.where(values > 0, n_side + 1 + offset, n_side - 1 - offset)
+    return np.where(magnitude < _ZERO_MAGNITUDE, n_side, bins)
+
+
+class _Counts:
+    """Counts accumulated over batches for every request (reads the sensitive data)."""
+
+    def __init__(self, requests: Sequence[InferenceRequest]) -> None:
+        self.requests = list(requests)
+        self.n_rows = 0
+        n_bins = magnitude_bin_edges().shape[0]
+        self.bins = {r.name: np.zeros(n_bins, dtype=np.int64) for r in requests if r.kind == "numeric"}
+        self.values: dict[str, dict[Any, int]] = {r.name: {} for r in requests if r.kind == "categorical"}
+
+    def add(self, batch: pl.DataFrame) -> None:
+        self.n_rows += batch.height
+        for request in self.requests:
+            column = batch.get_column(request.name)
+            if request.kind == "numeric":
+                values = column.cast(pl.Float64).to_numpy()
+                values = values[np.isfinite(values)]  # nulls/NaN: the null indicator; inf: encode refuses
+                self.bins[request.name] += np.bincount(_magnitude_bins(values), minlength=len(self.bins[request.name]))
+            else:
+                if isinstance(column.dtype, (pl.Enum, pl.Categorical)):
+                    column = column.cast(pl.String)
+                if column.dtype.is_float():
+                    column = column.fill_nan(None)
+                counted = column.drop_nulls().value_counts(name="count")
+                target = self.values[request.name]
+                for value, count in counted.iter_rows():
+                    target[value] = target.get(value, 0) + int(count)
+
+
+# ------------------------------------------------------------------ mechanisms
+def _threshold_for_rate(sigma: float, rate: float) -> float:
+    """``sigma * z`` with ``P[N(0, 1) >= z] = rate`` (rounded up: conservative)."""
+    return math.nextafter(-sigma * NormalDist().inv_cdf(rate), math.inf)
+
+
+def _infer_bounds(name: str, bins: np.ndarray, dtype: pl.DataType, rho: float,
+                  ledger: PrivacyLedger, rng: np.random.Generator) -> Numeric:
+    edges = magnitude_bin_edges()
+    noisy, sigma = gaussian_mechanism(
+        bins.astype(np.float64), math.sqrt(2.0), rho, ledger, rng,
+        description=f"bounds of {name!r} (noisy log-scale histogram)",
+    )
+    tau = _threshold_for_rate(sigma, _EMPTY_BIN_RATE / len(bins))
+    passing = np.flatnonzero(noisy >= tau)
+    if len(passing) == 0:
+        passing = np.array([int(np.argmax(noisy))])  # post-processing of the noisy counts
+        logger.warning(
+            "column %r: no value range cleared the privacy threshold (about %.0f rows a bin), "
+            "so its bounds are the edges of the noisiest bin, [%g, %g]; few rows hold values "
+            "(or they are spread thin). Declare its bounds, or raise epsilon/inference_share",
+            name, tau, edges[passing[0], 0], edges[passing[0], 1],
+        )
+    lower, upper = float(edges[passing[0], 0]), float(edges[passing[-1], 1])
+    if dtype.is_integer():
+        lower, upper = float(math.floor(lower)), float(math.ceil(upper))
+    if lower >= upper:
+        upper = lower + 1.0
+    return Numeric(lower, upper, nullable=True)
+
+
+def _infer_from_candidates(name: str, counts: Mapping[Any, int], candidates: tuple,
+                           rho: float, ledger: PrivacyLedger,
+                           rng: np.random.Generator) -> Categorical:
+    vector = np.array([counts.get(value, 0) for value in candidates], dtype=np.float64)
+    noisy, sigma = gaussian_mechanism(
+        vector, math.sqrt(2.0), rho, ledger, rng,
+        description=f"categories of {name!r} (noisy counts of {len(candidates)} declared candidates)",
+    )
+    tau = _threshold_for_rate(sigma, _ABSENT_CANDIDATE_RATE / len(candidates))
+    kept = [c for c, v in zip(candidates, noisy, strict=True) if v >= tau]
+    return Categorical(kept, nullable=True, unlisted="null")
+
+
+def _infer_from_values(name: str, counts: Mapping[Any, int], rho: float, delta: float,
+                       ledger: PrivacyLedger, rng: np.random.Generator) -> Categorical:
+    """Thresholded Gaussian counts over the values present (delta-approximate rho-zCDP)."""
+    sigma = gaussian_noise_std(math.sqrt(2.0), rho)
+    tau = 1.0 + _threshold_for_rate(sigma, delta)
+    ledger.charge(PrivacyEvent(
+        "gaussian_threshold", rho, f"categories of {name!r} (thresholded noisy counts)", delta=delta,
+    ))
+    values = sorted(counts, key=_sort_key)
+    noisy = np.array([counts[v] for v in values], dtype=np.float64) + rng.normal(0.0, sigma, len(values))
+    kept = [v for v, c in zip(values, noisy, strict=True) if c >= tau]
+    return Categorical(kept, nullable=True, unlisted="null")
+
+
+def _sort_key(value: Any) -> tuple:
+    return (type(value).__name__, value)
+
+
+def infer_declarations(
+    batches: Iterable[pl.DataFrame],
+    schema: Mapping[str, pl.DataType],
+    requests: Sequence[InferenceRequest],
+    rho: float,
+    ledger: PrivacyLedger,
+    rng: np.random.Generator,
+) -> dict[str, Categorical | Numeric]:
+    """Learn the requested columns' domains in one pass over ``batches``, charging ``ledger``.
+
+    Parameters
+    ----------
+    batches : iterable of pl.DataFrame
+        The sensitive rows (at least the requested columns), read once.
+    schema : mapping
+        Column dtypes (integer columns get integer bounds).
+    requests : sequence of InferenceRequest
+    rho : float
+        zCDP budget for all of inference, split evenly over the requests.
+    ledger : PrivacyLedger
+        Charged before each release; its ``delta_budget`` is split evenly over the
+        data-values (approximate) requests.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    dict
+        ``name -> Categorical | Numeric`` (all nullable), ready for ``domain=``.
+    """
+    if not requests:
+        return {}
+    counts = _Counts(requests)
+    for batch in batches:
+        counts.add(batch)
+    share = rho / len(requests)
+    n_approximate = sum(1 for request in requests if request.is_approximate)
+    delta_each = ledger.delta_budget / n_approximate if n_approximate else 0.0
+    while n_approximate and math.fsum([delta_each] * n_approximate) > ledger.delta_budget:
+        delta_each = math.nextafter(delta_each, 0.0)  # an even split may round an ulp over
+    declarations: dict[str, Categorical | Numeric] = {}
+    for request in requests:
+        if request.kind == "numeric":
+            result: Categorical | Numeric = _infer_bounds(
+                request.name, counts.bins[request.name], schema[request.name], share, ledger, rng,
+            )
+        elif request.candidates is not None:
+            result = _infer_from_candidates(
+                request.name, counts.values[request.name], request.candidates, share, ledger, rng,
+            )
+        else:
+            result = _infer_from_values(
+                request.name, counts.values[request.name], share, delta_each, ledger, rng,
+            )
+        if isinstance(result, Categorical) and not result.categories:
+            logger.warning(
+                "column %r: no category cleared the privacy threshold; every synthetic value "
+                "of it will be null (declare its categories or raise epsilon/inference_share)",
+                request.name,
+            )
+        declarations[request.name] = result
+    return declarations

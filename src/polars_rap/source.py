@@ -1,0 +1,236 @@
+"""The sensitive input, read once in bounded-memory batches (design.md §2, item 4).
+
+:class:`DataSource` wraps whatever the user passed to ``synthesize`` (a Polars DataFrame or
+LazyFrame, a Parquet/CSV/IPC path, a pyarrow Table, a pandas DataFrame) and offers two things:
+its ``schema``, read without reading rows, and :meth:`DataSource.batches`, which yields the
+rows as DataFrames of at most ``batch_rows`` rows. A DataFrame is sliced without copying;
+everything else is a lazy query run by Polars' streaming engine, which reads a file batch by
+batch, so an input larger than memory works.
+
+:func:`exact_answers` is the one pass over the real rows that RAP++ needs: each batch is
+encoded and counted by a kernel backend, and only the per-query counts survive the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import polars as pl
+
+from polars_rap.domain import Domain
+from polars_rap.encoding import encode
+from polars_rap.queries import QuerySet
+
+__all__ = ["DataSource", "exact_answers", "default_batch_rows", "MAX_BATCH_ROWS", "BATCH_BYTES"]
+
+logger = logging.getLogger(__name__)
+
+MAX_BATCH_ROWS = 250_000
+"""Most rows in one batch of the exact-answers pass. On the 10-million-row benchmark
+(bench/streaming.py, 20 columns) 250,000-row batches were as fast as 1,000,000-row ones and
+halved the peak RSS (about 490 against 890 MiB): the counting kernels sweep a batch in
+cache-sized row blocks, so larger batches buy nothing, and a call costs about a millisecond."""
+
+BATCH_BYTES = 32 * 2**20
+"""Target size in bytes of one batch's encoded arrays (codes and scaled numerics); wide
+domains get fewer rows per batch so that a batch's working memory stays a small multiple of
+this figure whatever the number of columns."""
+
+_SCANNERS = {
+    ".parquet": pl.scan_parquet,
+    ".csv": pl.scan_csv,
+    ".arrow": pl.scan_ipc,
+    ".ipc": pl.scan_ipc,
+    ".feather": pl.scan_ipc,
+}
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DataSource:
+    """The sensitive input: an in-memory ``frame`` or a ``lazy`` query (exactly one is set).
+
+    Build it with :meth:`from_input`. Reading it never changes it, so several passes (for
+    instance private domain inference, then the exact answers) read the same rows.
+    """
+
+    frame: pl.DataFrame | None = field(repr=False)
+    lazy: pl.LazyFrame | None = field(repr=False)
+    schema: pl.Schema
+    """Column names and dtypes, known without reading any row."""
+
+    @classmethod
+    def from_input(cls, data) -> DataSource:
+        """Wrap ``data``: a ``pl.DataFrame`` (kept as is, not copied), a ``pl.LazyFrame``, a
+        path to a ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file (scanned
+        lazily), a pyarrow Table or a pandas DataFrame (converted to a Polars DataFrame).
+
+        Raises ``FileNotFoundError`` for a path with no file, ``ValueError`` for a file of
+        another suffix, and ``TypeError`` for anything else.
+        """
+        if isinstance(data, pl.DataFrame):
+            return cls(data, None, data.schema)
+        if isinstance(data, pl.LazyFrame):
+            return cls(None, data, data.collect_schema())
+        if isinstance(data, (str, os.PathLike)):
+            lazy = _scan_file(Path(data))
+            return cls(None, lazy, lazy.collect_schema())
+        module = type(data).__module__.split(".")[0]
+        frame = None
+        if module == "pyarrow":
+            frame = pl.from_arrow(data, rechunk=False)
+        elif module == "pandas":
+            frame = pl.from_pandas(data)
+        if isinstance(frame, pl.DataFrame):
+            return cls(frame, None, frame.schema)
+        msg = (
+            f"data must be a polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame or a "
+            f"path to a Parquet/CSV/IPC file. Got {type(data).__name__}"
+        )
+        raise TypeError(msg)
+
+    def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pl.DataFrame]:
+        """The rows of ``columns``, in input order, as DataFrames of at most ``batch_rows``
+        rows (none empty; no batch at all for an empty input).
+
+        Only ``columns`` are read (projection pushdown into the file scan). A lazy input runs
+        on Polars' streaming engine (``LazyFrame.collect_batches``, marked unstable by
+        Polars), which holds a few batches at a time; RSS can also count the pages of a
+        memory-mapped CSV/IPC file, which the OS reclaims when memory is short.
+        """
+        if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
+            msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
+            raise ValueError(msg)
+        missing = [name for name in columns if name not in self.schema]
+        if missing:
+            msg = f"the data lacks columns the domain declares: {missing}"
+            raise ValueError(msg)
+        if self.frame is not None:
+            return self.frame.select(columns).iter_slices(int(batch_rows))
+        return _streamed(self.lazy.select(columns), int(batch_rows))
+
+
+def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
+    """Non-empty batches of at most ``batch_rows`` rows of ``query``, from the streaming
+    engine (whose chunk size is a target, not a cap)."""
+    for batch in query.collect_batches(chunk_size=batch_rows):
+        if batch.height > batch_rows:
+            yield from batch.iter_slices(batch_rows)
+        elif batch.height:
+            yield batch
+
+
+def _scan_file(path: Path) -> pl.LazyFrame:
+    if not path.exists():
+        msg = f"no file at {str(path)!r}"
+        raise FileNotFoundError(msg)
+    scanner = _SCANNERS.get(path.suffix.lower())
+    if scanner is None:
+        msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
+        raise ValueError(msg)
+    return scanner(path)
+
+
+def default_batch_rows(domain: Domain) -> int:
+    """Rows per batch: ``BATCH_BYTES`` of encoded data (``int32`` per categorical block,
+    ``float64`` per numeric column), at most ``MAX_BATCH_ROWS``, at least 1,024.
+
+    >>> from polars_rap.domain import Numeric
+    >>> domain = Domain.from_mapping({"x": pl.Float64}, {"x": Numeric(0, 1)})
+    >>> default_batch_rows(domain)
+    250000
+    """
+    bytes_per_row = 4 * len(domain.blocks) + 8 * len(domain.numeric_columns)
+    return int(min(MAX_BATCH_ROWS, max(1024, BATCH_BYTES // max(bytes_per_row, 1))))
+
+
+def exact_answers(
+    source: DataSource,
+    domain: Domain,
+    queries: QuerySet,
+    backend: ModuleType,
+    *,
+    batch_rows: int | None = None,
+) -> tuple[np.ndarray, int]:
+    """Exact answers of ``queries`` on every row of ``source``, in one pass over batches.
+
+    Parameters
+    ----------
+    source : DataSource
+    domain : Domain
+        The public domain the rows are encoded with (its columns are the ones read).
+    queries : QuerySet
+        Built on ``domain``'s layout.
+    backend : module
+        A kernel backend (:func:`polars_rap.kernels.get_backend`); its ``answers_exact``
+        counts one batch.
+    batch_rows : int, optional
+        Rows per batch; default :func:`default_batch_rows` of ``domain``. Peak memory grows
+        with it; the result does not depend on it.
+
+    Returns
+    -------
+    answers : float64[n_queries]
+        Fraction of all rows satisfying each query; equal to the answers on the whole table
+        at once.
+    n_rows : int
+        Number of rows read.
+
+    Raises
+    ------
+    ValueError
+        For an input with no rows, and for rows the domain does not cover (an undeclared
+        category, an undeclared null, text in a numeric column); the message then says in
+        which rows the first such value was found. Those messages are for the curator.
+
+    Notes
+    -----
+    A batch's answers are whole-row counts over its height, so ``rint(answers * height)``
+    recovers each count exactly (the rounding error of one division and one multiplication is
+    far below half a row for any batch under 2**50 rows); the counts are summed exactly in
+    float64 and divided by the total once. Values clipped to numeric bounds are counted over
+    the whole pass and logged once per column, for the curator only.
+    """
+    batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
+    counts = np.zeros(queries.n_queries, dtype=np.float64)
+    clip_counts: dict[str, int] = {}
+    n_rows = 0
+    for batch in source.batches(domain.names, batch_rows):
+        encoded = _encode_batch(batch, domain, clip_counts, first_row=n_rows)
+        answers = backend.answers_exact(encoded.codes, encoded.numerics, queries)
+        counts += np.rint(answers * batch.height)
+        n_rows += batch.height
+        del encoded, batch
+    if n_rows == 0:
+        msg = "the input has no rows; differential privacy needs at least one"
+        raise ValueError(msg)
+    _log_clipped(clip_counts, domain)
+    return counts / n_rows, n_rows
+
+
+def _encode_batch(batch: pl.DataFrame, domain: Domain, clip_counts: dict[str, int], first_row: int):
+    """``encode`` one batch, adding its clip counts to ``clip_counts``; an error on the
+    batch's content says which rows it was found in."""
+    try:
+        return encode(batch, domain, clip_counts=clip_counts)
+    except ValueError as error:
+        last_row = first_row + batch.height - 1
+        msg = f"{error} (found in rows {first_row:,} to {last_row:,} of the input; reading stopped there)"
+        raise ValueError(msg) from error
+
+
+def _log_clipped(clip_counts: dict[str, int], domain: Domain) -> None:
+    """One warning per clipped column, for the curator: these counts read the data and are
+    never released."""
+    for name, n_clipped in clip_counts.items():
+        if n_clipped:
+            spec = domain[name]
+            logger.warning(
+                "column %r: %d values outside the declared bounds [%g, %g] were clipped",
+                name, n_clipped, spec.lower, spec.upper,
+            )

@@ -1,0 +1,221 @@
+"""Bad input to ``synthesize``: each case is a clear error (naming the column and the fix) or a
+documented, counted repair — never a silent leak, a crash or a wrong output (issue #6)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap as pr
+from polars_rap import ProjectionConfig
+
+N_ROWS = 2_000
+DOMAIN = {"age": (18, 100), "sex": ["F", "M"], "y": [0, 1]}
+FAST = dict(
+    relaxed_rows=50, rounds_cm=1, rounds_lt=1, n_linear_thresholds=50,
+    projection=ProjectionConfig(max_steps=3), progress=False, seed=0,
+)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pl.DataFrame:
+    return pl.DataFrame({
+        "age": np.arange(N_ROWS) % 80 + 18,
+        "sex": ["F", "M"] * (N_ROWS // 2),
+        "y": [0, 1, 1, 0] * (N_ROWS // 4),
+    })
+
+
+def synthesize(data, **overrides):
+    arguments = dict(epsilon=1.0, delta=1e-9, domain=DOMAIN, labels=["y"], **FAST)
+    arguments.update(overrides)
+    return pr.synthesize(data, **arguments)
+
+
+def with_age(frame: pl.DataFrame, value) -> pl.DataFrame:
+    """``frame`` with ``age`` as Float64 and ``value`` wherever age == 20 (25 rows)."""
+    age = pl.col("age").cast(pl.Float64)
+    return frame.with_columns(pl.when(pl.col("age") == 20).then(value).otherwise(age).alias("age"))
+
+
+# ------------------------------------------------------------------ shape of the input
+def test_empty_frame_is_refused(frame):
+    with pytest.raises(ValueError, match="no rows"):
+        synthesize(frame.head(0))
+
+
+def test_too_few_rows_names_the_minimum(frame):
+    with pytest.raises(ValueError, match=r"needs at least (\d+) rows") as info:
+        synthesize(frame.head(50))
+    minimum = int(re.search(r"needs at least (\d+) rows", str(info.value)).group(1))
+    assert minimum > 50
+    assert "raise epsilon" in str(info.value)
+    synthesize(frame.head(minimum))  # the stated minimum is enough
+
+
+def test_domain_naming_an_absent_column(frame):
+    with pytest.raises(ValueError, match=r"not in the data: \['zzz'\]"):
+        synthesize(frame, domain={**DOMAIN, "zzz": [1, 2]})
+
+
+def test_label_naming_an_absent_column(frame):
+    with pytest.raises(ValueError, match=r"labels name columns that are not in the data: \['zzz'\]"):
+        synthesize(frame, labels=["zzz"])
+
+
+def test_numeric_label_is_refused_with_the_fix(frame):
+    with pytest.raises(ValueError, match="label column 'age' must be categorical") as info:
+        synthesize(frame, labels=["age"])
+    assert "domain={'age': [" in str(info.value)
+
+
+def test_column_without_a_domain_points_to_the_options(frame):
+    with pytest.raises(ValueError, match="column 'age'.*has no public domain") as info:
+        synthesize(frame, domain={"sex": ["F", "M"], "y": [0, 1]})
+    assert "infer_domain=True" in str(info.value) and "(lower, upper)" in str(info.value)
+
+
+# ------------------------------------------------------------------ content of the input
+def test_numeric_column_holding_strings(frame):
+    with pytest.raises(ValueError, match="column 'age' is declared numeric.*holds String") as info:
+        synthesize(frame.with_columns(pl.col("age").cast(pl.String)))
+    assert "cast(pl.Float64" in str(info.value)
+
+
+def test_nan_in_a_column_declared_without_nulls(frame):
+    with pytest.raises(ValueError, match="column 'age' holds 25 nulls/NaN") as info:
+        synthesize(with_age(frame, float("nan")))
+    assert "'nullable': True" in str(info.value)
+
+
+def test_nan_is_a_null_when_the_column_is_nullable(frame):
+    domain = {**DOMAIN, "age": {"bounds": (18, 100), "nullable": True}}
+    result = synthesize(with_age(frame, float("nan")), domain=domain)
+    age = result.data.get_column("age")
+    assert age.dtype == pl.Float64 and not age.is_nan().any()  # NaN came back as null
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf")])
+def test_infinities_are_refused(frame, value):
+    with pytest.raises(ValueError, match="column 'age' holds 25 infinite values") as info:
+        synthesize(with_age(frame, value))
+    assert "is_infinite()" in str(info.value)
+
+
+def test_values_outside_bounds_are_clipped_and_counted_for_the_curator_only(frame, caplog):
+    with caplog.at_level(logging.WARNING):
+        result = synthesize(frame, domain={**DOMAIN, "age": (20, 50)})
+    n_outside = int(((frame["age"] < 20) | (frame["age"] > 50)).sum())
+    assert any(f"{n_outside} values outside the declared bounds" in r.getMessage() for r in caplog.records)
+    age = result.data.get_column("age")
+    assert age.min() >= 20 and age.max() <= 50
+    released = result.report.to_json()
+    assert str(n_outside) not in released  # the count is curator-only, never released
+    assert "clip" not in released.lower()
+
+
+def test_undeclared_category_lists_examples_and_the_fix(frame):
+    with pytest.raises(ValueError, match=r"column 'sex' holds 1000 values outside its declared categories, e.g. \['M'\]") as info:
+        synthesize(frame, domain={**DOMAIN, "sex": ["F"]})
+    assert "category list in domain=" in str(info.value)
+
+
+def test_null_in_a_categorical_column_declared_without_nulls(frame):
+    data = frame.with_columns(pl.when(pl.col("age") == 30).then(None).otherwise(pl.col("sex")).alias("sex"))
+    with pytest.raises(ValueError, match="column 'sex' holds 25 nulls") as info:
+        synthesize(data)
+    assert "[..., None]" in str(info.value)
+
+
+def test_huge_cardinality_is_refused_before_any_work(frame):
+    categories = [f"c{i}" for i in range(20_000)] + ["F", "M"]
+    with pytest.raises(ValueError, match="column 'sex' declares 20,002 categories, more than 10,000") as info:
+        synthesize(frame, domain={**DOMAIN, "sex": categories})
+    assert "Recode it to fewer categories" in str(info.value)
+
+
+# ------------------------------------------------------------------ parameters
+@pytest.mark.parametrize("epsilon", [0, -1.0, float("inf"), float("nan"), "1", True])
+def test_epsilon_must_be_positive_and_finite(frame, epsilon):
+    with pytest.raises(ValueError, match="'epsilon' parameter must be a finite float > 0"):
+        synthesize(frame, epsilon=epsilon)
+
+
+@pytest.mark.parametrize("delta", [0, 1, 1.5, -1e-9, float("nan")])
+def test_delta_must_lie_in_the_open_unit_interval(frame, delta):
+    with pytest.raises(ValueError, match=r"'delta' parameter must be a float in \(0, 1\)"):
+        synthesize(frame, delta=delta)
+
+
+def test_delta_of_at_least_one_over_n_warns(frame):
+    with pytest.warns(UserWarning, match=r"delta=0.001 is at least 1/n = 0.0005") as record:
+        synthesize(frame, delta=1e-3)
+    assert "1/n^2" in str(record[0].message)
+
+
+def test_small_delta_does_not_warn(frame):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        synthesize(frame)
+
+
+@pytest.mark.parametrize("rows", [0, -5, 2.5, True])
+def test_rows_must_be_a_positive_int(frame, rows):
+    with pytest.raises(ValueError, match=r"'rows' parameter must be an int in \[1, inf\)"):
+        synthesize(frame, rows=rows)
+
+
+def test_unknown_option_is_refused_by_name(frame):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_rounds'"):
+        synthesize(frame, n_rounds=3)
+
+
+@pytest.mark.parametrize("share", [0, 1, -0.1, True])
+def test_inference_share_must_lie_in_the_open_unit_interval(frame, share):
+    with pytest.raises(ValueError, match=r"'inference_share' parameter must be in \(0, 1\)"):
+        synthesize(frame, inference_share=share)
+
+
+def test_misspelt_inference_kind(frame):
+    with pytest.raises(ValueError, match="'categorial'.*must be one of \\['categorical', 'numeric'\\]"):
+        synthesize(frame, domain={**DOMAIN, "sex": "categorial"})
+
+
+def test_numeric_inference_on_text(frame):
+    with pytest.raises(ValueError, match="column 'age' is to be inferred as numeric but holds String"):
+        synthesize(frame.with_columns(pl.col("age").cast(pl.String)), domain={**DOMAIN, "age": "numeric"})
+
+
+# ------------------------------------------------------------------ kinds of input
+def test_arrow_table_is_converted(frame):
+    result = synthesize(frame.to_arrow())
+    assert result.data.columns == frame.columns
+
+
+def test_pandas_frame_is_converted(frame):
+    pytest.importorskip("pandas")
+    result = synthesize(frame.to_pandas())
+    assert result.data.columns == frame.columns
+
+
+@pytest.mark.parametrize("data", [[1, 2, 3], {"age": [1]}, np.zeros((3, 3)), 42])
+def test_other_inputs_are_refused_naming_what_works(data):
+    with pytest.raises(TypeError, match="data must be a polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame or a path"):
+        synthesize(data)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no file at"):
+        synthesize(tmp_path / "absent.parquet")
+
+
+def test_unreadable_file_type(tmp_path):
+    path = tmp_path / "table.xlsx"
+    path.write_bytes(b"not a table")
+    with pytest.raises(ValueError, match=r"use a \.parquet, \.csv or \.arrow/\.ipc file"):
+        synthesize(path)

@@ -1,0 +1,241 @@
+"""The command line end to end on a 2,000-row CA sample: outputs, saved models, exit codes."""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import polars_rap
+from polars_rap import cli, datasets
+
+SMALL_OPTIONS = """
+[options]
+relaxed_rows = 100
+rounds_cm = 2
+rounds_lt = 2
+n_linear_thresholds = 200
+n_mixed_marginals = 50
+
+[projection]
+max_steps = 5
+"""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A 2,000-row CA sample as Parquet and a config with its domain, labels, small options."""
+    directory = tmp_path_factory.mktemp("cli")
+    status = cli.main(["export", "acs-income-CA", "-o", str(directory / "ca.parquet"),
+                       "--config", str(directory / "domain.toml"), "--rows", "2000", "--quiet"])
+    assert status == 0
+    text = (directory / "domain.toml").read_text()
+    (directory / "ca.toml").write_text(text + SMALL_OPTIONS)
+    return directory
+
+
+def synthesize_args(work, output, *extra):
+    return ["synthesize", str(work / "ca.parquet"), "-o", str(output), "--epsilon", "1",
+            "--delta", "1e-7", "--config", str(work / "ca.toml"), "--seed", "0", *extra]
+
+
+@pytest.fixture(scope="module")
+def model_run(work):
+    """One synthesis that saves the data, the model and the report."""
+    status = cli.main(synthesize_args(work, work / "synthetic.parquet", "--model", str(work / "model"),
+                                      "--report-json", str(work / "report.json"), "--quiet"))
+    return status
+
+
+def test_export_writes_the_sample_and_a_config_with_the_task_domain(work):
+    task = datasets.load_task("acs-income-CA")
+    frame = pl.read_parquet(work / "ca.parquet")
+    assert frame.height == 2000 and frame.schema == task.frame.schema
+    config = cli._read_config(str(work / "domain.toml"))
+    assert config.domain == task.domain and config.labels == task.labels
+
+
+def test_synthesize_writes_data_model_and_report(work, model_run):
+    assert model_run == 0
+    data = pl.read_parquet(work / "synthetic.parquet")
+    source = pl.read_parquet(work / "ca.parquet")
+    assert data.schema == source.schema and data.height == source.height
+    model = polars_rap.load(work / "model")
+    assert model.report.n_rows == 2000 and model.relaxed.shape[0] == 100
+    assert json.loads((work / "report.json").read_text()) == json.loads(model.report.to_json())
+    assert model.report.parameters["rounds"]["LT"] == 2  # [options] reached synthesize
+
+
+def test_sample_draws_more_rows_in_every_format_and_overwrites_only_when_asked(work, model_run, capsys):
+    for suffix, read in ((".parquet", pl.read_parquet), (".arrow", pl.read_ipc), (".csv", pl.read_csv)):
+        out = work / f"more{suffix}"
+        assert cli.main(["sample", str(work / "model"), "-n", "5000", "-o", str(out), "--seed", "3"]) == 0
+        frame = read(out)
+        assert frame.height == 5000 and frame.columns == pl.read_parquet(work / "ca.parquet").columns
+    assert pl.read_ipc(work / "more.arrow").equals(polars_rap.load(work / "model").sample(5000, seed=3))
+    capsys.readouterr()
+    assert cli.main(["sample", str(work / "model"), "-n", "10", "-o", str(work / "more.arrow")]) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert cli.main(["sample", str(work / "model"), "-n", "10", "-o", str(work / "more.arrow"), "--overwrite"]) == 0
+    assert pl.read_ipc(work / "more.arrow").height == 10
+
+
+def test_report_prints_the_saved_report_as_summary_or_json(work, model_run, capsys):
+    capsys.readouterr()
+    assert cli.main(["report", str(work / "model"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(polars_rap.load(work / "model").report.to_json())
+    assert cli.main(["report", str(work / "model")]) == 0
+    out = capsys.readouterr().out
+    assert "DP over 2000 rows" in out and "100 relaxed rows" in out
+
+
+def test_json_flag_puts_only_the_report_on_stdout(work, capsys):
+    capsys.readouterr()
+    assert cli.main(synthesize_args(work, work / "json.csv", "--json")) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["epsilon"] == 1.0 and report["n_rows"] == 2000
+    assert "wrote 2000 synthetic rows" in captured.err
+    assert pl.read_csv(work / "json.csv").height == 2000
+
+
+def test_privacy_table_of_the_config_is_used_and_flags_win(work, tmp_path, capsys):
+    config = tmp_path / "private.toml"
+    config.write_text((work / "ca.toml").read_text() + '[privacy]\nepsilon = 0.5\ndelta = 1e-6\n')
+    args = ["synthesize", str(work / "ca.parquet"), "-o", str(tmp_path / "out.ipc"), "--config",
+            str(config), "--epsilon", "2", "--json", "--quiet", "--seed", "1"]
+    capsys.readouterr()
+    assert cli.main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["epsilon"], report["delta"]) == (2.0, 1e-6)
+
+
+def test_console_module_runs_in_a_subprocess(work, tmp_path):
+    """The installed entry point, as a shell script calls it: exit status, stdout, stderr."""
+    env = {**os.environ, "PYTHONPATH": str(Path(polars_rap.__file__).parents[1])}
+    command = [sys.executable, "-m", "polars_rap.cli"]
+    done = subprocess.run([*command, *synthesize_args(work, tmp_path / "out.arrow", "--json", "--quiet")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "INFO" not in done.stderr  # --quiet
+    assert json.loads(done.stdout)["n_rows"] == 2000
+    assert pl.read_ipc(tmp_path / "out.arrow").height == 2000
+    missing = subprocess.run([*command, "report", str(tmp_path / "no-model")], capture_output=True,
+                             text=True, env=env, timeout=120)
+    assert missing.returncode == 3 and missing.stdout == ""
+    assert missing.stderr.startswith("polars-rap: error: no saved model") and missing.stderr.count("\n") == 1
+
+
+def write_config(tmp_path, work, text):
+    path = tmp_path / "bad.toml"
+    path.write_text((work / "domain.toml").read_text() + text)
+    return str(path)
+
+
+@pytest.mark.parametrize("extra_config, flags, status, message", [
+    ("", ["--bogus"], 2, "unrecognized arguments: --bogus"),
+    ("labels = [", [], 2, "is not valid TOML"),
+    ("[options]\nrounds_lt = 2\nspeed = 11\n", [], 2, "unknown option 'speed' in [options]; valid options are ["),
+    ("[options]\nepsilon = 3\n", [], 2, "set 'epsilon' with --epsilon or [privacy] epsilon"),
+    ("[projection]\nsteps = 3\n", [], 2, "unknown keys ['steps'] in [projection]"),
+    ("[options]\nrounds_lt = -1\n", [], 2, "The 'rounds_lt' parameter must be an int"),
+    ("[options]\nbackend = \"tpu\"\n", [], 2, "unknown kernel backend 'tpu'"),
+    ("[privacy]\nnoise = 1\n", [], 2, "[privacy] has unknown keys ['noise']"),
+    ("[options]\nlabels = [\"SEX\"]\n", [], 2, "set 'labels' with the top-level labels = [...]"),
+    ("[privacy]\nepsilon = 1.0\nlabels = [\"SEX\"]\n", [], 2, "labels must come before the first [table]"),
+    ("", ["--epsilon", "0"], 2, "epsilon must be > 0. Got 0.0"),
+    ("", ["--epsilon", "nan"], 2, "epsilon must be a finite number"),
+    ("", ["--delta", "1.5"], 2, "delta must be in (0, 1)"),
+    ("", ["--rows", "0"], 2, "argument --rows: must be an int >= 1"),
+])
+def test_usage_and_config_errors_exit_2_with_one_line(work, tmp_path, capsys, extra_config, flags, status, message):
+    config = write_config(tmp_path, work, extra_config)
+    args = ["synthesize", str(work / "ca.parquet"), "-o", str(tmp_path / "out.parquet"),
+            "--epsilon", "1", "--delta", "1e-7", "--config", config, *flags]
+    capsys.readouterr()
+    assert cli.main(args) == status
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("polars-rap: error: ") and message in err
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_missing_epsilon_and_outputs_that_exist_are_usage_errors(work, model_run, tmp_path, capsys):
+    capsys.readouterr()
+    args = ["synthesize", str(work / "ca.parquet"), "-o", str(tmp_path / "a.parquet"), "--delta", "1e-7"]
+    assert cli.main(args) == 2
+    assert "epsilon is required: pass --epsilon" in capsys.readouterr().err
+    assert cli.main(synthesize_args(work, work / "synthetic.parquet")) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert cli.main(synthesize_args(work, tmp_path / "b.parquet", "--model", str(work / "model"))) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert cli.main(synthesize_args(work, tmp_path / "b.txt")) == 2
+    assert "must end in one of" in capsys.readouterr().err
+
+
+def test_data_errors_exit_3(work, tmp_path, capsys):
+    capsys.readouterr()
+    args = synthesize_args(work, tmp_path / "out.parquet")
+    args[1] = str(tmp_path / "none.parquet")
+    assert cli.main(args) == 3
+    assert "no file at" in capsys.readouterr().err
+    head, sex_table = (work / "ca.toml").read_text().split("[domain.SEX]\n")
+    narrow = tmp_path / "narrow.toml"  # SEX declared with one category: the data has two
+    narrow.write_text(head + "[domain.SEX]\n" + sex_table.replace("categories = [1, 2]", "categories = [1]", 1))
+    args = synthesize_args(work, tmp_path / "out.parquet")
+    args[args.index("--config") + 1] = str(narrow)
+    assert cli.main(args) == 3
+    err = capsys.readouterr().err
+    assert "'SEX'" in err and err.count("\n") == 1 and err.startswith("polars-rap: error: ")
+    assert not (tmp_path / "out.parquet").exists()
+    corrupt = tmp_path / "model"
+    corrupt.mkdir()
+    (corrupt / "manifest.json").write_text("{not json")
+    assert cli.main(["sample", str(corrupt), "-n", "5", "-o", str(tmp_path / "s.parquet")]) == 3
+    assert "manifest.json" in capsys.readouterr().err
+
+
+def test_budget_and_internal_errors_exit_4_and_1(work, tmp_path, monkeypatch, capsys):
+    from polars_rap import mechanism
+    from polars_rap.privacy import BudgetExceededError
+
+    @functools.wraps(mechanism.synthesize)  # keeps the signature the [options] check reads
+    def over_budget(*args, **kwargs):
+        raise BudgetExceededError("charge of rho=0.1 would exceed the budget")
+
+    @functools.wraps(mechanism.synthesize)
+    def broken(*args, **kwargs):
+        raise RuntimeError("kernel exploded")
+
+    capsys.readouterr()
+    monkeypatch.setattr(mechanism, "synthesize", over_budget)
+    assert cli.main(synthesize_args(work, tmp_path / "out.parquet")) == 4
+    assert "would exceed the budget" in capsys.readouterr().err
+    monkeypatch.setattr(mechanism, "synthesize", broken)
+    assert cli.main(synthesize_args(work, tmp_path / "out.parquet")) == 1
+    err = capsys.readouterr().err
+    assert "internal error (RuntimeError: kernel exploded)" in err and "Traceback" not in err
+    assert cli.main(synthesize_args(work, tmp_path / "out.parquet", "--debug")) == 1
+    assert "Traceback" in capsys.readouterr().err
+    monkeypatch.setenv("POLARS_RAP_DEBUG", "1")
+    assert cli.main(synthesize_args(work, tmp_path / "out.parquet")) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys):
+    assert cli.main(["--help"]) == 0
+    assert "synthesize" in capsys.readouterr().out
+
+
+def test_readme_config_example_is_a_valid_config(tmp_path):
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "readme.toml").write_text(example)
+    config = cli._read_config(str(tmp_path / "readme.toml"))
+    assert config.labels == ["PINCP_gt_50000"] and config.privacy == {"epsilon": 1.0, "delta": 1e-9}
+    assert config.domain == {"AGEP": (17, 99), "SEX": [1, 2]}
+    assert config.options == {"relaxed_rows": 1000, "rounds_lt": 50} and config.projection.max_steps == 60

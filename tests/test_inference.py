@@ -1,0 +1,231 @@
+"""Private domain inference (design.md §5): requests, the fixed bins, the thresholds' math,
+the mechanisms' behaviour, the ledger, and the end-to-end run on the NIST national excerpt."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import polars_rap as pr
+from polars_rap import ProjectionConfig
+from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.encoding import encode
+from polars_rap.inference import (
+    InferenceRequest,
+    _infer_from_values,
+    _magnitude_bins,
+    _threshold_for_rate,
+    infer_declarations,
+    inference_requests,
+    magnitude_bin_edges,
+)
+from polars_rap.privacy import PrivacyLedger
+
+SCHEMA = {"age": pl.Int64, "income": pl.Float64, "city": pl.String, "flag": pl.Boolean,
+          "kind": pl.Enum(["a", "b"])}
+
+
+# ------------------------------------------------------------------ requests
+def test_infer_true_takes_undeclared_columns_by_dtype():
+    declared, requests = inference_requests(SCHEMA, {"age": (0, 120)}, True)
+    assert declared == {"age": (0, 120)}
+    assert requests == [InferenceRequest("income", "numeric"), InferenceRequest("city", "categorical")]
+
+
+def test_per_column_requests_and_candidates():
+    domain = {"age": "numeric", "city": {"candidates": ["x", "y", None]}, "income": (0, 1e6)}
+    declared, requests = inference_requests(SCHEMA, domain, False)
+    assert declared == {"income": (0, 1e6)}
+    assert requests == [InferenceRequest("age", "numeric"), InferenceRequest("city", "categorical", ("x", "y"))]
+    assert not requests[1].is_approximate
+
+
+def test_infer_named_columns_only():
+    _, requests = inference_requests(SCHEMA, {}, ["city"])
+    assert requests == [InferenceRequest("city", "categorical")]
+    assert requests[0].is_approximate
+
+
+@pytest.mark.parametrize(("domain", "infer", "message"), [
+    ({}, ["nope"], r"infer_domain names columns that are not in the data: \['nope'\]"),
+    ({"age": (0, 1)}, ["age"], "both declared in domain= .* and named in infer_domain"),
+    ({"age": "bounds"}, False, "must be one of \\['categorical', 'numeric'\\]"),
+    ({"city": {"candidates": []}}, False, "non-empty list without repeats"),
+    ({"city": {"candidates": ["a", "a"]}}, False, "non-empty list without repeats"),
+    ({"city": {"candidates": ["a"], "nullable": True}}, False, r"unknown keys \['nullable'\]"),
+    ({"city": "numeric"}, False, "inferred as numeric but holds String"),
+])
+def test_bad_requests_are_refused(domain, infer, message):
+    with pytest.raises(ValueError, match=message):
+        inference_requests(SCHEMA, domain, infer)
+
+
+def test_domain_refuses_inference_strings_outside_synthesize():
+    with pytest.raises(ValueError, match="only synthesize\\(\\) can do that"):
+        Domain.from_mapping({"city": pl.String}, {"city": "categorical"})
+
+
+# ------------------------------------------------------------------ bins and thresholds
+def test_bins_are_contiguous_and_ascending():
+    edges = magnitude_bin_edges()
+    assert np.all(edges[:, 0] <= edges[:, 1])
+    assert np.all(edges[1:, 0] == edges[:-1, 1]) or np.allclose(edges[1:, 0], edges[:-1, 1], rtol=0, atol=2.0**-20)
+    assert edges[0, 0] == -(2.0**64) and edges[-1, 1] == 2.0**64
+    assert [0.0, 0.0] in edges.tolist()
+
+
+def test_every_finite_value_lies_in_its_bin():
+    rng = np.random.default_rng(0)
+    values = np.concatenate([
+        rng.normal(0, 1, 2000), rng.normal(0, 1e6, 2000), np.arange(-300, 300), [0.0, 1.0, 2.0, 2.0**10],
+        np.sign(rng.normal(size=500)) * 10.0 ** rng.uniform(-5, 18, 500),
+    ])
+    edges = magnitude_bin_edges()
+    low, high = edges[_magnitude_bins(values)].T
+    zero = np.abs(values) < 2.0**-20
+    inside = np.where(values < 0, (values >= low) & (values < high), (values > low) & (values <= high))
+    rel = 1e-12 * np.abs(values)  # log2 rounding at a bin edge
+    near = (np.abs(values - low) <= rel) | (np.abs(values - high) <= rel)
+    clamped = np.abs(values) > 2.0**64
+    assert np.all(inside | zero | near | clamped)
+
+
+@pytest.mark.parametrize("rate", [0.3, 1e-3, 1e-9, 8.96e-12, 1e-15])
+def test_threshold_tail_is_at_most_the_rate(rate):
+    sigma = 129.1
+    tau = _threshold_for_rate(sigma, rate)
+    assert stats.norm.sf(tau / sigma) <= rate
+    assert stats.norm.sf(tau / sigma) >= rate * (1 - 1e-6)  # and not needlessly high
+
+
+def test_singleton_value_is_released_with_probability_delta():
+    """The approximate step's delta, by Monte Carlo at a large delta: a value held by one row
+    is released with probability delta (binomial 6-sigma band), one held by many always."""
+    delta, rho, trials = 0.2, 0.05, 4000
+    rng = np.random.default_rng(1)
+    released = 0
+    for _ in range(trials):
+        ledger = PrivacyLedger(1.0, 1.0 - 1e-12)
+        result = _infer_from_values("c", {"rare": 1, "common": 500}, rho, delta, ledger, rng)
+        released += "rare" in result.categories
+        assert "common" in result.categories
+    spread = 6 * math.sqrt(delta * (1 - delta) / trials)
+    assert abs(released / trials - delta) < spread
+
+
+# ------------------------------------------------------------------ mechanisms and ledger
+def _batches(frame: pl.DataFrame, size: int = 997):
+    return (frame.slice(start, size) for start in range(0, frame.height, size))
+
+
+def test_bounds_inference_finds_the_bulk_of_the_data():
+    ages = pl.DataFrame({"age": np.arange(50_000) % 73 + 18})  # 18 .. 90
+    ledger = PrivacyLedger(10.0)
+    declarations = infer_declarations(_batches(ages), ages.schema, [InferenceRequest("age", "numeric")],
+                                      10.0, ledger, np.random.default_rng(0))
+    assert declarations == {"age": Numeric(16.0, 91.0, nullable=True)}  # bins (16, 22.6] .. (64, 90.5]
+    assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 10.0
+
+
+def test_candidates_drop_absent_values_and_keep_present_ones():
+    frame = pl.DataFrame({"city": ["x"] * 3000 + ["y"] * 2000 + ["w"] * 5})
+    request = InferenceRequest("city", "categorical", ("x", "y", "z"))
+    ledger = PrivacyLedger(1.0)
+    declarations = infer_declarations(_batches(frame), frame.schema, [request], 1.0, ledger, np.random.default_rng(0))
+    assert declarations["city"] == Categorical(["x", "y"], nullable=True, unlisted="null")
+    assert ledger.delta_spent == 0.0  # a declared candidate list is pure zCDP
+
+
+def test_data_values_charge_rho_and_delta_evenly():
+    frame = pl.DataFrame({"a": ["p"] * 4000 + ["q"] * 3000, "b": [1, 2] * 3500, "c": np.arange(7000.0)})
+    requests = [InferenceRequest("a", "categorical"), InferenceRequest("b", "categorical"),
+                InferenceRequest("c", "numeric")]
+    ledger = PrivacyLedger(3.0, 1e-10)
+    declarations = infer_declarations(_batches(frame), frame.schema, requests, 0.3, ledger, np.random.default_rng(0))
+    assert declarations["a"].categories == ("p", "q") and declarations["b"].categories == (1, 2)
+    assert [e.rho for e in ledger.events] == [0.3 / 3] * 3
+    assert [e.delta for e in ledger.events][:2] == [5e-11, 5e-11] and ledger.events[2].delta == 0.0
+    assert ledger.delta_spent <= ledger.delta_budget
+
+
+def test_inferred_category_column_sends_rare_values_to_null():
+    domain = Domain.from_mapping({"c": pl.String}, {"c": Categorical(["a"], nullable=True, unlisted="null")})
+    encoded = encode(pl.DataFrame({"c": ["a", "b", None, "a"]}), domain)
+    assert encoded.codes[:, 0].tolist() == [0, 1, 1, 0]  # "b" joins the null category
+
+
+def test_unlisted_setting_survives_the_arrow_round_trip():
+    domain = Domain.from_mapping({"c": pl.String, "d": pl.Int64},
+                                 {"c": Categorical([], nullable=True, unlisted="null"), "d": [1, 2]})
+    again = Domain.from_arrow_schema(domain.to_arrow_schema())
+    assert again == domain and again["c"].unlisted == "null" and again["d"].unlisted == "error"
+
+
+def test_unlisted_null_needs_nullable():
+    with pytest.raises(ValueError, match="needs nullable=True"):
+        Categorical(["a"], unlisted="null")
+
+
+# ------------------------------------------------------------------ end to end
+def test_synthesize_with_inference_composes_an_honest_ledger():
+    rng = np.random.default_rng(3)
+    frame = pl.DataFrame({
+        "age": rng.integers(18, 90, 6000),
+        "city": rng.choice(["x", "y", "z"], 6000, p=[0.5, 0.3, 0.2]).tolist(),
+        "y": rng.integers(0, 2, 6000),
+    })
+    result = pr.synthesize(
+        frame, epsilon=2.0, delta=1e-8, domain={"y": [0, 1]}, labels=["y"], infer_domain=True, seed=0,
+        relaxed_rows=100, rounds_cm=2, rounds_lt=2, n_linear_thresholds=200,
+        projection=ProjectionConfig(max_steps=5), progress=False,
+    )
+    report = result.report
+    kinds = [e.mechanism for e in report.events]
+    assert kinds[:2] == ["gaussian", "gaussian_threshold"]  # age bounds, city categories first
+    assert all(e.round is None for e in report.events[:2]) and all(e.round is not None for e in report.events[2:])
+    assert math.fsum(e.rho for e in report.events[:2]) == pytest.approx(0.1 * report.rho_budget, rel=1e-15)
+    assert report.rho_spent == report.rho_budget == math.fsum(e.rho for e in report.events)
+    assert report.approximate_delta > 0 and math.fsum(e.delta for e in report.events) <= report.approximate_delta
+    assert report.conversion_delta + (1 + math.exp(2.0)) * report.approximate_delta <= 1e-8
+    assert result.domain["city"].categories == ("x", "y", "z") and result.domain["age"].nullable
+    assert result.data.schema == frame.schema
+    assert report.parameters["inferred_columns"] == ["age", "city"]
+
+
+NIST = Path(os.environ.get("POLARS_RAP_DATA_DIR", Path(__file__).parents[2] / "shared" / "data")) / \
+    "sdnist_acs2018_national_excerpt.parquet"
+
+
+@pytest.mark.skipif(not NIST.exists(), reason="needs ../shared/data (the NIST excerpt)")
+def test_nist_national_excerpt_with_inferred_domain():
+    """Nulls, string PUMA codes and integer codes, with no declared domain at all beyond which
+    integer columns are codes: every column's domain is learned privately."""
+    frame = pl.read_parquet(NIST)
+    codes = ["SEX", "MSP", "HISP", "RAC1P", "HOUSING_TYPE", "OWN_RENT", "INDP_CAT", "EDU",
+             "PINCP_DECILE", "DVET", "DREM", "DPHY", "DEYE", "DEAR"]
+    result = pr.synthesize(
+        frame, epsilon=1.0, delta=1e-9, domain={c: "categorical" for c in codes}, labels=["SEX"],
+        infer_domain=True, seed=0, relaxed_rows=200, rounds_cm=4, rounds_lt=3,
+        n_linear_thresholds=500, projection=ProjectionConfig(max_steps=10), progress=False,
+    )
+    report = result.report
+    inference_events = [e for e in report.events if e.round is None]
+    assert len(inference_events) == frame.width  # one charge per column, all before the loop
+    assert report.rho_spent == report.rho_budget
+    assert math.fsum(e.delta for e in report.events) <= report.approximate_delta
+    assert report.conversion_delta + (1 + math.e) * report.approximate_delta <= report.delta
+    assert result.data.schema == frame.schema and result.data.height == frame.height
+    for spec in result.domain.columns:
+        assert spec.nullable
+        if spec.is_categorical:
+            observed = set(frame.get_column(spec.name).drop_nulls().unique().to_list())
+            assert set(spec.categories) <= observed  # only values that occur were released
+        else:
+            assert spec.lower < spec.upper
+    assert result.domain["SEX"].categories == (1, 2)

@@ -1,0 +1,174 @@
+"""Saved models: exact round trip, only released values on disk, sampling, refusals."""
+
+import dataclasses
+import json
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import polars_rap
+from polars_rap import datasets
+from polars_rap.model import FORMAT_VERSION, SyntheticModel, coordinate_names
+from polars_rap.projection import ProjectionConfig
+from polars_rap.report import PrivacyReport
+
+FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
+            n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5), progress=False)
+MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json"}
+
+
+@pytest.fixture(scope="module")
+def small():
+    return datasets.load_task("acs-income-CA").frame.sample(2000, seed=2)
+
+
+@pytest.fixture(scope="module")
+def result(small):
+    task = datasets.load_task("acs-income-CA")
+    return polars_rap.synthesize(small, epsilon=1.0, delta=1e-7, domain=task.domain,
+                                 labels=task.labels, seed=0, **FAST)
+
+
+@pytest.fixture()
+def saved(result, tmp_path):
+    return result.save(tmp_path / "model")
+
+
+def test_round_trip_keeps_relaxed_bits_domain_and_report(result, saved):
+    model = polars_rap.load(saved)
+    assert model.relaxed.dtype == np.float32
+    assert np.array_equal(model.relaxed.view(np.uint32), result.relaxed.view(np.uint32))
+    assert model.domain == result.domain
+    assert model.report.to_dict() == result.report.to_dict()
+    for field in dataclasses.fields(PrivacyReport):
+        value = getattr(result.report, field.name)
+        if isinstance(value, pl.DataFrame):
+            assert getattr(model.report, field.name).equals(value), field.name
+            assert getattr(model.report, field.name).schema == value.schema, field.name
+    assert model.report.events == result.report.events
+    assert model.format_version == FORMAT_VERSION
+
+
+def test_saved_directory_holds_only_the_released_values(result, saved):
+    """The four files hold the relaxed data, the public domain and the report: nothing else."""
+    assert {p.name for p in saved.iterdir()} == MODEL_FILES
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert set(manifest) == {"format", "format_version", "library", "library_version",
+                             "created_utc", "relaxed_shape", "files"}
+    assert {f["name"] for f in manifest["files"]} == MODEL_FILES - {"manifest.json"}
+    relaxed = pa.ipc.open_file(saved / "relaxed.arrow").read_all()
+    assert relaxed.column_names == coordinate_names(result.domain)
+    assert relaxed.num_rows == FAST["relaxed_rows"] and relaxed.schema.metadata is None
+    assert {c.type for c in relaxed.columns} == {pa.float32()}
+    domain = pa.ipc.open_file(saved / "domain.arrow").read_all()
+    assert domain.num_rows == 0 and domain.schema == result.domain.to_arrow_schema()
+    assert json.loads((saved / "report.json").read_text()) == json.loads(result.report.to_json())
+
+
+def test_sample_is_reproducible_by_seed_and_has_the_input_schema(result, small):
+    model = result.model
+    first = model.sample(3000, seed=5)
+    assert first.schema == small.schema and first.height == 3000
+    assert first.equals(model.sample(3000, seed=5))
+    assert not first.equals(model.sample(3000, seed=6))
+
+
+def test_loaded_model_samples_like_the_result_model(result, saved):
+    assert polars_rap.load(saved).sample(500, seed=1).equals(result.model.sample(500, seed=1))
+
+
+@pytest.mark.parametrize("rows", [0, -3, 2.5, True, "10", None])
+def test_sample_refuses_rows_that_are_not_a_positive_int(result, rows):
+    with pytest.raises(ValueError, match="'rows' parameter must be an int in \\[1, inf\\)"):
+        result.model.sample(rows)
+
+
+def test_model_refuses_a_relaxed_matrix_that_does_not_fit_the_domain(result):
+    with pytest.raises(ValueError, match=f"float32\\[n_relaxed >= 1, {result.domain.n_coords}\\]"):
+        SyntheticModel(result.relaxed[:, :-1], result.domain, result.report)
+
+
+def _edit_manifest(directory, **changes):
+    path = directory / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(changes)
+    path.write_text(json.dumps(manifest))
+
+
+def test_load_refuses_a_newer_format_version_and_says_to_upgrade(saved):
+    _edit_manifest(saved, format_version=FORMAT_VERSION + 1)
+    with pytest.raises(ValueError, match=f"format version {FORMAT_VERSION + 1}.*Upgrade polars-rap"):
+        polars_rap.load(saved)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"format": "something-else"}, "not a polars-rap model"),
+    ({"format_version": "one"}, "unknown format_version"),
+    ({"format_version": 0}, "unknown format_version"),
+    ({"files": None}, "no 'files' list"),
+])
+def test_load_refuses_an_unknown_format(saved, changes, message):
+    _edit_manifest(saved, **changes)
+    with pytest.raises(ValueError, match=message):
+        polars_rap.load(saved)
+
+
+@pytest.mark.parametrize("name", ["relaxed.arrow", "domain.arrow", "report.json", "manifest.json"])
+def test_load_names_a_missing_file(saved, name):
+    (saved / name).unlink()
+    with pytest.raises(FileNotFoundError, match=name.replace(".", "\\.")):
+        polars_rap.load(saved)
+
+
+@pytest.mark.parametrize("name", ["relaxed.arrow", "domain.arrow", "report.json", "manifest.json"])
+def test_load_names_a_corrupt_file(saved, name):
+    path = saved / name
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=name.replace(".", "\\.") + ".*corrupt"):
+        polars_rap.load(saved)
+
+
+def test_load_refuses_a_path_that_is_not_a_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no saved model"):
+        polars_rap.load(tmp_path / "absent")
+
+
+def test_save_refuses_a_non_empty_directory_unless_overwrite(result, saved):
+    with pytest.raises(FileExistsError, match="not empty.*overwrite=True"):
+        result.save(saved)
+    result.save(saved, overwrite=True)
+    assert {p.name for p in saved.iterdir()} == MODEL_FILES
+    polars_rap.load(saved)
+
+
+def test_overwrite_never_deletes_files_the_library_did_not_write(result, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="not part of a saved model.*notes.txt"):
+        result.save(tmp_path, overwrite=True)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    with pytest.raises(FileExistsError, match="it is a file"):
+        result.save(tmp_path / "notes.txt", overwrite=True)
+
+
+def test_report_from_dict_round_trips_empty_frames_through_json(result):
+    """An empty DataFrame field keeps its columns and dtypes; events keep every field."""
+    frames = {f.name: getattr(result.report, f.name).clear() for f in dataclasses.fields(PrivacyReport)
+              if isinstance(getattr(result.report, f.name), pl.DataFrame)}
+    empty = dataclasses.replace(result.report, events=(), **frames)
+    back = PrivacyReport.from_dict(json.loads(empty.to_json()))
+    for name, frame in frames.items():
+        assert getattr(back, name).schema == frame.schema and getattr(back, name).height == 0
+    assert back.events == () and back.to_dict() == empty.to_dict()
+
+
+def test_report_from_dict_names_unknown_and_missing_keys(result):
+    data = result.report.to_dict()
+    with pytest.raises(ValueError, match="unknown keys \\['surprise'\\]"):
+        PrivacyReport.from_dict({**data, "surprise": 1})
+    del data["epsilon"]
+    with pytest.raises(ValueError, match="lacks the key 'epsilon'"):
+        PrivacyReport.from_dict(data)

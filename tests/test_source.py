@@ -1,0 +1,273 @@
+"""Reading the sensitive input: every input kind, batches, the streaming exact-answers pass
+(equal to the in-memory answers), its errors, and synthesis from a file or a LazyFrame."""
+
+import logging
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import polars_rap
+from polars_rap import datasets, source
+from polars_rap.domain import Domain
+from polars_rap.encoding import encode
+from polars_rap.kernels import get_backend
+from polars_rap.projection import ProjectionConfig
+from polars_rap.source import DataSource, default_batch_rows, exact_answers
+from polars_rap.workload import build_workload
+
+FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
+            n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5, max_doublings=1),
+            progress=False)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return datasets.load_task("acs-income-CA")
+
+
+@pytest.fixture(scope="module")
+def domain(task):
+    return Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+
+
+@pytest.fixture(scope="module")
+def queries(domain):
+    return build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"),
+                          n_linear_thresholds=2_000, n_mixed_marginals=500)
+
+
+@pytest.fixture(scope="module")
+def in_memory(task, domain, queries):
+    """The exact answers of the whole CA table encoded at once."""
+    encoded = encode(task.frame, domain)
+    return get_backend("cpu").answers_exact(encoded.codes, encoded.numerics, queries)
+
+
+@pytest.fixture(scope="module")
+def files(task, tmp_path_factory):
+    """The CA table written as Parquet (several row groups), CSV and IPC files."""
+    folder = tmp_path_factory.mktemp("inputs")
+    paths = {"parquet": folder / "ca.parquet", "csv": folder / "ca.csv", "arrow": folder / "ca.arrow",
+             "ipc": folder / "ca.ipc", "feather": folder / "ca.feather"}
+    task.frame.write_parquet(paths["parquet"], row_group_size=5_000)
+    task.frame.write_csv(paths["csv"])
+    for kind in ("arrow", "ipc", "feather"):
+        task.frame.write_ipc(paths[kind])
+    return paths
+
+
+def _inputs(task, files):
+    """Every kind of input ``synthesize`` accepts, holding the CA table."""
+    kinds = {
+        "DataFrame": task.frame,
+        "LazyFrame": task.frame.lazy(),
+        "LazyFrame query": pl.scan_parquet(files["parquet"]).select(task.frame.columns),
+        "pyarrow Table": task.frame.to_arrow(),
+        "str path": str(files["parquet"]),
+    }
+    kinds.update({f"{kind} path": path for kind, path in files.items()})
+    return kinds
+
+
+# --------------------------------------------------------------------------- input kinds
+def test_every_input_kind_streams_the_same_rows(task, files):
+    """Batches of every input kind, put back together, are the table, in order; a CSV only
+    widens the integer dtypes (its reader infers Int64)."""
+    for name, data in _inputs(task, files).items():
+        data_source = DataSource.from_input(data)
+        assert list(data_source.schema) == task.frame.columns, name
+        joined = pl.concat(list(data_source.batches(task.frame.columns, 4_999)))
+        if name == "csv path":
+            assert data_source.schema["AGEP"] == pl.Int64
+            joined = joined.cast(task.frame.schema)
+        assert joined.equals(task.frame), name
+
+
+def test_pandas_input_is_accepted(task, queries, in_memory):
+    """A pandas frame with Arrow dtypes round-trips; one with NumPy dtypes (integer columns
+    with nulls become float NaN) still gives the same answers."""
+    pd = pytest.importorskip("pandas")
+    frame = task.frame.to_pandas(use_pyarrow_extension_array=True)
+    assert isinstance(frame, pd.DataFrame)
+    data_source = DataSource.from_input(frame)
+    assert pl.concat(list(data_source.batches(task.frame.columns, 10_000))).equals(task.frame)
+    data_source = DataSource.from_input(task.frame.to_pandas())
+    assert data_source.schema["FER"] == pl.Float64
+    domain = Domain.from_mapping(data_source.schema, task.domain, task.labels)
+    answers, _ = exact_answers(data_source, domain, queries, get_backend("cpu"), batch_rows=9_000)
+    np.testing.assert_array_equal(answers, in_memory)
+
+
+def test_a_dataframe_is_neither_copied_nor_collected_again(task):
+    data_source = DataSource.from_input(task.frame)
+    assert data_source.frame is task.frame and data_source.lazy is None
+    assert data_source.schema == task.frame.schema
+
+
+def test_batches_are_bounded_non_empty_and_read_only_the_named_columns(task, files):
+    for data in (task.frame, files["parquet"]):
+        batches = list(DataSource.from_input(data).batches(["SEX", "AGEP"], 3_000))
+        heights = [b.height for b in batches]
+        assert sum(heights) == task.frame.height
+        assert max(heights) <= 3_000 and min(heights) > 0
+        assert len(batches) >= task.frame.height // 3_000
+        assert all(b.columns == ["SEX", "AGEP"] for b in batches)
+
+
+def test_schema_is_known_before_any_row_is_read(tmp_path):
+    """``from_input`` runs no part of a lazy query (the schema is planned, not computed);
+    reading batches does."""
+    calls = []
+
+    def record(batch: pl.Series) -> pl.Series:
+        calls.append(batch.len())
+        return batch
+
+    lazy = pl.LazyFrame({"a": [1, 2, 3]}).select(pl.col("a").map_batches(record, return_dtype=pl.Int64))
+    data_source = DataSource.from_input(lazy)
+    assert data_source.schema == pl.Schema({"a": pl.Int64})
+    assert data_source.frame is None and calls == []
+    assert pl.concat(list(data_source.batches(["a"], 2)))["a"].to_list() == [1, 2, 3]
+    assert sum(calls) == 3
+
+
+# ---------------------------------------------------------------------- exact answers
+@pytest.mark.parametrize("batch_rows", [None, 10_007, 34_424, 34_425, 1_000_000])
+def test_streamed_answers_equal_the_in_memory_answers(task, domain, queries, in_memory, batch_rows):
+    """Whatever the batch size (dividing n or not, n - 1, n, more than n), the streamed pass
+    gives the in-memory answers bit for bit: counts are recovered exactly per batch."""
+    answers, n_rows = exact_answers(DataSource.from_input(task.frame), domain, queries,
+                                    get_backend("cpu"), batch_rows=batch_rows)
+    assert n_rows == task.frame.height
+    assert answers.dtype == np.float64 and answers.shape == (queries.n_queries,)
+    np.testing.assert_array_equal(answers, in_memory)
+
+
+def test_every_input_kind_gives_the_in_memory_answers(task, files, queries, in_memory):
+    for name, data in _inputs(task, files).items():
+        data_source = DataSource.from_input(data)
+        domain = Domain.from_mapping(data_source.schema, task.domain, task.labels)
+        answers, n_rows = exact_answers(data_source, domain, queries, get_backend("cpu"),
+                                        batch_rows=7_777)
+        assert n_rows == task.frame.height, name
+        np.testing.assert_array_equal(answers, in_memory, err_msg=name)
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 3, 7])
+def test_tiny_batches_match_the_reference_kernel(task, domain, queries, batch_rows):
+    """Batches of one row and other tiny sizes, with the plain NumPy reference backend (on
+    every 40th group of the workload, all three classes, to keep it quick)."""
+    queries = queries.take_groups(np.arange(0, queries.n_groups, 40))
+    assert len(np.unique(queries.query_class)) == 3
+    small = task.frame.sample(23, seed=5)
+    encoded = encode(small, domain)
+    reference = get_backend("reference")
+    want = reference.answers_exact(encoded.codes, encoded.numerics, queries)
+    for data in (small, small.lazy()):
+        got, n_rows = exact_answers(DataSource.from_input(data), domain, queries, reference,
+                                    batch_rows=batch_rows)
+        assert n_rows == 23
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_default_batch_rows_shrinks_for_wide_domains(domain):
+    assert default_batch_rows(domain) == source.MAX_BATCH_ROWS
+    wide = Domain.from_mapping({f"x{i}": pl.Float64 for i in range(500)},
+                               {f"x{i}": (0, 1) for i in range(500)})
+    assert default_batch_rows(wide) == source.BATCH_BYTES // (8 * 500)
+
+
+# ------------------------------------------------------------------------------- errors
+def test_input_errors_name_the_accepted_inputs(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no file at .*missing.parquet"):
+        DataSource.from_input(tmp_path / "missing.parquet")
+    (tmp_path / "data.xlsx").write_text("x")
+    with pytest.raises(ValueError, match=r"cannot read .*data.xlsx.*\.parquet, \.csv or \.arrow/\.ipc"):
+        DataSource.from_input(str(tmp_path / "data.xlsx"))
+    for bad in ([1, 2, 3], {"a": [1]}, pa.array([1, 2])):
+        with pytest.raises(TypeError, match="polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame"):
+            DataSource.from_input(bad)
+
+
+def test_empty_input_is_refused(task, domain, queries, tmp_path):
+    path = tmp_path / "empty.parquet"
+    task.frame.head(0).write_parquet(path)
+    for data in (task.frame.head(0), task.frame.lazy().filter(pl.col("AGEP") < 0), path):
+        with pytest.raises(ValueError, match="the input has no rows; differential privacy needs at least one"):
+            exact_answers(DataSource.from_input(data), domain, queries, get_backend("cpu"))
+
+
+def test_bad_batch_rows_and_missing_columns_are_refused_at_the_call(task):
+    data_source = DataSource.from_input(task.frame.lazy())
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match=r"'batch_rows' parameter must be an int in \[1, inf\)"):
+            data_source.batches(["SEX"], bad)
+    with pytest.raises(ValueError, match=r"lacks columns the domain declares: \['nope'\]"):
+        data_source.batches(["SEX", "nope"], 10)
+
+
+def test_undeclared_category_in_a_later_batch_names_column_and_rows(task, domain, queries):
+    bad = task.frame.head(30).with_columns(
+        pl.when(pl.int_range(pl.len()) == 17).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))
+    with pytest.raises(ValueError, match=r"'OCCP' holds 1 values outside.*'XXX'.*found in rows 10 to 19"):
+        exact_answers(DataSource.from_input(bad.lazy()), domain, queries, get_backend("cpu"),
+                      batch_rows=10)
+
+
+# --------------------------------------------------------------------------- clip counts
+def test_clipped_values_are_logged_once_per_column_with_the_total(task, domain, queries, caplog):
+    """Ages over the public bound, spread over many batches: one warning for AGEP with the
+    total, none per batch."""
+    frame = task.frame.head(1_000).with_columns(
+        pl.when(pl.int_range(pl.len()) % 100 == 0).then(150).otherwise(pl.col("AGEP")).alias("AGEP"))
+    with caplog.at_level(logging.WARNING):
+        exact_answers(DataSource.from_input(frame), domain, queries, get_backend("cpu"),
+                      batch_rows=64)
+    clipped = [r.getMessage() for r in caplog.records if "clipped" in r.getMessage()]
+    assert clipped == ["column 'AGEP': 10 values outside the declared bounds [17, 99] were clipped"]
+
+
+def test_encode_adds_clip_counts_instead_of_logging(task, domain, caplog):
+    frame = task.frame.head(50).with_columns(pl.lit(150, dtype=pl.Int32).alias("AGEP"))
+    counts = {"AGEP": 5}
+    with caplog.at_level(logging.WARNING):
+        encode(frame, domain, clip_counts=counts)
+    assert counts == {"AGEP": 55}
+    assert "clipped" not in caplog.text
+
+
+# ----------------------------------------------------------------------------- synthesis
+@pytest.fixture(scope="module")
+def small(task):
+    return task.frame.sample(3_000, seed=2)
+
+
+def _synthesize(data, task, **options):
+    return polars_rap.synthesize(data, epsilon=1.0, delta=1e-7, domain=task.domain,
+                                 labels=task.labels, seed=4, **FAST, **options)
+
+
+def test_file_and_lazyframe_synthesize_like_the_dataframe(small, task, tmp_path, monkeypatch):
+    """Same seed, same output from a DataFrame, a Parquet path and ``lf.dp.synthesize``,
+    with the file and the LazyFrame read in many small batches."""
+    want = _synthesize(small, task)
+    path = tmp_path / "small.parquet"
+    small.write_parquet(path, row_group_size=500)
+    monkeypatch.setattr(source, "MAX_BATCH_ROWS", 1_024)
+    from_path = _synthesize(path, task)
+    from_lazy = small.lazy().dp.synthesize(epsilon=1.0, delta=1e-7, domain=task.domain,
+                                           labels=task.labels, seed=4, **FAST)
+    for got in (from_path, from_lazy):
+        assert got.report.n_rows == small.height
+        assert got.data.equals(want.data)
+        assert got.report.measurements.equals(want.report.measurements)
+        assert got.report.events == want.report.events
+
+
+def test_synthesize_from_an_empty_file_is_refused(task, tmp_path):
+    path = tmp_path / "empty.parquet"
+    task.frame.head(0).write_parquet(path)
+    with pytest.raises(ValueError, match="the input has no rows"):
+        _synthesize(path, task)
