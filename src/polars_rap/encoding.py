@@ -219,7 +219,7 @@ def decode(
     # as one call would make them, so the output does not depend on the chunk size.
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
     frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng) for a in starts]
-    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=True)
+    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
