@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import polars_rap
-from polars_rap import datasets, inference, kernels, mechanism, privacy, source
+from polars_rap import inference, kernels, mechanism, privacy, source
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -568,11 +568,6 @@ def recorded() -> Iterator[Recording]:
         for patch in patches:
             stack.enter_context(patch)
         yield recording
-
-
-@pytest.fixture(scope="module")
-def task() -> datasets.TaskData:
-    return datasets.load_task("acs-income-CA")
 
 
 @pytest.fixture(scope="module")

@@ -3,22 +3,15 @@
 import gc
 import math
 
-import numpy as np
 import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import datasets
 from polars_rap.projection import ProjectionConfig
 
 FAST = dict(relaxed_rows=100, rounds_cm=3, rounds_lt=3, rounds_mm=2, n_linear_thresholds=300,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=30, max_doublings=2),
             progress=False)
-
-
-@pytest.fixture(scope="module")
-def task():
-    return datasets.load_task("acs-income-CA")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import polars_rap
-from polars_rap import datasets, source
+from polars_rap import source
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.kernels import get_backend
@@ -20,11 +20,6 @@ from polars_rap.workload import build_workload
 FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5, max_doublings=1),
             progress=False)
-
-
-@pytest.fixture(scope="module")
-def task():
-    return datasets.load_task("acs-income-CA")
 
 
 @pytest.fixture(scope="module")
