@@ -7,6 +7,11 @@ measurements of those groups, split evenly; the relaxed data is then projected o
 measurements so far, warm-started. Rounds of the query classes (categorical marginals,
 linear thresholds, mixed marginals) are interleaved evenly.
 
+Before the loop, columns whose domain is to be learned (``infer_domain``) are inferred
+privately in one pass (:mod:`polars_rap.inference`), charged to the same ledger; the exact
+answers are then computed in one streaming pass (:mod:`polars_rap.source`). The report keeps
+what each Gumbel round released, to bound the error of the groups never measured.
+
 Selection scores use the *expected* answers of the decoded data: hard thresholds on the
 relaxed rows, i.e. the mean over all decodings, rather than one random draw whose sampling
 noise (about sqrt(cells / rows) in L1) would swamp the errors being ranked. Both are
@@ -164,7 +169,7 @@ def synthesize(
     selection_share : float
         Part of each round's budget spent on selection (the rest on measurement).
     confidence : float
-        Coverage of the per-query confidence intervals in the report.
+        Coverage of the report's confidence intervals and error bounds (default 0.95).
     projection : ProjectionConfig, optional
         Optimiser settings.
     progress : bool, optional
