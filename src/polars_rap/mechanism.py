@@ -244,7 +244,12 @@ def synthesize(
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
     )
     group_class = queries.group_class
-    planned = {c: (r if np.any(group_class == _CLASS_CODES[c]) else 0) for c, r in planned.items()}
+    # A round needs a group left to measure: a class with G groups gets at most ceil(G / K)
+    # rounds, so no scheduled round is empty and its share of the budget is never stranded.
+    planned = {
+        c: min(r, -(-int(np.count_nonzero(group_class == _CLASS_CODES[c])) // queries_per_round))
+        for c, r in planned.items()
+    }
     schedule = _interleave(planned)
     if not schedule:
         msg = (
