@@ -1,0 +1,432 @@
+"""Peer mechanisms AIM and MST (smartnoise-synth 1.0.8) run from the bench harness (issue #4).
+
+The peers live in their own virtual environment (``bench/.venv-peers``, or the folder named by
+``$POLARS_RAP_PEERS_VENV``) built by :func:`ensure_peer_env` with the lean, PyTorch-free install
+of benchmarks.md ("Peers"), and run in a subprocess (``bench/peers_worker.py``) so that the
+project's own environment never imports smartnoise, mbi or JAX.
+
+Both peers need small integer codes, so :func:`bin_for_peers` codes every column with the
+PUBLIC domain only (category lists; equal-width bins over the declared numeric bounds; nulls
+as an extra code when declared) and :func:`unbin` decodes the synthetic codes back to the
+original names, order and dtypes. The worker declares those code counts to mbi itself, so
+nothing about the domain is read off the training rows and no budget goes to preprocessing.
+
+    from bench.peers import run_peer          # or: sys.path.insert(0, "bench"); import peers
+    result = run_peer("mst", train, task.domain, epsilon=1.0, delta=1 / train.height**2,
+                      seed=0, bins=10, rows=train.height, time_cap_s=900, workdir=Path("tmp"))
+    result.status, result.seconds, result.peak_rss_mib, result.data
+
+``mechanism`` is ``"aim"``, ``"mst"`` (sampled with mbi 1.x's own ``synthetic_data``, as
+shipped) or ``"aim-fixed-sampler"`` / ``"mst-fixed-sampler"`` (the same fitted model sampled
+column by column from exact conditionals along the junction tree; see the worker).
+
+    python bench/peers.py --ensure                       # build / check the venv only
+    python bench/peers.py --demo mst --bins 10           # one run on acs-income-CA, printed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from polars_rap.domain import Domain
+
+BENCH = Path(__file__).resolve().parent
+WORKER = BENCH / "peers_worker.py"
+PEERS_VENV = Path(os.environ.get("POLARS_RAP_PEERS_VENV", BENCH / ".venv-peers"))
+MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+
+# The lean install of benchmarks.md ("Peers"): smartnoise-synth without its CUDA PyTorch
+# dependencies, then only what AIM and MST really import.
+_STEP_NO_DEPS = ["smartnoise-synth==1.0.8"]
+_STEP_DEPS = ["mbi<2", "smartnoise-sql", "opendp", "faker", "disjoint-set", "pac-synth",
+              "pandas<3", "numpy", "scipy", "pyarrow", "scikit-learn"]
+_PINS = [  # what the lean set resolved to on 2026-11-22 (Python 3.11); pip -c constraints
+    "absl-py==2.5.1", "antlr4-python3-runtime==4.9.3", "attrs==26.1.0", "chex==0.1.92",
+    "cloudpickle==3.1.2", "Deprecated==1.3.1", "disjoint-set==0.9.0", "Faker==40.54.0",
+    "graphviz==0.21", "jax==0.10.2", "jaxlib==0.10.2", "joblib==1.6.0", "mbi==1.1.0",
+    "ml_dtypes==0.6.0", "narwhals==2.29.0", "networkx==3.6.1", "numpy==2.4.6", "opendp==0.14.2",
+    "opt_einsum==3.4.0", "optax==0.2.8", "pac-synth==0.0.8", "pandas==2.3.3", "pyarrow==26.0.1",
+    "python-dateutil==4.0.0", "pytz==2026.6", "PyYAML==6.0.3", "scikit-learn==1.9.1",
+    "scipy==1.17.1", "smartnoise-sql==1.0.10", "smartnoise-synth==1.0.8", "SQLAlchemy==2.1.9",
+    "threadpoolctl==3.8.0", "toolz==1.2.0", "typing_extensions==4.16.0", "tzdata==2026.6",
+    "wrapt==2.5.2",
+]
+_MARKER = "polars-rap-peers.json"
+
+
+def _venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _requested() -> dict:
+    return {"no_deps": _STEP_NO_DEPS, "deps": _STEP_DEPS, "pins": _PINS,
+            "python": ".".join(map(str, sys.version_info[:2]))}
+
+
+def peer_env_ready(venv: Path | None = None) -> bool:
+    """True when the venv exists and its marker says it holds the requested install."""
+    venv = Path(venv or PEERS_VENV)
+    marker = venv / _MARKER
+    if not (_venv_python(venv).exists() and marker.exists()):
+        return False
+    try:
+        return json.loads(marker.read_text()).get("requested") == _requested()
+    except (OSError, ValueError):
+        return False
+
+
+def ensure_peer_env(venv: Path | None = None) -> Path:
+    """Create (if missing) the peers' venv and install the lean set; return its python.
+
+    Idempotent: a marker file in the venv records the requested set and the resolved
+    ``pip freeze``; when it matches, nothing is installed. Checks that AIM and MST import
+    without PyTorch.
+    """
+    venv = Path(venv or PEERS_VENV)
+    python = _venv_python(venv)
+    if peer_env_ready(venv):
+        print(f"peers venv ready: {venv}", flush=True)
+        return python
+    started = time.perf_counter()
+    if not python.exists():
+        print(f"creating peers venv {venv}", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
+    constraints = venv / "peers-constraints.txt"
+    constraints.write_text("\n".join(_PINS) + "\n")
+    pip = [str(python), "-m", "pip", "install", "-c", str(constraints)]
+    print(f"pip install --no-deps {' '.join(_STEP_NO_DEPS)}  (pinned: {constraints})", flush=True)
+    subprocess.run([*pip, "--no-deps", *_STEP_NO_DEPS], check=True)
+    print(f"pip install {' '.join(_STEP_DEPS)}", flush=True)
+    subprocess.run([*pip, *_STEP_DEPS], check=True)
+    check = ("import sys\nfrom snsynth.mst.mst import MSTSynthesizer\n"
+             "from snsynth.aim.aim import AIMSynthesizer\n"
+             "assert 'torch' not in sys.modules, 'smartnoise imported torch'\nprint('ok')")
+    subprocess.run([str(python), "-c", check], check=True, capture_output=True, text=True)
+    freeze = subprocess.run([str(python), "-m", "pip", "freeze"], check=True, capture_output=True,
+                            text=True).stdout.split()
+    (venv / _MARKER).write_text(json.dumps({"requested": _requested(), "freeze": freeze}, indent=1))
+    print(f"peers venv built in {time.perf_counter() - started:.0f}s: {venv}", flush=True)
+    return python
+
+
+# ============================================================================================
+# Binning with the public domain
+# ============================================================================================
+
+
+def _dtype_name(dtype: pl.DataType) -> str:
+    return dtype.base_type().__name__
+
+
+def _dtype_from(name: str, categories: list) -> pl.DataType:
+    if name == "Enum":
+        return pl.Enum([c for c in categories if c is not None])
+    return getattr(pl, name)()
+
+
+def _integer_bin_ranges(lower: float, upper: float, bins: int) -> list[list[int] | None]:
+    """Smallest and largest integer in each equal-width bin (``None`` for a bin without one)."""
+    lo, hi = math.ceil(lower), math.floor(upper)
+    if hi < lo or hi - lo > 10_000_000:
+        return [None] * bins
+    values = np.arange(lo, hi + 1, dtype=np.float64)
+    codes = _bin_codes(values, lower, upper, bins)
+    ranges: list[list[int] | None] = [None] * bins
+    present = np.unique(codes)
+    first = np.searchsorted(codes, present, side="left")
+    last = np.searchsorted(codes, present, side="right") - 1
+    for code, a, b in zip(present, first, last, strict=True):
+        ranges[int(code)] = [int(values[a]), int(values[b])]
+    return ranges
+
+
+def _bin_codes(values: np.ndarray, lower: float, upper: float, bins: int) -> np.ndarray:
+    clipped = np.clip(values, lower, upper)
+    codes = np.floor((clipped - lower) / (upper - lower) * bins)
+    return np.clip(codes, 0, bins - 1).astype(np.int64)
+
+
+def bin_for_peers(frame: pl.DataFrame, domain: Mapping | Domain, bins: int) -> tuple[pl.DataFrame, dict]:
+    """Code every column as small non-negative integers using only the public ``domain``.
+
+    Categorical: the index in its declared category list (the null, when declared, is the
+    last code). Numeric: ``bins`` equal-width bins over the declared bounds (values clipped
+    first); a nullable numeric column's null is code ``bins``. Returns the codes frame
+    (``Int64`` columns, same names and order) and a JSON-able spec for :func:`unbin`, whose
+    ``n_codes`` per column is the declared domain size the peers get.
+    """
+    if bins < 1:
+        msg = f"bins must be >= 1. Got {bins}"
+        raise ValueError(msg)
+    parsed = domain if isinstance(domain, Domain) else Domain.from_mapping(frame.schema, domain)
+    columns, codes = [], {}
+    for spec in parsed.columns:
+        series = frame[spec.name]
+        entry: dict[str, Any] = {"name": spec.name, "kind": spec.kind, "dtype": _dtype_name(series.dtype),
+                                 "nullable": spec.nullable}
+        if spec.is_categorical:
+            cats = list(spec.categories)
+            mapped = series.replace_strict(cats, list(range(len(cats))), default=None,
+                                           return_dtype=pl.Int64)
+            unlisted = mapped.is_null() & series.is_not_null()
+            if unlisted.any():
+                if spec.unlisted != "null":
+                    bad = series.filter(unlisted).unique().head(5).to_list()
+                    msg = f"column {spec.name!r} holds values outside its declared categories, e.g. {bad}"
+                    raise ValueError(msg)
+            null_code = len(cats) if spec.nullable else None
+            entry.update(categories=cats, n_codes=spec.n_codes)
+        else:
+            values = series.cast(pl.Float64).to_numpy()
+            present = ~np.isnan(values) if series.null_count() == 0 else series.is_not_null().to_numpy()
+            raw = np.zeros(series.len(), dtype=np.int64)
+            raw[present] = _bin_codes(values[present], spec.lower, spec.upper, bins)
+            mapped = pl.Series(spec.name, raw).set(pl.Series(~present), None) if (~present).any() else pl.Series(spec.name, raw)
+            null_code = bins if spec.nullable else None
+            entry.update(lower=spec.lower, upper=spec.upper, bins=bins, n_codes=bins + int(spec.nullable),
+                         integer=series.dtype.is_integer())
+            if entry["integer"]:
+                entry["integer_ranges"] = _integer_bin_ranges(spec.lower, spec.upper, bins)
+        if mapped.null_count():
+            if null_code is None:
+                msg = (f"column {spec.name!r} holds nulls but its domain declares none; declare it "
+                       "nullable (None in the category list, or {'bounds': ..., 'nullable': True})")
+                raise ValueError(msg)
+            mapped = mapped.fill_null(null_code)
+        codes[spec.name] = mapped.cast(pl.Int64).alias(spec.name)
+        columns.append(entry)
+    spec_out = {"format": 1, "bins": bins, "columns": columns, "labels": list(parsed.labels)}
+    return pl.DataFrame([codes[c["name"]] for c in columns]), spec_out
+
+
+def unbin(codes: pl.DataFrame, spec: Mapping, rng: np.random.Generator | int | None = None) -> pl.DataFrame:
+    """Decode peer codes back to the original names, order and dtypes (see :func:`bin_for_peers`).
+
+    Categories map back to their values (the null code to null); a numeric code becomes a
+    uniform value inside its bin (integers: a uniform integer among those the bin holds),
+    always inside the public bounds; a nullable numeric column's null code becomes null.
+    """
+    rng = np.random.default_rng(rng)
+    out = []
+    for entry in spec["columns"]:
+        name = entry["name"]
+        raw = codes[name].cast(pl.Int64).to_numpy()
+        if np.any((raw < 0) | (raw >= entry["n_codes"])):
+            msg = f"column {name!r}: codes outside [0, {entry['n_codes']})"
+            raise ValueError(msg)
+        dtype = _dtype_from(entry["dtype"], entry.get("categories", []))
+        if entry["kind"] == "categorical":
+            cats = entry["categories"]
+            values = [cats[c] if c < len(cats) else None for c in raw.tolist()]
+            series = pl.Series(name, values, strict=False)
+            series = series.cast(dtype) if series.dtype != pl.Null else pl.Series(name, values, dtype=dtype)
+        else:
+            lo, hi, bins = entry["lower"], entry["upper"], entry["bins"]
+            is_null = raw >= bins
+            code = np.minimum(raw, bins - 1)
+            width = (hi - lo) / bins
+            value = np.clip(lo + (code + rng.random(raw.size)) * width, lo, hi)
+            if entry.get("integer"):
+                value = np.clip(np.round(value), math.ceil(lo), math.floor(hi))
+                ranges = entry.get("integer_ranges") or [None] * bins
+                a = np.array([r[0] if r else np.nan for r in ranges])[code]
+                b = np.array([r[1] if r else np.nan for r in ranges])[code]
+                has = ~np.isnan(a)
+                pick = a[has] + np.floor(rng.random(int(has.sum())) * (b[has] - a[has] + 1))
+                value[has] = np.minimum(pick, b[has])
+            series = pl.Series(name, value)
+            if is_null.any():
+                series = series.set(pl.Series(is_null), None)
+            series = series.cast(dtype)
+        out.append(series.alias(name))
+    return pl.DataFrame(out)
+
+
+# ============================================================================================
+# Running one peer in the venv
+# ============================================================================================
+
+
+@dataclass
+class PeerResult:
+    """One peer run. ``peak_rss_mib`` is the worker's own peak RSS (``ru_maxrss`` from
+    ``os.wait4`` on that child, so per call, not the harness's cumulative RUSAGE_CHILDREN)."""
+
+    mechanism: str
+    bins: int
+    status: str  # "ok" | "timeout" | "error"
+    data: pl.DataFrame | None
+    seconds: float
+    peak_rss_mib: float | None
+    message: str = ""
+    fit_seconds: float | None = None
+    fixed_data: pl.DataFrame | None = None  # with also_fixed_sampler=True: same fit, fixed sampler
+
+    def row(self) -> dict:
+        return {"mechanism": self.mechanism, "bins": self.bins, "status": self.status,
+                "seconds": round(self.seconds, 2),
+                "peak_rss_mib": None if self.peak_rss_mib is None else round(self.peak_rss_mib, 1),
+                "fit_seconds": None if self.fit_seconds is None else round(self.fit_seconds, 2),
+                "message": self.message}
+
+
+def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsilon: float, delta: float,
+             seed: int, bins: int, rows: int, time_cap_s: float, workdir: Path,
+             python: Path | None = None, also_fixed_sampler: bool = False) -> PeerResult:
+    """Fit ``mechanism`` on ``train`` (binned with the public ``domain``) in the peers' venv.
+
+    Writes ``codes.parquet`` and ``spec.json`` into ``workdir``, runs ``peers_worker.py``
+    in its own process group (killed whole at ``time_cap_s``), reads ``synthetic.parquet``
+    back and unbins it with ``seed``. ``seconds`` is the worker's wall-clock time (venv
+    start-up, imports, fit and sampling). Never raises for a failing or slow peer: the
+    status says what happened and ``message`` holds the last lines of stderr.
+
+    ``also_fixed_sampler=True`` (with ``"aim"`` / ``"mst"``) also samples the SAME fitted
+    model with the fixed sampler into ``result.fixed_data``: one fit, both rows of the table.
+    """
+    if mechanism not in MECHANISMS:
+        msg = f"mechanism must be one of {MECHANISMS}. Got {mechanism!r}"
+        raise ValueError(msg)
+    python = Path(python) if python else _venv_python(PEERS_VENV)
+    if not python.exists():
+        msg = f"peers venv python {python} not found; build it with bench/peers.py --ensure"
+        raise FileNotFoundError(msg)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    codes, spec = bin_for_peers(train, domain, bins)
+    codes_path, spec_path = workdir / "codes.parquet", workdir / "spec.json"
+    out_path = workdir / "synthetic.parquet"
+    fixed_path = workdir / "synthetic_fixed.parquet"
+    out_path.unlink(missing_ok=True)
+    fixed_path.unlink(missing_ok=True)
+    codes.write_parquet(codes_path)
+    spec_path.write_text(json.dumps(spec))
+    command = [str(python), str(WORKER), "--codes", str(codes_path), "--spec", str(spec_path),
+               "--mechanism", mechanism, "--epsilon", repr(float(epsilon)), "--delta", repr(float(delta)),
+               "--seed", str(int(seed)), "--rows", str(int(rows)), "--out", str(out_path)]
+    if also_fixed_sampler and not mechanism.endswith("-fixed-sampler"):
+        command += ["--also-fixed-out", str(fixed_path)]
+    stdout_path, stderr_path = workdir / "worker.stdout", workdir / "worker.stderr"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": str(int(seed)), "PYTHONUNBUFFERED": "1"}
+    env.pop("PYTHONPATH", None)
+    timed_out = threading.Event()
+    started = time.perf_counter()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True)
+
+        def _kill() -> None:
+            timed_out.set()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(time_cap_s, _kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # e.g. KeyboardInterrupt: take the worker down with us
+            _kill()
+            os.wait4(proc.pid, 0)
+            raise
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        # the worker is reaped; kill anything it left behind in its group
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    seconds = time.perf_counter() - started
+    peak = usage.ru_maxrss / 1024  # Linux: KiB
+    stderr_tail = "\n".join(stderr_path.read_text(errors="replace").strip().splitlines()[-15:])
+    if timed_out.is_set() and os.WIFSIGNALED(status):
+        return PeerResult(mechanism, bins, "timeout", None, seconds, peak,
+                          f"killed after the {time_cap_s:g}s cap\n{stderr_tail}".strip())
+    if proc.returncode != 0 or not out_path.exists():
+        return PeerResult(mechanism, bins, "error", None, seconds, peak,
+                          f"exit {proc.returncode}\n{stderr_tail}".strip())
+    data = unbin(pl.read_parquet(out_path), spec, np.random.default_rng([int(seed), 4]))
+    fixed = (unbin(pl.read_parquet(fixed_path), spec, np.random.default_rng([int(seed), 5]))
+             if fixed_path.exists() else None)
+    fit_seconds = None
+    try:
+        fit_seconds = json.loads(stdout_path.read_text().strip().splitlines()[-1])["fit_seconds"]
+    except (IndexError, KeyError, ValueError):
+        pass
+    return PeerResult(mechanism, bins, "ok", data, seconds, peak, "", fit_seconds, fixed)
+
+
+def _sanity(data: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, parsed: Domain) -> dict:
+    """LR macro F1 on the real test rows, and a correlation figure for spurious dependence."""
+    from polars_rap import evaluation
+
+    label = parsed.labels[0]
+    out = {"macro_f1": round(evaluation.ml_utility_for_domain(data, test, label, parsed)["macro_f1"], 4)}
+    for a, b in (("AGEP", "JWMNP"), ("SCHL", "AGEP"), ("SEX", "DEYE")):
+        pair = data.select(pl.col(a).cast(pl.Float64), pl.col(b).cast(pl.Float64)).drop_nulls()
+        out[f"corr_{a}_{b}"] = round(float(pair.select(pl.corr(a, b)).item()), 4)
+    return out
+
+
+def _demo(mechanism: str, bins: int, epsilon: float, seed: int, cap: float, n_rows: int | None,
+          save: Path | None) -> int:
+    from polars_rap import datasets
+
+    task = datasets.load_task("acs-income-CA")
+    train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)
+    if n_rows:
+        train = train.head(n_rows)
+    result = run_peer(mechanism, train, task.domain, epsilon, 1.0 / train.height**2, seed, bins,
+                      train.height, cap, BENCH / ".peers-work" / f"{mechanism}-{bins}-{seed}",
+                      also_fixed_sampler=not mechanism.endswith("-fixed-sampler"))
+    row = {"task": task.name, "n_train": train.height, "epsilon": epsilon, "seed": seed, **result.row()}
+    if result.status == "ok":
+        parsed = Domain.from_mapping(train.schema, task.domain, task.labels)
+        row["real"] = _sanity(train, train, test, parsed)
+        row["shipped_sampler" if not mechanism.endswith("-fixed-sampler") else "fixed_sampler"] = \
+            _sanity(result.data, train, test, parsed)
+        if result.fixed_data is not None:
+            row["fixed_sampler"] = _sanity(result.fixed_data, train, test, parsed)
+    print(json.dumps(row))
+    if save:
+        save.write_text(json.dumps(row, indent=1))
+    return 0 if result.status == "ok" else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ensure", action="store_true", help="build or check the peers venv")
+    parser.add_argument("--demo", choices=MECHANISMS, help="one run on acs-income-CA's train split")
+    parser.add_argument("--bins", type=int, default=10)
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cap", type=float, default=900.0, help="time cap in seconds")
+    parser.add_argument("--rows", type=int, default=None, help="use only the first ROWS train rows")
+    parser.add_argument("--save", type=Path, default=None, help="also write the demo's JSON here")
+    args = parser.parse_args()
+    if args.ensure or args.demo:
+        ensure_peer_env()
+    if args.demo:
+        return _demo(args.demo, args.bins, args.epsilon, args.seed, args.cap, args.rows, args.save)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
