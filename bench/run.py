@@ -1,0 +1,597 @@
+"""The benchmark harness: one command per suite (benchmarks.md, issue #4).
+
+    python -m bench.run --suite quick                  # CA, 3,000 rows, ε=1, seed 0: minutes
+    python -m bench.run --suite headline               # CA + Adult, ε 0.25/1/5, seeds 0-2
+    python -m bench.run --plots-only                   # plots + table from the results CSV
+
+Each run (dataset × mechanism × parameters × ε × seed) executes in a fresh subprocess
+(``python -m bench.run --one <json>``) so that its peak RSS is its own, and appends one tidy
+row to the results CSV at once. A rerun skips the runs already there with status ok or
+timeout (``--no-resume`` starts the file over, keeping the old one as ``<out>.bak``).
+
+Datasets: the task's public domain from its committed TOML (:mod:`polars_rap.datasets`), an
+80/20 split with ``train_test_split(seed=0)``, δ = 1/n_train². Every mechanism is scored on
+the same benchmark workload (``workload_errors(train, synthetic, domain, seed=0)``) and by
+logistic-regression macro F1 on the test rows, beside the same model trained on real rows.
+
+Peers (AIM, MST and their fixed-sampler rows) come from ``bench/peers.py``; each fit is
+capped at ``--peer-time-cap`` seconds (default 1200, 20 minutes), past which the row reads
+``timeout``. When that module or its virtual environment is missing the row reads ``error``
+with the reason.
+
+Outputs: ``bench/results/<suite>.csv``, ``<suite>.md`` (the headline table) beside it, and
+PNG plots in ``bench/results/plots/`` (``plots/quick/`` for the quick suite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+RESULTS = BENCH_DIR / "results"
+
+ALL_MECHANISMS = ("rap++", "rap++mm", "rap-binned", "independent", "rap++fixed-sigma",
+                  "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+BINNED = ("rap-binned", "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+PEERS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+PEER_TIME_CAP_S = 1200.0
+
+SUITES: dict[str, dict[str, Any]] = {
+    "headline": {
+        "datasets": ("acs-income-CA", "adult"),
+        "epsilons": (0.25, 1.0, 5.0),
+        "seeds": (0, 1, 2),
+        "bins": (10, 20, 30, 50),
+        "peer_bins": (10, 20, 30, 50),
+        "train_rows": None,
+        "synthesize": {},  # the paper's setting: synthesize's defaults
+        "projection": {},
+        "rounds_mm": 10,
+        "independent_bins": 20,
+        "eval": {"n_mixed_marginals": 20_000, "n_linear_thresholds": 200_000},
+    },
+    "quick": {
+        "datasets": ("acs-income-CA",),
+        "epsilons": (1.0,),
+        "seeds": (0,),
+        "bins": (10, 20, 30, 50),
+        "peer_bins": (20,),
+        "train_rows": 3_000,
+        "synthesize": {"relaxed_rows": 200, "rounds_lt": 5, "n_linear_thresholds": 2_000},
+        "projection": {"max_steps": 20},
+        "rounds_mm": 3,
+        "independent_bins": 20,
+        "eval": {"n_mixed_marginals": 2_000, "n_linear_thresholds": 20_000},
+    },
+}
+
+COLUMNS = (
+    "dataset", "mechanism", "parameters", "epsilon", "delta", "seed", "n_train", "status",
+    "message", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
+    "LT_mean_error", "LT_max_error", "macro_f1", "accuracy", "real_macro_f1", "real_accuracy",
+    "seconds", "peak_rss_mib", "details", "machine", "version", "commit", "date",
+)
+FLOAT_COLUMNS = ("epsilon", "delta", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
+                 "LT_mean_error", "LT_max_error", "macro_f1", "accuracy", "real_macro_f1",
+                 "real_accuracy", "seconds", "peak_rss_mib")
+DONE_STATUSES = ("ok", "timeout")
+
+
+# ============================================================================================
+# Planning and resuming
+# ============================================================================================
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON spelling of ``value`` (sorted keys, no spaces): the parameters key."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def run_key(dataset: str, mechanism: str, parameters: str | dict, epsilon: float, seed: int) -> tuple:
+    """Identity of a run: (dataset, mechanism, canonical parameters JSON, ε, seed)."""
+    if isinstance(parameters, str):
+        parameters = json.loads(parameters)
+    return (str(dataset), str(mechanism), canonical_json(parameters), float(epsilon), int(seed))
+
+
+def read_results(path: Path) -> pl.DataFrame:
+    """The results CSV as a frame with the harness's columns and dtypes (empty if absent)."""
+    schema = {c: (pl.Float64 if c in FLOAT_COLUMNS else pl.Int64 if c in ("seed", "n_train") else pl.String)
+              for c in COLUMNS}
+    if not Path(path).is_file() or Path(path).stat().st_size == 0:
+        return pl.DataFrame(schema=schema)
+    frame = pl.read_csv(path, infer_schema=False)
+    for column in COLUMNS:
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(column))
+    return frame.select(COLUMNS).with_columns(
+        pl.col(c).str.strip_chars().replace("", None).cast(dtype) for c, dtype in schema.items()
+    )
+
+
+def completed_keys(results: pl.DataFrame) -> set[tuple]:
+    """Keys of the runs whose rows say ok or timeout; errors are retried."""
+    done = results.filter(pl.col("status").is_in(DONE_STATUSES))
+    return {run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"])
+            for r in done.iter_rows(named=True)}
+
+
+def mechanism_parameters(suite: dict[str, Any], mechanism: str, bins: int | None,
+                         peer_time_cap_s: float) -> dict[str, Any]:
+    """The planned parameters of one mechanism in a suite (the ``parameters`` column)."""
+    parameters: dict[str, Any] = {"train_rows": suite["train_rows"], "eval": dict(suite["eval"])}
+    if mechanism in PEERS:
+        parameters.update(bins=bins, time_cap_s=peer_time_cap_s)
+        return parameters
+    if mechanism == "independent":
+        parameters["bins"] = suite["independent_bins"]
+        return parameters
+    parameters.update(synthesize=dict(suite["synthesize"]), projection=dict(suite["projection"]))
+    if mechanism == "rap++mm":
+        parameters["rounds_mm"] = suite["rounds_mm"]
+    if mechanism == "rap-binned":
+        parameters["bins"] = bins
+    return parameters
+
+
+def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequence[str],
+              epsilons: Sequence[float], seeds: Sequence[int], peer_time_cap_s: float) -> list[dict]:
+    """Every run of a suite, as ``--one`` specs, in the order they execute."""
+    runs = []
+    for dataset in datasets:
+        for epsilon in epsilons:
+            for seed in seeds:
+                for mechanism in mechanisms:
+                    if mechanism in PEERS:
+                        bins_values = suite["peer_bins"]
+                    elif mechanism in BINNED:
+                        bins_values = suite["bins"]
+                    else:
+                        bins_values = (None,)
+                    for bins in bins_values:
+                        runs.append({
+                            "dataset": dataset, "mechanism": mechanism, "epsilon": float(epsilon),
+                            "seed": int(seed),
+                            "parameters": mechanism_parameters(suite, mechanism, bins, peer_time_cap_s),
+                        })
+    return runs
+
+
+# ============================================================================================
+# One run (in a child process)
+# ============================================================================================
+
+
+def machine() -> str:
+    """CPU model and core count, e.g. ``AMD EPYC 7B13 x2``."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model or platform.processor() or 'unknown CPU'} x{os.cpu_count()}"
+
+
+def git_commit() -> str:
+    """HEAD's hash, with ``-dirty`` when the working tree has uncommitted changes."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO_ROOT)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def prepare_dataset(name: str, train_rows: int | None):
+    """(train, test, task): the task's split 80/20 with seed 0; ``train_rows`` keeps a
+    fixed-seed sample of the training rows (quick suite)."""
+    from polars_rap import datasets
+
+    task = datasets.load_task(name)
+    train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)
+    if train_rows is not None and train_rows < train.height:
+        train = train.sample(train_rows, seed=0)
+    return train, test, task
+
+
+def _warm_up(train, task, mechanism: str) -> None:
+    """Compile (or load from Numba's cache) the kernels outside the timed region."""
+    if mechanism in PEERS or mechanism == "independent":
+        return
+    import polars_rap
+
+    polars_rap.synthesize(train.head(300), epsilon=1.0, delta=1e-6, domain=task.domain,
+                          labels=task.labels, seed=0, rounds_cm=1, rounds_lt=1, relaxed_rows=20,
+                          n_linear_thresholds=20, progress=False)
+
+
+def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run one mechanism once in this process and return its results rows: one, or more when
+    the same fit also gave another mechanism's data (a peer's fixed-sampler row)."""
+    import polars_rap
+    from polars_rap import evaluation
+    from polars_rap.domain import Domain
+
+    from bench.mechanisms import MECHANISMS
+
+    parameters = spec["parameters"]
+    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row.update(dataset=spec["dataset"], mechanism=spec["mechanism"], parameters=canonical_json(parameters),
+               epsilon=float(spec["epsilon"]), seed=int(spec["seed"]), machine=machine(),
+               version=polars_rap.__version__, commit=git_commit(),
+               date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    train, test, task = prepare_dataset(spec["dataset"], parameters.get("train_rows"))
+    delta = 1.0 / train.height**2
+    row.update(delta=delta, n_train=train.height)
+    label = task.labels[0]
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    real = evaluation.ml_utility_for_domain(train, test, label, domain)
+    row.update(real_macro_f1=real["macro_f1"], real_accuracy=real["accuracy"])
+    try:
+        _warm_up(train, task, spec["mechanism"])
+        run = MECHANISMS[spec["mechanism"]](train, task.domain, task.labels, float(spec["epsilon"]),
+                                            delta, int(spec["seed"]), dict(parameters))
+    except Exception as error:  # a failed fit is a row, not a gap
+        import traceback
+
+        row.update(status="error", message=f"{type(error).__name__}: {error} | "
+                   + traceback.format_exc(limit=4).replace("\n", " | "))
+        row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return [row]
+    rows = []
+    for mechanism, result in [(spec["mechanism"], run), *run.companions.items()]:
+        item = {**row, "mechanism": mechanism}
+        item.update(status=result.status, message=result.message, seconds=result.seconds,
+                    details=canonical_json(result.parameters))
+        if result.status == "ok" and result.data is not None:
+            errors = evaluation.workload_errors(train, result.data, domain, seed=0, **parameters.get("eval", {}))
+            for query_class in errors.iter_rows(named=True):
+                item[f"{query_class['query_class']}_mean_error"] = query_class["mean_error"]
+                item[f"{query_class['query_class']}_max_error"] = query_class["max_error"]
+            utility = evaluation.ml_utility_for_domain(result.data, test, label, domain)
+            item.update(macro_f1=utility["macro_f1"], accuracy=utility["accuracy"])
+            if utility.get("note"):
+                item["message"] = "; ".join(filter(None, [item["message"], utility["note"]]))
+        own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        item["peak_rss_mib"] = result.peak_rss_mib if result.peak_rss_mib is not None else own_peak
+        rows.append(item)
+    return rows
+
+
+# ============================================================================================
+# The suite loop (parent)
+# ============================================================================================
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    """Append one row to the results CSV (header first when the file is new)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    is_new = not path.is_file() or path.stat().st_size == 0
+    with path.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        if is_new:
+            writer.writeheader()
+        writer.writerow({c: ("" if row.get(c) is None else row[c]) for c in COLUMNS})
+
+
+def _child_timeout(spec: dict[str, Any]) -> float | None:
+    cap = spec["parameters"].get("time_cap_s")
+    return None if cap is None else 2.0 * float(cap) + 1800.0  # peer setup and evaluation on top
+
+
+def execute(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Run ``spec`` in a fresh ``python -m bench.run --one`` process and return its rows; a
+    crash becomes an error row carrying the tail of its stderr."""
+    command = [sys.executable, "-m", "bench.run", "--one", json.dumps(spec)]
+    started = time.perf_counter()
+    base = {c: None for c in COLUMNS}
+    base.update(dataset=spec["dataset"], mechanism=spec["mechanism"],
+                parameters=canonical_json(spec["parameters"]), epsilon=spec["epsilon"],
+                seed=spec["seed"], machine=machine(), commit=git_commit(),
+                date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
+                              timeout=_child_timeout(spec))
+    except subprocess.TimeoutExpired:
+        base.update(status="timeout", seconds=time.perf_counter() - started,
+                    message="the run's process outlived the harness's limit and was killed")
+        return [base]
+    lines = done.stdout.strip().splitlines()
+    if done.returncode == 0 and lines:
+        try:
+            return list(json.loads(lines[-1]))
+        except json.JSONDecodeError:
+            pass
+    tail = " | ".join(done.stderr.strip().splitlines()[-6:])
+    base.update(status="error", seconds=time.perf_counter() - started,
+                message=f"child exited with {done.returncode}: {tail}")
+    return [base]
+
+
+def run_suite(runs: list[dict], out: Path, resume: bool, quiet: bool) -> list[dict]:
+    """Execute the runs not yet done, appending each row as it comes; returns the new rows."""
+    from tqdm.auto import tqdm
+
+    if not resume and out.is_file():
+        shutil.move(out, out.with_suffix(out.suffix + ".bak"))
+    done = completed_keys(read_results(out)) if resume else set()
+    todo = [r for r in runs if run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"]) not in done]
+    rows = []
+    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), disable=quiet, unit="run",
+               desc="bench", dynamic_ncols=True)
+    for spec in todo:
+        key = run_key(spec["dataset"], spec["mechanism"], spec["parameters"], spec["epsilon"], spec["seed"])
+        if key in done:  # written by an earlier run's shared fit (a peer's fixed-sampler row)
+            bar.update(1)
+            continue
+        bins = spec["parameters"].get("bins")
+        bar.set_postfix_str(f"{spec['dataset']} {spec['mechanism']}{'' if bins is None else f' bins={bins}'} "
+                            f"eps={spec['epsilon']:g} seed={spec['seed']}")
+        for row in execute(spec):
+            append_row(out, row)
+            rows.append(row)
+            if row["status"] in DONE_STATUSES:
+                done.add(run_key(row["dataset"], row["mechanism"], row["parameters"], row["epsilon"], row["seed"]))
+            if not quiet:
+                bar.write(_summary_line(row))
+        bar.update(1)
+    bar.close()
+    return rows
+
+
+def _summary_line(row: dict[str, Any]) -> str:
+    def number(key: str, spec: str) -> str:
+        value = row.get(key)
+        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+    bins = json.loads(row["parameters"]).get("bins")
+    name = row["mechanism"] + ("" if bins is None else f"[{bins}]")
+    text = (f"{row['dataset']:14s} {name:22s} eps={row['epsilon']:<5g} seed={row['seed']} "
+            f"{row['status']:7s} {number('seconds', '7.1f')}s F1 {number('macro_f1', '.3f')} "
+            f"CM {number('CM_mean_error', '.4f')} MM {number('MM_mean_error', '.4f')} "
+            f"LT {number('LT_mean_error', '.4f')} peak {number('peak_rss_mib', '.0f')} MiB")
+    if row["status"] != "ok" and row.get("message"):
+        text += f"\n    {str(row['message'])[:300]}"
+    return text
+
+
+# ============================================================================================
+# Headline table and plots (from the results CSV)
+# ============================================================================================
+
+ERROR_CLASSES = ("CM", "MM", "LT")
+
+
+def with_variants(results: pl.DataFrame) -> pl.DataFrame:
+    """``results`` with ``bins`` (from the parameters JSON) and ``variant``, the name a plot
+    or table shows; for mechanisms run over several bins, only the best bins per dataset is
+    kept (lowest mean over its ok rows of the CM+MM+LT mean errors), named in the variant."""
+    frame = results.with_columns(
+        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"),
+        pl.mean_horizontal(*(pl.col(f"{c}_mean_error") for c in ERROR_CLASSES)).alias("_score"),
+    )
+    binned = frame.filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null())
+    best = (binned.filter(pl.col("status") == "ok").group_by("dataset", "mechanism", "bins")
+            .agg(pl.col("_score").mean()).sort("_score", "bins")
+            .group_by("dataset", "mechanism", maintain_order=True).agg(pl.col("bins").first().alias("best_bins")))
+    frame = frame.join(best, on=["dataset", "mechanism"], how="left")
+    frame = frame.filter(pl.col("best_bins").is_null() | (pl.col("bins") == pl.col("best_bins")))
+    variant = (pl.when(pl.col("best_bins").is_not_null())
+               .then(pl.format("{} (bins={})", pl.col("mechanism"), pl.col("best_bins")))
+               .otherwise(pl.col("mechanism")))
+    return frame.with_columns(variant.alias("variant")).drop("_score", "best_bins")
+
+
+def _mechanism_order(frame: pl.DataFrame) -> pl.Expr:
+    order = {name: index for index, name in enumerate(ALL_MECHANISMS)}
+    return pl.col("mechanism").replace_strict(order, default=len(order), return_dtype=pl.Int64)
+
+
+def headline_table(results: pl.DataFrame) -> pl.DataFrame:
+    """Dataset × ε × mechanism: means over seeds (ok runs only) of the CM/MM/LT mean error,
+    macro F1 (and the real-data F1), seconds and peak RSS, with how many runs were ok.
+
+    Mechanisms run over several bins show their best bins only (see :func:`with_variants`).
+    """
+    frame = with_variants(results)
+    ok = pl.col("status") == "ok"
+    means = [pl.col(c).filter(ok).mean().alias(c) for c in
+             (*(f"{k}_mean_error" for k in ERROR_CLASSES), "macro_f1", "real_macro_f1", "seconds", "peak_rss_mib")]
+    table = (
+        frame.group_by("dataset", "epsilon", "variant")
+        .agg(pl.col("mechanism").first(), *means, ok.sum().alias("runs_ok"), pl.len().alias("runs"),
+             pl.col("status").filter(~ok).first().alias("other_status"))
+        .with_columns(_mechanism_order(frame).alias("_order"))
+        .sort("dataset", "epsilon", "_order", "variant")
+    )
+    status = pl.format("{}/{} ok", pl.col("runs_ok"), pl.col("runs"))
+    status = pl.when(pl.col("other_status").is_null()).then(status).otherwise(
+        pl.format("{} ({})", status, pl.col("other_status")))
+    return table.select(
+        "dataset", "epsilon", pl.col("variant").alias("mechanism"),
+        *(pl.col(f"{k}_mean_error") for k in ERROR_CLASSES), "macro_f1", "real_macro_f1",
+        "seconds", "peak_rss_mib", status.alias("runs"),
+    )
+
+
+def table_markdown(table: pl.DataFrame, title: str = "") -> str:
+    """``table`` as a GitHub Markdown table (floats to 4 significant digits)."""
+    def cell(value: Any) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "–"
+        if isinstance(value, float):
+            return f"{value:.4g}"
+        return str(value).replace("|", "\\|")
+
+    lines = [f"# {title}", ""] if title else []
+    lines.append("| " + " | ".join(table.columns) + " |")
+    lines.append("|" + "|".join("---" for _ in table.columns) + "|")
+    lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in table.iter_rows())
+    return "\n".join(lines) + "\n"
+
+
+def _seed_stats(frame: pl.DataFrame, column: str, by: Sequence[str] = ("variant", "epsilon")) -> pl.DataFrame:
+    """Mean, min and max of ``column`` over seeds (ok rows with a value), per ``by``."""
+    return (frame.filter((pl.col("status") == "ok") & pl.col(column).is_not_null())
+            .group_by(*by).agg(pl.col(column).mean().alias("mean"), pl.col(column).min().alias("low"),
+                               pl.col(column).max().alias("high"), pl.col("seconds").mean().alias("seconds"),
+                               pl.col("mechanism").first())
+            .with_columns(_mechanism_order(frame).alias("_order"))
+            .sort("_order", *by).drop("_order"))
+
+
+def _draw_mean_range(axis, stats: pl.DataFrame, x: str = "epsilon") -> None:
+    for (variant,), part in stats.group_by("variant", maintain_order=True):
+        part = part.sort(x)
+        mean = part["mean"].to_numpy()
+        axis.errorbar(part[x].to_numpy(), mean, yerr=[mean - part["low"].to_numpy(), part["high"].to_numpy() - mean],
+                      marker="o", capsize=3, label=variant)
+
+
+def _file_name(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)
+
+
+def write_plots(results: pl.DataFrame, plots_dir: Path) -> list[Path]:
+    """Error vs ε, macro F1 vs ε, F1 vs runtime (per dataset) and annealing vs fixed σ, as
+    PNGs in ``plots_dir``; returns the files written. Means over seeds, bars min to max."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots_dir = Path(plots_dir)
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    frame = with_variants(results)
+    written: list[Path] = []
+
+    def save(figure, name: str) -> None:
+        path = plots_dir / name
+        figure.tight_layout()
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+
+    for (dataset,), part in frame.sort("dataset").group_by("dataset", maintain_order=True):
+        if part.filter(pl.col("status") == "ok").height == 0:
+            continue
+        figure, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+        for axis, query_class in zip(axes, ERROR_CLASSES, strict=True):
+            _draw_mean_range(axis, _seed_stats(part, f"{query_class}_mean_error"))
+            axis.set(xscale="log", yscale="log", xlabel="ε", ylabel="mean |q(D) − q(D̂)|",
+                     title=f"{dataset}: {query_class} error")
+        axes[0].legend(fontsize=7)
+        save(figure, f"error_vs_epsilon_{_file_name(dataset)}.png")
+
+        figure, axis = plt.subplots(figsize=(7, 4.5))
+        _draw_mean_range(axis, _seed_stats(part, "macro_f1"))
+        real = part["real_macro_f1"].drop_nulls()
+        if real.len():
+            axis.axhline(real.mean(), color="black", linestyle="--", label="real training rows")
+        axis.set(xscale="log", xlabel="ε", ylabel="macro F1 (logistic regression)", title=f"{dataset}: ML utility")
+        axis.legend(fontsize=7)
+        save(figure, f"f1_vs_epsilon_{_file_name(dataset)}.png")
+
+        figure, axis = plt.subplots(figsize=(7, 4.5))
+        stats = _seed_stats(part, "macro_f1")
+        for (variant,), group in stats.group_by("variant", maintain_order=True):
+            axis.scatter(group["seconds"].to_numpy(), group["mean"].to_numpy(), label=variant)
+            for x_value, y_value, epsilon in group.select("seconds", "mean", "epsilon").iter_rows():
+                axis.annotate(f"ε={epsilon:g}", (x_value, y_value), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        axis.set(xscale="log", xlabel="seconds per fit (mean over seeds)", ylabel="macro F1",
+                 title=f"{dataset}: F1 vs runtime")
+        axis.legend(fontsize=7)
+        save(figure, f"f1_vs_runtime_{_file_name(dataset)}.png")
+
+    pair = frame.filter(pl.col("mechanism").is_in(("rap++", "rap++fixed-sigma")) & (pl.col("status") == "ok"))
+    datasets = [d for d in pair["dataset"].unique().sort().to_list()
+                if pair.filter(pl.col("dataset") == d)["mechanism"].n_unique() == 2]
+    if datasets:
+        panels = ("LT_mean_error", "CM_mean_error", "macro_f1")
+        figure, axes = plt.subplots(len(datasets), len(panels), figsize=(15, 4.2 * len(datasets)), squeeze=False)
+        for row_axes, dataset in zip(axes, datasets, strict=True):
+            part = pair.filter(pl.col("dataset") == dataset)
+            for axis, column in zip(row_axes, panels, strict=True):
+                _draw_mean_range(axis, _seed_stats(part, column))
+                axis.set(xscale="log", xlabel="ε", ylabel=column, title=f"{dataset}: annealing vs fixed σ")
+            row_axes[0].legend(fontsize=7)
+        save(figure, "annealing_vs_fixed_sigma.png")
+    return written
+
+
+# ============================================================================================
+# Command line
+# ============================================================================================
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", choices=sorted(SUITES), default="headline")
+    parser.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
+                        help="skip runs already in --out with status ok/timeout (default); "
+                             "--no-resume moves the old file to <out>.bak and starts over")
+    parser.add_argument("--datasets", nargs="+", help="override the suite's datasets")
+    parser.add_argument("--mechanisms", nargs="+", choices=ALL_MECHANISMS, help="override the suite's mechanisms")
+    parser.add_argument("--epsilons", nargs="+", type=float, help="override the suite's ε grid")
+    parser.add_argument("--seeds", nargs="+", type=int, help="override the suite's seeds")
+    parser.add_argument("--out", type=Path, help="results CSV (default bench/results/<suite>.csv)")
+    parser.add_argument("--plots-dir", type=Path,
+                        help="PNG folder (default bench/results/plots, plots/quick for the quick suite)")
+    parser.add_argument("--peer-time-cap", type=float, default=PEER_TIME_CAP_S,
+                        help="seconds per peer fit before its row reads timeout (default 1200)")
+    parser.add_argument("--plots-only", action="store_true", help="only redraw plots and the table from --out")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.one:
+        rows = run_one(json.loads(args.one))
+        print(json.dumps(rows, default=float))
+        return 0
+    suite = SUITES[args.suite]
+    out = args.out or RESULTS / f"{args.suite}.csv"
+    plots_dir = args.plots_dir or (RESULTS / "plots" if args.suite == "headline" else RESULTS / "plots" / args.suite)
+    if not args.plots_only:
+        runs = plan_runs(suite, args.datasets or suite["datasets"], args.mechanisms or ALL_MECHANISMS,
+                         args.epsilons or suite["epsilons"], args.seeds or suite["seeds"], args.peer_time_cap)
+        started = time.perf_counter()
+        rows = run_suite(runs, out, args.resume, args.quiet)
+        if not args.quiet:
+            print(f"{len(rows)} run(s) in {time.perf_counter() - started:.0f} s -> {out}", flush=True)
+    results = read_results(out)
+    if results.height == 0:
+        print(f"no results in {out}; nothing to plot", file=sys.stderr)
+        return 1
+    table = headline_table(results)
+    out.with_suffix(".md").write_text(table_markdown(table, title=f"{args.suite} suite ({out.name})"))
+    written = write_plots(results, plots_dir)
+    if not args.quiet:
+        print(f"table -> {out.with_suffix('.md')}; {len(written)} plot(s) -> {plots_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,287 @@
+"""The benchmark harness (bench/run.py, bench/mechanisms.py): resuming, the independent
+baseline's privacy accounting, the binning of rap-binned, the headline table and the plots.
+
+Only one test synthesizes, through the ``--one`` child path with tiny settings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not of the package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench import mechanisms, run  # noqa: E402
+from polars_rap.privacy import PrivacyLedger, rho_from_epsilon_delta  # noqa: E402
+
+DOMAIN = {
+    "age": (17, 90),
+    "hours": {"bounds": (0.0, 100.0), "nullable": True},
+    "sex": ["F", "M"],
+    "label": [False, True],
+}
+
+
+def _toy_frame(n_rows: int = 400, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    hours = rng.uniform(0, 100, n_rows)
+    return pl.DataFrame({
+        "age": rng.integers(17, 91, n_rows).astype(np.int32),
+        "hours": pl.Series(hours).set(pl.Series(rng.random(n_rows) < 0.1), None),
+        "sex": rng.choice(["F", "M"], n_rows),
+        "label": rng.random(n_rows) < 0.3,
+    }, schema={"age": pl.Int32, "hours": pl.Float64, "sex": pl.String, "label": pl.Boolean})
+
+
+# ------------------------------------------------------------------ resuming
+
+
+def test_run_key_ignores_json_spelling_and_number_types():
+    a = run.run_key("adult", "rap-binned", '{"bins": 20, "eval": {"b": 1, "a": 2}}', 1, 0)
+    b = run.run_key("adult", "rap-binned", {"eval": {"a": 2, "b": 1}, "bins": 20}, 1.0, np.int64(0))
+    assert a == b
+    assert a != run.run_key("adult", "rap-binned", {"eval": {"a": 2, "b": 1}, "bins": 30}, 1.0, 0)
+
+
+def test_completed_keys_skip_ok_and_timeout_and_retry_errors(tmp_path):
+    out = tmp_path / "results.csv"
+    spec = run.plan_runs(run.SUITES["quick"], ["acs-income-CA"], ["rap++", "independent", "mst"],
+                         [1.0], [0], 60.0)
+    assert [s["mechanism"] for s in spec] == ["rap++", "independent", "mst"]
+    for item, status in zip(spec, ["ok", "error", "timeout"], strict=True):
+        row = {"dataset": item["dataset"], "mechanism": item["mechanism"], "epsilon": item["epsilon"],
+               "seed": item["seed"], "parameters": run.canonical_json(item["parameters"]),
+               "status": status, "message": 'a "quoted", comma'}
+        run.append_row(out, row)
+    results = run.read_results(out)
+    assert results.height == 3 and results["message"][0] == 'a "quoted", comma'
+    done = run.completed_keys(results)
+    todo = [s for s in spec if run.run_key(s["dataset"], s["mechanism"], s["parameters"], s["epsilon"], s["seed"]) not in done]
+    assert [s["mechanism"] for s in todo] == ["independent"]
+
+
+def test_plan_runs_one_row_per_bins_value_and_suite_grid():
+    suite = run.SUITES["headline"]
+    runs = run.plan_runs(suite, suite["datasets"], run.ALL_MECHANISMS, suite["epsilons"], suite["seeds"], 1200.0)
+    per_cell = 4 + 4 + 4 * 4  # rap++ rap++mm independent fixed-sigma; rap-binned x4; 4 peers x4 bins
+    assert len(runs) == 2 * 3 * 3 * per_cell
+    keys = {run.run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"]) for r in runs}
+    assert len(keys) == len(runs)
+    binned = {r["parameters"]["bins"] for r in runs if r["mechanism"] == "rap-binned"}
+    assert binned == {10, 20, 30, 50}
+    assert all(r["parameters"]["time_cap_s"] == 1200.0 for r in runs if r["mechanism"] in run.PEERS)
+
+
+# ------------------------------------------------------------------ independent baseline
+
+
+def test_independent_spends_exactly_rho_with_the_stated_noise():
+    train = _toy_frame()
+    epsilon, delta = 1.0, 1.0 / train.height**2
+    rho = rho_from_epsilon_delta(epsilon, delta)
+    ledger = PrivacyLedger(rho)
+    result = mechanisms.independent(train, DOMAIN, ["label"], epsilon, delta, 0, {"bins": 20}, ledger=ledger)
+    assert ledger.rho_spent == rho
+    assert len(ledger.events) == train.width
+    assert all(e.mechanism == "gaussian" for e in ledger.events)
+    per_column = rho / train.width
+    assert all(math.isclose(e.rho, per_column, rel_tol=1e-12) for e in ledger.events)
+    # replace-one: sqrt(2)/n L2 sensitivity, std = sqrt(2)/n / sqrt(2 rho_col) = 1/(n sqrt(rho_col))
+    expected_std = 1.0 / (train.height * math.sqrt(per_column))
+    assert math.isclose(mechanisms.independent_noise_std(train.height, per_column), expected_std, rel_tol=1e-12)
+    assert math.isclose(result.parameters["noise_std"], expected_std, rel_tol=1e-9)
+    assert result.parameters["rho_spent"] == result.parameters["rho_budget"] == rho
+
+
+def test_independent_output_has_names_dtypes_and_public_bounds():
+    train = _toy_frame()
+    result = mechanisms.independent(train, DOMAIN, ["label"], 5.0, 1e-6, 3, {"bins": 10})
+    data = result.data
+    assert result.status == "ok"
+    assert data.schema == train.schema and data.height == train.height
+    assert data["age"].min() >= 17 and data["age"].max() <= 90
+    hours = data["hours"].drop_nulls()
+    assert hours.min() >= 0.0 and hours.max() <= 100.0
+    assert set(data["sex"].unique()) <= {"F", "M"}
+    again = mechanisms.independent(train, DOMAIN, ["label"], 5.0, 1e-6, 3, {"bins": 10}).data
+    assert again.equals(data)  # same seed, same output
+
+
+# ------------------------------------------------------------------ rap-binned binning
+
+
+def test_bin_column_equal_width_clipped_nulls_kept():
+    values = pl.Series("x", [0.0, 9.99, 10.0, 99.9, 100.0, -5.0, 200.0, None, float("nan")])
+    codes = mechanisms.bin_column(values, 0.0, 100.0, 10)
+    assert codes.dtype == pl.Int32
+    assert codes.to_list() == [0, 0, 1, 9, 9, 0, 9, None, None]
+
+
+@pytest.mark.parametrize("bins", [10, 20, 30, 50, 200])
+def test_unbin_round_trip_keeps_bins_bounds_and_dtypes(bins):
+    train = _toy_frame(n_rows=500, seed=bins)
+    binned = mechanisms.bin_frame(train, DOMAIN, bins)
+    assert binned.schema["age"] == pl.Int32 and binned.schema["hours"] == pl.Int32
+    assert binned["hours"].null_count() == train["hours"].null_count()
+    back = mechanisms.unbin_frame(binned, DOMAIN, bins, train.schema, np.random.default_rng(0))
+    assert back.schema == train.schema
+    assert back["age"].min() >= 17 and back["age"].max() <= 90
+    assert back["hours"].drop_nulls().min() >= 0.0 and back["hours"].drop_nulls().max() <= 100.0
+    assert back["hours"].is_null().equals(train["hours"].is_null())
+    again = mechanisms.bin_frame(back, DOMAIN, bins)
+    assert again["hours"].equals(binned["hours"])
+    if bins <= 73:  # every age bin holds an integer: an integer draw stays in its bin
+        assert again["age"].equals(binned["age"])
+    else:  # narrower than a year: the nearest integer, within one bin
+        assert (again["age"] - binned["age"]).abs().max() <= 1
+    assert back.select("sex", "label").equals(train.select("sex", "label"))
+
+
+def test_binned_domain_declares_codes_and_null():
+    domain = mechanisms.binned_domain(DOMAIN, 5)
+    assert domain["age"] == [0, 1, 2, 3, 4]
+    assert domain["hours"] == [0, 1, 2, 3, 4, None]
+    assert domain["sex"] == ["F", "M"]
+
+
+def test_final_sigma_is_the_end_of_the_default_schedule():
+    from polars_rap import ProjectionConfig
+
+    assert mechanisms.final_sigma(ProjectionConfig()) == 8.0 * 2**6
+
+
+# ------------------------------------------------------------------ table and plots
+
+
+def _hand_results() -> pl.DataFrame:
+    rows = []
+    for dataset in ("adult", "acs-income-CA"):
+        for epsilon in (0.25, 1.0):
+            for seed in (0, 1):
+                base = {"dataset": dataset, "epsilon": epsilon, "seed": seed, "real_macro_f1": 0.8}
+                rows.append({**base, "mechanism": "rap++", "parameters": "{}", "status": "ok",
+                             "CM_mean_error": 0.01 + seed * 0.002, "MM_mean_error": 0.02, "LT_mean_error": 0.03,
+                             "macro_f1": 0.70 + seed * 0.02, "seconds": 10.0, "peak_rss_mib": 400.0})
+                rows.append({**base, "mechanism": "rap++fixed-sigma", "parameters": "{}", "status": "ok",
+                             "CM_mean_error": 0.012, "MM_mean_error": 0.025, "LT_mean_error": 0.04,
+                             "macro_f1": 0.68, "seconds": 9.0, "peak_rss_mib": 390.0})
+                for bins, error in ((10, 0.05), (20, 0.02)):
+                    rows.append({**base, "mechanism": "rap-binned", "parameters": json.dumps({"bins": bins}),
+                                 "status": "ok", "CM_mean_error": error, "MM_mean_error": error,
+                                 "LT_mean_error": error, "macro_f1": 0.6, "seconds": 5.0, "peak_rss_mib": 300.0})
+                rows.append({**base, "mechanism": "aim", "parameters": json.dumps({"bins": 20}),
+                             "status": "timeout" if seed else "ok", "CM_mean_error": 0.005,
+                             "MM_mean_error": 0.01, "LT_mean_error": 0.02, "macro_f1": 0.75,
+                             "seconds": 1200.0, "peak_rss_mib": 900.0})
+                rows.append({**base, "mechanism": "mst", "parameters": json.dumps({"bins": 10}),
+                             "status": "error", "message": "bench.peers unavailable"})
+    frame = pl.DataFrame(rows)
+    for column in run.COLUMNS:
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None).alias(column))
+    return frame.select(run.COLUMNS).cast({c: pl.Float64 for c in run.FLOAT_COLUMNS} | {"seed": pl.Int64})
+
+
+def test_headline_table_means_over_seeds_and_best_bins():
+    table = run.headline_table(_hand_results())
+    assert table.columns[:3] == ["dataset", "epsilon", "mechanism"]
+    assert table.height == 2 * 2 * 5
+    first = table.filter((pl.col("dataset") == "acs-income-CA") & (pl.col("epsilon") == 0.25))
+    assert first["mechanism"].to_list() == ["rap++", "rap-binned (bins=20)", "rap++fixed-sigma",
+                                            "aim (bins=20)", "mst"]
+    rap = first.row(0, named=True)
+    assert math.isclose(rap["CM_mean_error"], 0.011) and math.isclose(rap["macro_f1"], 0.71)
+    aim = first.filter(pl.col("mechanism") == "aim (bins=20)").row(0, named=True)
+    assert aim["macro_f1"] == 0.75 and aim["runs"] == "1/2 ok (timeout)"
+    mst = first.filter(pl.col("mechanism") == "mst").row(0, named=True)
+    assert mst["macro_f1"] is None and mst["runs"] == "0/2 ok (error)"
+    markdown = run.table_markdown(table, title="hand")
+    assert markdown.startswith("# hand") and "| rap-binned (bins=20) |" in markdown
+
+
+def test_plots_are_written(tmp_path):
+    written = run.write_plots(_hand_results(), tmp_path / "plots")
+    names = sorted(p.name for p in written)
+    assert "annealing_vs_fixed_sigma.png" in names
+    for dataset in ("adult", "acs-income-CA"):
+        for kind in ("error_vs_epsilon", "f1_vs_epsilon", "f1_vs_runtime"):
+            assert f"{kind}_{dataset}.png" in names
+    assert all(p.stat().st_size > 1000 and p.read_bytes()[:4] == b"\x89PNG" for p in written)
+
+
+# ------------------------------------------------------------------ peers (bench/peers.py faked)
+
+
+class _FakePeerResult:
+    def __init__(self, status, data, fixed_data=None):
+        self.status, self.data, self.fixed_data = status, data, fixed_data
+        self.seconds, self.peak_rss_mib, self.message, self.bins, self.fit_seconds = 2.0, 321.0, "", 20, 1.5
+
+
+def _fake_peers(monkeypatch, run_peer):
+    import types
+
+    module = types.ModuleType("bench.peers")
+    module.ensure_peer_env = lambda: None
+    module.run_peer = run_peer
+    monkeypatch.setitem(sys.modules, "bench.peers", module)
+
+
+def test_peer_fit_also_gives_the_fixed_sampler_row(monkeypatch):
+    train = _toy_frame(50)
+    calls = []
+
+    def run_peer(mechanism, train, domain, epsilon, delta, seed, bins, rows, time_cap_s, workdir, **options):
+        calls.append((mechanism, bins, rows, time_cap_s, options))
+        return _FakePeerResult("ok", train.reverse(), fixed_data=train)
+
+    _fake_peers(monkeypatch, run_peer)
+    result = mechanisms.MECHANISMS["aim"](train, DOMAIN, ["label"], 1.0, 1e-6, 0, {"bins": 20, "time_cap_s": 60.0})
+    assert calls == [("aim", 20, 50, 60.0, {"also_fixed_sampler": True})]
+    assert result.status == "ok" and result.peak_rss_mib == 321.0 and result.data.equals(train.reverse())
+    companion = result.companions["aim-fixed-sampler"]
+    assert companion.status == "ok" and companion.data.equals(train) and "same fit" in companion.message
+
+
+def test_peer_timeout_and_missing_module_are_rows_not_gaps(monkeypatch):
+    train = _toy_frame(50)
+    _fake_peers(monkeypatch, lambda *args, **kwargs: _FakePeerResult("timeout", None))
+    result = mechanisms.MECHANISMS["mst"](train, DOMAIN, ["label"], 1.0, 1e-6, 0, {"bins": 10, "time_cap_s": 1.0})
+    assert result.status == "timeout" and result.data is None
+    assert result.companions["mst-fixed-sampler"].status == "timeout"
+    monkeypatch.setitem(sys.modules, "bench.peers", None)  # import fails
+    missing = mechanisms.MECHANISMS["mst-fixed-sampler"](train, DOMAIN, ["label"], 1.0, 1e-6, 0,
+                                                         {"bins": 10, "time_cap_s": 1.0})
+    assert missing.status == "error" and "bench.peers unavailable" in missing.message
+
+
+# ------------------------------------------------------------------ the --one child path
+
+
+def test_one_child_runs_tiny_rap_plus_plus_and_reports_a_full_row():
+    parameters = {"train_rows": 600, "eval": {"n_mixed_marginals": 50, "n_linear_thresholds": 200},
+                  "synthesize": {"relaxed_rows": 20, "rounds_cm": 2, "rounds_lt": 1,
+                                 "n_linear_thresholds": 50, "queries_per_round": 2},
+                  "projection": {"max_steps": 5, "max_doublings": 1}}
+    spec = {"dataset": "acs-income-CA", "mechanism": "rap++", "epsilon": 5.0, "seed": 0, "parameters": parameters}
+    done = subprocess.run([sys.executable, "-m", "bench.run", "--one", json.dumps(spec)],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["status"] == "ok", row["message"]
+    assert set(row) == set(run.COLUMNS)
+    assert row["n_train"] == 600 and row["delta"] == 1.0 / 600**2
+    assert 0.0 <= row["CM_mean_error"] <= 1.0 and 0.0 <= row["LT_mean_error"] <= 1.0
+    assert 0.0 <= row["macro_f1"] <= 1.0 and row["peak_rss_mib"] > 50
+    assert json.loads(row["parameters"]) == parameters
