@@ -46,7 +46,7 @@ from polars_rap.privacy import (
     split_budget,
 )
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
-from polars_rap.queries import QueryClass, QuerySet
+from polars_rap.queries import QueryClass, QuerySet, group_l1
 from polars_rap.report import (
     PrivacyReport,
     SelectionRecord,
@@ -290,7 +290,7 @@ def synthesize(
             continue
         k = min(queries_per_round, len(candidates))
         synthetic = backend_module.answers_relaxed(params.relaxed(), queries.take_groups(candidates), np.inf)
-        errors = _group_l1(true_answers[queries.group_query_indices(candidates)] - synthetic,
+        errors = group_l1(true_answers[queries.group_query_indices(candidates)] - synthetic,
                            queries.group_sizes[candidates])
         chosen_by_gumbel = k < len(candidates)
         if chosen_by_gumbel:
@@ -355,12 +355,6 @@ def synthesize(
 
 
 # ---------------------------------------------------------------- helpers
-def _group_l1(differences: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """float64[n_groups]: L1 norm of ``differences`` over consecutive groups of ``sizes``."""
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    return np.add.reduceat(np.abs(differences.astype(np.float64)), starts) if len(sizes) else np.zeros(0)
-
-
 def _interleave(rounds: Mapping[str, int]) -> list[str]:
     """Spread each class's rounds evenly over the schedule (deterministic)."""
     slots = [((i + 0.5) / count, name) for name, count in rounds.items() for i in range(count)]
@@ -372,15 +366,15 @@ def _selection_record(round_index, class_name, queries: QuerySet, candidates, sy
     """Keep what a Gumbel round released and compared against, for the unmeasured bounds."""
     sizes = queries.group_sizes[candidates]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    gaps = [
-        float(np.abs(noisy - synthetic[starts[i]:starts[i + 1]]).sum())
+    gaps = np.array([
+        np.abs(noisy - synthetic[starts[i]:starts[i + 1]]).sum()
         for i, noisy in zip(selected_local, noisy_parts, strict=True)
-    ]
+    ])
     return SelectionRecord(
         round=round_index, query_class=class_name, candidates=np.asarray(candidates, dtype=np.int64),
         candidate_answers=np.asarray(synthetic, dtype=np.float64), gumbel_scale=float(scale),
         selected=np.asarray(candidates[selected_local], dtype=np.int64),
-        selected_gap=np.asarray(gaps), selected_std=np.asarray(stds, dtype=np.float64),
+        selected_gap=gaps, selected_std=np.asarray(stds, dtype=np.float64),
         selected_size=np.asarray(sizes[selected_local], dtype=np.int64),
     )
 
@@ -431,7 +425,7 @@ def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers,
     for record in selections.values():
         bounds = unmeasured_error_bounds(record, queries.group_sizes,
                                          synthetic_answers(record.candidates), confidence)
-        groups = record.candidates[~np.isin(record.candidates, record.selected)]
+        groups = record.candidates[record.unmeasured]
         first_query = queries.group_offsets[groups]
         parts.append(pl.DataFrame({
             "query_class": [record.query_class] * len(groups),

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["QueryClass", "QuerySet", "categorical_layout"]
+__all__ = ["QueryClass", "QuerySet", "categorical_layout", "group_l1"]
 
 
 class QueryClass:
@@ -61,6 +61,14 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=out[1:])
     return out
+
+
+def group_l1(differences: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """float64[n_groups]: the L1 norm of ``differences`` over consecutive groups of ``sizes``
+    (the answers of several groups concatenated in group order)."""
+    if len(sizes) == 0:
+        return np.zeros(0)
+    return np.add.reduceat(np.abs(np.asarray(differences, dtype=np.float64)), _offsets(sizes)[:-1])
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.privacy import PrivacyEvent
+from polars_rap.queries import group_l1
 
 __all__ = [
     "PrivacyReport", "SelectionRecord", "interval_halfwidth", "simultaneous_halfwidth",
@@ -76,6 +77,11 @@ class SelectionRecord:
     selected_std: np.ndarray
     selected_size: np.ndarray
 
+    @property
+    def unmeasured(self) -> np.ndarray:
+        """bool[C]: which candidates were not selected (those the bounds are for)."""
+        return ~np.isin(self.candidates, self.selected)
+
 
 def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
                             final_answers: np.ndarray, confidence: float) -> np.ndarray:
@@ -123,9 +129,8 @@ def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
     )
     gumbel_terms = record.gumbel_scale * (math.log(len(record.candidates)) + lambda2 + lower_tail)
     sizes = group_sizes[record.candidates]
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    drift = np.add.reduceat(np.abs(final_answers - record.candidate_answers), starts)
-    unmeasured = ~np.isin(record.candidates, record.selected)
+    drift = group_l1(final_answers - record.candidate_answers, sizes)
+    unmeasured = record.unmeasured
     bound = drift[unmeasured] + float(selected_error.min()) + gumbel_terms
     # No bound needs to exceed the largest possible error: the L1 distance of two vectors of
     # fractions each summing to at most 1 is at most 2 (1 for a single query).
