@@ -55,7 +55,7 @@ def test_run_key_ignores_json_spelling_and_number_types():
 def test_completed_keys_skip_ok_and_timeout_and_retry_errors(tmp_path):
     out = tmp_path / "results.csv"
     spec = run.plan_runs(run.SUITES["quick"], ["acs-income-CA"], ["rap++", "independent", "mst"],
-                         [1.0], [0], 60.0)
+                         [1.0], [0], 60.0)  # the quick suite's peers have one bins value: no tuning
     assert [s["mechanism"] for s in spec] == ["rap++", "independent", "mst"]
     for item, status in zip(spec, ["ok", "error", "timeout"], strict=True):
         row = {"dataset": item["dataset"], "mechanism": item["mechanism"], "epsilon": item["epsilon"],
@@ -69,16 +69,74 @@ def test_completed_keys_skip_ok_and_timeout_and_retry_errors(tmp_path):
     assert [s["mechanism"] for s in todo] == ["independent"]
 
 
-def test_plan_runs_one_row_per_bins_value_and_suite_grid():
+def _finished(spec: dict, status: str = "ok", score: float | None = None) -> dict:
+    """A results row for ``spec`` with every error equal to ``score``."""
+    row = {"dataset": spec["dataset"], "mechanism": spec["mechanism"], "epsilon": spec["epsilon"],
+           "seed": spec["seed"], "parameters": run.canonical_json(spec["parameters"]), "status": status}
+    if score is not None:
+        row.update({f"{c}_mean_error": score for c in run.ERROR_CLASSES})
+    return row
+
+
+def _as_results(rows: list[dict]) -> pl.DataFrame:
+    frame = pl.DataFrame(rows)
+    for column in run.COLUMNS:
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None).alias(column))
+    return frame.select(run.COLUMNS).cast({c: pl.Float64 for c in run.FLOAT_COLUMNS} | {"seed": pl.Int64})
+
+
+def test_headline_plan_tunes_bins_at_one_point_then_runs_the_choice_everywhere():
     suite = run.SUITES["headline"]
-    runs = run.plan_runs(suite, suite["datasets"], run.ALL_MECHANISMS, suite["epsilons"], suite["seeds"], 1200.0)
-    per_cell = 4 + 4 + 4 * 4  # rap++ rap++mm independent fixed-sigma; rap-binned x4; 4 peers x4 bins
-    assert len(runs) == 2 * 3 * 3 * per_cell
-    keys = {run.run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"]) for r in runs}
-    assert len(keys) == len(runs)
-    binned = {r["parameters"]["bins"] for r in runs if r["mechanism"] == "rap-binned"}
-    assert binned == {10, 20, 30, 50}
-    assert all(r["parameters"]["time_cap_s"] == 1200.0 for r in runs if r["mechanism"] in run.PEERS)
+    required = {m: run.bins_values(suite, m) for m in run.BINNED}
+
+    def plan(chosen):
+        return run.plan_runs(suite, suite["datasets"], run.ALL_MECHANISMS, suite["epsilons"], suite["seeds"],
+                             1800.0, chosen)
+
+    first = plan({})
+    # before any result: every point for the unbinned four, all bins at the tuning point for the rest
+    assert len(first) == 2 * (3 * 3 * 4 + 5 * 4)
+    assert first[0]["epsilon"] == 1.0 and first[0]["seed"] == 0  # the tuning point comes first
+    assert {r["parameters"]["bins"] for r in first if r["mechanism"] == "rap-binned"} == {10, 20, 30, 50}
+    assert all((r["epsilon"], r["seed"]) == (1.0, 0) for r in first if r["mechanism"] in run.BINNED)
+    assert all(r["parameters"]["time_cap_s"] == 1800.0 for r in first if r["mechanism"] in run.PEERS)
+    keys = {run.run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"]) for r in first}
+    assert len(keys) == len(first)
+
+    # adult's AIM tuning: bins 30 best (by its shipped rows), 50 timed out; 10 not yet finished
+    aim = [r for r in first if r["dataset"] == "adult" and r["mechanism"] == "aim"]
+    scores = {10: None, 20: 0.05, 30: 0.02, 50: None}
+    status = {10: "error", 20: "ok", 30: "ok", 50: "timeout"}
+    rows = [_finished(r, status[r["parameters"]["bins"]], scores[r["parameters"]["bins"]]) for r in aim]
+    assert ("adult", "aim") not in run.choose_bins(_as_results(rows), required)  # bins 10 still to run
+    rows[0] = _finished(aim[0], "ok", 0.03)
+    chosen = run.choose_bins(_as_results(rows), required)
+    assert chosen == {("adult", "aim"): 30}  # the companion plans from its parent's choice
+    later = [r for r in plan(chosen) if r["mechanism"] in ("aim", "aim-fixed-sampler")
+             and (r["epsilon"], r["seed"]) != (1.0, 0)]
+    assert len(later) == 2 * 8 and {r["parameters"]["bins"] for r in later} == {30}
+    assert {r["dataset"] for r in later} == {"adult"}
+
+
+def test_choose_bins_compares_only_where_every_value_ran_and_companions_follow():
+    spec = {"dataset": "adult", "epsilon": 1.0, "seed": 0}
+    rows = []
+    for bins, score in ((10, 0.04), (20, 0.01)):
+        rows.append(_finished({**spec, "mechanism": "mst", "parameters": {"bins": bins}}, "ok", score))
+        companion = 0.001 if bins == 10 else 0.5  # the companion alone would prefer 10
+        rows.append(_finished({**spec, "mechanism": "mst-fixed-sampler", "parameters": {"bins": bins}}, "ok", companion))
+    # bins 10 also ran at another point, with a tiny error: not comparable, so ignored
+    rows.append(_finished({**spec, "epsilon": 5.0, "mechanism": "mst", "parameters": {"bins": 10}}, "ok", 1e-6))
+    chosen = run.choose_bins(_as_results(rows))
+    assert chosen == {("adult", "mst"): 20, ("adult", "mst-fixed-sampler"): 20}
+    table = run.bins_table(_as_results(rows))
+    mst = table.filter(pl.col("mechanism") == "mst")
+    assert mst["bins"].to_list() == [10, 20] and mst["chosen"].to_list() == [False, True]
+    assert mst["score"].to_list() == pytest.approx([0.04, 0.01])
+    # all timed out: the fewest bins, so the rest of the grid is still planned (and reported)
+    timeouts = [_finished({**spec, "mechanism": "aim", "parameters": {"bins": b}}, "timeout") for b in (10, 20)]
+    assert run.choose_bins(_as_results(timeouts)) == {("adult", "aim"): 10}
 
 
 # ------------------------------------------------------------------ independent baseline
