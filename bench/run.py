@@ -177,7 +177,8 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
               chosen_bins: dict[tuple[str, str], int] | None = None) -> list[dict]:
     """Every run of a suite that can be planned now, as ``--one`` specs, in execution order.
 
-    Per dataset, the suite's tuning point (ε, seed) comes first; a mechanism with several
+    Per dataset, the suite's tuning point (ε, seed) comes first, then seed by seed every ε
+    (so that a suite stopped early still has whole curves); a mechanism with several
     bins values runs all of them there (even when that point is outside ``epsilons`` ×
     ``seeds``) and, elsewhere, only ``chosen_bins[(dataset, mechanism)]`` (a companion row
     uses its parent's entry, see ``SAME_FIT_AS``); without an entry those runs are left out
@@ -185,7 +186,7 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
     """
     chosen_bins = chosen_bins or {}
     tuning = (float(suite["tuning"][0]), int(suite["tuning"][1]))
-    grid = [(float(e), int(s)) for e in epsilons for s in seeds]
+    grid = [(float(e), int(s)) for s in seeds for e in epsilons]  # a partial run covers every ε
     runs = []
     for dataset in datasets:
         for epsilon, seed in [tuning, *(point for point in grid if point != tuning)]:
@@ -558,6 +559,48 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+TARGETS = {
+    "MM_vs_best_peer": ("MM mean error ÷ the best of AIM/MST (shipped or fixed sampler)", "<=", 0.5),
+    "CM_vs_AIM": ("CM mean error ÷ AIM's (the better of shipped and fixed sampler)", "<=", 1.0),
+    "F1_minus_AIM": ("macro F1 − AIM's (the better of shipped and fixed sampler)", ">=", 0.0),
+    "time_vs_AIM": ("seconds ÷ AIM's seconds (the shipped fit)", "<=", 0.2),
+}
+"""Issue #4's headline targets: column -> (meaning, comparison, threshold)."""
+
+
+def targets_table(results: pl.DataFrame) -> pl.DataFrame:
+    """Issue #4's targets per dataset × ε, for rap++ (CM + LT) and rap++mm (CM + LT + MM),
+    from the means over seeds of ok runs (best bins for binned mechanisms): the four ratios
+    or differences of :data:`TARGETS` and ``met``, how many of those that could be computed
+    hold. A missing peer leaves its cells empty."""
+    frame = with_variants(results).filter(pl.col("status") == "ok")
+    means = (frame.group_by("dataset", "epsilon", "mechanism")
+             .agg(pl.col("MM_mean_error", "CM_mean_error", "macro_f1", "seconds").mean()))
+
+    def best(mechanisms: tuple[str, ...], column: str, how: str) -> pl.DataFrame:
+        part = means.filter(pl.col("mechanism").is_in(mechanisms))
+        value = pl.col(column).min() if how == "min" else pl.col(column).max()
+        return part.group_by("dataset", "epsilon").agg(value.alias(f"_{column}_{mechanisms[0]}"))
+
+    peers = (best(PEERS, "MM_mean_error", "min")
+             .join(best(("aim", "aim-fixed-sampler"), "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
+             .join(best(("aim", "aim-fixed-sampler"), "macro_f1", "max"), on=["dataset", "epsilon"], how="full", coalesce=True)
+             .join(best(("aim",), "seconds", "min"), on=["dataset", "epsilon"], how="full", coalesce=True))
+    ours = means.filter(pl.col("mechanism").is_in(("rap++", "rap++mm")))
+    table = ours.join(peers, on=["dataset", "epsilon"], how="left").with_columns(
+        (pl.col("MM_mean_error") / pl.col("_MM_mean_error_aim")).alias("MM_vs_best_peer"),
+        (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM"),
+        (pl.col("macro_f1") - pl.col("_macro_f1_aim")).alias("F1_minus_AIM"),
+        (pl.col("seconds") / pl.col("_seconds_aim")).alias("time_vs_AIM"),
+    )
+    checks = [(pl.col(c) <= t) if op == "<=" else (pl.col(c) >= t) for c, (_, op, t) in TARGETS.items()]
+    met = pl.sum_horizontal(*(check.fill_null(False).cast(pl.Int64) for check in checks))
+    known = pl.sum_horizontal(*(pl.col(c).is_not_null().cast(pl.Int64) for c in TARGETS))
+    return (table.with_columns(pl.format("{}/{}", met, known).alias("met"))
+            .sort("dataset", "epsilon", "mechanism")
+            .select("dataset", "epsilon", pl.col("mechanism").alias("polars_rap"), *TARGETS, "met"))
+
+
 def table_markdown(table: pl.DataFrame, title: str = "") -> str:
     """``table`` as a GitHub Markdown table (floats to 4 significant digits)."""
     def cell(value: Any) -> str:
@@ -596,69 +639,110 @@ def _file_name(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)
 
 
+def _pyplot():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def figure_error_vs_epsilon(results: pl.DataFrame, dataset: str):
+    """Paper Fig. 2: CM, MM and LT mean error against ε for one dataset, one line per
+    mechanism (best bins), means over seeds with min–max bars; a matplotlib Figure."""
+    part = with_variants(results).filter(pl.col("dataset") == dataset)
+    figure, axes = _pyplot().subplots(1, 3, figsize=(15, 4.5))
+    for axis, query_class in zip(axes, ERROR_CLASSES, strict=True):
+        _draw_mean_range(axis, _seed_stats(part, f"{query_class}_mean_error"))
+        axis.set(xscale="log", yscale="log", xlabel="ε", ylabel="mean |q(D) − q(D̂)|",
+                 title=f"{dataset}: {query_class} error")
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
+def figure_f1_vs_epsilon(results: pl.DataFrame, dataset: str):
+    """Paper Fig. 3: logistic-regression macro F1 on the real test rows against ε, with the
+    model trained on the real training rows as a dashed line; a matplotlib Figure."""
+    part = with_variants(results).filter(pl.col("dataset") == dataset)
+    figure, axis = _pyplot().subplots(figsize=(7, 4.5))
+    _draw_mean_range(axis, _seed_stats(part, "macro_f1"))
+    real = part["real_macro_f1"].drop_nulls()
+    if real.len():
+        axis.axhline(real.mean(), color="black", linestyle="--", label="real training rows")
+    axis.set(xscale="log", xlabel="ε", ylabel="macro F1 (logistic regression)", title=f"{dataset}: ML utility")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
+def figure_f1_vs_runtime(results: pl.DataFrame, dataset: str):
+    """Paper Fig. 4: macro F1 against seconds per fit (log scale), one point per mechanism
+    and ε (means over seeds); a matplotlib Figure."""
+    part = with_variants(results).filter(pl.col("dataset") == dataset)
+    figure, axis = _pyplot().subplots(figsize=(7, 4.5))
+    stats = _seed_stats(part, "macro_f1")
+    for (variant,), group in stats.group_by("variant", maintain_order=True):
+        axis.scatter(group["seconds"].to_numpy(), group["mean"].to_numpy(), label=variant)
+        for x_value, y_value, epsilon in group.select("seconds", "mean", "epsilon").iter_rows():
+            axis.annotate(f"ε={epsilon:g}", (x_value, y_value), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    axis.set(xscale="log", xlabel="seconds per fit (mean over seeds)", ylabel="macro F1",
+             title=f"{dataset}: F1 vs runtime")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
+def annealing_datasets(results: pl.DataFrame) -> list[str]:
+    """Datasets with ok rows of both rap++ and rap++fixed-sigma (what Fig. 1 needs)."""
+    pair = results.filter(pl.col("mechanism").is_in(("rap++", "rap++fixed-sigma")) & (pl.col("status") == "ok"))
+    return [d for d in pair["dataset"].unique().sort().to_list()
+            if pair.filter(pl.col("dataset") == d)["mechanism"].n_unique() == 2]
+
+
+def figure_annealing_vs_fixed_sigma(results: pl.DataFrame):
+    """Paper Fig. 1: RAP++ with its σ annealing schedule against a fixed σ (the schedule's
+    last value, same step budget): LT error, CM error and macro F1 against ε, one row of
+    panels per dataset; a matplotlib Figure (None when no dataset has both)."""
+    datasets = annealing_datasets(results)
+    if not datasets:
+        return None
+    pair = with_variants(results).filter(pl.col("mechanism").is_in(("rap++", "rap++fixed-sigma")))
+    panels = ("LT_mean_error", "CM_mean_error", "macro_f1")
+    figure, axes = _pyplot().subplots(len(datasets), len(panels), figsize=(15, 4.2 * len(datasets)), squeeze=False)
+    for row_axes, dataset in zip(axes, datasets, strict=True):
+        part = pair.filter(pl.col("dataset") == dataset)
+        for axis, column in zip(row_axes, panels, strict=True):
+            _draw_mean_range(axis, _seed_stats(part, column))
+            axis.set(xscale="log", xlabel="ε", ylabel=column, title=f"{dataset}: annealing vs fixed σ")
+        row_axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
 def write_plots(results: pl.DataFrame, plots_dir: Path) -> list[Path]:
-    """Error vs ε, macro F1 vs ε, F1 vs runtime (per dataset) and annealing vs fixed σ, as
-    PNGs in ``plots_dir``; returns the files written. Means over seeds, bars min to max."""
+    """The four figures above as PNGs in ``plots_dir`` (per dataset where they are per
+    dataset); returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
-    frame = with_variants(results)
     written: list[Path] = []
 
     def save(figure, name: str) -> None:
         path = plots_dir / name
-        figure.tight_layout()
         figure.savefig(path, dpi=110)
         plt.close(figure)
         written.append(path)
 
-    for (dataset,), part in frame.sort("dataset").group_by("dataset", maintain_order=True):
-        if part.filter(pl.col("status") == "ok").height == 0:
-            continue
-        figure, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-        for axis, query_class in zip(axes, ERROR_CLASSES, strict=True):
-            _draw_mean_range(axis, _seed_stats(part, f"{query_class}_mean_error"))
-            axis.set(xscale="log", yscale="log", xlabel="ε", ylabel="mean |q(D) − q(D̂)|",
-                     title=f"{dataset}: {query_class} error")
-        axes[0].legend(fontsize=7)
-        save(figure, f"error_vs_epsilon_{_file_name(dataset)}.png")
-
-        figure, axis = plt.subplots(figsize=(7, 4.5))
-        _draw_mean_range(axis, _seed_stats(part, "macro_f1"))
-        real = part["real_macro_f1"].drop_nulls()
-        if real.len():
-            axis.axhline(real.mean(), color="black", linestyle="--", label="real training rows")
-        axis.set(xscale="log", xlabel="ε", ylabel="macro F1 (logistic regression)", title=f"{dataset}: ML utility")
-        axis.legend(fontsize=7)
-        save(figure, f"f1_vs_epsilon_{_file_name(dataset)}.png")
-
-        figure, axis = plt.subplots(figsize=(7, 4.5))
-        stats = _seed_stats(part, "macro_f1")
-        for (variant,), group in stats.group_by("variant", maintain_order=True):
-            axis.scatter(group["seconds"].to_numpy(), group["mean"].to_numpy(), label=variant)
-            for x_value, y_value, epsilon in group.select("seconds", "mean", "epsilon").iter_rows():
-                axis.annotate(f"ε={epsilon:g}", (x_value, y_value), fontsize=6, xytext=(3, 3), textcoords="offset points")
-        axis.set(xscale="log", xlabel="seconds per fit (mean over seeds)", ylabel="macro F1",
-                 title=f"{dataset}: F1 vs runtime")
-        axis.legend(fontsize=7)
-        save(figure, f"f1_vs_runtime_{_file_name(dataset)}.png")
-
-    pair = frame.filter(pl.col("mechanism").is_in(("rap++", "rap++fixed-sigma")) & (pl.col("status") == "ok"))
-    datasets = [d for d in pair["dataset"].unique().sort().to_list()
-                if pair.filter(pl.col("dataset") == d)["mechanism"].n_unique() == 2]
-    if datasets:
-        panels = ("LT_mean_error", "CM_mean_error", "macro_f1")
-        figure, axes = plt.subplots(len(datasets), len(panels), figsize=(15, 4.2 * len(datasets)), squeeze=False)
-        for row_axes, dataset in zip(axes, datasets, strict=True):
-            part = pair.filter(pl.col("dataset") == dataset)
-            for axis, column in zip(row_axes, panels, strict=True):
-                _draw_mean_range(axis, _seed_stats(part, column))
-                axis.set(xscale="log", xlabel="ε", ylabel=column, title=f"{dataset}: annealing vs fixed σ")
-            row_axes[0].legend(fontsize=7)
+    ok = results.filter(pl.col("status") == "ok")
+    for dataset in ok["dataset"].unique().sort().to_list():
+        name = _file_name(dataset)
+        save(figure_error_vs_epsilon(results, dataset), f"error_vs_epsilon_{name}.png")
+        save(figure_f1_vs_epsilon(results, dataset), f"f1_vs_epsilon_{name}.png")
+        save(figure_f1_vs_runtime(results, dataset), f"f1_vs_runtime_{name}.png")
+    figure = figure_annealing_vs_fixed_sigma(results)
+    if figure is not None:
         save(figure, "annealing_vs_fixed_sigma.png")
     return written
 
@@ -718,6 +802,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tuning = bins_table(results)
     out.with_suffix(".md").write_text(
         table_markdown(table, title=f"{args.suite} suite ({out.name})") + "\n"
+        + "## Targets (issue #4): " + "; ".join(f"{c} {op} {t:g}" for c, (_, op, t) in TARGETS.items())
+        + "\n\n" + table_markdown(targets_table(results)) + "\n"
         + "## Bins tried where every value ran (the chosen one is used above)\n\n"
         + table_markdown(tuning))
     written = write_plots(results, plots_dir)

@@ -266,6 +266,23 @@ def test_headline_table_means_over_seeds_and_best_bins():
     assert markdown.startswith("# hand") and "| rap-binned (bins=20) |" in markdown
 
 
+def test_targets_compare_with_the_best_peer_rows_over_seed_means():
+    results = _hand_results()
+    extra = results.filter((pl.col("mechanism") == "aim") & (pl.col("seed") == 0)).with_columns(
+        pl.lit("aim-fixed-sampler").alias("mechanism"), pl.lit(0.004).alias("CM_mean_error"),
+        pl.lit(0.008).alias("MM_mean_error"), pl.lit(0.70).alias("macro_f1"), pl.lit(5000.0).alias("seconds"))
+    table = run.targets_table(pl.concat([results, extra]))
+    assert table.height == 4 and set(table["polars_rap"]) == {"rap++"}  # no rap++mm rows in the hand results
+    row = table.filter((pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0)).row(0, named=True)
+    assert row["MM_vs_best_peer"] == pytest.approx(0.02 / 0.008)  # the fixed sampler's MM is the best peer's
+    assert row["CM_vs_AIM"] == pytest.approx(0.011 / 0.004)
+    assert row["F1_minus_AIM"] == pytest.approx(0.71 - 0.75)  # the shipped row's F1 is AIM's better one
+    assert row["time_vs_AIM"] == pytest.approx(10.0 / 1200.0)  # against the shipped fit's seconds
+    assert row["met"] == "1/4"
+    alone = run.targets_table(results.filter(~pl.col("mechanism").is_in(run.PEERS)))
+    assert alone["met"].to_list() == ["0/0"] * 4 and alone["CM_vs_AIM"].null_count() == 4
+
+
 def test_plots_are_written(tmp_path):
     written = run.write_plots(_hand_results(), tmp_path / "plots")
     names = sorted(p.name for p in written)
