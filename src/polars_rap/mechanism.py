@@ -31,7 +31,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import polars as pl
-from tqdm.auto import tqdm
+try:  # tqdm.auto picks the notebook bar, but warns at import when ipywidgets is missing
+    import ipywidgets  # noqa: F401
+    from tqdm.auto import tqdm
+except ImportError:
+    from tqdm import tqdm
 
 from polars_rap import kernels
 from polars_rap.domain import Domain
