@@ -635,6 +635,18 @@ def _draw_mean_range(axis, stats: pl.DataFrame, x: str = "epsilon") -> None:
                       marker="o", capsize=3, label=variant)
 
 
+def _epsilon_ticks(axis, stats: pl.DataFrame) -> None:
+    """Ticks at the ε values drawn, labelled plainly (after the log scale is set: setting a
+    scale resets the tick formatters)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    values = sorted(set(stats["epsilon"].to_list())) if stats.height else []
+    if values:
+        axis.xaxis.set_major_locator(FixedLocator(values))
+        axis.set_xticklabels([f"{v:g}" for v in values])
+        axis.xaxis.set_minor_formatter(NullFormatter())
+
+
 def _file_name(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)
 
@@ -651,9 +663,11 @@ def figure_error_vs_epsilon(results: pl.DataFrame, dataset: str):
     part = with_variants(results).filter(pl.col("dataset") == dataset)
     figure, axes = _pyplot().subplots(1, 3, figsize=(15, 4.5))
     for axis, query_class in zip(axes, ERROR_CLASSES, strict=True):
-        _draw_mean_range(axis, _seed_stats(part, f"{query_class}_mean_error"))
+        stats = _seed_stats(part, f"{query_class}_mean_error")
+        _draw_mean_range(axis, stats)
         axis.set(xscale="log", yscale="log", xlabel="ε", ylabel="mean |q(D) − q(D̂)|",
                  title=f"{dataset}: {query_class} error")
+        _epsilon_ticks(axis, stats)
     axes[0].legend(fontsize=7)
     figure.tight_layout()
     return figure
@@ -664,11 +678,13 @@ def figure_f1_vs_epsilon(results: pl.DataFrame, dataset: str):
     model trained on the real training rows as a dashed line; a matplotlib Figure."""
     part = with_variants(results).filter(pl.col("dataset") == dataset)
     figure, axis = _pyplot().subplots(figsize=(7, 4.5))
-    _draw_mean_range(axis, _seed_stats(part, "macro_f1"))
+    stats = _seed_stats(part, "macro_f1")
+    _draw_mean_range(axis, stats)
     real = part["real_macro_f1"].drop_nulls()
     if real.len():
         axis.axhline(real.mean(), color="black", linestyle="--", label="real training rows")
     axis.set(xscale="log", xlabel="ε", ylabel="macro F1 (logistic regression)", title=f"{dataset}: ML utility")
+    _epsilon_ticks(axis, stats)
     axis.legend(fontsize=7)
     figure.tight_layout()
     return figure
@@ -711,8 +727,10 @@ def figure_annealing_vs_fixed_sigma(results: pl.DataFrame):
     for row_axes, dataset in zip(axes, datasets, strict=True):
         part = pair.filter(pl.col("dataset") == dataset)
         for axis, column in zip(row_axes, panels, strict=True):
-            _draw_mean_range(axis, _seed_stats(part, column))
+            stats = _seed_stats(part, column)
+            _draw_mean_range(axis, stats)
             axis.set(xscale="log", xlabel="ε", ylabel=column, title=f"{dataset}: annealing vs fixed σ")
+            _epsilon_ticks(axis, stats)
         row_axes[0].legend(fontsize=7)
     figure.tight_layout()
     return figure

@@ -242,11 +242,7 @@ def _hand_results() -> pl.DataFrame:
                              "seconds": 1200.0, "peak_rss_mib": 900.0})
                 rows.append({**base, "mechanism": "mst", "parameters": json.dumps({"bins": 10}),
                              "status": "error", "message": "bench.peers unavailable"})
-    frame = pl.DataFrame(rows)
-    for column in run.COLUMNS:
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None).alias(column))
-    return frame.select(run.COLUMNS).cast({c: pl.Float64 for c in run.FLOAT_COLUMNS} | {"seed": pl.Int64})
+    return _as_results(rows)
 
 
 def test_headline_table_means_over_seeds_and_best_bins():
