@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +37,10 @@ import numpy as np
 from polars_rap.kernels import cpu, reference
 from polars_rap.kernels._checks import check_queries, check_real_data, check_relaxed, check_sigma
 from polars_rap.queries import QuerySet, _offsets
+
+if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.host import cpu_model  # noqa: E402
 
 N_FEATURES = 50
 N_NUMERIC = 6
@@ -122,18 +127,6 @@ def figure(seconds: float, n_queries: int, n_rows: int, **extra) -> dict:
         "evaluations_per_second": n_queries * n_rows / seconds,
         **extra,
     }
-
-
-def _cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (``platform.processor()`` is often empty)."""
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 def _require(condition: bool, message: str) -> None:
@@ -249,7 +242,7 @@ def main() -> None:
         "benchmark": "kernels_cpu",
         "machine": {
             "processor": platform.processor(),
-            "cpu_model": _cpu_model(),
+            "cpu_model": cpu_model(),
             "machine": platform.machine(),
             "cpu_count": os.cpu_count(),
             "numba_threads": numba.get_num_threads(),

@@ -50,6 +50,8 @@ from typing import Any
 
 import polars as pl
 
+from bench.host import cpu_model
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
@@ -163,6 +165,17 @@ def mechanism_parameters(suite: dict[str, Any], mechanism: str, bins: int | None
     return parameters
 
 
+def _with_bins(results: pl.DataFrame) -> pl.DataFrame:
+    """``results`` with ``bins`` (Int64, null when the run has none) from its parameters JSON."""
+    return results.with_columns(
+        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
+
+
+def _score() -> pl.Expr:
+    """What a bins choice minimises: the mean of the CM, MM and LT mean errors of a row."""
+    return pl.mean_horizontal(*(pl.col(f"{c}_mean_error") for c in ERROR_CLASSES))
+
+
 def bins_values(suite: dict[str, Any], mechanism: str) -> tuple:
     """The bins values a suite tries for ``mechanism``: ``(None,)`` when it is not binned."""
     if mechanism in PEERS:
@@ -219,11 +232,9 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
     Ties go to fewer bins; a mechanism with no ok row at those points gets its fewest bins.
     Companion rows (``SAME_FIT_AS``) get their parent's choice when the parent has one.
     """
-    frame = (results.with_columns(
-        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"),
-        pl.mean_horizontal(*(pl.col(f"{c}_mean_error") for c in ERROR_CLASSES)).alias("_score"))
-        .filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null()
-                & pl.col("status").is_in(DONE_STATUSES)))
+    frame = (_with_bins(results).with_columns(_score().alias("_score"))
+             .filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null()
+                     & pl.col("status").is_in(DONE_STATUSES)))
     chosen: dict[tuple[str, str], int] = {}
     for (dataset, mechanism), part in frame.group_by("dataset", "mechanism", maintain_order=True):
         wanted = set(required.get(mechanism, ())) if required else set(part["bins"].unique())
@@ -250,15 +261,7 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
 
 def machine() -> str:
     """CPU model and core count, e.g. ``AMD EPYC 7B13 x2``."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model or platform.processor() or 'unknown CPU'} x{os.cpu_count()}"
+    return f"{cpu_model() or platform.processor() or 'unknown CPU'} x{os.cpu_count()}"
 
 
 def git_commit() -> str:
@@ -413,20 +416,22 @@ def run_suite(plan: Callable[[dict[tuple[str, str], int]], list[dict]], out: Pat
     bar = None
     while True:
         results = read_results(out)
-        done = completed_keys(results)
+        skip = completed_keys(results) | attempted
         chosen = choose_bins(results, required_bins)
         runs = plan(chosen)
-        keys = [run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"]) for r in runs]
-        todo = [spec for spec, key in zip(runs, keys, strict=True) if key not in done and key not in attempted]
+        todo = [(spec, key) for spec in runs
+                if (key := run_key(spec["dataset"], spec["mechanism"], spec["parameters"], spec["epsilon"],
+                                   spec["seed"])) not in skip]
         total = len(plan(_any_choice(plan, chosen)))  # waiting runs count as one bins value each
+        waiting = total - len(runs)  # runs that cannot be planned yet for want of a bins choice
         if bar is None:
             bar = tqdm(total=total, disable=quiet, unit="run", desc="bench", dynamic_ncols=True)
-        bar.total, bar.n = total, total - len(todo) - _waiting(plan, chosen)
+        bar.total, bar.n = total, total - len(todo) - waiting
         bar.refresh()
         if not todo:
             break
-        spec = todo[0]
-        attempted.add(run_key(spec["dataset"], spec["mechanism"], spec["parameters"], spec["epsilon"], spec["seed"]))
+        spec, key = todo[0]
+        attempted.add(key)
         bins = spec["parameters"].get("bins")
         bar.set_postfix_str(f"{spec['dataset']} {spec['mechanism']}{'' if bins is None else f' bins={bins}'} "
                             f"eps={spec['epsilon']:g} seed={spec['seed']}")
@@ -435,7 +440,6 @@ def run_suite(plan: Callable[[dict[tuple[str, str], int]], list[dict]], out: Pat
             rows.append(row)
             if not quiet:
                 bar.write(_summary_line(row))
-    waiting = _waiting(plan, choose_bins(read_results(out), required_bins))
     if waiting and not quiet:
         bar.write(f"{waiting} run(s) still wait for a bins choice: a run at the tuning point "
                   "failed; rerun to retry it")
@@ -452,11 +456,6 @@ def _any_choice(plan: Callable[[dict], list[dict]], chosen: dict[tuple[str, str]
         if bins is not None:
             filled.setdefault((spec["dataset"], SAME_FIT_AS.get(spec["mechanism"], spec["mechanism"])), bins)
     return filled
-
-
-def _waiting(plan: Callable[[dict], list[dict]], chosen: dict[tuple[str, str], int]) -> int:
-    """How many runs cannot be planned yet for want of a bins choice."""
-    return len(plan(_any_choice(plan, chosen))) - len(plan(chosen))
 
 
 def _summary_line(row: dict[str, Any]) -> str:
@@ -484,8 +483,7 @@ def with_variants(results: pl.DataFrame) -> pl.DataFrame:
     or table shows; for mechanisms run over several bins, only the chosen bins per dataset
     is kept (:func:`choose_bins`: best at the points where every bins value ran), named in
     the variant."""
-    frame = results.with_columns(
-        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
+    frame = _with_bins(results)
     chosen = choose_bins(results)
     best = pl.DataFrame({"dataset": [d for d, _ in chosen], "mechanism": [m for _, m in chosen],
                          "best_bins": list(chosen.values())},
@@ -502,9 +500,7 @@ def bins_table(results: pl.DataFrame) -> pl.DataFrame:
     """How each bins value did where every one of them ran (the tuning point): dataset,
     mechanism, bins, ε, seeds, mean CM/MM/LT error and their mean (the choice's score),
     macro F1, seconds, and ``chosen`` (the value the table and plots use)."""
-    frame = results.with_columns(
-        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
-    frame = frame.filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null())
+    frame = _with_bins(results).filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null())
     points = (frame.filter(pl.col("status").is_in(DONE_STATUSES))
               .group_by("dataset", "mechanism", "epsilon", "seed").agg(pl.col("bins").n_unique().alias("_n")))
     most = frame.group_by("dataset", "mechanism").agg(pl.col("bins").n_unique().alias("_all"))
@@ -518,7 +514,7 @@ def bins_table(results: pl.DataFrame) -> pl.DataFrame:
                   *(pl.col(f"{c}_mean_error").filter(ok).mean() for c in ERROR_CLASSES),
                   pl.col("macro_f1").filter(ok).mean(), pl.col("seconds").mean(),
                   pl.format("{}/{} ok", ok.sum(), pl.len()).alias("runs"))
-             .with_columns(pl.mean_horizontal(*(pl.col(f"{c}_mean_error") for c in ERROR_CLASSES)).alias("score"),
+             .with_columns(_score().alias("score"),
                            _mechanism_order(frame).alias("_order")))
     marks = [(chosen.get((d, m)) == b) for d, m, b in table.select("dataset", "mechanism", "bins").iter_rows()]
     return (table.with_columns(pl.Series("chosen", marks, dtype=pl.Boolean))

@@ -46,6 +46,10 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.host import cpu_model  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 TASK = "acs-income-CA"
 ROW_GROUP_ROWS = 100_000
@@ -293,14 +297,9 @@ def stage_decode(rows_out: int) -> dict:
 
 # ------------------------------------------------------------------------------ driver
 def machine() -> dict:
-    model = ""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
     import numba
 
-    return {"cpu": model or platform.processor(), "cores": os.cpu_count(),
+    return {"cpu": cpu_model() or platform.processor(), "cores": os.cpu_count(),
             "python": platform.python_version(), "polars": pl.__version__, "numba": numba.__version__,
             "numpy": np.__version__, "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
 

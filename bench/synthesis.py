@@ -25,6 +25,10 @@ import sys
 import time
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.host import cpu_model  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = ("acs-income-CA", "adult")
 EPSILONS = (0.5, 1.0, 5.0)
@@ -32,17 +36,9 @@ SEEDS = (0, 1, 2)
 
 
 def machine() -> dict:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     import numba
 
-    return {"cpu": model or platform.processor(), "cores": os.cpu_count(),
+    return {"cpu": cpu_model() or platform.processor(), "cores": os.cpu_count(),
             "python": platform.python_version(), "numba": numba.__version__,
             "threading_layer": os.environ.get("NUMBA_THREADING_LAYER", "default")}
 
