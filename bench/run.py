@@ -559,7 +559,8 @@ TARGETS = {
     "MM_vs_best_peer": ("MM mean error ÷ the best of AIM/MST (shipped or fixed sampler)", "<=", 0.5),
     "CM_vs_AIM": ("CM mean error ÷ AIM's (the better of shipped and fixed sampler)", "<=", 1.0),
     "F1_minus_AIM": ("macro F1 − AIM's (the better of shipped and fixed sampler)", ">=", 0.0),
-    "time_vs_AIM": ("seconds ÷ AIM's seconds (the shipped fit)", "<=", 0.2),
+    "time_vs_AIM": ("seconds ÷ AIM's seconds (the shipped fit; a fit stopped at the time cap counts at "
+                    "the cap, so with AIM_timeouts > 0 this is an upper bound)", "<=", 0.2),
 }
 """Issue #4's headline targets: column -> (meaning, comparison, threshold)."""
 
@@ -568,8 +569,13 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     """Issue #4's targets per dataset × ε, for rap++ (CM + LT) and rap++mm (CM + LT + MM),
     from the means over seeds of ok runs (best bins for binned mechanisms): the four ratios
     or differences of :data:`TARGETS` and ``met``, how many of those that could be computed
-    hold. A missing peer leaves its cells empty."""
-    frame = with_variants(results).filter(pl.col("status") == "ok")
+    hold. A missing peer leaves its cells empty.
+
+    AIM's seconds also count its fits stopped at the time cap (at the cap: a lower bound on
+    what the fit would have taken), so ``time_vs_AIM`` is then an upper bound and still
+    decides the target soundly; ``AIM_timeouts`` says how many such fits entered it."""
+    variants = with_variants(results)
+    frame = variants.filter(pl.col("status") == "ok")
     means = (frame.group_by("dataset", "epsilon", "mechanism")
              .agg(pl.col("MM_mean_error", "CM_mean_error", "macro_f1", "seconds").mean()))
 
@@ -578,10 +584,14 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
         value = pl.col(column).min() if how == "min" else pl.col(column).max()
         return part.group_by("dataset", "epsilon").agg(value.alias(f"_{column}_{mechanisms[0]}"))
 
+    aim_time = (variants.filter((pl.col("mechanism") == "aim") & pl.col("status").is_in(("ok", "timeout")))
+                .group_by("dataset", "epsilon")
+                .agg(pl.col("seconds").mean().alias("_seconds_aim"),
+                     (pl.col("status") == "timeout").sum().alias("AIM_timeouts")))
     peers = (best(PEERS, "MM_mean_error", "min")
              .join(best(("aim", "aim-fixed-sampler"), "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(best(("aim", "aim-fixed-sampler"), "macro_f1", "max"), on=["dataset", "epsilon"], how="full", coalesce=True)
-             .join(best(("aim",), "seconds", "min"), on=["dataset", "epsilon"], how="full", coalesce=True))
+             .join(aim_time, on=["dataset", "epsilon"], how="full", coalesce=True))
     ours = means.filter(pl.col("mechanism").is_in(("rap++", "rap++mm")))
     table = ours.join(peers, on=["dataset", "epsilon"], how="left").with_columns(
         (pl.col("MM_mean_error") / pl.col("_MM_mean_error_aim")).alias("MM_vs_best_peer"),
@@ -594,7 +604,8 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     known = pl.sum_horizontal(*(pl.col(c).is_not_null().cast(pl.Int64) for c in TARGETS))
     return (table.with_columns(pl.format("{}/{}", met, known).alias("met"))
             .sort("dataset", "epsilon", "mechanism")
-            .select("dataset", "epsilon", pl.col("mechanism").alias("polars_rap"), *TARGETS, "met"))
+            .select("dataset", "epsilon", pl.col("mechanism").alias("polars_rap"), *TARGETS, "met",
+                    "AIM_timeouts"))
 
 
 def table_markdown(table: pl.DataFrame, title: str = "") -> str:
@@ -816,8 +827,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     tuning = bins_table(results)
     out.with_suffix(".md").write_text(
         table_markdown(table, title=f"{args.suite} suite ({out.name})") + "\n"
-        + "## Targets (issue #4): " + "; ".join(f"{c} {op} {t:g}" for c, (_, op, t) in TARGETS.items())
-        + "\n\n" + table_markdown(targets_table(results)) + "\n"
+        + "## Targets (issue #4)\n\n"
+        + "".join(f"- `{c}` {op} {t:g}: {meaning}\n" for c, (meaning, op, t) in TARGETS.items())
+        + "- `met`: targets held of those computable; `AIM_timeouts`: AIM fits stopped at the cap\n\n"
+        + table_markdown(targets_table(results)) + "\n"
         + "## Bins tried where every value ran (the chosen one is used above)\n\n"
         + table_markdown(tuning))
     written = write_plots(results, plots_dir)
