@@ -15,3 +15,23 @@ def cpu_model() -> str:
     except OSError:
         pass
     return ""
+
+
+def git_commit(root=None) -> str:
+    """HEAD's hash in ``root`` (default: this repository), with ``-dirty`` when tracked files
+    have uncommitted changes (so a figure is never credited to a commit it did not run);
+    ``unknown`` outside a git checkout."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] if root is None else Path(root)
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=root)
+        except OSError:
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")

@@ -50,7 +50,7 @@ from typing import Any
 
 import polars as pl
 
-from bench.host import cpu_model
+from bench.host import cpu_model, git_commit
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -262,16 +262,6 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
 def machine() -> str:
     """CPU model and core count, e.g. ``AMD EPYC 7B13 x2``."""
     return f"{cpu_model() or platform.processor() or 'unknown CPU'} x{os.cpu_count()}"
-
-
-def git_commit() -> str:
-    """HEAD's hash, with ``-dirty`` when the working tree has uncommitted changes."""
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO_ROOT)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "HEAD") or "unknown"
-    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def prepare_dataset(name: str, train_rows: int | None):

@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import cpu_model  # noqa: E402
+from bench.host import cpu_model, git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASK = "acs-income-CA"
@@ -397,9 +397,7 @@ def main() -> int:
     if args.quick:
         return 0
     RESULTS.mkdir(exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent).stdout.strip()
-    payload = {"benchmark": "streaming_cpu", "commit": commit, "machine": machine(),
+    payload = {"benchmark": "streaming_cpu", "commit": git_commit(), "machine": machine(),
                "date": time.strftime("%Y-%m-%d"), "input": input_facts, "notes": NOTES,
                "findings": _findings(runs, args.rows), "runs": runs}
     (RESULTS / "streaming_cpu.json").write_text(json.dumps(payload, indent=1))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import cpu_model  # noqa: E402
+from bench.host import cpu_model, git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = ("acs-income-CA", "adult")
@@ -110,9 +110,7 @@ def main() -> int:
     if args.quick:
         return 0
     RESULTS.mkdir(exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent).stdout.strip()
-    payload = {"commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
+    payload = {"commit": git_commit(), "machine": machine(), "date": time.strftime("%Y-%m-%d"), "runs": rows}
     (RESULTS / "synthesis_cpu.json").write_text(json.dumps(payload, indent=1))
     import polars as pl
 

@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not of the package
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench import mechanisms, run  # noqa: E402
+from bench import host, mechanisms, run  # noqa: E402
 from polars_rap.privacy import PrivacyLedger, rho_from_epsilon_delta  # noqa: E402
 
 DOMAIN = {
@@ -367,3 +367,17 @@ def test_one_child_runs_tiny_rap_plus_plus_and_reports_a_full_row():
     assert 0.0 <= row["CM_mean_error"] <= 1.0 and 0.0 <= row["LT_mean_error"] <= 1.0
     assert 0.0 <= row["macro_f1"] <= 1.0 and row["peak_rss_mib"] > 50
     assert json.loads(row["parameters"]) == parameters
+
+
+def test_git_commit_names_head_and_marks_uncommitted_changes(tmp_path):
+    assert host.git_commit(tmp_path) == "unknown"  # not a checkout
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "results.csv").write_text("a\n1\n")
+    subprocess.run([*git, "add", "results.csv"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "scratch.txt").write_text("untracked files do not make a run dirty")
+    assert host.git_commit(tmp_path) == head
+    (tmp_path / "results.csv").write_text("a\n2\n")
+    assert host.git_commit(tmp_path) == head + "-dirty"
