@@ -20,6 +20,7 @@ post-processing of released values; only the true answers make the scores privat
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import os
@@ -31,10 +32,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import polars as pl
-try:  # tqdm.auto picks the notebook bar, but warns at import when ipywidgets is missing
-    import ipywidgets  # noqa: F401
+
+if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebooks, text elsewhere
     from tqdm.auto import tqdm
-except ImportError:
+else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
 from polars_rap import kernels
