@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 
 def cpu_model() -> str:
     """The CPU's model name from ``/proc/cpuinfo``, e.g. ``AMD EPYC 7B13``; empty when it
@@ -17,13 +21,10 @@ def cpu_model() -> str:
     return ""
 
 
-def git_commit(root=None) -> str:
+def git_commit(root: str | os.PathLike | None = None) -> str:
     """HEAD's hash in ``root`` (default: this repository), with ``-dirty`` when tracked files
     have uncommitted changes (so a figure is never credited to a commit it did not run);
     ``unknown`` outside a git checkout."""
-    import subprocess
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[1] if root is None else Path(root)
 
     def git(*args: str) -> str:
