@@ -277,6 +277,7 @@ class PeerResult:
     message: str = ""
     fit_seconds: float | None = None
     fixed_data: pl.DataFrame | None = None  # with also_fixed_sampler=True: same fit, fixed sampler
+    cliques: tuple[tuple[str, ...], ...] | None = None  # the fitted model's cliques (column names)
 
     def row(self) -> dict:
         return {"mechanism": self.mechanism, "bins": self.bins, "status": self.status,
@@ -365,12 +366,13 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     data = unbin(pl.read_parquet(out_path), spec, np.random.default_rng([int(seed), 4]))
     fixed = (unbin(pl.read_parquet(fixed_path), spec, np.random.default_rng([int(seed), 5]))
              if fixed_path.exists() else None)
-    fit_seconds = None
     try:
-        fit_seconds = json.loads(stdout_path.read_text().strip().splitlines()[-1])["fit_seconds"]
-    except (IndexError, KeyError, ValueError):
-        pass
-    return PeerResult(mechanism, bins, "ok", data, seconds, peak, "", fit_seconds, fixed)
+        summary = json.loads(stdout_path.read_text().strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        summary = {}
+    cliques = summary.get("cliques")
+    return PeerResult(mechanism, bins, "ok", data, seconds, peak, "", summary.get("fit_seconds"), fixed,
+                      None if cliques is None else tuple(tuple(c) for c in cliques))
 
 
 def _sanity(data: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, parsed: Domain) -> dict:

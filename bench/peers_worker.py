@@ -15,7 +15,8 @@ Started by ``bench/peers.py``'s ``run_peer``; not imported by the project. Reads
   same seed differ in the noise, as with the shipped peers;
 * samples ``--rows`` rows: ``aim`` / ``mst`` with mbi 1.1's ``MarkovRandomField.synthetic_data``
   (as shipped), ``*-fixed-sampler`` with :func:`sample_model` below;
-* writes the synthetic codes as Parquet (same column names and order as the input).
+* writes the synthetic codes as Parquet (same column names and order as the input), and
+  prints one JSON line: fit seconds, rows, and the fitted model's cliques (column names).
 """
 
 from __future__ import annotations
@@ -193,7 +194,9 @@ def main() -> int:
         result.to_parquet(path, index=False)
         log(f"sampled {len(result)} rows ({'fixed' if use_fixed else 'mbi'} sampler) "
             f"in {time.perf_counter() - started:.1f}s")
-    print(json.dumps({"fit_seconds": fit_seconds, "rows": len(result)}))
+    name_of = dict(zip(attrs, names))
+    cliques = [[name_of[a] for a in clique] for clique in model.cliques]
+    print(json.dumps({"fit_seconds": fit_seconds, "rows": len(result), "cliques": cliques}))
     return 0
 
 

@@ -132,6 +132,10 @@ def test_mst_end_to_end_on_the_bundled_task(task, tmp_path):
         assert data["AGEP"].min() >= 17 and data["AGEP"].max() <= 99
         assert set(data["OCCP"].drop_nulls().to_list()) <= set(task.domain["OCCP"])
     assert result.seconds > 0 and result.peak_rss_mib > 0
+    # MST's model is a spanning tree of 2-way marginals, reported with the column names
+    assert all(len(clique) == 2 and set(clique) <= set(train.columns) for clique in result.cliques)
+    assert len(result.cliques) == train.width - 1
+    assert {name for clique in result.cliques for name in clique} == set(train.columns)
 
 
 _SAMPLER_CHECK = """
