@@ -56,3 +56,19 @@ def test_pair_errors_split_edges_from_other_pairs():
     assert lost["edges"] == pytest.approx(np.mean(edge_tvs), abs=0)
     expected_other = peer_sampler.pair_tv(real, broken, "a", "c", sizes)  # the only non-edge pair
     assert lost["other_pairs"] == pytest.approx(expected_other, abs=0)
+
+
+def test_summary_averages_seeds_per_epsilon_and_lists_each_fit():
+    fits = pl.DataFrame({
+        "dataset": ["adult"] * 3, "epsilon": [1.0, 1.0, 5.0], "seed": [0, 1, 0], "bins": [50] * 3,
+        "blanket": ["relationship", "capital-gain relationship", "relationship"],
+        "f1_shipped": [0.6, 0.7, 0.8], "f1_fixed": [0.5, 0.6, 0.7], "f1_real_blanket": [0.55, 0.55, 0.72],
+        "f1_real": [0.78] * 3, "tv_edges_shipped": [0.04, 0.06, 0.01], "tv_edges_fixed": [0.05, 0.05, 0.02],
+        "tv_other_pairs_shipped": [0.1, 0.2, 0.15], "tv_other_pairs_fixed": [0.05, 0.07, 0.04],
+        "machine": ["cpu x2"] * 3, "commit": ["abc"] * 3,
+    })
+    text = peer_sampler.summary_markdown(fits)
+    assert "| adult | 1 | 2 | 0.65 | 0.55 | 0.55 | 0.78 | 0.05 | 0.05 | 0.15 | 0.06 |" in text
+    assert "| adult | 5 | 1 | 0.8 | 0.7 | 0.72 | 0.78 | 0.01 | 0.02 | 0.15 | 0.04 |" in text
+    assert "| adult | 1 | 1 | capital-gain relationship | 0.7 | 0.6 | 0.55 |" in text
+    assert "cpu x2" in text and "abc" in text
