@@ -92,11 +92,14 @@ def macro_f1(train: pl.DataFrame, test: pl.DataFrame, task_domain: Mapping, labe
     return float(evaluation.ml_utility_for_domain(train, test, labels[0], domain)["macro_f1"])
 
 
-def run(dataset: str, epsilon: float, seed: int, bins: int = BINS) -> dict:
-    """One MST fit on ``dataset``'s training rows, sampled both ways; the row described above."""
-    train, test, task = prepare_dataset(dataset, None)
+def run(train: pl.DataFrame, test: pl.DataFrame, task, f1_real: float, epsilon: float, seed: int,
+        bins: int = BINS) -> dict:
+    """One MST fit on ``task``'s training rows, sampled both ways; the row described above.
+
+    ``train``, ``test``, ``task`` come from :func:`bench.run.prepare_dataset` and ``f1_real``
+    is :func:`macro_f1` on them, both computed once for every fit of a dataset."""
     label = task.labels[0]
-    row = {"dataset": dataset, "epsilon": epsilon, "seed": seed, "bins": bins, "n_train": train.height}
+    row = {"dataset": task.name, "epsilon": epsilon, "seed": seed, "bins": bins, "n_train": train.height}
     with tempfile.TemporaryDirectory(prefix="peer-sampler-") as workdir:
         result = run_peer("mst", train, task.domain, epsilon, 1.0 / train.height**2, seed, bins, train.height,
                           TIME_CAP_S, Path(workdir), also_fixed_sampler=True)
@@ -107,7 +110,7 @@ def run(dataset: str, epsilon: float, seed: int, bins: int = BINS) -> dict:
     real_codes, spec = bin_for_peers(train, task.domain, bins)
     sizes = {column["name"]: int(column["n_codes"]) for column in spec["columns"]}
     row.update(blanket=" ".join(blanket), fit_seconds=result.fit_seconds,
-               f1_real=macro_f1(train, test, task.domain, task.labels),
+               f1_real=f1_real,
                f1_real_blanket=macro_f1(train, test, task.domain, task.labels, blanket))
     for sampler, data in (("shipped", result.data), ("fixed", result.fixed_data)):
         errors = pair_errors(real_codes, bin_for_peers(data, task.domain, bins)[0], sizes, result.cliques)
@@ -155,9 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "peer_sampler.csv")
     args = parser.parse_args(argv)
     ensure_peer_env()
+    train, test, task = prepare_dataset(args.dataset, None)
+    f1_real = macro_f1(train, test, task.domain, task.labels)
     rows = []
     for epsilon, seed in itertools.product(args.epsilons, args.seeds):
-        rows.append(run(args.dataset, epsilon, seed))
+        rows.append(run(train, test, task, f1_real, epsilon, seed))
         print({k: rows[-1][k] for k in ("epsilon", "seed", "blanket", "f1_shipped", "f1_fixed", "f1_real_blanket")},
               flush=True)
     results = pl.DataFrame(rows)
