@@ -166,7 +166,10 @@ def synthesize(
         Groups selected per round (K, default 10).
     rounds_cm, rounds_lt, rounds_mm : int
         Rounds spent on categorical marginals (default: the number of categorical feature
-        columns), linear thresholds (default 50) and mixed marginals (default 0).
+        columns), linear thresholds (default 50) and mixed marginals (default 0). A class
+        with G query groups runs at most ceil(G / queries_per_round) rounds, so that no
+        round is left with nothing to measure; ``report.parameters["rounds"]`` lists the
+        rounds run.
     n_linear_thresholds, n_mixed_marginals : int
         Size of the random LT and MM workloads the rounds select from.
     max_marginal_cells : int or None
