@@ -178,8 +178,15 @@ def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, proje
 
 
 def rap_plus_plus(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
-    """RAP++ with categorical marginals and linear thresholds (the paper's setting)."""
+    """polars-rap's default (``strategy="planned"``) with categorical marginals and linear
+    thresholds, the paper's workload."""
     return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0)
+
+
+def rap_plus_plus_paper(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
+    """RAP++ exactly as the paper's Alg. 2 (``strategy="paper"``), CM and LT rounds."""
+    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0,
+                           strategy="paper")
 
 
 def rap_plus_plus_mm(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
@@ -371,6 +378,7 @@ def _as_train(data: pl.DataFrame | None, train: pl.DataFrame) -> pl.DataFrame | 
 
 MECHANISMS: dict[str, Callable[..., MechanismRun]] = {
     "rap++": rap_plus_plus,
+    "rap++paper": rap_plus_plus_paper,
     "rap++mm": rap_plus_plus_mm,
     "rap-binned": rap_binned,
     "independent": independent,

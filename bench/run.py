@@ -56,7 +56,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
 
-ALL_MECHANISMS = ("rap++", "rap++mm", "rap-binned", "independent", "rap++fixed-sigma",
+ALL_MECHANISMS = ("rap++", "rap++paper", "rap++mm", "rap-binned", "independent", "rap++fixed-sigma",
                   "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
 BINNED = ("rap-binned", "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
 PEERS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
@@ -783,6 +783,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="PNG folder (default bench/results/plots, plots/quick for the quick suite)")
     parser.add_argument("--peer-time-cap", type=float, default=PEER_TIME_CAP_S,
                         help="seconds per peer fit before its row reads timeout (default 1800)")
+    parser.add_argument("--synthesize", type=json.loads, default=None, metavar="JSON",
+                        help="synthesize keywords merged over the suite's (an ablation), e.g. "
+                             "'{\"strategy\": {\"name\": \"planned\", \"outright\": false}}'")
     parser.add_argument("--plots-only", action="store_true", help="only redraw plots and the table from --out")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -796,6 +799,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(rows, default=float))
         return 0
     suite = SUITES[args.suite]
+    if args.synthesize:
+        suite = {**suite, "synthesize": {**suite["synthesize"], **args.synthesize}}
     out = args.out or RESULTS / f"{args.suite}.csv"
     plots_dir = args.plots_dir or (RESULTS / "plots" if args.suite == "headline" else RESULTS / "plots" / args.suite)
     if not args.plots_only:

@@ -9,6 +9,20 @@ These are per-row maps that keep every row, so ``n`` is unchanged (design.md §5
 Relaxed synthetic data is ``float32[n_relaxed, n_coords]``: probabilities per categorical
 block, then the scaled numerics. Decoding samples categories from those probabilities and maps
 numerics back to their units and dtypes (integers rounded, values inside the bounds).
+
+Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one of two ways:
+
+- ``"independent"`` (the paper's): each copy draws its categories independently from the
+  row's probabilities, and integer columns are rounded to the nearest integer;
+- ``"controlled"``: the copies of a row (within each chunk of output rows) draw their
+  categories by systematic sampling, one stratified uniform ``(rank + U) / k`` per copy in a
+  random order per block, so that each category appears ``k p`` times up to one; and integer
+  columns are rounded up in a share of the copies equal to the fractional part (systematic
+  again), so that the copies' mean is the relaxed value. Each copy's marginal law is the
+  same as independent draws give, so expected answers of single-block queries are unchanged
+  and their sampling noise shrinks from ``sqrt(k p (1 - p))`` to under one row per relaxed
+  row; queries over several blocks keep independent pairing (the orders are independent).
+  Decoding is post-processing of released values either way.
 """
 
 from __future__ import annotations
@@ -21,12 +35,13 @@ import polars as pl
 
 from polars_rap.domain import ColumnSpec, Domain
 
-__all__ = ["EncodedData", "encode", "decode", "decode_codes", "block_slices"]
+__all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "block_slices"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_OFFENDING_SHOWN = 5
 _DECODE_CHUNK_ROWS = 100_000
+DECODINGS = ("independent", "controlled")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -172,18 +187,20 @@ def _scaled_numeric(
 
 # ---------------------------------------------------------------------- decode
 def decode_codes(
-    relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator
+    relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator,
+    uniforms: np.ndarray | None = None,
 ) -> EncodedData:
     """Sample one discrete row per entry of ``rows`` (indices into ``relaxed``).
 
-    Categorical blocks are sampled from the relaxed row's probabilities (renormalised);
-    numerics keep the relaxed coordinate.
+    Categorical blocks are sampled from the relaxed row's probabilities (renormalised) by
+    inverting their CDF at ``uniforms[:, block]`` (float64[len(rows), >= n_blocks] in
+    ``[0, 1)``; drawn iid from ``rng`` when None); numerics keep the relaxed coordinate.
     """
     relaxed = np.asarray(relaxed, dtype=np.float64)
     picked = relaxed[rows]
     n_out = len(rows)
     codes = np.empty((n_out, len(domain.blocks)), dtype=np.int32)
-    uniform = rng.random((n_out, len(domain.blocks)))
+    uniform = rng.random((n_out, len(domain.blocks))) if uniforms is None else uniforms
     for b, block_slice in enumerate(block_slices(domain)):
         probs = np.clip(picked[:, block_slice], 0.0, None)
         cumulative = np.cumsum(probs, axis=1)
@@ -193,6 +210,25 @@ def decode_codes(
         codes[:, b] = np.minimum(chosen, block_slice.stop - block_slice.start - 1)
     numerics = np.clip(picked[:, domain.n_categorical_coords :], 0.0, 1.0)
     return EncodedData(codes, numerics)
+
+
+def stratified_uniforms(rows: np.ndarray, n_columns: int, rng: np.random.Generator) -> np.ndarray:
+    """float64[len(rows), n_columns] in ``[0, 1)``: for each column, the ``c`` entries that
+    share a relaxed row get ``(rank + U) / c``, ranks ``0..c-1`` in a random order and one
+    ``U ~ Uniform[0, 1)`` per (relaxed row, column). Each entry is marginally uniform; the
+    ``c`` entries of a row cover ``[0, 1)`` in ``c`` equal strata (systematic sampling)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.empty((len(rows), n_columns), dtype=np.float64)
+    if len(rows) == 0:
+        return out
+    counts = np.bincount(rows)
+    for column in range(n_columns):
+        order = np.lexsort((rng.random(len(rows)), rows))  # by relaxed row, random within
+        sorted_rows = rows[order]
+        rank = np.arange(len(rows)) - np.searchsorted(sorted_rows, sorted_rows, side="left")
+        offset = rng.random(len(counts))
+        out[order, column] = (rank + offset[sorted_rows]) / counts[sorted_rows]
+    return out
 
 
 def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndarray:
@@ -206,25 +242,34 @@ def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndar
 
 
 def decode(
-    relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator
+    relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator,
+    method: str = "independent",
 ) -> pl.DataFrame:
     """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
 
-    Each relaxed row yields ``n_rows / n_relaxed`` discrete rows (rounded systematically).
+    Each relaxed row yields ``n_rows / n_relaxed`` discrete rows (rounded systematically),
+    drawn by ``method`` (``"independent"`` or ``"controlled"``, see the module docstring).
     Categories come only from the domain, numerics lie inside the bounds, integer columns are
     rounded, and nullable columns get nulls at the sampled rate.
     """
+    if method not in DECODINGS:
+        msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
+        raise ValueError(msg)
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
     # In chunks, so memory stays bounded for any n_rows; the draws come in the same order
     # as one call would make them, so the output does not depend on the chunk size.
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
-    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng) for a in starts]
+    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method) for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
-                 rng: np.random.Generator) -> pl.DataFrame:
-    sample = decode_codes(relaxed, domain, rows, rng)
+                 rng: np.random.Generator, method: str) -> pl.DataFrame:
+    n_blocks = len(domain.blocks)
+    uniforms = None
+    if method == "controlled":
+        uniforms = stratified_uniforms(rows, n_blocks + len(domain.numeric_columns), rng)
+    sample = decode_codes(relaxed, domain, rows, rng, uniforms)
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
     for spec in domain.columns:
@@ -232,10 +277,15 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
             block = domain.block_index(spec.name)
             columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)
         else:
-            scaled = sample.numerics[:, numeric_index[spec.name]]
-            values = spec.lower + scaled * (spec.upper - spec.lower)
+            j = numeric_index[spec.name]
+            values = spec.lower + sample.numerics[:, j] * (spec.upper - spec.lower)
             if spec.is_integer:
-                values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
+                if uniforms is None:
+                    values = np.rint(values)
+                else:  # up in a share of the copies equal to the fractional part
+                    floor = np.floor(values)
+                    values = floor + (uniforms[:, n_blocks + j] < values - floor)
+                values = np.clip(values, np.ceil(spec.lower), np.floor(spec.upper))
             values = np.clip(values, spec.lower, spec.upper)
             series = pl.Series(spec.name, values)
             if spec.nullable:

@@ -164,7 +164,8 @@ class SyntheticModel:
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
             msg = f"The 'rows' parameter must be an int in [1, inf). Got {rows!r}"
             raise ValueError(msg)
-        return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed))
+        decoding = self.report.parameters.get("decoding", "independent")
+        return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding)
 
     def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
         """Write the model as a directory (format in the module docstring).

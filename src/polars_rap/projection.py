@@ -6,7 +6,9 @@ probabilities are their softmax, so they always sum to one) and numeric coordina
 parameterisation it lets mass sit exactly on a bound, as for capital-gain = 0, without
 vanishing gradients there).
 
-Adam minimises ``L = sum_q (q~_sigma(X) - a_q)^2`` over the measured queries. The inverse
+Adam minimises ``L = sum_q w_q (q~_sigma(X) - a_q)^2`` over the measured queries (``w_q = 1``,
+or the inverse noise variance of answer ``q`` scaled to mean 1: the maximum-likelihood fit
+when the answers carry Gaussian noise of different scales). The inverse
 temperature of threshold queries starts at ``sigma_initial`` and doubles when the relaxed
 loss stops improving (plateau) or the gradient norm falls below ``grad_tolerance``, up to
 ``max_doublings`` times. The iterate kept is the best by the *exact* (hard-threshold) loss
@@ -121,8 +123,10 @@ def project(
     backend,
     config: ProjectionConfig = ProjectionConfig(),
     anneal: bool = True,
+    weights: np.ndarray | None = None,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
-    """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1).
+    """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1), each squared
+    residual weighed by ``weights`` (float64[m], non-negative; all ones when None).
 
     With ``anneal=False`` a single stage runs at the final temperature
     ``sigma_initial * 2**max_doublings``: for a round that only added categorical queries,
@@ -133,8 +137,9 @@ def project(
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
     if hasattr(backend, "project"):  # device backends keep the whole loop on the device
-        return backend.project(params, queries, targets, config, anneal)
+        return backend.project(params, queries, targets, config, anneal, weights=weights)
     targets = np.asarray(targets, dtype=np.float64)
+    scale = np.ones(len(targets)) if weights is None else np.asarray(weights, dtype=np.float64)
     has_threshold = np.diff(queries.halfspace_offsets) > 0
     stages = list(range(1 + config.max_doublings)) if has_threshold.any() else [0]
     if not anneal:
@@ -143,7 +148,7 @@ def project(
 
     def exact_loss(candidate: RelaxedParams) -> float:
         answers = backend.answers_relaxed(candidate.relaxed(), queries, hard)
-        return float(np.sum((answers.astype(np.float64) - targets) ** 2))
+        return float(np.sum(scale * (answers.astype(np.float64) - targets) ** 2))
 
     best, best_loss = params.copy(), exact_loss(params)
     current = params.copy()
@@ -156,7 +161,7 @@ def project(
         stage_best, since_best = np.inf, 0
         for _ in range(config.max_steps):
             relaxed = current.relaxed()
-            loss, grad_relaxed = backend.loss_and_grad(relaxed, queries, targets, sigma)
+            loss, grad_relaxed = backend.loss_and_grad(relaxed, queries, targets, sigma, weights)
             step_count += 1
             grad_norm = math.sqrt(_adam_step(
                 current.values, relaxed, grad_relaxed.astype(np.float32, copy=False), first, second,

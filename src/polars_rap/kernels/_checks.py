@@ -202,6 +202,20 @@ def check_targets(targets: np.ndarray, n_queries: int) -> np.ndarray:
     return targets
 
 
+def check_weights(weights: np.ndarray | None, n_queries: int) -> np.ndarray:
+    """``float64[n_queries]`` finite, non-negative loss weights (all ones when None)."""
+    if weights is None:
+        return np.ones(n_queries, dtype=np.float64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    if weights.shape != (n_queries,):
+        msg = f"weights must have shape ({n_queries},); got {weights.shape}"
+        raise ValueError(msg)
+    if not (np.all(np.isfinite(weights)) and np.all(weights >= 0.0)):
+        msg = "weights must be finite and >= 0"
+        raise ValueError(msg)
+    return weights
+
+
 def check_relaxed_call(
     X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float, targets: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -32,6 +32,7 @@ from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
     check_relaxed_call,
+    check_weights,
 )
 from polars_rap.queries import QuerySet
 
@@ -601,17 +602,22 @@ def _grad_row_block(n_rows: int) -> int:
     return int(min(_RELAXED_ROW_BLOCK, max(16, -(-per_block // 8) * 8)))
 
 
-def _relaxed(X, queries: QuerySet, sigma, targets, *, structured: bool = True):
-    """(float64 answers, loss, gradient or None) on checked inputs."""
+def _relaxed(X, queries: QuerySet, sigma, targets, *, structured: bool = True, query_weights=None):
+    """(float64 answers, loss, gradient or None) on checked inputs; ``query_weights``
+    (float64[n_queries] or None) weigh each squared residual."""
     groups, csr = _plan(queries, sigma, structured)
     XT = np.ascontiguousarray(X.T)
     answers = _relaxed_sums(XT, queries, sigma, groups, csr) / X.shape[0]
     if targets is None:
         return answers, None, None
     residual = answers - targets
-    loss = float(np.sum(residual * residual))
+    if query_weights is not None:
+        loss = float(np.sum(query_weights * residual * residual))
+        weights = 2.0 * query_weights * residual / X.shape[0]
+    else:
+        loss = float(np.sum(residual * residual))
+        weights = 2.0 * residual / X.shape[0]
     grad = np.empty_like(X)
-    weights = 2.0 * residual / X.shape[0]
     n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
     _grad_kernel(
         XT, queries.numeric_offset, queries.cat_offsets, queries.cat_coords,
@@ -670,11 +676,12 @@ def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float)
 
 
 def loss_and_grad(
-    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float
+    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float,
+    weights: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
-    """Squared-error loss of the relaxed answers and its gradient with respect to ``X``.
+    """Weighted squared-error loss of the relaxed answers and its gradient with respect to ``X``.
 
-    ``L = sum_q (answers_relaxed_q - targets_q) ** 2``.
+    ``L = sum_q w_q (answers_relaxed_q - targets_q) ** 2`` (``w_q = 1`` when ``weights`` is None).
 
     Parameters
     ----------
@@ -682,6 +689,8 @@ def loss_and_grad(
     queries : QuerySet
     targets : float64[n_queries]
     sigma : float32[n_queries] or scalar
+    weights : float64[n_queries], optional
+        Non-negative weight of each query's squared residual.
 
     Returns
     -------
@@ -689,7 +698,8 @@ def loss_and_grad(
         The loss, and ``dL/dX`` with the dtype and shape of ``X``.
     """
     X, sigma, targets = check_relaxed_call(X, queries, sigma, targets)
+    query_weights = None if weights is None else check_weights(weights, queries.n_queries)
     if queries.n_queries == 0:
         return 0.0, np.zeros_like(X)
-    _, loss, grad = _relaxed(X, queries, sigma, targets)
+    _, loss, grad = _relaxed(X, queries, sigma, targets, query_weights=query_weights)
     return loss, grad

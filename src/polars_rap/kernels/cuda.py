@@ -60,6 +60,7 @@ from polars_rap.kernels._checks import (
     check_real_data,
     check_relaxed_call,
     check_targets,
+    check_weights,
 )
 from polars_rap.queries import QuerySet
 
@@ -364,11 +365,11 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                 partials[segment, q] = total
 
     @cuda.jit(fastmath=relaxed_fastmath)
-    def _residual_kernel(partials, n_rows, n_queries, targets, round_to_float32, answers,
-                         weights, loss_partials, halt):
+    def _residual_kernel(partials, n_rows, n_queries, targets, query_weights, round_to_float32,
+                         answers, weights, loss_partials, halt):
         """answers[q] = mean of q (segments added in order); weights[q] = dL/d answer / n =
-        2 (answer - target) / n; loss_partials[block] = this block's sum of squared
-        residuals. ``round_to_float32``: round answers to float32 first, as the exact loss
+        2 w_q (answer - target) / n; loss_partials[block] = this block's sum of weighted
+        squared residuals ``w_q (answer - target)**2``. ``round_to_float32``: round answers to float32 first, as the exact loss
         of ``projection.project`` does."""
         if halt[0] != 0.0:
             return
@@ -384,8 +385,8 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                 answer = numba.float64(numba.float32(answer))
             residual = answer - targets[q]
             answers[q] = answer
-            weights[q] = 2.0 * residual / n_rows
-            total += residual * residual
+            weights[q] = 2.0 * query_weights[q] * residual / n_rows
+            total += query_weights[q] * residual * residual
         total = _gpu_block_sum(shared, total)
         if cuda.threadIdx.x == 0:
             loss_partials[cuda.blockIdx.x] = total
@@ -580,16 +581,21 @@ class _RelaxedWorkspace:
         self.grad_slices = cuda.device_array((self.n_slices, max(n_coords, 1), self.n_rows), self.dtype)
         self.grad = self.grad_slices[0]  # the summed gradient, [n_coords, n_rows]
         self.never = cuda.to_device(np.zeros(1, dtype=np.float64))  # a halt flag never set
+        self.ones = cuda.to_device(np.ones(max(n_queries, 1), dtype=np.float64))  # unweighted loss
 
-    def relaxed_answers(self, XT, sigma, targets, *, round_to_float32=False, halt=None):
-        """Launch the sums and residual kernels: answers, weights and loss partials."""
+    def relaxed_answers(self, XT, sigma, targets, *, query_weights=None, round_to_float32=False,
+                        halt=None):
+        """Launch the sums and residual kernels: answers, weights and loss partials
+        (``query_weights``: a device float64[n_queries] of loss weights; None: all ones)."""
         halt = self.never if halt is None else halt
+        query_weights = self.ones if query_weights is None else query_weights
         dq = self.queries
         self.kernels.relaxed_sums[(self.sum_grid_x, self.sum_grid_y), self.threads](
             XT, self.n_rows, dq.n_queries, dq.numeric_offset, *dq.csr(), sigma, self.partials,
             halt)
         self.kernels.residual[self.residual_grid, self.threads](
-            self.partials, self.n_rows, dq.n_queries, targets, int(round_to_float32), self.answers,
+            self.partials, self.n_rows, dq.n_queries, targets, query_weights, int(round_to_float32),
+            self.answers,
             self.weights, self.loss_partials, halt)
 
     def gradient(self, XT, sigma, *, halt=None):
@@ -693,11 +699,12 @@ def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float)
 
 
 def loss_and_grad(
-    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float
+    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float,
+    weights: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
-    """Squared-error loss of the relaxed answers and its gradient with respect to ``X``.
+    """Weighted squared-error loss of the relaxed answers and its gradient with respect to ``X``.
 
-    ``L = sum_q (answers_relaxed_q - targets_q) ** 2``.
+    ``L = sum_q w_q (answers_relaxed_q - targets_q) ** 2`` (``w_q = 1`` when ``weights`` is None).
 
     Parameters
     ----------
@@ -713,12 +720,14 @@ def loss_and_grad(
         precision, summed over queries in float64 across slices).
     """
     X, sigma, targets = check_relaxed_call(X, queries, sigma, targets)
+    weights = check_weights(weights, queries.n_queries)
     if queries.n_queries == 0:
         return 0.0, np.zeros_like(X)
     workspace = _RelaxedWorkspace(_DeviceQueries(queries), X.shape[0], X.dtype)
     XT = cuda.to_device(np.ascontiguousarray(X.T))
     sigma_device = cuda.to_device(_encode_sigma(sigma))
-    workspace.relaxed_answers(XT, sigma_device, cuda.to_device(targets))
+    workspace.relaxed_answers(XT, sigma_device, cuda.to_device(targets),
+                              query_weights=cuda.to_device(weights))
     workspace.gradient(XT, sigma_device)
     grad_t = workspace.grad.copy_to_host()[: queries.n_coords]
     return workspace.loss(), np.ascontiguousarray(grad_t.T)
@@ -730,6 +739,7 @@ def project(
     targets: np.ndarray,
     config: ProjectionConfig | None = None,
     anneal: bool = True,
+    weights: np.ndarray | None = None,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
     """``projection.project`` with the whole Adam loop on the device.
 
@@ -758,6 +768,8 @@ def project(
     config : ProjectionConfig, optional
     anneal : bool
         False: a single stage at ``sigma_initial * 2**max_doublings``.
+    weights : float64[n_queries], optional
+        Loss weight of each query (all ones when None), in the Adam and the exact loss alike.
 
     Returns
     -------
@@ -768,6 +780,7 @@ def project(
     config = ProjectionConfig() if config is None else config
     check_queries(queries)
     targets = check_targets(targets, queries.n_queries)
+    weights = check_weights(weights, queries.n_queries)
     values = np.asarray(params.values)
     if values.ndim != 2 or values.shape[1] != queries.n_coords or values.shape[0] == 0:
         msg = (
@@ -795,6 +808,7 @@ def project(
     block_starts = _upload(np.asarray(params.block_starts, dtype=np.int64))
     n_blocks = len(params.block_starts) if params.numeric_offset else 0
     targets_device = _upload(targets)
+    weights_device = _upload(weights)
     hard = cuda.to_device(np.zeros(max(queries.n_queries, 1), dtype=np.float32))
     row_grid = _blocks(n_rows, threads, cuda_config.MAX_BLOCKS)
     adam_grid = _blocks(n_rows, threads, cuda_config.REDUCTION_BLOCKS)
@@ -809,13 +823,15 @@ def project(
     def exact_loss(source) -> float:
         _softmax_kernel[row_grid, threads](source, block_starts, n_blocks, params.numeric_offset,
                                            relaxed, never)
-        workspace.relaxed_answers(relaxed, hard, targets_device, round_to_float32=True)
+        workspace.relaxed_answers(relaxed, hard, targets_device, query_weights=weights_device,
+                                  round_to_float32=True)
         return workspace.loss()
 
     def step() -> None:
         _softmax_kernel[row_grid, threads](current, block_starts, n_blocks,
                                            params.numeric_offset, relaxed, state)
-        workspace.relaxed_answers(relaxed, sigma, targets_device, halt=state)
+        workspace.relaxed_answers(relaxed, sigma, targets_device, query_weights=weights_device,
+                                  halt=state)
         workspace.gradient(relaxed, sigma, halt=state)
         kernels.adam[adam_grid, threads](
             current, relaxed, workspace.grad, first, second, block_starts, n_blocks,

@@ -19,6 +19,7 @@ from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
     check_relaxed_call,
+    check_weights,
 )
 from polars_rap.queries import QuerySet
 
@@ -122,11 +123,12 @@ def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float)
 
 
 def loss_and_grad(
-    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float
+    X: np.ndarray, queries: QuerySet, targets: np.ndarray, sigma: np.ndarray | float,
+    weights: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
-    """Squared-error loss of the relaxed answers and its gradient with respect to ``X``.
+    """Weighted squared-error loss of the relaxed answers and its gradient with respect to ``X``.
 
-    ``L = sum_q (answers_relaxed_q - targets_q) ** 2``.
+    ``L = sum_q w_q (answers_relaxed_q - targets_q) ** 2`` (``w_q = 1`` when ``weights`` is None).
 
     Parameters
     ----------
@@ -134,6 +136,8 @@ def loss_and_grad(
     queries : QuerySet
     targets : float64[n_queries]
     sigma : float32[n_queries] or scalar
+    weights : float64[n_queries], optional
+        Non-negative weight of each query's squared residual.
 
     Returns
     -------
@@ -141,12 +145,13 @@ def loss_and_grad(
         The loss, and ``dL/dX`` with the dtype and shape of ``X``.
     """
     X, sigma, targets = check_relaxed_call(X, queries, sigma, targets)
+    weights = check_weights(weights, queries.n_queries)
     answers = _relaxed64(X, queries, sigma)
     residual = answers - targets
     grad = np.zeros(X.shape, dtype=np.float64)
     n_rows = X.shape[0]
     for q in range(queries.n_queries):
-        weight = 2.0 * residual[q] / n_rows  # dL / d(query value on one row)
+        weight = 2.0 * weights[q] * residual[q] / n_rows  # dL / d(query value on one row)
         factors = _factors(X, queries, q, np.float64(sigma[q]))
         for i, (kind, index, _, slope) in enumerate(factors):
             others = np.ones(n_rows, dtype=np.float64)
@@ -159,4 +164,4 @@ def loss_and_grad(
             for t in range(queries.theta_offsets[index], queries.theta_offsets[index + 1]):
                 column = queries.numeric_offset + int(queries.theta_index[t])
                 grad[:, column] += weight * others * slope * np.float64(queries.theta_weight[t])
-    return float(np.sum(residual**2)), grad.astype(X.dtype)
+    return float(np.sum(weights * residual**2)), grad.astype(X.dtype)

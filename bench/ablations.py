@@ -1,0 +1,130 @@
+"""Ablations of the synthesis strategy: one change at a time, both headline datasets, 3 seeds.
+
+    python -m bench.ablations --run strategy      # the runs (resumable), then the table
+    python -m bench.ablations --table strategy    # only the table, from the committed CSV
+
+Each step of an ablation adds one change to the one before it (``STEPS``); every run goes
+through ``bench.run`` (a fresh subprocess, the headline suite's split, evaluation workload and
+δ = 1/n²), as the ``rap++`` mechanism with the step's ``synthesize`` keywords, into
+``bench/results/ablation_<name>.csv``. The table (``ablation_<name>.md``) gives the mean over
+seeds of each metric per dataset and step, beside the paper's algorithm (the headline suite's
+``rap++paper`` rows at the same ε and seeds) and each step's ratio to it. A step with no
+keywords is the default, whose rows are the headline suite's ``rap++`` rows (not rerun here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from bench.run import ERROR_CLASSES, RESULTS, read_results, table_markdown
+
+PLANNED = {"name": "planned"}
+STEPS: dict[str, list[tuple[str, dict, str]]] = {
+    "strategy": [
+        ("outright, shares by rounds",
+         {"strategy": {**PLANNED, "class_shares": "rounds", "outright": True, "inverse_variance": False,
+                       "decoding": "independent"}},
+         "the paper's class shares, but a class whose rounds measure every group anyway is "
+         "measured outright, without paying for selection"),
+        ("+ equal class shares",
+         {"strategy": {**PLANNED, "outright": True, "inverse_variance": False, "decoding": "independent"}},
+         "each query class gets the same budget, whatever its number of rounds"),
+        ("+ inverse-variance weights",
+         {"strategy": {**PLANNED, "inverse_variance": True, "decoding": "independent"}},
+         "the projection weighs each measured answer by 1 / noise variance (maximum likelihood)"),
+        ("+ controlled decoding (the default)",
+         {},
+         "systematic sampling of each relaxed row's copies, stochastic rounding of integers"),
+    ],
+}
+EPSILONS = (1.0,)
+SEEDS = (0, 1, 2)
+DATASETS = ("acs-income-CA", "adult")
+METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "seconds")
+
+
+def run(name: str, epsilons: Sequence[float], seeds: Sequence[int]) -> None:
+    """Every step's runs (``bench.run`` skips those already in the CSV)."""
+    out = RESULTS / f"ablation_{name}.csv"
+    for label, synthesize, _ in STEPS[name]:
+        if not synthesize:  # the default: the headline suite's rap++ rows
+            continue
+        print(f"== {label}", flush=True)
+        command = [sys.executable, "-m", "bench.run", "--suite", "headline", "--mechanisms", "rap++",
+                   "--datasets", *DATASETS, "--epsilons", *map(str, epsilons), "--seeds", *map(str, seeds),
+                   "--out", str(out), "--plots-dir", str(RESULTS / "plots" / f"ablation_{name}")]
+        if synthesize:
+            command += ["--synthesize", json.dumps(synthesize)]
+        subprocess.run(command, check=True)
+
+
+def _step_of(parameters: str, name: str) -> str | None:
+    synthesize = json.loads(parameters).get("synthesize") or {}
+    for label, step, _ in STEPS[name]:
+        if synthesize == step:
+            return label
+    return None
+
+
+def table(name: str) -> pl.DataFrame:
+    """Mean over seeds per dataset × ε × step, with the paper's rows first and ratios to them."""
+    rows = read_results(RESULTS / f"ablation_{name}.csv").filter(pl.col("status") == "ok")
+    rows = rows.with_columns(pl.col("parameters").map_elements(lambda p: _step_of(p, name),
+                                                               return_dtype=pl.String).alias("step"))
+    rows = rows.filter(pl.col("step").is_not_null())
+    points = rows.select("dataset", "epsilon", "seed").unique()
+    headline = read_results(RESULTS / "headline.csv").filter(pl.col("status") == "ok").join(
+        points, on=["dataset", "epsilon", "seed"])
+    paper = (headline.filter(pl.col("mechanism") == "rap++paper")
+             .with_columns(pl.lit("paper (rap++paper, headline.csv)").alias("step")))
+    default = [label for label, step, _ in STEPS[name] if not step]
+    planned = (headline.filter(pl.col("mechanism") == "rap++")
+               .with_columns(pl.lit(default[0] if default else None, dtype=pl.String).alias("step"))
+               .filter(pl.col("step").is_not_null()))
+    frame = pl.concat([paper.select(rows.columns), rows, planned.select(rows.columns)], how="vertical_relaxed")
+    order = {"paper (rap++paper, headline.csv)": 0, **{s[0]: i + 1 for i, s in enumerate(STEPS[name])}}
+    means = (frame.group_by("dataset", "epsilon", "step")
+             .agg(*(pl.col(m).mean() for m in METRICS), pl.col("seed").n_unique().alias("seeds"))
+             .with_columns(pl.col("step").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+             .sort("dataset", "epsilon", "_order"))
+    base = means.filter(pl.col("_order") == 0).select(
+        "dataset", "epsilon", *(pl.col(m).alias(f"_{m}") for m in METRICS[:3]))
+    return (means.join(base, on=["dataset", "epsilon"], how="left")
+            .with_columns(*((pl.col(f"{c}_mean_error") / pl.col(f"_{c}_mean_error")).round(3).alias(f"{c}_vs_paper")
+                            for c in ERROR_CLASSES))
+            .select("dataset", "epsilon", "step", *METRICS, *(f"{c}_vs_paper" for c in ERROR_CLASSES), "seeds"))
+
+
+def write_table(name: str) -> Path:
+    path = RESULTS / f"ablation_{name}.md"
+    lines = [f"# Ablation: {name} (bench/ablations.py; mean over seeds, one change per step)", ""]
+    lines += [f"- **{label}**: {why}" for label, _, why in STEPS[name]]
+    path.write_text("\n".join(lines) + "\n\n" + table_markdown(table(name)) + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", choices=sorted(STEPS), help="run an ablation, then write its table")
+    parser.add_argument("--table", choices=sorted(STEPS), help="only write the table of an ablation")
+    parser.add_argument("--epsilons", nargs="+", type=float, default=EPSILONS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=SEEDS)
+    args = parser.parse_args(argv)
+    name = args.run or args.table
+    if name is None:
+        parser.error("give --run NAME or --table NAME")
+    if args.run:
+        run(name, args.epsilons, args.seeds)
+    print(f"table -> {write_table(name)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""The privacy report of a synthesis, assembled from what the loop released.
+
+Post-processing only: the noisy answers and their noise scales (from
+:class:`polars_rap.rounds.LoopRecord`), confidence intervals built from them, the last
+Gumbel selection of each class (bounds on the groups never measured), and the returned
+rows' answers on the workload. The true answers never reach this module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from polars_rap.queries import QueryClass, QuerySet
+from polars_rap.report import (
+    PrivacyReport,
+    interval_halfwidth,
+    simultaneous_halfwidth,
+    unmeasured_error_bounds,
+)
+from polars_rap.rounds import LoopRecord
+from polars_rap.source import DataSource, exact_answers
+from polars_rap.workload import describe_queries
+
+__all__ = ["build_report"]
+
+
+def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, record: LoopRecord,
+                 synthetic_frame: pl.DataFrame, backend_module, confidence: float,
+                 parameters: dict) -> PrivacyReport:
+    """The :class:`~polars_rap.report.PrivacyReport` of a run: the ledger's events, one row
+    per measured answer (noisy answer, std, intervals, the returned rows' answer, error
+    bound) and the unmeasured groups' bounds."""
+    groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
+    stds, selections = record.noise_stds, record.selections
+    query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
+    sizes = queries.group_sizes[groups] if groups else np.zeros(0, dtype=np.int64)
+    noisy = np.concatenate(noisy_parts) if noisy_parts else np.zeros(0)
+    std = np.repeat(np.asarray(stds, dtype=np.float64), sizes)
+    halfwidth = interval_halfwidth(std, confidence)
+    joint_halfwidth = simultaneous_halfwidth(std, confidence, len(noisy))
+    # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
+    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module)
+
+    def synthetic_answers(group_ids) -> np.ndarray:
+        return all_synthetic[queries.group_query_indices(np.asarray(group_ids, dtype=np.int64))]
+
+    synthetic = synthetic_answers(groups)
+    measurements = pl.DataFrame({
+        "round": np.repeat(np.asarray(rounds, dtype=np.int64), sizes),
+        "query_class": [QueryClass.SHORT[c] for c in queries.query_class[query_index]],
+        "group": np.repeat(np.asarray(groups, dtype=np.int64), sizes),
+        "query": query_index,
+        "description": describe_queries(queries, domain, query_index),
+        "noisy_answer": noisy,
+        "noise_std": std,
+        "ci_low": noisy - halfwidth,
+        "ci_high": noisy + halfwidth,
+        "ci_low_simultaneous": noisy - joint_halfwidth,
+        "ci_high_simultaneous": noisy + joint_halfwidth,
+        "synthetic_answer": synthetic,
+        "error_bound": np.abs(synthetic - noisy) + halfwidth,
+    }, schema_overrides={"query_class": pl.String, "description": pl.String})
+    unmeasured, note = _unmeasured_bounds(queries, domain, selections, synthetic_answers, confidence)
+    return PrivacyReport(
+        epsilon=budget.epsilon, delta=budget.delta, rho_budget=budget.rho,
+        rho_spent=ledger.rho_spent, n_rows=n_rows, events=ledger.events,
+        measurements=measurements, confidence=confidence, parameters=parameters,
+        conversion_delta=budget.conversion_delta, approximate_delta=budget.approximate_delta,
+        unmeasured=unmeasured, unmeasured_note=note,
+    )
+
+
+def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers, confidence):
+    """The unmeasured groups' error bounds (a frame) and a note on which have none, and why."""
+    parts = []
+    for record in selections.values():
+        bounds = unmeasured_error_bounds(record, queries.group_sizes,
+                                         synthetic_answers(record.candidates), confidence)
+        groups = record.candidates[record.unmeasured]
+        first_query = queries.group_offsets[groups]
+        parts.append(pl.DataFrame({
+            "query_class": [record.query_class] * len(groups),
+            "group": groups,
+            "description": describe_queries(queries, domain, first_query),
+            "round": np.full(len(groups), record.round, dtype=np.int64),
+            "error_bound": bounds,
+        }, schema_overrides={"query_class": pl.String, "description": pl.String}))
+    schema = {"query_class": pl.String, "group": pl.Int64, "description": pl.String,
+              "round": pl.Int64, "error_bound": pl.Float64}
+    frame = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+    note = (
+        "Bounds cover the workload's groups never measured, from the last selection each "
+        "competed in; queries outside the workload (e.g. marginals over max_marginal_cells "
+        "cells, classes with no rounds) have none."
+    )
+    return frame.cast(schema), note

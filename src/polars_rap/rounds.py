@@ -1,0 +1,166 @@
+"""The select / measure / project loop over a plan (paper Alg. 2, design.md §4).
+
+:func:`run_plan` walks the steps of a :mod:`polars_rap.strategy` plan. Each step spends
+``rho_remaining * weight / (weights of the steps left)``: a selection round pays
+``selection_share`` of it for a one-shot Gumbel top-K over the class's unmeasured groups (by
+the L1 error of the current synthetic data's expected answers) and splits the rest evenly over
+the Gaussian measurements of the groups picked; an outright step measures every unmeasured
+group of its class, its whole share split evenly. After each step the relaxed data is
+projected onto every measurement so far, warm-started. The last measurement of the plan
+charges exactly what is left, so the ledger closes to the last float.
+
+Only the true answers are private; they are read here only through the two charged
+mechanisms (``gumbel_top_k``, ``gaussian_mechanism``). Everything recorded is released.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebooks, text elsewhere
+    from tqdm.auto import tqdm
+else:  # tqdm.auto would warn at import that ipywidgets is missing
+    from tqdm import tqdm
+
+from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
+from polars_rap.projection import ProjectionConfig, RelaxedParams, project
+from polars_rap.queries import QueryClass, QuerySet, group_l1
+from polars_rap.report import SelectionRecord
+from polars_rap.strategy import Step
+
+__all__ = ["CLASS_CODES", "LoopRecord", "run_plan"]
+
+logger = logging.getLogger(__name__)
+
+CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MARGINAL,
+               "LT": QueryClass.LINEAR_THRESHOLD}
+
+
+@dataclass
+class LoopRecord:
+    """What the loop released, in measurement order: group ids (int), the step (round) each
+    was measured in, its noisy answers (float64 arrays) and per-answer noise std; the last
+    Gumbel selection of each class (for the unmeasured groups' bounds); the final relaxed
+    parameters."""
+
+    params: RelaxedParams
+    groups: list[int] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    noisy_parts: list[np.ndarray] = field(default_factory=list)
+    noise_stds: list[float] = field(default_factory=list)
+    selections: dict[str, SelectionRecord] = field(default_factory=dict)
+
+    def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
+        """float64[answers measured]: each answer's weight in the projection loss, ``1 /
+        std**2`` scaled to mean 1 (None when unweighted). ``sizes``: each group's answers."""
+        if not inverse_variance:
+            return None
+        precision = np.repeat(1.0 / np.square(np.asarray(self.noise_stds, dtype=np.float64)), sizes)
+        return precision / precision.mean()
+
+
+def run_plan(
+    plan: list[Step],
+    queries: QuerySet,
+    true_answers: np.ndarray,
+    l1_sensitivity: np.ndarray,
+    l2_sensitivity: np.ndarray,
+    ledger: PrivacyLedger,
+    params: RelaxedParams,
+    backend,
+    projection: ProjectionConfig,
+    rng: np.random.Generator,
+    *,
+    selection_share: float,
+    inverse_variance: bool,
+    progress: bool,
+) -> LoopRecord:
+    """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
+    per-group sensitivities float64[n_groups]); charges ``ledger`` for every release and
+    returns what was released. ``rng`` draws all the noise."""
+    record = LoopRecord(params)
+    group_class = queries.group_class
+    available = np.ones(queries.n_groups, dtype=bool)
+    weights_left = [float(w) for w in np.cumsum([s.weight for s in plan][::-1])[::-1]]
+    rho = ledger.rho_budget
+    bar = tqdm(plan, desc="RAP++ rounds", disable=not progress, unit="round")
+    for index, step in enumerate(bar):
+        is_last = index == len(plan) - 1
+        step_rho = ledger.rho_remaining * step.weight / weights_left[index]
+        candidates = np.flatnonzero(available & (group_class == CLASS_CODES[step.query_class]))
+        if len(candidates) == 0:
+            continue
+        k = len(candidates) if step.outright else min(step.k, len(candidates))
+        chosen_by_gumbel = k < len(candidates)
+        if chosen_by_gumbel:
+            synthetic = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(candidates), np.inf)
+            errors = group_l1(true_answers[queries.group_query_indices(candidates)] - synthetic,
+                              queries.group_sizes[candidates])
+            selection_l1 = float(l1_sensitivity[candidates].max())
+            selected_local = gumbel_top_k(
+                errors, k, selection_l1, selection_share * step_rho, ledger, rng,
+                description=f"{step.query_class} selection", round=index,
+            )
+            measure_rho = (1.0 - selection_share) * step_rho
+        else:  # selecting every candidate reveals nothing and costs nothing
+            selected_local = np.arange(len(candidates))
+            measure_rho = step_rho
+        selected = candidates[selected_local]
+        for position, group in enumerate(selected):
+            if is_last and position == len(selected) - 1:
+                group_rho = ledger.rho_remaining  # the last charge takes exactly what is left
+            else:
+                group_rho = measure_rho / len(selected)
+            start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
+            noisy, std = gaussian_mechanism(
+                true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
+                description=f"{step.query_class} group {group}", round=index,
+            )
+            record.groups.append(int(group))
+            record.rounds.append(index)
+            record.noisy_parts.append(noisy)
+            record.noise_stds.append(std)
+            available[group] = False
+        if chosen_by_gumbel:
+            record.selections[step.query_class] = _selection_record(
+                index, step.query_class, queries, candidates, synthetic, selected_local,
+                gumbel_scale(selection_l1, selection_share * step_rho, k),
+                record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):],
+            )
+        groups = np.asarray(record.groups)
+        record.params, trace = project(
+            record.params, queries.take_groups(groups), np.concatenate(record.noisy_parts), backend,
+            projection, anneal=step.query_class != "CM",
+            weights=record.answer_weights(queries.group_sizes[groups], inverse_variance),
+        )
+        bar.set_postfix(cls=step.query_class, loss=f"{trace.exact_loss:.3g}", stages=trace.stages,
+                        rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
+        logger.debug(
+            "step %d (%s): measured %d groups, %d Adam steps in %d temperature stages, "
+            "exact loss %.4g, rho spent %.6g of %.6g", index, step.query_class, len(selected),
+            trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
+        )
+    bar.close()
+    return record
+
+
+def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,
+                      selected_local, scale, noisy_parts, stds) -> SelectionRecord:
+    """Keep what a Gumbel round released and compared against, for the unmeasured bounds."""
+    sizes = queries.group_sizes[candidates]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    gaps = np.array([
+        np.abs(noisy - synthetic[starts[i]:starts[i + 1]]).sum()
+        for i, noisy in zip(selected_local, noisy_parts, strict=True)
+    ])
+    return SelectionRecord(
+        round=round_index, query_class=class_name, candidates=np.asarray(candidates, dtype=np.int64),
+        candidate_answers=np.asarray(synthetic, dtype=np.float64), gumbel_scale=float(scale),
+        selected=np.asarray(candidates[selected_local], dtype=np.int64),
+        selected_gap=gaps, selected_std=np.asarray(stds, dtype=np.float64),
+        selected_size=np.asarray(sizes[selected_local], dtype=np.int64),
+    )

@@ -1,0 +1,199 @@
+"""Strategies: how a run spends its zCDP budget over query classes and rounds (a plan).
+
+A plan is a list of :class:`Step`, each on one query class (``"CM"``, ``"MM"``, ``"LT"``):
+
+- a *selection round* (``k`` set): one-shot Gumbel top-``k`` among the class's groups not yet
+  measured, by the L1 error of the current synthetic data, then a Gaussian measurement of
+  each group picked, the round's budget split evenly between them (paper Alg. 2); when ``k``
+  would pick every candidate left, the round measures them all and pays no selection;
+- an *outright* step (``k is None``): a Gaussian measurement of every group of the class
+  left, with no selection (choosing all of them reveals nothing, so it costs nothing).
+
+A step's ``weight`` fixes its share of the loop's budget: at run time step ``i`` spends
+``rho_remaining * weight_i / sum(weights of the steps not yet run)``, so the shares hold
+exactly when every step spends its part, and the last step takes what is left to the last
+float. Plans depend only on public values (group counts, rounds, K): never on the data.
+
+Two strategies ship:
+
+- :class:`PaperStrategy` (``strategy="paper"``): the paper's algorithm, rounds of every class
+  interleaved evenly, an equal share each, each paying ``selection_share`` for its Gumbel
+  selection, projection weighing every measurement alike, categories decoded independently.
+- :class:`PlannedStrategy` (``strategy="planned"``, the default): a budget per query class,
+  classes whose rounds would measure all their groups anyway measured outright first,
+  measurements weighed by their inverse noise variance in the projection (the maximum-likelihood
+  fit under Gaussian noise), and controlled decoding (:func:`polars_rap.encoding.decode`).
+  Its parts are switches, so that each can be measured on its own (``bench/results/ablation_*``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "resolve_strategy", "STRATEGIES"]
+
+CLASSES = ("CM", "MM", "LT")
+"""Query classes in workload order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a plan: ``query_class`` measured with ``weight`` (a share of the loop's
+    budget, relative to the other steps), selecting ``k`` groups, or all left when None."""
+
+    query_class: str
+    weight: float
+    k: int | None
+
+    @property
+    def outright(self) -> bool:
+        return self.k is None
+
+
+class Strategy(Protocol):
+    """What the select/measure/project loop (:mod:`polars_rap.rounds`) asks of a strategy."""
+
+    name: str
+    inverse_variance: bool
+    """Weigh each measured answer by ``1 / noise_std**2`` in the projection loss."""
+    decoding: str
+    """``"independent"`` or ``"controlled"`` (see :func:`polars_rap.encoding.decode`)."""
+
+    def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
+        """The steps, from the number of workload groups per class (``group_counts``), the
+        rounds asked per class and the groups per round ``k``: public values only."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The strategy's settings, for the report's parameters."""
+        ...
+
+
+def capped_rounds(group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> dict[str, int]:
+    """Rounds per class, at most ``ceil(groups / k)``: a round always has a group left to
+    measure, so no round's share of the budget is stranded."""
+    return {c: min(int(r), -(-int(group_counts.get(c, 0)) // k)) for c, r in rounds.items()}
+
+
+def interleave(rounds: Mapping[str, int]) -> list[str]:
+    """Spread each class's rounds evenly over one schedule (deterministic)."""
+    slots = [((i + 0.5) / count, name) for name, count in rounds.items() for i in range(count)]
+    return [name for _, name in sorted(slots, key=lambda s: (s[0], s[1]))]
+
+
+@dataclass(frozen=True, slots=True)
+class PaperStrategy:
+    """RAP++ as in the paper (Alg. 2): ``T = sum(rounds)`` interleaved rounds, ``rho / T``
+    each, every round a Gumbel selection of ``k`` groups (unless it would pick all left)."""
+
+    name: str = field(default="paper", init=False)
+    inverse_variance: bool = field(default=False, init=False)
+    decoding: str = field(default="independent", init=False)
+
+    def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
+        return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedStrategy:
+    """A budget per query class, measured where it pays (the default).
+
+    Parameters
+    ----------
+    class_shares : mapping, "rounds" or None
+        Relative budget of each class that has rounds (``{"CM": 1, "LT": 1}``); None gives
+        every such class an equal share; ``"rounds"`` a share in proportion to its rounds, as
+        the paper's even split per round does. Shares of classes without rounds are ignored.
+    outright : bool
+        Measure a class outright, in one step with no selection charge and before the rounds
+        of the other classes, when its rounds would measure all its groups anyway
+        (``rounds * k >= groups``). Otherwise its rounds select as in the paper.
+    inverse_variance : bool
+        Weigh measurements by ``1 / noise_std**2`` in the projection loss.
+    decoding : {"controlled", "independent"}
+        How relaxed rows become discrete rows (:func:`polars_rap.encoding.decode`).
+    """
+
+    class_shares: Mapping[str, float] | str | None = None
+    outright: bool = True
+    inverse_variance: bool = True
+    decoding: str = "controlled"
+    name: str = field(default="planned", init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.class_shares, str) and self.class_shares != "rounds":
+            msg = f"class_shares must be a mapping, 'rounds' or None. Got {self.class_shares!r}"
+            raise ValueError(msg)
+        if isinstance(self.class_shares, Mapping):
+            for key, value in self.class_shares.items():
+                if key not in CLASSES:
+                    msg = f"class_shares has an unknown query class {key!r}; choose from {CLASSES}"
+                    raise ValueError(msg)
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                        math.isfinite(value) and value > 0):
+                    msg = f"class_shares[{key!r}] must be a finite number > 0. Got {value!r}"
+                    raise ValueError(msg)
+        if self.decoding not in ("controlled", "independent"):
+            msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
+            raise ValueError(msg)
+
+    def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
+        capped = capped_rounds(group_counts, rounds, k)
+        active = [c for c in CLASSES if capped.get(c, 0) > 0]
+        if not active:
+            return []
+        if self.class_shares is None:
+            raw = {c: 1.0 for c in active}
+        elif self.class_shares == "rounds":
+            raw = {c: float(capped[c]) for c in active}
+        else:
+            raw = {c: float(self.class_shares.get(c, 0.0)) for c in active}
+        if sum(raw.values()) <= 0.0:
+            msg = f"class_shares gives no budget to any class with rounds ({', '.join(active)})"
+            raise ValueError(msg)
+        total = math.fsum(raw.values())
+        share = {c: raw[c] / total for c in active if raw[c] > 0}
+        outright = [c for c in share
+                    if self.outright and int(rounds[c]) * k >= int(group_counts.get(c, 0))]
+        steps = [Step(c, share[c], None) for c in outright]
+        selecting = {c: capped[c] for c in share if c not in outright}
+        steps += [Step(c, share[c] / selecting[c], k) for c in interleave(selecting)]
+        return steps
+
+    def describe(self) -> dict[str, Any]:
+        shares = dict(self.class_shares) if isinstance(self.class_shares, Mapping) else self.class_shares
+        return {"name": self.name, "class_shares": shares,
+                "outright": self.outright, "inverse_variance": self.inverse_variance,
+                "decoding": self.decoding}
+
+
+STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
+
+
+def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
+    """A strategy from its name (``"planned"``, ``"paper"``), a mapping of a name and its
+    settings (``{"name": "planned", "outright": False}``, as in a config file), or itself."""
+    if isinstance(strategy, str):
+        spec: dict[str, Any] = {"name": strategy}
+    elif isinstance(strategy, Mapping):
+        spec = dict(strategy)
+    elif hasattr(strategy, "plan") and hasattr(strategy, "inverse_variance"):
+        return strategy
+    else:
+        msg = f"The 'strategy' parameter must be 'planned', 'paper' or a strategy object. Got {strategy!r}"
+        raise ValueError(msg)
+    name = spec.pop("name", "planned")
+    if name not in STRATEGIES:
+        msg = f"unknown strategy {name!r}; choose one of {', '.join(repr(s) for s in STRATEGIES)}"
+        raise ValueError(msg)
+    try:
+        return STRATEGIES[name](**spec)
+    except TypeError as error:
+        msg = f"bad settings for strategy {name!r}: {error}"
+        raise ValueError(msg) from None
