@@ -50,6 +50,9 @@ class MechanismRun:
     peak_rss_mib: float | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    relaxed: Any = None
+    """polars-rap's relaxed data (float32[n_relaxed, n_coords]), to score it beside the
+    decoded rows; None for other mechanisms."""
     companions: dict[str, MechanismRun] = field(default_factory=dict)
     """Runs of other mechanisms that came out of the same fit, by mechanism name (a peer's
     fixed-sampler row from the fit of its shipped row)."""
@@ -174,7 +177,7 @@ def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, proje
     report = result.report
     details = {"rho_budget": report.rho_budget, "rho_spent": report.rho_spent,
                "rounds": report.parameters.get("rounds")}
-    return MechanismRun(result.data, "ok", seconds, None, details, "")
+    return MechanismRun(result.data, "ok", seconds, None, details, "", relaxed=result.relaxed)
 
 
 def rap_plus_plus(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:

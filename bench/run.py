@@ -331,6 +331,11 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
             for query_class in errors.iter_rows(named=True):
                 item[f"{query_class['query_class']}_mean_error"] = query_class["mean_error"]
                 item[f"{query_class['query_class']}_max_error"] = query_class["max_error"]
+            if result.relaxed is not None:  # what the projection reached, before decoding
+                relaxed_errors = evaluation.relaxed_workload_errors(
+                    train, result.relaxed, domain, seed=0, **parameters.get("eval", {}))
+                item["details"] = canonical_json({**result.parameters, "relaxed_mean_error": {
+                    r["query_class"]: r["mean_error"] for r in relaxed_errors.iter_rows(named=True)}})
             utility = evaluation.ml_utility_for_domain(result.data, test, label, domain)
             item.update(macro_f1=utility["macro_f1"], accuracy=utility["accuracy"])
             if utility.get("note"):

@@ -23,7 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score
 
-__all__ = ["ml_utility", "ml_utility_for_domain", "query_errors", "workload_errors"]
+__all__ = ["ml_utility", "ml_utility_for_domain", "query_errors", "relaxed_workload_errors",
+           "workload_errors"]
 
 # ============================================================================================
 # ML utility: train a classifier on one table (e.g. synthetic), score it on another (real)
@@ -232,7 +233,10 @@ def query_errors(
     for frame in (real, synthetic):
         encoded = encode(frame.select(domain.names), domain)
         answers.append(module.answers_exact(encoded.codes, encoded.numerics, queries))
-    errors = np.abs(answers[0] - answers[1])
+    return _errors_by_class(queries, np.abs(answers[0] - answers[1]))
+
+
+def _errors_by_class(queries: QuerySet, errors: np.ndarray) -> pl.DataFrame:
     return (
         pl.DataFrame({"query_class": [QueryClass.SHORT[c] for c in queries.query_class], "error": errors},
                      schema_overrides={"query_class": pl.String})
@@ -240,6 +244,13 @@ def query_errors(
         .agg(pl.len().alias("queries"), pl.col("error").mean().alias("mean_error"),
              pl.col("error").max().alias("max_error"))
     )
+
+
+def _benchmark_workload(domain: Domain, seed: int, classes: Sequence[str], n_mixed_marginals: int,
+                        n_linear_thresholds: int) -> QuerySet:
+    return build_workload(domain, np.random.default_rng(seed), classes=tuple(classes),
+                          n_mixed_marginals=n_mixed_marginals,
+                          n_linear_thresholds=n_linear_thresholds, max_marginal_cells=None)
 
 
 def workload_errors(
@@ -250,7 +261,21 @@ def workload_errors(
     """:func:`query_errors` on the benchmark workload (benchmarks.md): all class-conditional
     3-way categorical marginals, random mixed marginals and linear thresholds, drawn with
     ``seed`` from the public domain."""
-    queries = build_workload(domain, np.random.default_rng(seed), classes=tuple(classes),
-                             n_mixed_marginals=n_mixed_marginals,
-                             n_linear_thresholds=n_linear_thresholds, max_marginal_cells=None)
+    queries = _benchmark_workload(domain, seed, classes, n_mixed_marginals, n_linear_thresholds)
     return query_errors(real, synthetic, domain, queries, backend)
+
+
+def relaxed_workload_errors(
+    real: pl.DataFrame, relaxed: np.ndarray, domain: Domain, *, seed: int = 0,
+    classes: Sequence[str] = ("CM", "MM", "LT"), n_mixed_marginals: int = 20_000,
+    n_linear_thresholds: int = 200_000, backend: str = "cpu",
+) -> pl.DataFrame:
+    """:func:`workload_errors` of the *relaxed* data (float32[n_relaxed, n_coords]) itself:
+    its expected answers (hard thresholds on the relaxed rows, the mean over all decodings)
+    against ``real``'s. Beside the decoded rows' errors it tells what decoding cost."""
+    module = kernels.get_backend(backend)
+    queries = _benchmark_workload(domain, seed, classes, n_mixed_marginals, n_linear_thresholds)
+    encoded = encode(real.select(domain.names), domain)
+    true = module.answers_exact(encoded.codes, encoded.numerics, queries)
+    expected = module.answers_relaxed(relaxed, queries, np.inf).astype(np.float64)
+    return _errors_by_class(queries, np.abs(true - expected))
