@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from polars_rap import privacy
+from polars_rap import accounting, privacy
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -430,7 +430,16 @@ def test_error_message_format_matches_style_guide() -> None:
     assert str(info.value) == "The 'epsilon' parameter must be a finite float > 0. Got -1."
 
 
-def test_module_doctests() -> None:
-    """The docstring examples of polars_rap.privacy run and pass."""
-    result = doctest.testmod(privacy)
+@pytest.mark.parametrize("module", [privacy, accounting], ids=lambda m: m.__name__)
+def test_module_doctests(module) -> None:
+    """The docstring examples of polars_rap.privacy and polars_rap.accounting run and pass."""
+    result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_privacy_re_exports_the_accounting_names() -> None:
+    """Every public name of polars_rap.accounting is importable from polars_rap.privacy as the
+    same object (existing imports keep working), and listed in its __all__."""
+    for name in accounting.__all__:
+        assert getattr(privacy, name) is getattr(accounting, name), name
+        assert name in privacy.__all__, name

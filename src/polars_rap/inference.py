@@ -29,7 +29,7 @@ How a column is asked for:
     exactly one row (the only kind present in one neighbour and absent from the other) is
     released with probability at most ``delta_c``; on the values the neighbours share it is
     the Gaussian mechanism. So the step is ``delta_c``-approximately rho-zCDP, and the ledger
-    records ``delta_c`` (see :func:`polars_rap.privacy.split_budget` for the composition).
+    records ``delta_c`` (see :func:`polars_rap.accounting.split_budget` for the composition).
 
 Inferred columns are nullable: a categorical column's null category also receives the values
 that did not clear the threshold (a documented repair that keeps every row, counted for the
