@@ -154,6 +154,33 @@ def test_data_values_charge_rho_and_delta_evenly():
     assert ledger.delta_spent <= ledger.delta_budget
 
 
+@pytest.mark.parametrize("dtype", [pl.Float32, pl.Float64])
+def test_released_zero_category_does_not_depend_on_which_zero_comes_first(dtype):
+    """Neighbours that differ in one row, 0.0 -> -0.0 at the top: -0.0 == 0.0 merges them in
+    the counts, and the released category is 0.0 (positive) in both, with the same noise."""
+    zeros = pl.DataFrame({"x": [0.0] * 3000 + [1.5] * 3000}, schema={"x": dtype})
+    negative_first = zeros.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(-0.0)
+                                        .otherwise(pl.col("x")).cast(dtype).alias("x"))
+    assert math.copysign(1.0, negative_first["x"][0]) == -1.0
+    released = []
+    for frame in (zeros, negative_first):
+        ledger = PrivacyLedger(1.0, 1e-9)
+        declarations = infer_declarations(_batches(frame), frame.schema, [InferenceRequest("x", "categorical")],
+                                          1.0, ledger, np.random.default_rng(0))
+        released.append(declarations["x"].categories)
+    assert released[0] == released[1] == (0.0, 1.5)
+    assert [math.copysign(1.0, zero) for zero, _ in released] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("declared_zero", [0.0, -0.0])
+def test_both_zeros_encode_to_the_declared_zero_category(declared_zero):
+    """Encoding is already sign-blind (a guard, not a fix): -0.0 and 0.0 in the data take the
+    code of the declared zero, whichever sign it was declared with."""
+    domain = Domain.from_mapping({"x": pl.Float64}, {"x": [declared_zero, 1.5]})
+    encoded = encode(pl.DataFrame({"x": [-0.0, 0.0, 1.5, -0.0]}), domain)
+    assert encoded.codes[:, 0].tolist() == [0, 0, 1, 0]
+
+
 def test_inferred_category_column_sends_rare_values_to_null():
     domain = Domain.from_mapping({"c": pl.String}, {"c": Categorical(["a"], nullable=True, unlisted="null")})
     encoded = encode(pl.DataFrame({"c": ["a", "b", None, "a"]}), domain)

@@ -216,11 +216,21 @@ class _Counts:
                 if isinstance(column.dtype, (pl.Enum, pl.Categorical)):
                     column = column.cast(pl.String)
                 if column.dtype.is_float():
-                    column = column.fill_nan(None)
+                    column = _signless_zeros(column.fill_nan(None))
                 counted = column.drop_nulls().value_counts(name="count")
                 target = self.values[request.name]
                 for value, count in counted.iter_rows():
                     target[value] = target.get(value, 0) + int(count)
+
+
+def _signless_zeros(column: pl.Series) -> pl.Series:
+    """The float ``column`` with -0.0 replaced by 0.0 (nulls kept).
+
+    -0.0 == 0.0, so counting merges them under whichever zero comes first in the data; left
+    alone, the sign of a released 0.0 category would depend on the rows' order and contents.
+    """
+    zero = pl.lit(0.0, dtype=column.dtype)
+    return pl.select(pl.when(column == 0.0).then(zero).otherwise(column).alias(column.name)).to_series()
 
 
 # ------------------------------------------------------------------ mechanisms
