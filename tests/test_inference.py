@@ -52,6 +52,33 @@ def test_infer_named_columns_only():
     assert requests[0].is_approximate
 
 
+@pytest.mark.parametrize("infer", [True, ["age"]])
+def test_an_integer_coded_label_is_inferred_as_categorical(infer):
+    """A label is a list of classes whatever its dtype: infer_domain on an Int64 label asks for
+    its categories (thresholded counts), not for numeric bounds."""
+    _, requests = inference_requests(SCHEMA, {}, infer, labels=["age"])
+    assert requests[0] == InferenceRequest("age", "categorical") and requests[0].is_approximate
+
+
+def test_inferring_an_integer_coded_label_builds_a_domain_with_that_label():
+    """The run that failed with 'label column must be categorical': SEX = 1/2 as the label of
+    a table inferred whole; its classes are released by the thresholded counts."""
+    frame = pl.DataFrame({"SEX": [1, 2] * 3000, "AGEP": np.arange(6000) % 70 + 18})
+    declared, requests = inference_requests(frame.schema, None, True, labels=["SEX"])
+    assert [(r.name, r.kind) for r in requests] == [("SEX", "categorical"), ("AGEP", "numeric")]
+    ledger = PrivacyLedger(1.0, 1e-9)
+    declared.update(infer_declarations(_batches(frame), frame.schema, requests, 1.0, ledger,
+                                       np.random.default_rng(0)))
+    domain = Domain.from_mapping(frame.schema, declared, ["SEX"])
+    assert domain["SEX"].is_categorical and domain["SEX"].categories == (1, 2)
+    assert domain.labels == ("SEX",)
+
+
+def test_a_label_asked_for_numeric_inference_is_refused():
+    with pytest.raises(ValueError, match="label column 'age' is to be inferred as numeric, but a label is categorical"):
+        inference_requests(SCHEMA, {"age": "numeric"}, False, labels=["age"])
+
+
 @pytest.mark.parametrize(("domain", "infer", "message"), [
     ({}, ["nope"], r"infer_domain names columns that are not in the data: \['nope'\]"),
     ({"age": (0, 1)}, ["age"], "both declared in domain= .* and named in infer_domain"),

@@ -96,14 +96,19 @@ def inference_requests(
     schema: Mapping[str, pl.DataType],
     domain: Mapping[str, Any] | None,
     infer_domain: bool | Sequence[str],
+    labels: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[InferenceRequest]]:
     """Split the user's ``domain=`` into public declarations and columns to infer.
 
     Returns the mapping with the inference entries removed, and one request per inferred
     column, in frame order. ``infer_domain=True`` adds every column that has no declaration
     and no ``Enum``/``Boolean`` dtype (text dtypes: categorical, numeric dtypes: numeric);
-    a sequence adds the columns it names the same way.
+    a sequence adds the columns it names the same way. A column in ``labels`` is categorical
+    by definition (a list of classes), so it is inferred as categorical whatever its dtype:
+    an integer-coded label such as ``SEX`` = 1/2 gets the thresholded counts of its values.
     """
+    if isinstance(labels, str):
+        labels = [labels]
     declared = dict(domain or {})
     if isinstance(infer_domain, str):
         infer_domain = [infer_domain]
@@ -122,7 +127,8 @@ def inference_requests(
         if request is None and entry is None and (infer_domain is True or name in named):
             if isinstance(dtype, pl.Enum) or dtype == pl.Boolean:
                 continue  # the dtype declares the categories
-            request = InferenceRequest(name, "numeric" if dtype.is_numeric() else "categorical")
+            is_numeric = dtype.is_numeric() and name not in labels
+            request = InferenceRequest(name, "numeric" if is_numeric else "categorical")
         elif request is None and name in named:
             msg = (
                 f"column {name!r} is both declared in domain= ({entry!r}) and named in "
@@ -130,6 +136,13 @@ def inference_requests(
             )
             raise ValueError(msg)
         if request is not None:
+            if request.kind == "numeric" and name in labels:
+                msg = (
+                    f"label column {name!r} is to be inferred as numeric, but a label is "
+                    f"categorical (a list of classes): ask for 'categorical' or "
+                    f"{{'candidates': [...]}} in domain=, or declare its classes"
+                )
+                raise ValueError(msg)
             if request.kind == "numeric" and not (dtype.is_numeric() or dtype == pl.Null):
                 msg = (
                     f"column {name!r} is to be inferred as numeric but holds {dtype}; cast it "
