@@ -160,6 +160,36 @@ def test_bounds_inference_finds_the_bulk_of_the_data():
     assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 10.0
 
 
+def _sparse_codes(n_rows: int = 5000) -> pl.DataFrame:
+    """Codes 1..6 in 18 rows of ``n_rows`` (the rest null): no bin holds 4 rows."""
+    codes = [None] * n_rows
+    for i in range(18):
+        codes[i * 250] = i % 6 + 1
+    return pl.DataFrame({"code": codes}, schema={"code": pl.Int64})
+
+
+def test_sparse_column_with_no_bin_above_the_threshold_is_an_error_naming_the_fix():
+    """Nothing clears tau (about 45 rows a bin at rho = 0.01): no bounds made of noise (this
+    once gave [8.4e6, 1.2e7] for codes 1..6); an error names the column and the fix, and the
+    charge for the histogram stays on the ledger."""
+    frame = _sparse_codes()
+    ledger = PrivacyLedger(0.01)
+    with pytest.raises(ValueError, match=(
+            r"column 'code': no value range cleared the privacy threshold \(about 45 rows.*"
+            r"Declare its bounds in domain=, e\.g\. domain=\{'code': \(lower, upper\)\}.*"
+            r"raise inference_share or epsilon")):
+        infer_declarations(_batches(frame), frame.schema, [InferenceRequest("code", "numeric")],
+                           0.01, ledger, np.random.default_rng(0))
+    assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 0.01
+
+
+def test_synthesize_refuses_to_invent_bounds_for_a_sparse_column():
+    frame = _sparse_codes().with_columns(city=pl.Series(["x", "y"] * 2500))
+    with pytest.raises(ValueError, match="column 'code': no value range cleared the privacy threshold"):
+        pr.synthesize(frame, epsilon=0.5, delta=1e-8, domain={"city": ["x", "y"]},
+                      infer_domain=["code"], seed=0, progress=False)
+
+
 def test_candidates_drop_absent_values_and_keep_present_ones():
     frame = pl.DataFrame({"city": ["x"] * 3000 + ["y"] * 2000 + ["w"] * 5})
     request = InferenceRequest("city", "categorical", ("x", "y", "z"))
