@@ -104,6 +104,26 @@ def test_json_flag_puts_only_the_report_on_stdout(work, capsys):
     assert pl.read_csv(work / "json.csv").height == 2000
 
 
+def test_csv_input_takes_its_types_from_the_config_domain(work, tmp_path, capsys):
+    """A CSV's column types come from the declared domain (int bounds: Int64), not from its
+    rows: the output's schema is the domain's, and a neighbouring file with one 2.5 in that
+    column is a data error naming it, not a silently Float64 column in the release."""
+    frame = pl.read_parquet(work / "ca.parquet")
+    frame.write_csv(tmp_path / "ca.csv")
+    args = ["synthesize", str(tmp_path / "ca.csv"), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
+            "--delta", "1e-7", "--config", str(work / "ca.toml"), "--seed", "0", "--quiet"]
+    assert cli.main(args) == 0
+    released = pl.read_parquet(tmp_path / "out.parquet").schema
+    assert released == pl.Schema({name: pl.Int64 if dtype.is_integer() else dtype
+                                  for name, dtype in frame.schema.items()})
+    row = frame["JWMNP"].arg_max()
+    neighbour = frame.with_columns(frame["JWMNP"].cast(pl.Float64).scatter(row, 2.5))
+    neighbour.write_csv(tmp_path / "ca.csv")
+    capsys.readouterr()
+    assert cli.main([*args, "--overwrite"]) == 3
+    assert "column 'JWMNP'" in capsys.readouterr().err
+
+
 def test_privacy_table_of_the_config_is_used_and_flags_win(work, tmp_path, capsys):
     config = tmp_path / "private.toml"
     config.write_text((work / "ca.toml").read_text() + '[privacy]\nepsilon = 0.5\ndelta = 1e-6\n')

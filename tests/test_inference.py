@@ -52,6 +52,33 @@ def test_infer_named_columns_only():
     assert requests[0].is_approximate
 
 
+@pytest.mark.parametrize("infer", [True, ["age"]])
+def test_an_integer_coded_label_is_inferred_as_categorical(infer):
+    """A label is a list of classes whatever its dtype: infer_domain on an Int64 label asks for
+    its categories (thresholded counts), not for numeric bounds."""
+    _, requests = inference_requests(SCHEMA, {}, infer, labels=["age"])
+    assert requests[0] == InferenceRequest("age", "categorical") and requests[0].is_approximate
+
+
+def test_inferring_an_integer_coded_label_builds_a_domain_with_that_label():
+    """The run that failed with 'label column must be categorical': SEX = 1/2 as the label of
+    a table inferred whole; its classes are released by the thresholded counts."""
+    frame = pl.DataFrame({"SEX": [1, 2] * 3000, "AGEP": np.arange(6000) % 70 + 18})
+    declared, requests = inference_requests(frame.schema, None, True, labels=["SEX"])
+    assert [(r.name, r.kind) for r in requests] == [("SEX", "categorical"), ("AGEP", "numeric")]
+    ledger = PrivacyLedger(1.0, 1e-9)
+    declared.update(infer_declarations(_batches(frame), frame.schema, requests, 1.0, ledger,
+                                       np.random.default_rng(0)))
+    domain = Domain.from_mapping(frame.schema, declared, ["SEX"])
+    assert domain["SEX"].is_categorical and domain["SEX"].categories == (1, 2)
+    assert domain.labels == ("SEX",)
+
+
+def test_a_label_asked_for_numeric_inference_is_refused():
+    with pytest.raises(ValueError, match="label column 'age' is to be inferred as numeric, but a label is categorical"):
+        inference_requests(SCHEMA, {"age": "numeric"}, False, labels=["age"])
+
+
 @pytest.mark.parametrize(("domain", "infer", "message"), [
     ({}, ["nope"], r"infer_domain names columns that are not in the data: \['nope'\]"),
     ({"age": (0, 1)}, ["age"], "both declared in domain= .* and named in infer_domain"),
@@ -133,6 +160,36 @@ def test_bounds_inference_finds_the_bulk_of_the_data():
     assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 10.0
 
 
+def _sparse_codes(n_rows: int = 5000) -> pl.DataFrame:
+    """Codes 1..6 in 18 rows of ``n_rows`` (the rest null): no bin holds 4 rows."""
+    codes = [None] * n_rows
+    for i in range(18):
+        codes[i * 250] = i % 6 + 1
+    return pl.DataFrame({"code": codes}, schema={"code": pl.Int64})
+
+
+def test_sparse_column_with_no_bin_above_the_threshold_is_an_error_naming_the_fix():
+    """Nothing clears tau (about 45 rows a bin at rho = 0.01): no bounds made of noise (this
+    once gave [8.4e6, 1.2e7] for codes 1..6); an error names the column and the fix, and the
+    charge for the histogram stays on the ledger."""
+    frame = _sparse_codes()
+    ledger = PrivacyLedger(0.01)
+    with pytest.raises(ValueError, match=(
+            r"column 'code': no value range cleared the privacy threshold \(about 45 rows.*"
+            r"Declare its bounds in domain=, e\.g\. domain=\{'code': \(lower, upper\)\}.*"
+            r"raise inference_share or epsilon")):
+        infer_declarations(_batches(frame), frame.schema, [InferenceRequest("code", "numeric")],
+                           0.01, ledger, np.random.default_rng(0))
+    assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 0.01
+
+
+def test_synthesize_refuses_to_invent_bounds_for_a_sparse_column():
+    frame = _sparse_codes().with_columns(city=pl.Series(["x", "y"] * 2500))
+    with pytest.raises(ValueError, match="column 'code': no value range cleared the privacy threshold"):
+        pr.synthesize(frame, epsilon=0.5, delta=1e-8, domain={"city": ["x", "y"]},
+                      infer_domain=["code"], seed=0, progress=False)
+
+
 def test_candidates_drop_absent_values_and_keep_present_ones():
     frame = pl.DataFrame({"city": ["x"] * 3000 + ["y"] * 2000 + ["w"] * 5})
     request = InferenceRequest("city", "categorical", ("x", "y", "z"))
@@ -152,6 +209,33 @@ def test_data_values_charge_rho_and_delta_evenly():
     assert [e.rho for e in ledger.events] == [0.3 / 3] * 3
     assert [e.delta for e in ledger.events][:2] == [5e-11, 5e-11] and ledger.events[2].delta == 0.0
     assert ledger.delta_spent <= ledger.delta_budget
+
+
+@pytest.mark.parametrize("dtype", [pl.Float32, pl.Float64])
+def test_released_zero_category_does_not_depend_on_which_zero_comes_first(dtype):
+    """Neighbours that differ in one row, 0.0 -> -0.0 at the top: -0.0 == 0.0 merges them in
+    the counts, and the released category is 0.0 (positive) in both, with the same noise."""
+    zeros = pl.DataFrame({"x": [0.0] * 3000 + [1.5] * 3000}, schema={"x": dtype})
+    negative_first = zeros.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(-0.0)
+                                        .otherwise(pl.col("x")).cast(dtype).alias("x"))
+    assert math.copysign(1.0, negative_first["x"][0]) == -1.0
+    released = []
+    for frame in (zeros, negative_first):
+        ledger = PrivacyLedger(1.0, 1e-9)
+        declarations = infer_declarations(_batches(frame), frame.schema, [InferenceRequest("x", "categorical")],
+                                          1.0, ledger, np.random.default_rng(0))
+        released.append(declarations["x"].categories)
+    assert released[0] == released[1] == (0.0, 1.5)
+    assert [math.copysign(1.0, zero) for zero, _ in released] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("declared_zero", [0.0, -0.0])
+def test_both_zeros_encode_to_the_declared_zero_category(declared_zero):
+    """Encoding is already sign-blind (a guard, not a fix): -0.0 and 0.0 in the data take the
+    code of the declared zero, whichever sign it was declared with."""
+    domain = Domain.from_mapping({"x": pl.Float64}, {"x": [declared_zero, 1.5]})
+    encoded = encode(pl.DataFrame({"x": [-0.0, 0.0, 1.5, -0.0]}), domain)
+    assert encoded.codes[:, 0].tolist() == [0, 0, 1, 0]
 
 
 def test_inferred_category_column_sends_rare_values_to_null():

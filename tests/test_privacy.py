@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mpmath import mp, mpf
 from scipy import stats
 
-from polars_rap import privacy
+from polars_rap import accounting, privacy
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -60,6 +61,30 @@ def grid_rho(epsilon: float, delta: float) -> float:
         else:
             high = middle
     return math.exp(low)
+
+
+def mpmath_delta(rho: float, epsilon: float) -> mpf:
+    """The tight delta to ~60 digits: the CKS20 objective as printed, in mpmath, minimised by
+    bisection (300 halvings of log(alpha-1)) on the sign of its derivative in alpha,
+    (2 alpha - 1) rho - eps + log(1 - 1/alpha). Independent of the module's rewriting."""
+    with mp.workdps(60):
+        rho, epsilon = mpf(rho), mpf(epsilon)
+
+        def slope(u):
+            alpha = 1 + mp.exp(u)
+            return (2 * alpha - 1) * rho - epsilon + mp.log(1 - 1 / alpha)
+
+        low, high = mpf(-60), mpf(60)
+        while slope(low) > 0:
+            low *= 2
+        while slope(high) < 0:
+            high *= 2
+        for _ in range(300):
+            middle = (low + high) / 2
+            low, high = (middle, high) if slope(middle) < 0 else (low, middle)
+        alpha = 1 + mp.exp(low)
+        log_delta = (alpha - 1) * (alpha * rho - epsilon) - mp.log(alpha - 1) + alpha * mp.log(1 - 1 / alpha)
+        return mp.exp(min(log_delta, mpf(0)))
 
 
 # ---------------------------------------------------------------- conversions
@@ -114,6 +139,50 @@ def test_tight_epsilon_never_above_loose_epsilon() -> None:
     for rho, delta in itertools.product([1e-5, 1e-3, 0.1, 1.0], DELTAS):
         loose = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
         assert epsilon_from_rho_delta(rho, delta) <= loose
+
+
+EXTREME_PAIRS = list(itertools.product([1e-4, 1e-3, 1e-2, 1.0, 50.0], [1e-15, 1e-12, 1e-6, 0.5]))
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), EXTREME_PAIRS)
+def test_exact_delta_of_the_returned_rho_never_exceeds_the_target(epsilon: float, delta: float) -> None:
+    """Against a 60-digit mpmath reference: the delta that the returned rho really gives is
+    at most the target (before the cancellation-free objective, eps = 1e-3, delta = 1e-12
+    overshot by 5.9e-11 relative), and short of it by under 1e-13 relative."""
+    rho = rho_from_epsilon_delta(epsilon, delta)
+    exact = mpmath_delta(rho, epsilon)
+    assert exact <= mpf(delta)
+    assert exact >= mpf(delta) * (1 - mpf("1e-13"))
+
+
+@pytest.mark.parametrize("factor", [0.5, 2.0])
+@pytest.mark.parametrize(("epsilon", "delta"), EXTREME_PAIRS)
+def test_computed_delta_is_an_upper_bound_within_1e13_of_the_exact_one(
+    epsilon: float, delta: float, factor: float
+) -> None:
+    """At rho half and twice the returned one, delta_from_rho_epsilon rounds every step
+    upwards: never below the mpmath delta, and above it by less than 1e-13 relative (a few
+    ulps of log(delta))."""
+    rho = factor * rho_from_epsilon_delta(epsilon, delta)
+    computed, exact = delta_from_rho_epsilon(rho, epsilon), mpmath_delta(rho, epsilon)
+    assert mpf(computed) >= exact
+    assert mpf(computed) <= exact * (1 + mpf("1e-13"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    log10_epsilon=st.floats(-4.0, 2.0),
+    log10_delta=st.floats(-18.0, -0.5),
+)
+def test_exact_delta_never_exceeds_the_target_anywhere(log10_epsilon: float, log10_delta: float) -> None:
+    """The same guarantee at random (epsilon, delta), log-uniform over eps in [1e-4, 100] and
+    delta in [1e-18, 0.3]: the mpmath delta of the returned rho is at most the target, and
+    so is the mpmath delta at the returned epsilon of epsilon_from_rho_delta."""
+    epsilon, delta = 10.0**log10_epsilon, 10.0**log10_delta
+    rho = rho_from_epsilon_delta(epsilon, delta)
+    assert mpmath_delta(rho, epsilon) <= mpf(delta)
+    assert mpmath_delta(rho, epsilon_from_rho_delta(rho, delta)) <= mpf(delta)
+
 
 
 def test_delta_decreases_with_epsilon_and_increases_with_rho() -> None:
@@ -430,7 +499,16 @@ def test_error_message_format_matches_style_guide() -> None:
     assert str(info.value) == "The 'epsilon' parameter must be a finite float > 0. Got -1."
 
 
-def test_module_doctests() -> None:
-    """The docstring examples of polars_rap.privacy run and pass."""
-    result = doctest.testmod(privacy)
+@pytest.mark.parametrize("module", [privacy, accounting], ids=lambda m: m.__name__)
+def test_module_doctests(module) -> None:
+    """The docstring examples of polars_rap.privacy and polars_rap.accounting run and pass."""
+    result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_privacy_re_exports_the_accounting_names() -> None:
+    """Every public name of polars_rap.accounting is importable from polars_rap.privacy as the
+    same object (existing imports keep working), and listed in its __all__."""
+    for name in accounting.__all__:
+        assert getattr(privacy, name) is getattr(accounting, name), name
+        assert name in privacy.__all__, name

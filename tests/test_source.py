@@ -12,6 +12,7 @@ import polars_rap
 from polars_rap import source
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
+from polars_rap.inference import inference_requests
 from polars_rap.kernels import get_backend
 from polars_rap.projection import ProjectionConfig
 from polars_rap.source import DataSource, default_batch_rows, exact_answers
@@ -69,15 +70,55 @@ def _inputs(task, files):
 # --------------------------------------------------------------------------- input kinds
 def test_every_input_kind_streams_the_same_rows(task, files):
     """Batches of every input kind, put back together, are the table, in order; a CSV only
-    widens the integer dtypes (its reader infers Int64)."""
+    widens the integer dtypes (its types come from the domain: int bounds and categories
+    read as Int64)."""
     for name, data in _inputs(task, files).items():
-        data_source = DataSource.from_input(data)
+        data_source = DataSource.from_input(data, task.domain)
         assert list(data_source.schema) == task.frame.columns, name
         joined = pl.concat(list(data_source.batches(task.frame.columns, 4_999)))
         if name == "csv path":
-            assert data_source.schema["AGEP"] == pl.Int64
+            assert data_source.schema["AGEP"] == data_source.schema["JWMNP"] == pl.Int64
+            assert data_source.schema["OCCP"] == pl.String
+            assert data_source.schema["PINCP_gt_50000"] == pl.Boolean
             joined = joined.cast(task.frame.schema)
         assert joined.equals(task.frame), name
+
+
+def _csv(path, values: list[str]) -> str:
+    path.write_text("x,c\n" + "".join(f"{value},a\n" for value in values))
+    return str(path)
+
+
+def test_csv_types_come_from_the_declared_domain_never_from_the_rows(tmp_path):
+    """Neighbouring CSV files, one 2 turned into 2.5: the schema (released with the output) is
+    the same for both; a reader that infers types gave Int64 against Float64."""
+    rows = [str(i % 7) for i in range(2_000)]
+    neighbour = [*rows[:1_500], "2.5", *rows[1_501:]]
+    paths = _csv(tmp_path / "a.csv", rows), _csv(tmp_path / "b.csv", neighbour)
+    for domain, dtype in (({"x": (0.0, 10.0)}, pl.Float64), ({"x": "numeric"}, pl.Float64),
+                          ({"x": [0, 1, 2, 3, 4, 5, 6]}, pl.Int64), (None, pl.String)):
+        schemas = [DataSource.from_input(path, domain).schema for path in paths]
+        assert schemas[0] == schemas[1] == pl.Schema({"x": dtype, "c": pl.String}), domain
+    rows_read = pl.concat(DataSource.from_input(paths[1], {"x": (0.0, 10.0)}).batches(["x"], 300))
+    assert rows_read["x"][1_500] == 2.5 and rows_read["x"].sum() == sum(map(float, neighbour))
+    # Text by default: infer_domain asks the same thing of both files (categories of text).
+    for path in paths:
+        _, requests = inference_requests(DataSource.from_input(path).schema, None, True)
+        assert [(r.name, r.kind) for r in requests] == [("x", "categorical"), ("c", "categorical")]
+
+
+def test_a_csv_value_that_does_not_read_as_its_declared_type_names_column_and_fix(tmp_path):
+    """Int bounds make an Int64 column: a 2.5 there is an error for the curator, raised when
+    the rows are read, that names the column and how to declare it."""
+    path = _csv(tmp_path / "b.csv", ["1", "2.5", "3"])
+    data_source = DataSource.from_input(path, {"x": (0, 10)})
+    assert data_source.schema["x"] == pl.Int64
+    with pytest.raises(ValueError, match=r"failed in column 'x'.*declare the column to match its values"):
+        list(data_source.batches(["x"], 10))
+    boolean = DataSource.from_input(_csv(tmp_path / "c.csv", ["TRUE", "false", ""]), {"x": [False, True]})
+    assert pl.concat(boolean.batches(["x"], 10))["x"].to_list() == [True, False, None]
+    with pytest.raises(ValueError, match=r"failed in column 'x'"):
+        list(DataSource.from_input(path, {"x": [False, True]}).batches(["x"], 10))
 
 
 def test_pandas_input_is_accepted(task, queries, in_memory):
@@ -142,7 +183,7 @@ def test_streamed_answers_equal_the_in_memory_answers(task, domain, queries, in_
 
 def test_every_input_kind_gives_the_in_memory_answers(task, files, queries, in_memory):
     for name, data in _inputs(task, files).items():
-        data_source = DataSource.from_input(data)
+        data_source = DataSource.from_input(data, task.domain)
         domain = Domain.from_mapping(data_source.schema, task.domain, task.labels)
         answers, n_rows = exact_answers(data_source, domain, queries, get_backend("cpu"),
                                         batch_rows=7_777)

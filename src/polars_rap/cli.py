@@ -4,7 +4,9 @@ Commands
 --------
 ``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
 [--seed S] [--model DIR] [--report-json FILE] [--json] [--quiet] [--overwrite]``
-    Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats).
+    Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats). A CSV
+    file's column types come from the config's domain, never from its rows
+    (:func:`polars_rap.source.csv_dtype`).
     ``--model DIR`` saves the released model, ``--report-json FILE`` the report; ``--json``
     prints the report as JSON on stdout and nothing else there, otherwise a short summary.
 ``polars-rap sample MODEL -n ROWS -o OUT [--seed S]``
@@ -300,6 +302,7 @@ def _note(args: argparse.Namespace, text: str) -> None:
 # ---------------------------------------------------------------- commands
 def _synthesize(args: argparse.Namespace) -> int:
     from polars_rap.mechanism import synthesize
+    from polars_rap.source import scan_file
 
     config = _read_config(args.config)
     epsilon, delta = _privacy_parameters(args, config)
@@ -317,8 +320,10 @@ def _synthesize(args: argparse.Namespace) -> int:
         _check_output(Path(args.report_json), args.overwrite, suffixes=None)
 
     started = time.perf_counter()
+    # A lazy scan typed by the declared domain: a CSV's column types never come from its rows.
+    data = scan_file(args.input, config.domain)
     result = synthesize(
-        args.input, epsilon=epsilon, delta=delta, domain=config.domain, labels=config.labels,
+        data, epsilon=epsilon, delta=delta, domain=config.domain, labels=config.labels,
         projection=config.projection, progress=not args.quiet and sys.stderr.isatty(), **options,
     )
     seconds = time.perf_counter() - started

@@ -15,7 +15,8 @@ How a column is asked for:
     so ``rho``-zCDP with ``sigma = 1/sqrt(rho)``). The bounds are the outer edges of the
     lowest and highest bins whose noisy count clears ``tau = sigma * z``, with z chosen so
     that an empty bin clears it with probability ``1e-3 / n_bins`` (post-processing); if none
-    does, the edges of the bin with the largest noisy count, with a warning.
+    does, inference stops with an error naming the column (declare its bounds, or raise
+    ``inference_share`` or epsilon): no bound made of pure noise would be plausible.
     Values beyond the bounds are clipped, as with declared bounds.
 ``{"candidates": [...]}``
     Categories from a declared candidate list: Gaussian noise on the count of every candidate
@@ -29,7 +30,7 @@ How a column is asked for:
     exactly one row (the only kind present in one neighbour and absent from the other) is
     released with probability at most ``delta_c``; on the values the neighbours share it is
     the Gaussian mechanism. So the step is ``delta_c``-approximately rho-zCDP, and the ledger
-    records ``delta_c`` (see :func:`polars_rap.privacy.split_budget` for the composition).
+    records ``delta_c`` (see :func:`polars_rap.accounting.split_budget` for the composition).
 
 Inferred columns are nullable: a categorical column's null category also receives the values
 that did not clear the threshold (a documented repair that keeps every row, counted for the
@@ -96,14 +97,19 @@ def inference_requests(
     schema: Mapping[str, pl.DataType],
     domain: Mapping[str, Any] | None,
     infer_domain: bool | Sequence[str],
+    labels: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[InferenceRequest]]:
     """Split the user's ``domain=`` into public declarations and columns to infer.
 
     Returns the mapping with the inference entries removed, and one request per inferred
     column, in frame order. ``infer_domain=True`` adds every column that has no declaration
     and no ``Enum``/``Boolean`` dtype (text dtypes: categorical, numeric dtypes: numeric);
-    a sequence adds the columns it names the same way.
+    a sequence adds the columns it names the same way. A column in ``labels`` is categorical
+    by definition (a list of classes), so it is inferred as categorical whatever its dtype:
+    an integer-coded label such as ``SEX`` = 1/2 gets the thresholded counts of its values.
     """
+    if isinstance(labels, str):
+        labels = [labels]
     declared = dict(domain or {})
     if isinstance(infer_domain, str):
         infer_domain = [infer_domain]
@@ -122,7 +128,8 @@ def inference_requests(
         if request is None and entry is None and (infer_domain is True or name in named):
             if isinstance(dtype, pl.Enum) or dtype == pl.Boolean:
                 continue  # the dtype declares the categories
-            request = InferenceRequest(name, "numeric" if dtype.is_numeric() else "categorical")
+            is_numeric = dtype.is_numeric() and name not in labels
+            request = InferenceRequest(name, "numeric" if is_numeric else "categorical")
         elif request is None and name in named:
             msg = (
                 f"column {name!r} is both declared in domain= ({entry!r}) and named in "
@@ -130,6 +137,13 @@ def inference_requests(
             )
             raise ValueError(msg)
         if request is not None:
+            if request.kind == "numeric" and name in labels:
+                msg = (
+                    f"label column {name!r} is to be inferred as numeric, but a label is "
+                    f"categorical (a list of classes): ask for 'categorical' or "
+                    f"{{'candidates': [...]}} in domain=, or declare its classes"
+                )
+                raise ValueError(msg)
             if request.kind == "numeric" and not (dtype.is_numeric() or dtype == pl.Null):
                 msg = (
                     f"column {name!r} is to be inferred as numeric but holds {dtype}; cast it "
@@ -216,11 +230,21 @@ class _Counts:
                 if isinstance(column.dtype, (pl.Enum, pl.Categorical)):
                     column = column.cast(pl.String)
                 if column.dtype.is_float():
-                    column = column.fill_nan(None)
+                    column = _signless_zeros(column.fill_nan(None))
                 counted = column.drop_nulls().value_counts(name="count")
                 target = self.values[request.name]
                 for value, count in counted.iter_rows():
                     target[value] = target.get(value, 0) + int(count)
+
+
+def _signless_zeros(column: pl.Series) -> pl.Series:
+    """The float ``column`` with -0.0 replaced by 0.0 (nulls kept).
+
+    -0.0 == 0.0, so counting merges them under whichever zero comes first in the data; left
+    alone, the sign of a released 0.0 category would depend on the rows' order and contents.
+    """
+    zero = pl.lit(0.0, dtype=column.dtype)
+    return pl.select(pl.when(column == 0.0).then(zero).otherwise(column).alias(column.name)).to_series()
 
 
 # ------------------------------------------------------------------ mechanisms
@@ -239,13 +263,17 @@ def _infer_bounds(name: str, bins: np.ndarray, dtype: pl.DataType, rho: float,
     tau = _threshold_for_rate(sigma, _EMPTY_BIN_RATE / len(bins))
     passing = np.flatnonzero(noisy >= tau)
     if len(passing) == 0:
-        passing = np.array([int(np.argmax(noisy))])  # post-processing of the noisy counts
-        logger.warning(
-            "column %r: no value range cleared the privacy threshold (about %.0f rows a bin), "
-            "so its bounds are the edges of the noisiest bin, [%g, %g]; few rows hold values "
-            "(or they are spread thin). Declare its bounds, or raise epsilon/inference_share",
-            name, tau, edges[passing[0], 0], edges[passing[0], 1],
+        # The noisiest bin is a draw among ~340 bins of noise: it gave [8.4e6, 1.2e7] for a
+        # column of codes 1..6. No fallback made of noisy counts is plausible, so stop here
+        # (the charge stays: nothing is released but this fact, post-processing of it).
+        msg = (
+            f"column {name!r}: no value range cleared the privacy threshold (about {tau:.0f} "
+            "rows in one bin of the noisy histogram), so its bounds cannot be inferred: too "
+            "few rows hold values, or they are spread thin. Declare its bounds in domain=, "
+            f"e.g. domain={{{name!r}: (lower, upper)}} from public documentation, or raise "
+            "inference_share or epsilon so that the threshold falls below the rows it holds"
         )
+        raise ValueError(msg)
     lower, upper = float(edges[passing[0], 0]), float(edges[passing[-1], 1])
     if dtype.is_integer():
         lower, upper = float(math.floor(lower)), float(math.ceil(upper))

@@ -7,6 +7,12 @@ rows as DataFrames of at most ``batch_rows`` rows. A DataFrame is sliced without
 everything else is a lazy query run by Polars' streaming engine, which reads a file batch by
 batch, so an input larger than memory works.
 
+A CSV file carries no types, and a reader that infers them from the rows makes the released
+dtypes depend on the data (one ``2.5`` among integers turns an Int64 column into Float64).
+:func:`scan_csv` reads every column as text and casts it by a public rule on the declared
+domain only (:func:`csv_dtype`); column names and these dtypes are public and copied into the
+output.
+
 :func:`exact_answers` is the one pass over the real rows that RAP++ needs: each batch is
 encoded and counted by a kernel backend, and only the per-query counts survive the batch.
 """
@@ -14,8 +20,9 @@ encoded and counted by a kernel backend, and only the per-query counts survive t
 from __future__ import annotations
 
 import logging
+import numbers
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -23,11 +30,14 @@ from types import ModuleType
 import numpy as np
 import polars as pl
 
-from polars_rap.domain import Domain
+from polars_rap.domain import Categorical, Domain, Numeric
 from polars_rap.encoding import encode
 from polars_rap.queries import QuerySet
 
-__all__ = ["DataSource", "exact_answers", "default_batch_rows", "MAX_BATCH_ROWS", "BATCH_BYTES"]
+__all__ = [
+    "DataSource", "exact_answers", "default_batch_rows", "csv_dtype", "scan_csv", "scan_file",
+    "MAX_BATCH_ROWS", "BATCH_BYTES",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +54,6 @@ this figure whatever the number of columns."""
 
 _SCANNERS = {
     ".parquet": pl.scan_parquet,
-    ".csv": pl.scan_csv,
     ".arrow": pl.scan_ipc,
     ".ipc": pl.scan_ipc,
     ".feather": pl.scan_ipc,
@@ -65,20 +74,21 @@ class DataSource:
     """Column names and dtypes, known without reading any row."""
 
     @classmethod
-    def from_input(cls, data) -> DataSource:
+    def from_input(cls, data, domain: Mapping[str, object] | None = None) -> DataSource:
         """Wrap ``data``: a ``pl.DataFrame`` (kept as is, not copied), a ``pl.LazyFrame``, a
         path to a ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file (scanned
         lazily), a pyarrow Table or a pandas DataFrame (converted to a Polars DataFrame).
 
-        Raises ``FileNotFoundError`` for a path with no file, ``ValueError`` for a file of
-        another suffix, and ``TypeError`` for anything else.
+        ``domain`` is the user's ``domain=`` mapping; only a CSV file reads it, for its column
+        types (:func:`scan_csv`). Raises ``FileNotFoundError`` for a path with no file,
+        ``ValueError`` for a file of another suffix, and ``TypeError`` for anything else.
         """
         if isinstance(data, pl.DataFrame):
             return cls(data, None, data.schema)
         if isinstance(data, pl.LazyFrame):
             return cls(None, data, data.collect_schema())
         if isinstance(data, (str, os.PathLike)):
-            lazy = _scan_file(Path(data))
+            lazy = scan_file(data, domain)
             return cls(None, lazy, lazy.collect_schema())
         module = type(data).__module__.split(".")[0]
         frame = None
@@ -118,22 +128,122 @@ class DataSource:
 def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
     """Non-empty batches of at most ``batch_rows`` rows of ``query``, from the streaming
     engine (whose chunk size is a target, not a cap)."""
-    for batch in query.collect_batches(chunk_size=batch_rows):
-        if batch.height > batch_rows:
-            yield from batch.iter_slices(batch_rows)
-        elif batch.height:
-            yield batch
+    try:
+        for batch in query.collect_batches(chunk_size=batch_rows):
+            if batch.height > batch_rows:
+                yield from batch.iter_slices(batch_rows)
+            elif batch.height:
+                yield batch
+    except pl.exceptions.InvalidOperationError as error:  # a failed cast, e.g. of scan_csv's
+        first_line = str(error).strip().splitlines()[0]  # the rest is Polars' query plan
+        msg = (
+            f"the input holds values that do not read as its columns' types: {first_line}. A CSV "
+            f"file's types come from the declared domain ({_CSV_RULE}): declare the column "
+            "to match its values (e.g. float bounds (0.0, 10.0) for a column with fractions) "
+            "or fix the file"
+        )
+        raise ValueError(msg) from None
 
 
-def _scan_file(path: Path) -> pl.LazyFrame:
+def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
+    """A lazy scan of the ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file at
+    ``path``, a CSV file typed by ``domain`` (:func:`scan_csv`).
+
+    Raises ``FileNotFoundError`` for a path with no file, ``ValueError`` for another suffix.
+    """
+    path = Path(path)
     if not path.exists():
         msg = f"no file at {str(path)!r}"
         raise FileNotFoundError(msg)
+    if path.suffix.lower() == ".csv":
+        return scan_csv(path, domain)
     scanner = _SCANNERS.get(path.suffix.lower())
     if scanner is None:
         msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
         raise ValueError(msg)
     return scanner(path)
+
+
+# ---------------------------------------------------------------- CSV types
+_CSV_RULE = (
+    "int bounds or int categories: Int64; other numeric bounds or number categories, and "
+    "'numeric' inference: Float64; True/False categories: Boolean; anything else: text"
+)
+
+
+def csv_dtype(entry: object) -> pl.DataType:
+    """The dtype a CSV column gets from its ``domain=`` entry alone (never from the rows).
+
+    Bounds ``(lo, hi)`` of Python ints (as TOML ``bounds = [17, 99]`` gives) mean Int64, other
+    bounds and :class:`~polars_rap.domain.Numeric` (which holds floats) Float64; categories
+    (a list, ``{"categories": ...}``, ``{"candidates": ...}``, a
+    :class:`~polars_rap.domain.Categorical`) take the type they share: Boolean for bools,
+    Int64 for ints, Float64 for numbers, text otherwise; ``"numeric"`` inference is Float64.
+    No entry (or ``"categorical"``) is text.
+
+    >>> csv_dtype((17, 99)), csv_dtype((0, 1.5)), csv_dtype([1, 2, None]), csv_dtype(["a", 1])
+    (Int64, Float64, Int64, String)
+    """
+    if isinstance(entry, Mapping):
+        for key in ("bounds", "categories", "candidates"):
+            if key in entry:
+                return _bounds_dtype(entry[key]) if key == "bounds" else _categories_dtype(entry[key])
+        return pl.String
+    if isinstance(entry, tuple):
+        return _bounds_dtype(entry)
+    if isinstance(entry, Numeric) or (isinstance(entry, str) and entry == "numeric"):
+        return pl.Float64
+    if isinstance(entry, Categorical):
+        return _categories_dtype(entry.categories)
+    if isinstance(entry, (list, pl.Series)):
+        return _categories_dtype(entry)
+    return pl.String
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _bounds_dtype(bounds: object) -> pl.DataType:
+    values = list(bounds) if isinstance(bounds, (tuple, list)) else []
+    if values and all(_is_int(v) for v in values):
+        return pl.Int64
+    return pl.Float64  # a malformed entry is refused by Domain, naming the column
+
+
+def _categories_dtype(categories: object) -> pl.DataType:
+    values = [v for v in categories if v is not None]
+    if values and all(isinstance(v, (bool, np.bool_)) for v in values):
+        return pl.Boolean
+    if values and all(_is_int(v) for v in values):
+        return pl.Int64
+    if values and all(_is_number(v) for v in values):
+        return pl.Float64
+    return pl.String
+
+
+def scan_csv(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
+    """A lazy scan of a CSV file whose column types are :func:`csv_dtype` of each column's
+    ``domain`` entry: every column is read as text (no type is inferred from the rows), then
+    cast. A value that does not read as its column's type raises ``ValueError`` when the
+    rows are read, naming the column (for the curator); booleans read ``true``/``false`` in
+    any case; an empty field is null.
+    """
+    domain = domain or {}
+    text = pl.scan_csv(path, infer_schema=False)
+    casts = []
+    for name in text.collect_schema().names():
+        dtype = csv_dtype(domain.get(name))
+        if dtype == pl.Boolean:  # through an Enum: codes 0/1, and a failed cast names the column
+            words = pl.col(name).str.to_lowercase().cast(pl.Enum(["false", "true"]), strict=True)
+            casts.append(words.to_physical().cast(pl.Boolean))
+        elif dtype != pl.String:
+            casts.append(pl.col(name).cast(dtype, strict=True))
+    return text.with_columns(casts)
 
 
 def default_batch_rows(domain: Domain) -> int:
