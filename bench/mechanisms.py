@@ -193,13 +193,14 @@ def rap_plus_plus_paper(train, task_domain, labels, epsilon, delta, seed, settin
 
 
 def rap_plus_plus_mm(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
-    """RAP++ with mixed marginals too (``settings["rounds_mm"]`` rounds of them)."""
+    """The paper's RAP++ with mixed marginals too (``settings["rounds_mm"]`` rounds of them)."""
     return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings,
-                           rounds_mm=int(settings["rounds_mm"]))
+                           rounds_mm=int(settings["rounds_mm"]), strategy="paper")
 
 
 def rap_plus_plus_fixed_sigma(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
-    """RAP++ without annealing: one stage at the default schedule's final σ.
+    """The paper's RAP++ without annealing: one stage at the default schedule's final σ
+    (Fig. 1 compares it with ``rap++paper``).
 
     The single stage gets the whole step budget of the annealed schedule
     (``max_steps * (1 + max_doublings)``), so that the comparison is of the schedule, not of
@@ -211,7 +212,7 @@ def rap_plus_plus_fixed_sigma(train, task_domain, labels, epsilon, delta, seed, 
     fixed = dataclasses.replace(annealed, max_doublings=0, sigma_initial=final_sigma(annealed),
                                 max_steps=annealed.max_steps * (1 + annealed.max_doublings))
     run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings,
-                          projection=fixed, rounds_mm=0)
+                          projection=fixed, rounds_mm=0, strategy="paper")
     details = {**run.parameters, "sigma": fixed.sigma_initial, "max_steps": fixed.max_steps}
     return dataclasses.replace(run, parameters=details)
 
@@ -366,7 +367,7 @@ def _peer(name: str) -> Callable[..., MechanismRun]:
                                      f"same fit as the {name} row (seconds and peak RSS are that fit's)"
                                      + (f"; {main.message}" if main.message else ""))
         return MechanismRun(main.data, main.status, main.seconds, main.peak_rss_mib, details,
-                            main.message, {f"{name}-fixed-sampler": companion})
+                            main.message, companions={f"{name}-fixed-sampler": companion})
 
     run.__name__ = name.replace("-", "_")
     run.__doc__ = (f"The peer {name!r}, run by bench.peers.run_peer in its own environment"

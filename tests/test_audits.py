@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import polars_rap
-from polars_rap import inference, kernels, mechanism, privacy, source
+from polars_rap import inference, kernels, mechanism, privacy, release, rounds, source
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -494,7 +494,7 @@ AGE_BOUNDS = (17, 60)  # narrower than the data (ages to 90+): many values are c
 class Call:
     """One recorded mechanism call."""
 
-    site: str  # "rap" (mechanism.py) or "inference"
+    site: str  # "rap" (rounds.py) or "inference"
     mechanism: str  # the event's mechanism name
     rho: float
     delta: float
@@ -552,16 +552,17 @@ def recorded() -> Iterator[Recording]:
         return real_log(clip_counts, domain)
 
     patches = [
-        mock.patch.object(mechanism, "gaussian_mechanism", _recorder(
+        mock.patch.object(rounds, "gaussian_mechanism", _recorder(
             recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
-        mock.patch.object(mechanism, "gumbel_top_k", _recorder(
+        mock.patch.object(rounds, "gumbel_top_k", _recorder(
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
         mock.patch.object(inference, "gaussian_mechanism", _recorder(
             recording, "inference", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(inference, "_infer_from_values", _recorder(
             recording, "inference", "_infer_from_values", inference._infer_from_values,
             "gaussian_threshold", lambda out: out)),
-        mock.patch.object(mechanism, "exact_answers", exact_answers),
+        mock.patch.object(mechanism, "exact_answers", exact_answers),  # the real rows
+        mock.patch.object(release, "exact_answers", exact_answers),  # the returned rows
         mock.patch.object(source, "_log_clipped", log_clipped),
     ]
     with contextlib.ExitStack() as stack:

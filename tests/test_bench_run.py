@@ -95,8 +95,8 @@ def test_headline_plan_tunes_bins_at_one_point_then_runs_the_choice_everywhere()
                              1800.0, chosen)
 
     first = plan({})
-    # before any result: every point for the unbinned four, all bins at the tuning point for the rest
-    assert len(first) == 2 * (3 * 3 * 4 + 5 * 4)
+    # before any result: every point for the unbinned five, all bins at the tuning point for the rest
+    assert len(first) == 2 * (3 * 3 * 5 + 5 * 4)
     assert first[0]["epsilon"] == 1.0 and first[0]["seed"] == 0  # the tuning point comes first
     assert {r["parameters"]["bins"] for r in first if r["mechanism"] == "rap-binned"} == {10, 20, 30, 50}
     assert all((r["epsilon"], r["seed"]) == (1.0, 0) for r in first if r["mechanism"] in run.BINNED)
@@ -229,6 +229,9 @@ def _hand_results() -> pl.DataFrame:
                 rows.append({**base, "mechanism": "rap++", "parameters": "{}", "status": "ok",
                              "CM_mean_error": 0.01 + seed * 0.002, "MM_mean_error": 0.02, "LT_mean_error": 0.03,
                              "macro_f1": 0.70 + seed * 0.02, "seconds": 10.0, "peak_rss_mib": 400.0})
+                rows.append({**base, "mechanism": "rap++paper", "parameters": "{}", "status": "ok",
+                             "CM_mean_error": 0.013, "MM_mean_error": 0.022, "LT_mean_error": 0.035,
+                             "macro_f1": 0.69, "seconds": 11.0, "peak_rss_mib": 400.0})
                 rows.append({**base, "mechanism": "rap++fixed-sigma", "parameters": "{}", "status": "ok",
                              "CM_mean_error": 0.012, "MM_mean_error": 0.025, "LT_mean_error": 0.04,
                              "macro_f1": 0.68, "seconds": 9.0, "peak_rss_mib": 390.0})
@@ -248,9 +251,9 @@ def _hand_results() -> pl.DataFrame:
 def test_headline_table_means_over_seeds_and_best_bins():
     table = run.headline_table(_hand_results())
     assert table.columns[:3] == ["dataset", "epsilon", "mechanism"]
-    assert table.height == 2 * 2 * 5
+    assert table.height == 2 * 2 * 6
     first = table.filter((pl.col("dataset") == "acs-income-CA") & (pl.col("epsilon") == 0.25))
-    assert first["mechanism"].to_list() == ["rap++", "rap-binned (bins=20)", "rap++fixed-sigma",
+    assert first["mechanism"].to_list() == ["rap++", "rap++paper", "rap-binned (bins=20)", "rap++fixed-sigma",
                                             "aim (bins=20)", "mst"]
     rap = first.row(0, named=True)
     assert math.isclose(rap["CM_mean_error"], 0.011) and math.isclose(rap["macro_f1"], 0.71)
@@ -268,8 +271,9 @@ def test_targets_compare_with_the_best_peer_rows_over_seed_means():
         pl.lit("aim-fixed-sampler").alias("mechanism"), pl.lit(0.004).alias("CM_mean_error"),
         pl.lit(0.008).alias("MM_mean_error"), pl.lit(0.70).alias("macro_f1"), pl.lit(5000.0).alias("seconds"))
     table = run.targets_table(pl.concat([results, extra]))
-    assert table.height == 4 and set(table["polars_rap"]) == {"rap++"}  # no rap++mm rows in the hand results
-    row = table.filter((pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0)).row(0, named=True)
+    assert table.height == 8 and set(table["polars_rap"]) == {"rap++", "rap++paper"}  # no rap++mm rows here
+    row = table.filter((pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0)
+                       & (pl.col("polars_rap") == "rap++")).row(0, named=True)
     assert row["MM_vs_best_peer"] == pytest.approx(0.02 / 0.008)  # the fixed sampler's MM is the best peer's
     assert row["CM_vs_AIM"] == pytest.approx(0.011 / 0.004)
     assert row["F1_minus_AIM"] == pytest.approx(0.71 - 0.75)  # the shipped row's F1 is AIM's better one
@@ -277,14 +281,15 @@ def test_targets_compare_with_the_best_peer_rows_over_seed_means():
     assert row["met"] == "1/4"
     assert row["AIM_timeouts"] == 1  # seed 1's fit hit the cap: its capped seconds count, as a bound
     alone = run.targets_table(results.filter(~pl.col("mechanism").is_in(run.PEERS)))
-    assert alone["met"].to_list() == ["0/0"] * 4 and alone["CM_vs_AIM"].null_count() == 4
+    assert alone["met"].to_list() == ["0/0"] * 8 and alone["CM_vs_AIM"].null_count() == 8
 
 
 def test_a_timed_out_aim_still_bounds_the_time_target():
     results = _hand_results().with_columns(
         pl.when(pl.col("mechanism") == "aim").then(pl.lit("timeout")).otherwise(pl.col("status")).alias("status"))
     row = run.targets_table(results).filter(
-        (pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0)).row(0, named=True)
+        (pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0) & (pl.col("polars_rap") == "rap++")
+    ).row(0, named=True)
     assert row["time_vs_AIM"] == pytest.approx(10.0 / 1200.0) and row["AIM_timeouts"] == 2
     assert row["CM_vs_AIM"] is None and row["F1_minus_AIM"] is None  # no finished fit: no errors to compare
     assert row["MM_vs_best_peer"] is None and row["met"] == "1/1"

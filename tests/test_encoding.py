@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from polars_rap.domain import Domain
-from polars_rap.encoding import decode, encode, spread_rows
+from polars_rap.encoding import decode, encode, spread_rows, stratified_uniforms
 
 
 @pytest.fixture
@@ -114,3 +114,61 @@ def test_decode_in_chunks_gives_the_same_rows(monkeypatch):
     chunked = decode(relaxed, domain, 2345, np.random.default_rng(5))
     assert chunked.equals(whole) and chunked.height == 2345
     assert decode(relaxed, domain, 0, np.random.default_rng(5)).schema == whole.schema
+
+
+def test_controlled_decoding_matches_each_relaxed_row_to_one_row(domain):
+    """Two relaxed rows told apart by their label; each yields 1,500 copies. Controlled
+    decoding gives every category of every block k p copies up to one (independent draws
+    are off by tens), and integer values whose mean is the relaxed value up to 1/k."""
+    relaxed = np.zeros((2, domain.n_coords), dtype=np.float32)
+    relaxed[:, 0:4] = [[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.5, 0.0]]  # city a, b, c, null
+    relaxed[:, 4:6] = [[1, 0], [0, 1]]  # y = 'no' for row 0, 'yes' for row 1
+    relaxed[:, 6:8] = [[0.7, 0.3], [1.0, 0.0]]  # hours null with probability 0.3, then 0
+    relaxed[:, 8:] = [[0.3, 0.5], [0.77, 0.25]]  # age = 17 + 78 x: 40.4 and 77.06
+    out = decode(relaxed, domain, 3000, np.random.default_rng(2), method="controlled")
+    for label, row in (("no", 0), ("yes", 1)):
+        copies = out.filter(pl.col("y") == label)
+        assert copies.height == 1500
+        counts = copies["city"].value_counts()
+        for category, p in zip(["a", "b", "c", None], relaxed[row, 0:4], strict=True):
+            found = counts.filter(pl.col("city").eq_missing(category))["count"].sum()
+            assert abs(found - 1500 * float(p)) <= 1
+        assert abs(copies["hours"].null_count() - 1500 * float(relaxed[row, 7])) <= 1
+        age = 17 + 78 * float(relaxed[row, 8])
+        assert set(copies["age"].unique().to_list()) <= {int(np.floor(age)), int(np.ceil(age))}
+        assert abs(copies["age"].mean() - age) <= 1 / 1500 + 1e-9
+
+
+def test_controlled_decoding_pairs_blocks_independently(domain):
+    """One relaxed row, 8,000 copies, two blocks: the joint cell counts are those of
+    independent blocks (p_a p_b), within 4 binomial standard errors."""
+    relaxed = np.zeros((1, domain.n_coords), dtype=np.float32)
+    relaxed[0, 0:4] = [0.5, 0.5, 0.0, 0.0]
+    relaxed[0, 4:6] = [0.5, 0.5]
+    relaxed[0, 6:8] = [1.0, 0.0]
+    out = decode(relaxed, domain, 8000, np.random.default_rng(3), method="controlled")
+    joint = out.group_by("city", "y").len()
+    assert joint.height == 4
+    assert all(abs(n - 2000) <= 4 * np.sqrt(8000 * 0.25 * 0.75) for n in joint["len"])
+
+
+def test_stratified_uniforms_are_uniform_and_stratified():
+    """Marginally uniform (KS against U[0, 1)); the c entries sharing a row fall one in each
+    of c equal strata."""
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, 40, size=5000)
+    uniforms = stratified_uniforms(rows, 3, rng)
+    assert uniforms.shape == (5000, 3) and uniforms.min() >= 0.0 and uniforms.max() < 1.0
+    assert stats.kstest(uniforms.ravel(), "uniform").pvalue > 1e-4
+    for row in range(40):
+        mine = uniforms[rows == row]
+        strata = np.sort(np.floor(mine * len(mine)), axis=0)
+        assert np.array_equal(strata, np.tile(np.arange(len(mine))[:, None], (1, 3)))
+
+
+def test_unknown_decoding_is_refused(domain):
+    relaxed = np.zeros((1, domain.n_coords), dtype=np.float32)
+    with pytest.raises(ValueError, match="unknown decoding 'round'"):
+        decode(relaxed, domain, 10, np.random.default_rng(0), method="round")

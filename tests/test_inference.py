@@ -74,6 +74,19 @@ def test_inferring_an_integer_coded_label_builds_a_domain_with_that_label():
     assert domain.labels == ("SEX",)
 
 
+def test_synthesize_infers_an_integer_coded_label_end_to_end():
+    """``infer_domain=True`` with ``labels=["SEX"]`` (Int64 codes 1/2) runs and keeps the
+    label's classes (it failed with "label column must be categorical")."""
+    import polars_rap
+
+    frame = pl.DataFrame({"SEX": [1, 2] * 3000, "AGEP": np.arange(6000) % 70 + 18})
+    result = polars_rap.synthesize(frame, epsilon=2.0, delta=1e-9, labels=["SEX"], infer_domain=True,
+                                   relaxed_rows=40, rounds_lt=2, n_linear_thresholds=50, seed=0,
+                                   progress=False)
+    assert set(result.data["SEX"].drop_nulls().unique().to_list()) <= {1, 2}
+    assert result.domain["SEX"].is_categorical
+
+
 def test_a_label_asked_for_numeric_inference_is_refused():
     with pytest.raises(ValueError, match="label column 'age' is to be inferred as numeric, but a label is categorical"):
         inference_requests(SCHEMA, {"age": "numeric"}, False, labels=["age"])

@@ -292,6 +292,45 @@ def test_gradient_matches_central_finite_differences(backend, problem):
 
 
 @pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_weighted_loss_is_the_weighted_sum_and_its_gradient_the_weighted_one(backend, problem):
+    """With weights w: L = sum_q w_q r_q^2 exactly as that sum of the unweighted residuals,
+    and dL/dX equals the finite differences of the weighted loss; all-ones weights give the
+    unweighted loss and gradient bit for bit."""
+    rng, column_sizes, n_numeric, queries = problem
+    kernels = get_backend(backend)
+    X = random_relaxed(rng, column_sizes, n_numeric, 2, np.float64)
+    targets = rng.random(queries.n_queries) * 0.5
+    weights = rng.random(queries.n_queries) * 3.0
+    residual = kernels.answers_relaxed(X, queries, 3.0).astype(np.float64) - targets
+    loss, grad = kernels.loss_and_grad(X, queries, targets, 3.0, weights)
+    assert loss == pytest.approx(float(np.sum(weights * residual**2)), rel=1e-6)
+    ones_loss, ones_grad = kernels.loss_and_grad(X, queries, targets, 3.0, np.ones(queries.n_queries))
+    plain_loss, plain_grad = kernels.loss_and_grad(X, queries, targets, 3.0)
+    assert ones_loss == plain_loss and np.array_equal(ones_grad, plain_grad)
+    step = 1e-6
+    numeric = np.empty_like(X)
+    for index in np.ndindex(X.shape):
+        plus, minus = X.copy(), X.copy()
+        plus[index] += step
+        minus[index] -= step
+        numeric[index] = (kernels.loss_and_grad(plus, queries, targets, 3.0, weights)[0]
+                          - kernels.loss_and_grad(minus, queries, targets, 3.0, weights)[0]) / (2 * step)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", ["negative", "nan", "shape"])
+def test_bad_loss_weights_are_refused(case):
+    rng = np.random.default_rng(0)
+    column_sizes, n_numeric = random_layout(rng)
+    queries = random_queries(rng, column_sizes, n_numeric)
+    X = random_relaxed(rng, column_sizes, n_numeric, 4)
+    weights = np.ones(queries.n_queries + (case == "shape"))
+    weights[0] = {"negative": -0.5, "nan": np.nan, "shape": 1.0}[case]
+    with pytest.raises(ValueError, match="weights must"):
+        cpu.loss_and_grad(X, queries, np.zeros(queries.n_queries), 3.0, weights)
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
 def test_hard_thresholds_have_no_gradient_through_numerics(backend, problem):
     """With sigma = inf a halfspace factor is a step: the loss has zero derivative in the
     numeric coordinates (and no NaN from inf * 0)."""

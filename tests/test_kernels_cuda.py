@@ -225,6 +225,18 @@ def test_loss_and_grad_matches_reference(problem, dtype, sigma):
     _assert_grad_close(grad, expected_grad, TOLERANCE[dtype])
 
 
+def test_weighted_loss_and_grad_matches_reference(problem):
+    """Per-query loss weights: the device's loss and gradient equal the reference's."""
+    rng, queries = problem
+    X = relaxed_data(rng, np.float64)
+    targets = rng.random(queries.n_queries)
+    weights = rng.random(queries.n_queries) * 4.0
+    loss, grad = cuda_kernels.loss_and_grad(X, queries, targets, 3.0, weights)
+    expected_loss, expected_grad = reference.loss_and_grad(X, queries, targets, 3.0, weights)
+    assert loss == pytest.approx(expected_loss, rel=TOLERANCE[np.float64])
+    _assert_grad_close(grad, expected_grad, TOLERANCE[np.float64])
+
+
 def test_float32_gradient_keeps_the_small_slopes_of_sharp_thresholds():
     """Far from a sharp threshold (|sigma * margin| = 16 .. 24) the slope sigma s (1 - s) is
     tiny but not zero; float32 kernels must keep it to float32 relative precision, on both
@@ -372,6 +384,18 @@ def test_projection_delegates_to_the_device_loop_without_annealing():
     actual, trace = project(params, queries, targets, cuda_kernels, config, anneal=False)
     assert trace.stages == expected_trace.stages == 1
     assert trace.steps == expected_trace.steps
+    assert trace.exact_loss == pytest.approx(expected_trace.exact_loss, rel=1e-5)
+    np.testing.assert_allclose(actual.values, expected.values, rtol=1e-4, atol=1e-4)
+
+
+def test_weighted_device_projection_follows_the_reference():
+    """With loss weights the device loop takes the reference's steps and reaches its iterate."""
+    queries, targets, params = _projection_problem(11)
+    weights = np.random.default_rng(3).random(queries.n_queries) * 2.0 + 0.1
+    config = ProjectionConfig(learning_rate=0.2, max_steps=5, patience=2, max_doublings=1)
+    expected, expected_trace = project(params, queries, targets, reference, config, weights=weights)
+    actual, trace = project(params, queries, targets, cuda_kernels, config, weights=weights)
+    assert (trace.steps, trace.stages) == (expected_trace.steps, expected_trace.stages)
     assert trace.exact_loss == pytest.approx(expected_trace.exact_loss, rel=1e-5)
     np.testing.assert_allclose(actual.values, expected.values, rtol=1e-4, atol=1e-4)
 

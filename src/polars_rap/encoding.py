@@ -256,8 +256,9 @@ def decode(
         msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
         raise ValueError(msg)
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
-    # In chunks, so memory stays bounded for any n_rows; the draws come in the same order
-    # as one call would make them, so the output does not depend on the chunk size.
+    # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
+    # order as one call would make them, so that output does not depend on the chunk size;
+    # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
     frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method) for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)

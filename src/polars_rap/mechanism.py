@@ -217,8 +217,8 @@ def synthesize(
     backend_module = kernels.resolve_backend(backend)
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
-    source = DataSource.from_input(data)
-    declared, requests = inference_requests(source.schema, domain, infer_domain)
+    source = DataSource.from_input(data, domain)  # a CSV's dtypes come from the domain, never its rows
+    declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)

@@ -1,0 +1,143 @@
+"""Strategies and their plans (polars_rap.strategy), and what a planned run charges."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap
+from polars_rap import rounds
+from polars_rap.privacy import split_budget
+from polars_rap.strategy import PaperStrategy, PlannedStrategy, Step, interleave, resolve_strategy
+
+FAST = dict(relaxed_rows=80, rounds_lt=3, n_linear_thresholds=200, progress=False,
+            projection=polars_rap.ProjectionConfig(max_steps=5))
+
+
+def test_paper_plan_is_the_interleaved_even_split() -> None:
+    plan = PaperStrategy().plan({"CM": 25, "LT": 100}, {"CM": 3, "LT": 5, "MM": 0}, 10)
+    assert [s.query_class for s in plan] == interleave({"CM": 3, "LT": 5, "MM": 0})
+    assert all(s.weight == 1.0 and s.k == 10 for s in plan)
+
+
+def test_paper_plan_caps_rounds_at_the_groups_left() -> None:
+    """25 CM groups and K = 10: at most 3 rounds, whatever was asked."""
+    plan = PaperStrategy().plan({"CM": 25, "LT": 0}, {"CM": 8, "LT": 4}, 10)
+    assert [s.query_class for s in plan] == ["CM"] * 3
+
+
+def test_planned_measures_a_class_outright_when_its_rounds_would_cover_it() -> None:
+    """CM: 4 rounds x K=10 >= 25 groups, so one outright step first; LT keeps its 5 rounds,
+    and the two classes get equal shares (weights add up to 1 per class)."""
+    plan = PlannedStrategy().plan({"CM": 25, "LT": 100}, {"CM": 4, "LT": 5, "MM": 0}, 10)
+    assert plan[0] == Step("CM", 0.5, None) and plan[0].outright
+    assert [s.query_class for s in plan[1:]] == ["LT"] * 5
+    assert all(s.k == 10 and s.weight == pytest.approx(0.1, abs=0) for s in plan[1:])
+    assert math.fsum(s.weight for s in plan) == pytest.approx(1.0, rel=1e-15)
+
+
+def test_planned_selects_when_rounds_cannot_cover_the_class() -> None:
+    plan = PlannedStrategy().plan({"CM": 25, "LT": 100}, {"CM": 2, "LT": 2, "MM": 0}, 10)
+    assert sorted(s.query_class for s in plan) == ["CM", "CM", "LT", "LT"]
+    assert all(not s.outright for s in plan)
+
+
+@pytest.mark.parametrize(("shares", "expected"), [
+    ("rounds", {"CM": 3 / 8, "LT": 5 / 8}),
+    ({"CM": 3.0, "LT": 1.0}, {"CM": 0.75, "LT": 0.25}),
+    (None, {"CM": 0.5, "LT": 0.5}),
+])
+def test_planned_class_shares(shares, expected) -> None:
+    plan = PlannedStrategy(class_shares=shares).plan({"CM": 30, "LT": 100}, {"CM": 3, "LT": 5}, 10)
+    totals = {c: math.fsum(s.weight for s in plan if s.query_class == c) for c in expected}
+    assert totals == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("greedy", "unknown strategy 'greedy'"),
+    ({"name": "planned", "class_shares": {"XX": 1}}, "unknown query class 'XX'"),
+    ({"name": "planned", "class_shares": {"CM": -1}}, "class_shares\\['CM'\\] must be a finite number > 0"),
+    ({"name": "planned", "decoding": "round"}, "decoding must be 'controlled' or 'independent'"),
+    ({"name": "paper", "outright": True}, "bad settings for strategy 'paper'"),
+    (3, "The 'strategy' parameter must be"),
+])
+def test_bad_strategy_names_the_setting(spec, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        resolve_strategy(spec)
+
+
+@pytest.fixture(scope="module")
+def planned_run(task):
+    rows = task.frame.sample(3_000, seed=4)
+    return polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                 seed=2, **FAST)
+
+
+def test_planned_run_charges_every_cm_group_once_without_selection(planned_run) -> None:
+    """The outright CM step: one Gaussian event per CM group, each exactly half the budget
+    split evenly (CM and LT share equally), no CM selection event, and the whole budget spent
+    to the last float; LT rounds each pay for one Gumbel selection."""
+    report = planned_run.report
+    events = report.events
+    cm = [e for e in events if e.description.startswith("CM group")]
+    cm_groups = report.measurements.filter(pl.col("query_class") == "CM")["group"].n_unique()
+    assert len(cm) == cm_groups > 0 and report.unmeasured.filter(pl.col("query_class") == "CM").height == 0
+    assert not any(e.description == "CM selection" for e in events)
+    rho = split_budget(1.0, 1e-8).rho
+    assert all(e.rho == 0.5 * rho / len(cm) for e in cm)
+    assert sum(1 for e in events if e.description == "LT selection") == 3
+    assert report.rho_spent == math.fsum(e.rho for e in events) == report.rho_budget
+    assert report.parameters["strategy"]["name"] == "planned"
+    assert report.parameters["rounds"] == {"CM": 1, "LT": 3, "MM": 0}
+
+
+@pytest.mark.parametrize("strategy", ["planned", "paper"])
+def test_projection_weighs_answers_by_inverse_variance_only_when_planned(task, monkeypatch, strategy) -> None:
+    """The planned loop hands the projection each measured answer's 1 / std^2 (scaled to mean
+    1), from the released stds; CM and LT answers carry different noise, so their weights
+    differ by the square of the std ratio. The paper loop weighs all answers alike (None)."""
+    calls = []
+    real_project = rounds.project
+
+    def spy(*args, weights=None, **kwargs):
+        calls.append(None if weights is None else np.array(weights, copy=True))
+        return real_project(*args, weights=weights, **kwargs)
+
+    monkeypatch.setattr(rounds, "project", spy)
+    result = polars_rap.synthesize(task.frame.sample(2_000, seed=6), epsilon=1.0, delta=1e-8,
+                                   domain=task.domain, labels=task.labels, seed=3, strategy=strategy, **FAST)
+    measurements = result.report.measurements
+    if strategy == "paper":
+        assert calls and all(w is None for w in calls)
+        return
+    precision = 1.0 / measurements["noise_std"].to_numpy() ** 2
+    np.testing.assert_allclose(calls[-1], precision / precision.mean(), rtol=1e-12)
+    by_class = measurements.group_by("query_class").agg(pl.col("noise_std").median())
+    std = dict(zip(by_class["query_class"], by_class["noise_std"], strict=True))
+    weights = pl.Series(calls[-1])
+    ratio = weights.filter(measurements["query_class"] == "CM").median() / weights.filter(
+        measurements["query_class"] == "LT").median()
+    assert ratio == pytest.approx((std["LT"] / std["CM"]) ** 2, rel=1e-9) and ratio != 1.0
+
+
+def test_paper_strategy_is_reachable_and_records_itself(task) -> None:
+    rows = task.frame.sample(2_000, seed=5)
+    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                   seed=1, strategy="paper", rounds_cm=2, **FAST)
+    events = result.report.events
+    assert result.report.parameters["strategy"] == {"name": "paper"}
+    assert result.report.parameters["decoding"] == "independent"
+    assert sum(1 for e in events if e.description == "CM selection") == 2
+    assert result.report.rho_spent == result.report.rho_budget
+
+
+def test_saved_model_samples_with_the_run_s_decoding(planned_run, tmp_path) -> None:
+    """A loaded model decodes as its run did (the report records the decoding)."""
+    planned_run.save(tmp_path / "m")
+    loaded = polars_rap.load(tmp_path / "m")
+    assert loaded.report.parameters["decoding"] == "controlled"
+    assert loaded.sample(500, seed=3).equals(planned_run.model.sample(500, seed=3))
+    assert np.array_equal(loaded.relaxed, planned_run.relaxed)
