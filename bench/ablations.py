@@ -41,7 +41,7 @@ STEPS: dict[str, list[tuple[str, dict, str]]] = {
          "the projection weighs each measured answer by 1 / noise variance (maximum likelihood)"),
         ("+ controlled decoding (the default)",
          {},
-         "systematic sampling of each relaxed row's copies, stochastic rounding of integers"),
+         "systematic sampling of the categories of each relaxed row's copies"),
     ],
 }
 EPSILONS = (1.0,)

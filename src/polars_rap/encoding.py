@@ -16,9 +16,9 @@ Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one
   row's probabilities, and integer columns are rounded to the nearest integer;
 - ``"controlled"``: the copies of a row (within each chunk of output rows) draw their
   categories by systematic sampling, one stratified uniform ``(rank + U) / k`` per copy in a
-  random order per block, so that each category appears ``k p`` times up to one; and integer
-  columns are rounded up in a share of the copies equal to the fractional part (systematic
-  again), so that the copies' mean is the relaxed value. Each copy's marginal law is the
+  random order per block, so that each category appears ``k p`` times up to one; integer
+  columns are rounded to the nearest integer as above (real integer data sits on the
+  integers, so the fit's values near one belong to it). Each copy's marginal law is the
   same as independent draws give, so expected answers of single-block queries are unchanged
   and their sampling noise shrinks from ``sqrt(k p (1 - p))`` to under one row per relaxed
   row; queries over several blocks keep independent pairing (the orders are independent).
@@ -266,10 +266,9 @@ def decode(
 
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  rng: np.random.Generator, method: str) -> pl.DataFrame:
-    n_blocks = len(domain.blocks)
     uniforms = None
     if method == "controlled":
-        uniforms = stratified_uniforms(rows, n_blocks + len(domain.numeric_columns), rng)
+        uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
     sample = decode_codes(relaxed, domain, rows, rng, uniforms)
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
@@ -278,15 +277,10 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
             block = domain.block_index(spec.name)
             columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)
         else:
-            j = numeric_index[spec.name]
-            values = spec.lower + sample.numerics[:, j] * (spec.upper - spec.lower)
+            scaled = sample.numerics[:, numeric_index[spec.name]]
+            values = spec.lower + scaled * (spec.upper - spec.lower)
             if spec.is_integer:
-                if uniforms is None:
-                    values = np.rint(values)
-                else:  # up in a share of the copies equal to the fractional part
-                    floor = np.floor(values)
-                    values = floor + (uniforms[:, n_blocks + j] < values - floor)
-                values = np.clip(values, np.ceil(spec.lower), np.floor(spec.upper))
+                values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
             values = np.clip(values, spec.lower, spec.upper)
             series = pl.Series(spec.name, values)
             if spec.nullable:
