@@ -281,8 +281,8 @@ def synthesize(
     synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in asked}
     report = build_report(
-        budget, ledger, n_rows, queries, public_domain, record, synthetic_frame, backend_module,
-        confidence,
+        budget, ledger, n_rows, queries, public_domain, plan, record, synthetic_frame,
+        backend_module, confidence,
         parameters=dict(
             relaxed_rows=relaxed_rows, queries_per_round=queries_per_round, rounds=steps_run,
             n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
