@@ -1,12 +1,17 @@
 """RAP++ end to end on a small real table: schema, ledger, report, reproducibility, inputs."""
 
 import gc
+import hashlib
+import json
 import math
+import secrets
 
+import numpy as np
 import polars as pl
 import pytest
 
 import polars_rap
+import polars_rap.mechanism as mechanism
 from polars_rap.projection import ProjectionConfig
 
 FAST = dict(relaxed_rows=100, rounds_cm=3, rounds_lt=3, rounds_mm=2, n_linear_thresholds=300,
@@ -153,3 +158,81 @@ def test_more_rounds_than_groups_strand_no_budget(task, strategy):
     expected = -(-n_cm_groups // 10) if strategy == "paper" else 1
     assert report.parameters["rounds"]["CM"] == expected < 40
     assert report.rho_spent == report.rho_budget
+
+
+# ---------------------------------------------------------------- randomness: where each stream comes from
+TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
+               "t": (0.0, 10.0), "s": "numeric", "y": ["0", "1"]}
+STREAM_CONSUMERS = {"build_workload": 1, "infer_declarations": 5, "run_plan": 9, "decode": 3}
+"""The mechanism's functions that receive a generator, and its position among their arguments."""
+
+
+def _tiny_frame(seed: int, n: int = 4000) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        "a": rng.choice(["x", "y"], n), "b": rng.choice(["p", "q", "r"], n),
+        "c": rng.choice(["u", "v", "w", "z"], n), "d": rng.choice(["m", "f"], n),
+        "t": rng.uniform(0.0, 10.0, n), "s": rng.normal(50.0, 5.0, n),
+        "y": rng.choice(["0", "1"], n)})
+
+
+def _run_capturing_streams(monkeypatch, seed):
+    """A tiny run (CM measured outright, ``s`` inferred); returns it and, per consumer, the
+    generator it received with its state at that moment (JSON text)."""
+    seen = {}
+    for name, position in STREAM_CONSUMERS.items():
+        def wrapper(*args, _original=getattr(mechanism, name), _name=name, _position=position, **kwargs):
+            rng = args[_position]
+            seen[_name] = (rng, json.dumps(rng.bit_generator.state, sort_keys=True))
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(mechanism, name, wrapper)
+    result = polars_rap.synthesize(
+        _tiny_frame(0), epsilon=1.0, delta=1e-9, domain=TINY_DOMAIN, labels=["y"], seed=seed,
+        queries_per_round=4, rounds_cm=4, rounds_lt=0, relaxed_rows=50, backend="cpu",
+        infer_domain=["s"], projection=ProjectionConfig(max_steps=5), progress=False,
+    )
+    assert set(seen) == set(STREAM_CONSUMERS)
+    return result, seen
+
+
+def test_fixed_seed_keeps_every_stream_and_noisy_answer_of_before(monkeypatch):
+    """seed=3 gives the same generator states to every consumer and the same noisy answers,
+    bit for bit, as before the noise got its own OS seed (hash taken on the code before)."""
+    result, seen = _run_capturing_streams(monkeypatch, seed=3)
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(seen[name][1].encode())
+    m = result.report.measurements
+    for column in ("group", "noisy_answer", "noise_std"):
+        digest.update(m[column].to_numpy().tobytes())
+    assert digest.hexdigest() == "42846a56e402232640722ea8afb89eedc5f8a04f8f2511605e7be67351aa1328"
+
+
+def test_release_noise_has_its_own_os_seed_apart_from_released_streams(monkeypatch):
+    """With seed=None the selection, measurement and inference noise come from a seed drawn
+    from secrets for them alone, never a child of the sequence behind the workload and
+    decoding streams (whose outputs are released). With a seed, secrets is never asked."""
+    drawn = []
+
+    def randbits(k):
+        drawn.append(k)
+        return 2**100 + 7
+
+    monkeypatch.setattr(secrets, "randbits", randbits)
+    _, seen = _run_capturing_streams(monkeypatch, seed=None)
+    assert drawn == [128]
+    released = {seen[name][0].bit_generator.seed_seq for name in ("build_workload", "decode")}
+    noise = {seen[name][0].bit_generator.seed_seq for name in ("run_plan", "infer_declarations")}
+    assert {s.entropy for s in noise} == {2**100 + 7}
+    assert len({(s.entropy, s.spawn_key) for s in noise}) == 2  # two streams, not one reused
+    for stream in released:
+        assert stream.entropy != 2**100 + 7
+        siblings = np.random.SeedSequence(stream.entropy).spawn(5)
+        states = {json.dumps(np.random.default_rng(s).bit_generator.state, sort_keys=True) for s in siblings}
+        assert seen["run_plan"][1] not in states and seen["infer_declarations"][1] not in states
+
+    drawn.clear()
+    _, seen = _run_capturing_streams(monkeypatch, seed=3)
+    assert drawn == []
+    assert seen["run_plan"][0].bit_generator.seed_seq.spawn_key == (2,)
+    assert seen["run_plan"][0].bit_generator.seed_seq.entropy == seen["decode"][0].bit_generator.seed_seq.entropy == 3

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import secrets
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -136,8 +137,11 @@ def synthesize(
     rows : int, optional
         Rows of synthetic data (default: as many as the input).
     seed : int, optional
-        Seed for reproducible research and tests. Leave ``None`` for real releases (the
-        noise is then seeded from the operating system).
+        Seed for reproducible research and tests: every stream (workload, initial relaxed
+        data, noise, decoding, inference noise) is a child of it. Leave ``None`` for real
+        releases: the noise (selection, measurement and inference) then comes from its own
+        generator, seeded by 128 bits of :func:`secrets.randbits` drawn for it alone, apart
+        from the streams whose outputs are released (workload, initial data, decoding).
     backend : {"auto", "cpu", "cuda"}
         Kernel backend; ``"auto"`` picks CUDA when available, else the CPU.
     relaxed_rows : int
@@ -223,6 +227,8 @@ def synthesize(
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
     workload_rng, init_rng, noise_rng, decode_rng, inference_rng = np.random.default_rng(seed).spawn(5)
+    if seed is None:  # a release: the noise shares no seed with streams whose outputs are released
+        noise_rng, inference_rng = _secret_generators(2)
     if requests:  # one private pass over the inferred columns, charged before the domain exists
         declared.update(infer_declarations(
             source.batches([r.name for r in requests], MAX_BATCH_ROWS), source.schema,
@@ -281,8 +287,8 @@ def synthesize(
     synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in asked}
     report = build_report(
-        budget, ledger, n_rows, queries, public_domain, record, synthetic_frame, backend_module,
-        confidence,
+        budget, ledger, n_rows, queries, public_domain, plan, record, synthetic_frame,
+        backend_module, confidence,
         parameters=dict(
             relaxed_rows=relaxed_rows, queries_per_round=queries_per_round, rounds=steps_run,
             n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
@@ -323,6 +329,12 @@ def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step], gro
             "rounds_mm) or queries_per_round"
         )
         raise ValueError(msg)
+
+
+def _secret_generators(count: int) -> list[np.random.Generator]:
+    """``count`` independent generators spawned from one 128-bit seed drawn from the OS's
+    cryptographic source for them alone: no other stream of the run derives from it."""
+    return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128))).spawn(count)
 
 
 def _check_positive_finite(name: str, value) -> None:

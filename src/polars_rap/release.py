@@ -1,7 +1,8 @@
 """The privacy report of a synthesis, assembled from what the loop released.
 
 Post-processing only: the noisy answers and their noise scales (from
-:class:`polars_rap.rounds.LoopRecord`), confidence intervals built from them, the last
+:class:`polars_rap.rounds.LoopRecord`), confidence intervals built from them (the
+simultaneous ones corrected for the most answers the public plan can measure), the last
 Gumbel selection of each class (bounds on the groups never measured), and the returned
 rows' answers on the workload. The true answers never reach this module.
 """
@@ -18,19 +19,41 @@ from polars_rap.report import (
     simultaneous_halfwidth,
     unmeasured_error_bounds,
 )
-from polars_rap.rounds import LoopRecord
+from polars_rap.rounds import CLASS_CODES, LoopRecord
 from polars_rap.source import DataSource, exact_answers
+from polars_rap.strategy import Step
 from polars_rap.workload import describe_queries
 
-__all__ = ["build_report"]
+__all__ = ["bonferroni_answers", "build_report"]
 
 
-def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, record: LoopRecord,
-                 synthetic_frame: pl.DataFrame, backend_module, confidence: float,
-                 parameters: dict) -> PrivacyReport:
+def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
+    """The most answers ``plan`` can measure on ``queries``: the count the simultaneous
+    intervals are corrected for.
+
+    Per class, an outright step measures all its groups and a selection step at most its
+    ``k`` largest; the sum is capped at the class's answers. It reads only public values (the
+    plan and the workload's group sizes), never which groups the noisy selections picked, so
+    the correction cannot depend on the data: with M fixed in advance and at least as many
+    as measured, a union bound over the measured answers gives at most ``measured * alpha /
+    M <= alpha``. A count taken after the selections would not.
+    """
+    total = 0
+    for name, code in CLASS_CODES.items():
+        sizes = np.sort(queries.group_sizes[queries.group_class == code])[::-1].astype(np.int64)
+        most = sum(int(sizes.sum()) if step.outright else int(sizes[:step.k].sum())
+                   for step in plan if step.query_class == name)
+        total += min(most, int(sizes.sum()))
+    return total
+
+
+def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],
+                 record: LoopRecord, synthetic_frame: pl.DataFrame, backend_module,
+                 confidence: float, parameters: dict) -> PrivacyReport:
     """The :class:`~polars_rap.report.PrivacyReport` of a run: the ledger's events, one row
     per measured answer (noisy answer, std, intervals, the returned rows' answer, error
-    bound) and the unmeasured groups' bounds."""
+    bound) and the unmeasured groups' bounds. ``parameters`` gains ``bonferroni_answers``
+    (see :func:`bonferroni_answers`)."""
     groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
     stds, selections = record.noise_stds, record.selections
     query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
@@ -38,7 +61,8 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, record:
     noisy = np.concatenate(noisy_parts) if noisy_parts else np.zeros(0)
     std = np.repeat(np.asarray(stds, dtype=np.float64), sizes)
     halfwidth = interval_halfwidth(std, confidence)
-    joint_halfwidth = simultaneous_halfwidth(std, confidence, len(noisy))
+    n_bonferroni = bonferroni_answers(plan, queries)
+    joint_halfwidth = simultaneous_halfwidth(std, confidence, n_bonferroni)
     # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
     all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module)
 
@@ -65,7 +89,8 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, record:
     return PrivacyReport(
         epsilon=budget.epsilon, delta=budget.delta, rho_budget=budget.rho,
         rho_spent=ledger.rho_spent, n_rows=n_rows, events=ledger.events,
-        measurements=measurements, confidence=confidence, parameters=parameters,
+        measurements=measurements, confidence=confidence,
+        parameters={**parameters, "bonferroni_answers": n_bonferroni},
         conversion_delta=budget.conversion_delta, approximate_delta=budget.approximate_delta,
         unmeasured=unmeasured, unmeasured_note=note,
     )

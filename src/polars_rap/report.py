@@ -45,10 +45,12 @@ def interval_halfwidth(noise_std, confidence: float):
 def simultaneous_halfwidth(noise_std, confidence: float, n_answers: int):
     """Half-width of intervals that hold *all together* at ``confidence`` (Bonferroni).
 
-    With M = ``n_answers`` independent Gaussian answers, ``z`` at ``1 - alpha / (2 M)`` makes
-    every interval ``a ± z std`` cover its true value at once with probability at least
-    ``confidence`` = 1 - alpha (the noise is fresh after each adaptive selection, so this
-    holds conditionally on the selections too).
+    With ``z`` at ``1 - alpha / (2 M)`` for M = ``n_answers``, each Gaussian answer's interval
+    ``a ± z std`` misses with probability alpha / M, its noise being fresh after the adaptive
+    selections before it; so at most M answers all cover their true values with probability
+    at least ``confidence`` = 1 - alpha. M must be fixed before any selection (an upper bound
+    on the answers measured, e.g. :func:`polars_rap.release.bonferroni_answers`), never the
+    count the noisy selections produced.
     """
     alpha = 1.0 - _check_confidence(confidence)
     z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * max(int(n_answers), 1)))
@@ -156,13 +158,15 @@ class PrivacyReport:
         One row per measured query: ``round``, ``query_class``, ``group``, ``query``,
         ``description``, ``noisy_answer``, ``noise_std``, ``ci_low``/``ci_high`` (interval at
         ``confidence`` for that query), ``ci_low_simultaneous``/``ci_high_simultaneous``
-        (Bonferroni: all intervals hold together at ``confidence``), ``synthetic_answer`` (on
+        (Bonferroni over ``parameters["bonferroni_answers"]``, the most answers the plan can
+        measure: all intervals hold together at ``confidence``), ``synthetic_answer`` (on
         the returned data) and ``error_bound``: ``|synthetic - noisy| + z std``, an upper
         bound on the returned data's error on that query at ``confidence``.
     confidence : float
         Coverage of the intervals and bounds.
     parameters : dict
-        The public settings the run used.
+        The public settings the run used, and ``bonferroni_answers``: the count, fixed by
+        the plan, that the simultaneous intervals are corrected for.
     conversion_delta, approximate_delta : float
         How ``delta`` was shared: the zCDP-to-(ε, δ) conversion's part, and the total-variation
         slack of approximate steps (private category inference), composed as

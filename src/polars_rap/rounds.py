@@ -44,8 +44,9 @@ CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MAR
 class LoopRecord:
     """What the loop released, in measurement order: group ids (int), the step (round) each
     was measured in, its noisy answers (float64 arrays) and per-answer noise std; the last
-    Gumbel selection of each class (for the unmeasured groups' bounds); the final relaxed
-    parameters."""
+    Gumbel selection of each class that still has unmeasured groups (for their bounds; a
+    class whose leftovers a later step measured without selection has none); the final
+    relaxed parameters."""
 
     params: RelaxedParams
     groups: list[int] = field(default_factory=list)
@@ -109,6 +110,9 @@ def run_plan(
         else:  # selecting every candidate reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
             measure_rho = step_rho
+            # Every group of the class left is measured now: an earlier Gumbel record's
+            # unselected candidates are no longer unmeasured, so no bound is due for them.
+            record.selections.pop(step.query_class, None)
         selected = candidates[selected_local]
         for position, group in enumerate(selected):
             if is_last and position == len(selected) - 1:

@@ -1,0 +1,88 @@
+"""The report's coverage claims on a tiny categorical domain (4 features and a label: 6 CM
+groups of 12, 16, 8, 24, 12 and 16 cells): which groups carry unmeasured bounds, and how many
+answers the simultaneous intervals are corrected for."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap as pr
+from polars_rap.projection import ProjectionConfig
+from polars_rap.queries import QueryClass
+from polars_rap.release import bonferroni_answers
+from polars_rap.report import simultaneous_halfwidth
+from polars_rap.strategy import Step
+
+DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
+          "y": ["0", "1"]}
+CM_SIZES = [12, 16, 8, 24, 12, 16]  # ab, ac, ad, bc, bd, cd, each times the 2 labels
+
+
+def tiny_frame(seed: int, n: int = 4000, constant: tuple[str, ...] = ()) -> pl.DataFrame:
+    """n rows, each column uniform on its categories, or fixed at its first in ``constant``."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        name: [values[0]] * n if name in constant else rng.choice(values, n).tolist()
+        for name, values in DOMAIN.items()
+    })
+
+
+def run_paper(frame: pl.DataFrame, rounds_cm: int):
+    return pr.synthesize(
+        frame, epsilon=1.0, delta=1e-9, domain=DOMAIN, labels=["y"], strategy="paper",
+        queries_per_round=4, rounds_cm=rounds_cm, rounds_lt=0, relaxed_rows=50, seed=0,
+        backend="cpu", projection=ProjectionConfig(max_steps=5), progress=False,
+    ).report
+
+
+@pytest.mark.parametrize("rounds_cm", [1, 2])
+def test_unmeasured_bounds_cover_exactly_the_groups_never_measured(rounds_cm):
+    """Round 0 selects 4 of the 6 groups by Gumbel; with a second round, it measures the 2 left
+    without selection, and round 0's record must no longer call them unmeasured."""
+    report = run_paper(tiny_frame(0), rounds_cm)
+    assert report.parameters["rounds"]["CM"] == rounds_cm
+    measured = set(report.measurements["group"].to_list())
+    unmeasured = report.unmeasured["group"].to_list()
+    assert len(measured) == min(4 * rounds_cm, 6)
+    assert measured.isdisjoint(unmeasured) and len(set(unmeasured)) == len(unmeasured)
+    assert measured | set(unmeasured) == set(range(len(CM_SIZES)))
+
+
+def test_bonferroni_count_is_fixed_by_the_plan_not_by_the_data():
+    """One round of K = 4 among marginals of unequal sizes: the answers measured depend on which
+    groups the (noisy, data-dependent) selection picks, the Bonferroni count may not. It is the
+    4 largest groups' answers, 24 + 16 + 16 + 12 = 68, whatever was picked."""
+    uniform = run_paper(tiny_frame(0), rounds_cm=1)
+    skewed = run_paper(tiny_frame(1, constant=("a", "d")), rounds_cm=1)
+    measured = [r.measurements.height for r in (uniform, skewed)]
+    assert measured[0] != measured[1]  # the data changed what was measured...
+    for report in (uniform, skewed):
+        assert report.parameters["bonferroni_answers"] == 68 >= report.measurements.height
+    m = [r.measurements for r in (uniform, skewed)]
+    std = m[0]["noise_std"][0]
+    assert set(m[0]["noise_std"]) == set(m[1]["noise_std"]) == {std}  # same n, rho per group
+    for frame in m:  # ...not the simultaneous intervals
+        halfwidth = (frame["ci_high_simultaneous"] - frame["noisy_answer"]).to_numpy()
+        np.testing.assert_allclose(halfwidth, simultaneous_halfwidth(std, 0.95, 68), rtol=1e-12)
+
+
+def test_bonferroni_count_is_capped_by_the_class_answers():
+    """Two rounds of K = 4 could measure 2 x 68 answers, but the class holds only 88."""
+    report = run_paper(tiny_frame(0), rounds_cm=2)
+    assert report.parameters["bonferroni_answers"] == sum(CM_SIZES) == report.measurements.height
+
+
+def test_bonferroni_count_adds_up_each_step_of_the_plan():
+    """An outright step counts its whole class; each selection step its K largest groups."""
+    cm, lt = QueryClass.CATEGORICAL_MARGINAL, QueryClass.LINEAR_THRESHOLD
+    queries = SimpleNamespace(group_sizes=np.array([12, 16, 8, 1, 1, 1, 1, 1, 1, 1]),
+                              group_class=np.array([cm] * 3 + [lt] * 7))
+    plan = [Step("CM", 1.0, None), Step("LT", 0.5, 3), Step("LT", 0.5, 3)]
+    assert bonferroni_answers(plan, queries) == 36 + 6
+    assert bonferroni_answers(plan[1:], queries) == 6
+    assert bonferroni_answers([Step("CM", 1.0, 2)] * 2 + [Step("LT", 1.0, 5)] * 2, queries) == 36 + 7
+    assert bonferroni_answers([], queries) == 0
