@@ -66,8 +66,8 @@ NOTES = [
     "other_processes_cores: average number of cores other people's jobs kept busy during the "
     "stage (from /proc/stat minus the stage's own CPU time); above ~0.2 the stage shared the "
     "machine and its seconds are inflated",
-    "synthesize phases: seconds and peak RSS sampled every 20 ms while mechanism.exact_answers "
-    "/ project / decode / _build_report ran ('other': the rest, selection included)",
+    "synthesize phases: seconds and peak RSS sampled every 20 ms while exact_answers / project "
+    "/ decode / build_report ran ('other': the rest, selection included)",
 ]
 
 
@@ -251,15 +251,16 @@ def stage_synthesize(path: Path, options: dict) -> dict:
     seconds and sampled peak RSS of its phases: the streaming exact answers, the projections,
     decoding, and the report (which encodes the synthetic rows)."""
     import polars_rap
-    from polars_rap import datasets, mechanism
+    from polars_rap import datasets, mechanism, rounds
 
     task = datasets.load_task(TASK)
     n_rows = pq.ParquetFile(path).metadata.num_rows  # public under replace-one
     polars_rap.synthesize(task.frame.head(300), epsilon=1.0, delta=1e-6, domain=task.domain,
                           labels=task.labels, seed=0, rounds_cm=1, rounds_lt=1, progress=False)
     meter = _PhaseMeter()
-    for name in ("exact_answers", "project", "decode", "_build_report"):
-        meter.wrap(mechanism, name)
+    for module, name in ((mechanism, "exact_answers"), (rounds, "project"), (mechanism, "decode"),
+                         (mechanism, "build_report")):
+        meter.wrap(module, name)
     rss_before = _rss_mib()
     with meter:
         started = time.perf_counter()
