@@ -278,17 +278,20 @@ def test_gradient_matches_central_finite_differences(backend, problem):
     targets = rng.random(queries.n_queries) * 0.5
     sigma = 3.0
     _, grad = kernels.loss_and_grad(X, queries, targets, sigma)
-    step = 1e-6
+    np.testing.assert_allclose(grad, _central_differences(kernels, X, queries, targets, sigma),
+                               rtol=1e-5, atol=1e-7)
+
+
+def _central_differences(kernels, X, queries, targets, sigma, weights=None, step=1e-6):
+    """dL/dX by central differences of ``kernels.loss_and_grad``'s loss, entry by entry."""
     numeric = np.empty_like(X)
     for index in np.ndindex(X.shape):
         plus, minus = X.copy(), X.copy()
         plus[index] += step
         minus[index] -= step
-        numeric[index] = (
-            kernels.loss_and_grad(plus, queries, targets, sigma)[0]
-            - kernels.loss_and_grad(minus, queries, targets, sigma)[0]
-        ) / (2 * step)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
+        numeric[index] = (kernels.loss_and_grad(plus, queries, targets, sigma, weights)[0]
+                          - kernels.loss_and_grad(minus, queries, targets, sigma, weights)[0]) / (2 * step)
+    return numeric
 
 
 @pytest.mark.parametrize("backend", ALL_BACKENDS)
@@ -307,15 +310,8 @@ def test_weighted_loss_is_the_weighted_sum_and_its_gradient_the_weighted_one(bac
     ones_loss, ones_grad = kernels.loss_and_grad(X, queries, targets, 3.0, np.ones(queries.n_queries))
     plain_loss, plain_grad = kernels.loss_and_grad(X, queries, targets, 3.0)
     assert ones_loss == plain_loss and np.array_equal(ones_grad, plain_grad)
-    step = 1e-6
-    numeric = np.empty_like(X)
-    for index in np.ndindex(X.shape):
-        plus, minus = X.copy(), X.copy()
-        plus[index] += step
-        minus[index] -= step
-        numeric[index] = (kernels.loss_and_grad(plus, queries, targets, 3.0, weights)[0]
-                          - kernels.loss_and_grad(minus, queries, targets, 3.0, weights)[0]) / (2 * step)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(grad, _central_differences(kernels, X, queries, targets, 3.0, weights),
+                               rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("case", ["negative", "nan", "shape"])
