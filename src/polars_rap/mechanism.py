@@ -41,6 +41,7 @@ from polars_rap.model import SyntheticModel
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.release import build_report
+from polars_rap.report import PrivacyReport
 from polars_rap.rounds import CLASS_CODES, run_plan
 from polars_rap.source import MAX_BATCH_ROWS, DataSource, exact_answers
 from polars_rap.strategy import Step, Strategy, resolve_strategy
