@@ -43,6 +43,13 @@ STEPS: dict[str, list[tuple[str, dict, str]]] = {
          {},
          "systematic sampling of the categories of each relaxed row's copies"),
     ],
+    "shrinkage": [
+        ("planned default", {}, "the default planned strategy (the headline suite's rap++ rows)"),
+        ("+ James-Stein shrinkage of CM",
+         {"strategy": {**PLANNED, "shrinkage": True}},
+         "the projection fits each categorical marginal's positive-part James-Stein estimate "
+         "toward conditional independence (post-processing) instead of its noisy answers"),
+    ],
 }
 FINDINGS: dict[str, list[str]] = {
     "strategy": [

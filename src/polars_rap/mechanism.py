@@ -278,7 +278,7 @@ def synthesize(
     record = run_plan(
         plan, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, params,
         backend_module, projection, noise_rng, selection_share=selection_share,
-        inverse_variance=strategy.inverse_variance,
+        inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
         progress=sys.stderr.isatty() if progress is None else progress,
     )
     del true_answers

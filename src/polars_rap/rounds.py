@@ -30,6 +30,7 @@ from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, 
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.queries import QueryClass, QuerySet, group_l1
 from polars_rap.report import SelectionRecord
+from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step
 
 __all__ = ["CLASS_CODES", "LoopRecord", "run_plan"]
@@ -43,7 +44,9 @@ CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MAR
 @dataclass
 class LoopRecord:
     """What the loop released, in measurement order: group ids (int), the step (round) each
-    was measured in, its noisy answers (float64 arrays) and per-answer noise std; the last
+    was measured in, its noisy answers (float64 arrays) and per-answer noise std, the
+    projection's targets (the noisy answers, or their shrunk estimates) and each group's
+    shrinkage factor (1: unchanged); the last
     Gumbel selection of each class that still has unmeasured groups (for their bounds; a
     class whose leftovers a later step measured without selection has none); the final
     relaxed parameters."""
@@ -53,6 +56,8 @@ class LoopRecord:
     rounds: list[int] = field(default_factory=list)
     noisy_parts: list[np.ndarray] = field(default_factory=list)
     noise_stds: list[float] = field(default_factory=list)
+    targets: list[np.ndarray] = field(default_factory=list)
+    shrink_factors: list[float] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
 
     def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
@@ -78,11 +83,13 @@ def run_plan(
     *,
     selection_share: float,
     inverse_variance: bool,
+    shrinkage: bool = False,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
     per-group sensitivities float64[n_groups]); charges ``ledger`` for every release and
-    returns what was released. ``rng`` draws all the noise."""
+    returns what was released. ``rng`` draws all the noise. ``shrinkage`` projects onto
+    shrunk categorical marginals (post-processing of the released answers)."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -128,6 +135,11 @@ def run_plan(
             record.rounds.append(index)
             record.noisy_parts.append(noisy)
             record.noise_stds.append(std)
+            target, factor = noisy, 1.0
+            if shrinkage and step.query_class == "CM":
+                target, factor = shrink_marginal(noisy, marginal_shape(queries, group), std)
+            record.targets.append(target)
+            record.shrink_factors.append(factor)
             available[group] = False
         if chosen_by_gumbel:
             record.selections[step.query_class] = _selection_record(
@@ -137,7 +149,7 @@ def run_plan(
             )
         groups = np.asarray(record.groups)
         record.params, trace = project(
-            record.params, queries.take_groups(groups), np.concatenate(record.noisy_parts), backend,
+            record.params, queries.take_groups(groups), np.concatenate(record.targets), backend,
             projection, anneal=step.query_class != "CM",
             weights=record.answer_weights(queries.group_sizes[groups], inverse_variance),
         )
@@ -150,6 +162,12 @@ def run_plan(
         )
     bar.close()
     return record
+
+
+def marginal_shape(queries: QuerySet, group: int) -> tuple[int, ...]:
+    """Category counts of the columns a marginal group enumerates (its cells' row-major shape)."""
+    start, stop = queries.group_column_offsets[group], queries.group_column_offsets[group + 1]
+    return tuple(int(queries.column_sizes[c]) for c in queries.group_columns[start:stop])
 
 
 def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,

@@ -61,6 +61,9 @@ class Strategy(Protocol):
     """Weigh each measured answer by ``1 / noise_std**2`` in the projection loss."""
     decoding: str
     """``"independent"`` or ``"controlled"`` (see :func:`polars_rap.encoding.decode`)."""
+    shrinkage: bool
+    """Project onto categorical marginals shrunk toward conditional independence
+    (:mod:`polars_rap.shrinkage`) instead of the noisy answers themselves."""
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         """The steps, from the number of workload groups per class (``group_counts``), the
@@ -92,6 +95,7 @@ class PaperStrategy:
     name: str = field(default="paper", init=False)
     inverse_variance: bool = field(default=False, init=False)
     decoding: str = field(default="independent", init=False)
+    shrinkage: bool = field(default=False, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -118,12 +122,16 @@ class PlannedStrategy:
         Weigh measurements by ``1 / noise_std**2`` in the projection loss.
     decoding : {"controlled", "independent"}
         How relaxed rows become discrete rows (:func:`polars_rap.encoding.decode`).
+    shrinkage : bool
+        Fit each categorical marginal's James-Stein estimate toward conditional independence
+        rather than its noisy answers (:mod:`polars_rap.shrinkage`; post-processing, free).
     """
 
     class_shares: Mapping[str, float] | str | None = None
     outright: bool = True
     inverse_variance: bool = True
     decoding: str = "controlled"
+    shrinkage: bool = False
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -170,7 +178,7 @@ class PlannedStrategy:
         shares = dict(self.class_shares) if isinstance(self.class_shares, Mapping) else self.class_shares
         return {"name": self.name, "class_shares": shares,
                 "outright": self.outright, "inverse_variance": self.inverse_variance,
-                "decoding": self.decoding}
+                "decoding": self.decoding, "shrinkage": self.shrinkage}
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
