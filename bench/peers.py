@@ -453,11 +453,10 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=None, help="use only the first ROWS train rows")
     parser.add_argument("--save", type=Path, default=None, help="also write the demo's JSON here")
     args = parser.parse_args()
-    if args.ensure or args.demo in SMARTNOISE_MECHANISMS:
+    if args.ensure:
         ensure_peer_env()
-    if args.demo in OPENDP_MECHANISMS:
-        ensure_opendp_env()
     if args.demo:
+        ensure_env_for(args.demo)
         return _demo(args.demo, args.bins, args.epsilon, args.seed, args.cap, args.rows, args.save)
     return 0
 
