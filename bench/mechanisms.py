@@ -322,7 +322,10 @@ def independent(train, task_domain, labels, epsilon, delta, seed, settings, *,
 # Peers (bench/peers.py, another engineer's module)
 # ============================================================================================
 
-PEER_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+PEER_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                   "aim-opendp", "aim-opendp-fixed-sampler")
+OPENDP_PEERS = ("aim-opendp", "aim-opendp-fixed-sampler")
+"""OpenDP's AIM: its own venv (bench/peers_opendp.py), built by ``ensure_opendp_env``."""
 
 
 def _peer(name: str) -> Callable[..., MechanismRun]:
@@ -330,12 +333,17 @@ def _peer(name: str) -> Callable[..., MechanismRun]:
 
     def run(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
         try:
-            from bench.peers import ensure_peer_env, run_peer
+            if name in OPENDP_PEERS:
+                from bench.peers import ensure_opendp_env as ensure_env
+                from bench.peers import run_peer
+            else:
+                from bench.peers import ensure_peer_env as ensure_env
+                from bench.peers import run_peer
         except Exception as error:  # absent or broken module: a row that says so
             return MechanismRun(None, "error", 0.0, None, {},
                                 f"bench.peers unavailable: {type(error).__name__}: {error}")
         try:
-            ensure_peer_env()
+            ensure_env()
         except Exception as error:
             return MechanismRun(None, "error", 0.0, None, {},
                                 f"peer environment could not be built: {type(error).__name__}: {error}")
@@ -351,7 +359,8 @@ def _peer(name: str) -> Callable[..., MechanismRun]:
             return MechanismRun(None, "error", 0.0, None, {},
                                 f"run_peer raised {type(error).__name__}: {error}; "
                                 + traceback.format_exc(limit=3).replace("\n", " | "))
-        details = {"bins": result.bins, "fit_seconds": getattr(result, "fit_seconds", None)}
+        details = {"bins": result.bins, "fit_seconds": getattr(result, "fit_seconds", None),
+                   **(getattr(result, "details", None) or {})}
         main = MechanismRun(_as_train(result.data, train) if result.status == "ok" else None,
                             str(result.status), float(result.seconds or 0.0), result.peak_rss_mib,
                             details, str(result.message or ""))

@@ -19,6 +19,9 @@ nothing about the domain is read off the training rows and no budget goes to pre
 ``mechanism`` is ``"aim"``, ``"mst"`` (sampled with mbi 1.x's own ``synthetic_data``, as
 shipped) or ``"aim-fixed-sampler"`` / ``"mst-fixed-sampler"`` (the same fitted model sampled
 column by column from exact conditionals along the junction tree; see the worker).
+``"aim-opendp"`` / ``"aim-opendp-fixed-sampler"`` are OpenDP's AIM (``opendp.extras.mbi``),
+with their own venv and worker (``bench/peers_opendp.py``, ``bench/peers_opendp_worker.py``)
+and the same binned codes.
 
     python bench/peers.py --ensure                       # build / check the venv only
     python bench/peers.py --demo mst --bins 10           # one run on acs-income-CA, printed
@@ -45,10 +48,20 @@ import polars as pl
 
 from polars_rap.domain import Domain
 
+try:
+    from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
+except ImportError:  # run as a script (python bench/peers.py) or loaded from its file path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
+
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"
+OPENDP_WORKER = BENCH / "peers_opendp_worker.py"
 PEERS_VENV = Path(os.environ.get("POLARS_RAP_PEERS_VENV", BENCH / ".venv-peers"))
-MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+SMARTNOISE_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+MECHANISMS = (*SMARTNOISE_MECHANISMS, *OPENDP_MECHANISMS)
+__all__ = ["MECHANISMS", "OPENDP_VENV", "PEERS_VENV", "PeerResult", "bin_for_peers", "ensure_env_for",
+           "ensure_opendp_env", "ensure_peer_env", "opendp_env_ready", "peer_env_ready", "run_peer", "unbin"]
 
 # The lean install of benchmarks.md ("Peers"): smartnoise-synth without its CUDA PyTorch
 # dependencies, then only what AIM and MST really import.
@@ -123,6 +136,11 @@ def ensure_peer_env(venv: Path | None = None) -> Path:
     (venv / _MARKER).write_text(json.dumps({"requested": _requested(), "freeze": freeze}, indent=1))
     print(f"peers venv built in {time.perf_counter() - started:.0f}s: {venv}", flush=True)
     return python
+
+
+def ensure_env_for(mechanism: str) -> Path:
+    """Build (or check) the venv that runs ``mechanism``; return its python."""
+    return ensure_opendp_env() if mechanism in OPENDP_MECHANISMS else ensure_peer_env()
 
 
 # ============================================================================================
@@ -278,6 +296,7 @@ class PeerResult:
     fit_seconds: float | None = None
     fixed_data: pl.DataFrame | None = None  # with also_fixed_sampler=True: same fit, fixed sampler
     cliques: tuple[tuple[str, ...], ...] | None = None  # the fitted model's cliques (column names)
+    details: dict | None = None  # what the worker reports beyond that (OpenDP: privacy figures)
 
     def row(self) -> dict:
         return {"mechanism": self.mechanism, "bins": self.bins, "status": self.status,
@@ -298,15 +317,21 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     start-up, imports, fit and sampling). Never raises for a failing or slow peer: the
     status says what happened and ``message`` holds the last lines of stderr.
 
-    ``also_fixed_sampler=True`` (with ``"aim"`` / ``"mst"``) also samples the SAME fitted
-    model with the fixed sampler into ``result.fixed_data``: one fit, both rows of the table.
+    ``also_fixed_sampler=True`` (with ``"aim"`` / ``"mst"`` / ``"aim-opendp"``) also samples
+    the SAME fitted model with the fixed sampler into ``result.fixed_data``: one fit, both rows.
+
+    OpenDP mechanisms run ``peers_opendp_worker.py`` in ``OPENDP_VENV`` and are given
+    ``--rho``, the zCDP budget ρ(ε, δ) of polars-rap's tight conversion (the one rap++ spends).
     """
     if mechanism not in MECHANISMS:
         msg = f"mechanism must be one of {MECHANISMS}. Got {mechanism!r}"
         raise ValueError(msg)
-    python = Path(python) if python else _venv_python(PEERS_VENV)
+    is_opendp = mechanism in OPENDP_MECHANISMS
+    venv = OPENDP_VENV if is_opendp else PEERS_VENV
+    python = Path(python) if python else _venv_python(venv)
     if not python.exists():
-        msg = f"peers venv python {python} not found; build it with bench/peers.py --ensure"
+        script = "bench/peers_opendp.py" if is_opendp else "bench/peers.py"
+        msg = f"peers venv python {python} not found; build it with {script} --ensure"
         raise FileNotFoundError(msg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -318,9 +343,14 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     fixed_path.unlink(missing_ok=True)
     codes.write_parquet(codes_path)
     spec_path.write_text(json.dumps(spec))
-    command = [str(python), str(WORKER), "--codes", str(codes_path), "--spec", str(spec_path),
-               "--mechanism", mechanism, "--epsilon", repr(float(epsilon)), "--delta", repr(float(delta)),
-               "--seed", str(int(seed)), "--rows", str(int(rows)), "--out", str(out_path)]
+    command = [str(python), str(OPENDP_WORKER if is_opendp else WORKER), "--codes", str(codes_path),
+               "--spec", str(spec_path), "--mechanism", mechanism, "--epsilon", repr(float(epsilon)),
+               "--delta", repr(float(delta)), "--seed", str(int(seed)), "--rows", str(int(rows)),
+               "--out", str(out_path)]
+    if is_opendp:
+        from polars_rap.privacy import rho_from_epsilon_delta
+
+        command += ["--rho", repr(rho_from_epsilon_delta(float(epsilon), float(delta)))]
     if also_fixed_sampler and not mechanism.endswith("-fixed-sampler"):
         command += ["--also-fixed-out", str(fixed_path)]
     stdout_path, stderr_path = workdir / "worker.stdout", workdir / "worker.stderr"
@@ -372,7 +402,7 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
         summary = {}
     cliques = summary.get("cliques")
     return PeerResult(mechanism, bins, "ok", data, seconds, peak, "", summary.get("fit_seconds"), fixed,
-                      None if cliques is None else tuple(tuple(c) for c in cliques))
+                      None if cliques is None else tuple(tuple(c) for c in cliques), summary.get("details"))
 
 
 def _sanity(data: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, parsed: Domain) -> dict:
@@ -423,9 +453,10 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=None, help="use only the first ROWS train rows")
     parser.add_argument("--save", type=Path, default=None, help="also write the demo's JSON here")
     args = parser.parse_args()
-    if args.ensure or args.demo:
+    if args.ensure:
         ensure_peer_env()
     if args.demo:
+        ensure_env_for(args.demo)
         return _demo(args.demo, args.bins, args.epsilon, args.seed, args.cap, args.rows, args.save)
     return 0
 

@@ -22,7 +22,8 @@ the training rows' errors, as the paper's "best of 10/20/30/50" does; it is a be
 convenience, not a private procedure. Runs waiting for that choice are planned as soon as
 the tuning point is complete.
 
-Peers (AIM, MST and their fixed-sampler rows) come from ``bench/peers.py``; each fit is
+Peers (AIM, MST and their fixed-sampler rows from smartnoise-synth; ``aim-opendp`` and its
+fixed-sampler row from OpenDP, issue #20) come from ``bench/peers.py``; each fit is
 capped at ``--peer-time-cap`` seconds (default 1800, 30 minutes: AIM took 22 minutes on the
 CA task at ε = 1 with 10 bins here), past which the row reads ``timeout``. When that module
 or its virtual environment is missing the row reads ``error`` with the reason.
@@ -57,10 +58,14 @@ REPO_ROOT = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
 
 ALL_MECHANISMS = ("rap++", "rap++paper", "rap++mm", "rap-binned", "independent", "rap++fixed-sigma",
-                  "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
-BINNED = ("rap-binned", "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
-PEERS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
-SAME_FIT_AS = {"aim-fixed-sampler": "aim", "mst-fixed-sampler": "mst"}
+                  "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                  "aim-opendp", "aim-opendp-fixed-sampler")
+SMARTNOISE_PEERS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+"""The peers issue #4's targets compare against (``targets_table``)."""
+PEERS = (*SMARTNOISE_PEERS, "aim-opendp", "aim-opendp-fixed-sampler")
+BINNED = ("rap-binned", *PEERS)
+SAME_FIT_AS = {"aim-fixed-sampler": "aim", "mst-fixed-sampler": "mst",
+               "aim-opendp-fixed-sampler": "aim-opendp"}
 """Companion rows come out of their parent's fit, so they share its bins choice."""
 PEER_TIME_CAP_S = 1800.0
 
@@ -583,7 +588,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
                 .group_by("dataset", "epsilon")
                 .agg(pl.col("seconds").mean().alias("_seconds_aim"),
                      (pl.col("status") == "timeout").sum().alias("AIM_timeouts")))
-    peers = (best(PEERS, "MM_mean_error", "min")
+    peers = (best(SMARTNOISE_PEERS, "MM_mean_error", "min")
              .join(best(("aim", "aim-fixed-sampler"), "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(best(("aim", "aim-fixed-sampler"), "macro_f1", "max"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(aim_time, on=["dataset", "epsilon"], how="full", coalesce=True))
