@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import polars_rap
-from polars_rap import inference, kernels, mechanism, privacy, release, rounds, source
+from polars_rap import bounds, inference, kernels, mechanism, privacy, release, rounds, source
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -558,6 +558,11 @@ def recorded() -> Iterator[Recording]:
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
         mock.patch.object(inference, "gaussian_mechanism", _recorder(
             recording, "inference", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
+        mock.patch.object(bounds, "gaussian_mechanism", _recorder(
+            recording, "inference", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
+        mock.patch.object(bounds, "noisy_prefix_search", _recorder(
+            recording, "inference", "noisy_prefix_search", bounds.noisy_prefix_search,
+            "gaussian_binary_search", list)),
         mock.patch.object(inference, "_infer_from_values", _recorder(
             recording, "inference", "_infer_from_values", inference._infer_from_values,
             "gaussian_threshold", lambda out: out)),
@@ -613,7 +618,7 @@ def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
     marginals and 1/n for thresholds. In situ, the measured noise (noisy - true, the true
     answers being what each call was given) has the stated stds: sum of squared z-scores
     ~ chi2(M), two-sided, false-alarm rate 1e-4; a std off by sqrt 2 either way moves it by
-    ~M/2 >> its 4.4 sqrt(2M) band."""
+    ~M/2 >> its 4.4 sqrt(2M) band. The null-rate groups (NR, marginals) are among them."""
     result, recording = audited
     measurements = result.report.measurements
     calls = recording.gaussian("rap")
@@ -626,6 +631,9 @@ def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
                                   np.repeat([call.output[1] for call in calls], sizes))
     for call, size in zip(calls, sizes, strict=True):
         assert call.arguments["l2_sensitivity"] == (math.sqrt(2.0) if size > 1 else 1.0) / n
+    # 2 CM selection rounds may miss the nullable columns: their null-rate groups (NR) are
+    # measured outright, through the same recorded Gaussian calls (polars_rap.null_rates)
+    assert set(measurements["query_class"]) == {"NR", "CM", "LT"}
     round_class = dict(measurements.select("round", "query_class").unique().iter_rows())
     selections = [c for c in recording.calls if c.mechanism == "gumbel_top_k"]
     assert selections
@@ -734,6 +742,37 @@ def test_inference_is_charged_first_and_the_statement_composes(rows, task) -> No
     assert math.fsum(e.rho for e in report.events[:3]) == pytest.approx(0.1 * report.rho_budget, rel=1e-15)
     noisy = np.concatenate([call.output[0] for call in recording.gaussian("rap")])
     assert np.array_equal(noisy, report.measurements["noisy_answer"].to_numpy())
+
+
+def test_refined_bounds_are_charged_recorded_calls_before_the_loop(task) -> None:
+    """AGEP's bounds inferred on the whole CA table at epsilon = 4 (enough rows for the
+    binary search): the histogram and the search are each one recorded call and one event of
+    half the column's share, charged before any RAP++ call; the search's prefix arrays count
+    a fixed set of rows each (nondecreasing, from the rows below the low bin up to every row
+    at or below its top, and likewise from the top), so each comparison has sensitivity 1;
+    the ledger closes to the last float. Deterministic."""
+    domain = {key: value for key, value in task.domain.items() if key != "AGEP"}
+    settings = {**RUN_SETTINGS, "epsilon": 4.0}
+    with recorded() as recording:
+        result = polars_rap.synthesize(task.frame, domain=domain, labels=task.labels, infer_domain=["AGEP"],
+                                       **settings)
+    report, calls = result.report, recording.calls
+    assert [(c.site, c.mechanism) for c in calls[:2]] == [("inference", "gaussian"),
+                                                         ("inference", "gaussian_binary_search")]
+    assert all(c.site == "rap" for c in calls[2:])
+    for index, (event, call) in enumerate(zip(report.events, calls, strict=True)):
+        assert (call.events_before, call.events_after) == (index, index + 1)
+        assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
+    share = 0.1 * report.rho_budget
+    assert calls[0].rho == calls[1].rho == share * 0.5 and "noisy binary search" in report.events[1].description
+    assert calls[0].arguments["l2_sensitivity"] == math.sqrt(2.0)
+    n = task.frame.height
+    for prefix in calls[1].arguments["prefixes"]:
+        assert len(prefix) == 1025 and np.all(np.diff(prefix) >= 0) and 0 <= prefix[0] <= prefix[-1] <= n
+    low, high = result.domain["AGEP"].lower, result.domain["AGEP"].upper
+    ages = task.frame["AGEP"]
+    assert (ages < low).sum() <= 0.01 * n and (ages > high).sum() <= 0.01 * n  # at most ~tau_s clipped
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
 
 
 # ================================================================ 5. no reference to the input

@@ -259,3 +259,15 @@ def test_readme_config_example_is_a_valid_config(tmp_path):
     assert config.labels == ["PINCP_gt_50000"] and config.privacy == {"epsilon": 1.0, "delta": 1e-9}
     assert config.domain == {"AGEP": (17, 99), "SEX": [1, 2]}
     assert config.options == {"relaxed_rows": 1000, "rounds_lt": 50} and config.projection.max_steps == 60
+
+
+def test_config_integer_flag_reaches_the_domain(tmp_path):
+    """``integer = true`` in a [domain.NAME] table declares whole-numbered values (issue 14);
+    fractional bounds with it are a usage error naming the column."""
+    (tmp_path / "c.toml").write_text(
+        '[domain.age]\nkind = "numeric"\nbounds = [18, 99]\nnullable = true\ninteger = true\n')
+    assert cli._read_config(str(tmp_path / "c.toml")).domain == {
+        "age": {"bounds": (18, 99), "nullable": True, "integer": True}}
+    (tmp_path / "bad.toml").write_text('[domain.age]\nkind = "numeric"\nbounds = [18.5, 99]\ninteger = true\n')
+    with pytest.raises(cli._UsageError, match="column 'age' is declared integer"):
+        cli._read_config(str(tmp_path / "bad.toml"))

@@ -261,3 +261,22 @@ def test_split_rejects_fraction_outside_open_interval(fraction):
 def test_split_keeps_both_parts_non_empty():
     train, test = train_test_split(pl.DataFrame({"x": [1, 2, 3]}), test_fraction=0.01)
     assert (train.height, test.height) == (2, 1)
+
+
+def test_toml_integer_flag_reaches_the_domain_and_bad_ones_name_the_column():
+    """``integer = true`` in a column table declares a whole-numbered numeric column; a
+    non-boolean value, one on a categorical column, or fractional bounds are refused."""
+    from polars_rap.datasets import domain_from_tables
+
+    tables = {"age": {"kind": "numeric", "bounds": [18, 99], "integer": True},
+              "hours": {"kind": "numeric", "bounds": [0.0, 99.0], "nullable": True, "integer": True}}
+    assert domain_from_tables(tables, [], "c.toml") == {
+        "age": {"bounds": (18, 99), "integer": True},
+        "hours": {"bounds": (0.0, 99.0), "nullable": True, "integer": True}}
+    for table, message in (
+        ({"kind": "numeric", "bounds": [18, 99], "integer": "yes"}, "column 'x' has a non-boolean 'integer'"),
+        ({"kind": "categorical", "categories": [1, 2], "integer": True}, "column 'x': 'integer' applies to numeric"),
+        ({"kind": "numeric", "bounds": [0.5, 99], "integer": True}, "column 'x' is declared integer but its bounds"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            domain_from_tables({"x": table}, [], "c.toml")

@@ -84,3 +84,38 @@ def test_arrow_schema_round_trip_keeps_every_spec_and_dtype():
 def test_a_tuple_of_categories_is_refused_with_the_list_fix():
     with pytest.raises(TypeError, match=r"'sex' is a tuple \('F', 'M'\).*as a list"):
         Domain.from_mapping({"sex": pl.String}, {"sex": ("F", "M")})
+
+
+# ------------------------------------------------------------------ integer columns (issue 14)
+def test_integer_is_declared_or_implied_by_an_integer_dtype():
+    """``integer`` makes a Float64 column whole-numbered; an integer dtype implies it; a float
+    column without it stays continuous."""
+    schema = {"age": pl.Float64, "hours": pl.Float64, "n": pl.Int32, "w": pl.Float64, "x": pl.Float64}
+    domain = Domain.from_mapping(schema, {
+        "age": {"bounds": (18, 99), "integer": True},
+        "hours": {"bounds": (0, 99), "nullable": True, "integer": True},
+        "n": (0, 10), "w": Numeric(0, 5, integer=True), "x": (0, 1),
+    })
+    assert [domain[c].is_integer for c in schema] == [True, True, True, True, False]
+    assert domain["hours"].nullable and domain["w"].integer and not domain["n"].integer
+    assert Numeric(18, 99, integer=True) == Numeric(18.0, 99.0, integer=True) != Numeric(18, 99)
+
+
+def test_integer_survives_the_arrow_round_trip():
+    domain = Domain.from_mapping({"age": pl.Float64, "x": pl.Float64},
+                                 {"age": {"bounds": (18, 99), "integer": True}, "x": (0, 1)})
+    again = Domain.from_arrow_schema(domain.to_arrow_schema())
+    assert again == domain and again["age"].is_integer and not again["x"].is_integer
+
+
+@pytest.mark.parametrize(("entry", "error", "message"), [
+    ({"bounds": (17.5, 99), "integer": True}, ValueError,
+     r"column 'age' is declared integer but its bounds \(17.5, 99.0\) are not whole numbers"),
+    (Numeric(18, 99.5, integer=True), ValueError, r"column 'age' is declared integer but its bounds"),
+    ({"bounds": (18, 99), "integer": "yes"}, TypeError, r"column 'age': 'integer' must be True or False. Got 'yes'"),
+    ({"categories": [1, 2], "integer": True}, ValueError,
+     r"column 'age': 'integer' applies to numeric bounds, not to categories"),
+])
+def test_bad_integer_declarations_name_the_column(entry, error, message):
+    with pytest.raises(error, match=message):
+        Domain.from_mapping({"age": pl.Float64}, {"age": entry})

@@ -171,3 +171,22 @@ def test_unknown_decoding_is_refused(domain):
     relaxed = np.zeros((1, domain.n_coords), dtype=np.float32)
     with pytest.raises(ValueError, match="unknown decoding 'round'"):
         decode(relaxed, domain, 10, np.random.default_rng(0), method="round")
+
+
+def test_integer_float_columns_decode_to_whole_numbers_of_their_dtype():
+    """A Float64 column declared ``integer`` decodes to whole numbers, still Float64, inside
+    its bounds, nulls kept; one without the flag keeps fractions (issue 14: age = 35.16)."""
+    domain = Domain.from_mapping(
+        {"age": pl.Float64, "hours": pl.Float32, "x": pl.Float64},
+        {"age": {"bounds": (18, 99), "integer": True},
+         "hours": {"bounds": (0, 99), "nullable": True, "integer": True}, "x": (0, 1)},
+    )
+    relaxed = np.random.default_rng(0).random((50, domain.n_coords)).astype(np.float32)
+    for method in ("independent", "controlled"):
+        out = decode(relaxed, domain, 3000, np.random.default_rng(1), method=method)
+        assert out.schema == {"age": pl.Float64, "hours": pl.Float32, "x": pl.Float64}
+        for name, (low, high) in (("age", (18, 99)), ("hours", (0, 99))):
+            values = out[name].drop_nulls().to_numpy()
+            assert np.array_equal(values, np.round(values)) and low <= values.min() and values.max() <= high
+        assert 0 < out["hours"].null_count() < 3000
+        assert not np.array_equal(out["x"].to_numpy(), np.round(out["x"].to_numpy()))

@@ -25,7 +25,7 @@ from polars_rap.inference import (
     inference_requests,
     magnitude_bin_edges,
 )
-from polars_rap.privacy import PrivacyLedger
+from polars_rap.privacy import PrivacyLedger, split_budget
 
 SCHEMA = {"age": pl.Int64, "income": pl.Float64, "city": pl.String, "flag": pl.Boolean,
           "kind": pl.Enum(["a", "b"])}
@@ -165,12 +165,15 @@ def _batches(frame: pl.DataFrame, size: int = 997):
 
 
 def test_bounds_inference_finds_the_bulk_of_the_data():
+    """The histogram's outer bins are (16, 22.6] .. (64, 90.5]; the searches inside them find
+    where the ages begin and end (18 .. 90), each step charged half of rho."""
     ages = pl.DataFrame({"age": np.arange(50_000) % 73 + 18})  # 18 .. 90
     ledger = PrivacyLedger(10.0)
     declarations = infer_declarations(_batches(ages), ages.schema, [InferenceRequest("age", "numeric")],
                                       10.0, ledger, np.random.default_rng(0))
-    assert declarations == {"age": Numeric(16.0, 91.0, nullable=True)}  # bins (16, 22.6] .. (64, 90.5]
-    assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 10.0
+    assert declarations == {"age": Numeric(18.0, 90.0, nullable=True)}
+    assert [(e.mechanism, e.rho) for e in ledger.events] == [("gaussian", 5.0), ("gaussian_binary_search", 5.0)]
+    assert ledger.rho_spent == 10.0
 
 
 def _sparse_codes(n_rows: int = 5000) -> pl.DataFrame:
@@ -219,7 +222,9 @@ def test_data_values_charge_rho_and_delta_evenly():
     ledger = PrivacyLedger(3.0, 1e-10)
     declarations = infer_declarations(_batches(frame), frame.schema, requests, 0.3, ledger, np.random.default_rng(0))
     assert declarations["a"].categories == ("p", "q") and declarations["b"].categories == (1, 2)
-    assert [e.rho for e in ledger.events] == [0.3 / 3] * 3
+    # c's bounds: histogram and binary search, half of its share each (7,000 rows: the search
+    # threshold, about 53 rows, is under 1% of them)
+    assert [e.rho for e in ledger.events] == [0.3 / 3] * 2 + [0.3 / 3 / 2] * 2
     assert [e.delta for e in ledger.events][:2] == [5e-11, 5e-11] and ledger.events[2].delta == 0.0
     assert ledger.delta_spent <= ledger.delta_budget
 
@@ -326,3 +331,81 @@ def test_nist_national_excerpt_with_inferred_domain():
         else:
             assert spec.lower < spec.upper
     assert result.domain["SEX"].categories == (1, 2)
+
+
+# ------------------------------------------------------------------ refined bounds (issue 14, defect 2)
+GSS_YEARS = [1974, 1975, 1976, 1977, 1978, 1980, 1982, 1983, 1984, 1985, 1986, 1987, 1988, 1989, 1990,
+             1991, 1993, 1994, 1996, 1998, 2000, 2002, 2004, 2006, 2008, 2010, 2012, 2014, 2016, 2018]
+
+
+def gss_years(seed: int, dtype=pl.Int64) -> pl.DataFrame:
+    """The GSS survey years 1974-2018 (30 waves of 1,400-3,000 respondents; 1974 has 1,484
+    and 2018 2,348, as in the GSS), about 65,000 rows, shuffled."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1400, 3000, len(GSS_YEARS))
+    counts[0], counts[-1] = 1484, 2348
+    years = np.repeat(GSS_YEARS, counts)
+    rng.shuffle(years)
+    return pl.DataFrame({"year": years}).cast({"year": dtype})
+
+
+@pytest.mark.parametrize("dtype", [pl.Int64, pl.Float64])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_year_bounds_are_within_five_percent_of_the_range(seed, dtype):
+    """The issue's target: at epsilon = 1 (delta = 1/n^2) with 10% of rho on inference, the
+    bounds of a year column (1974-2018) lie within 5% of its range (2.2 years) of the real
+    ones; the log-scale bins alone gave [1448, 2048]. The ledger names the method."""
+    frame = gss_years(seed, dtype)
+    rho = 0.1 * split_budget(1.0, 1.0 / frame.height**2).rho
+    ledger = PrivacyLedger(rho)
+    bounds = infer_declarations(_batches(frame, 10_000), frame.schema, [InferenceRequest("year", "numeric")],
+                                rho, ledger, np.random.default_rng(seed))["year"]
+    tolerance = 0.05 * (2018 - 1974)
+    assert abs(bounds.lower - 1974) <= tolerance and abs(bounds.upper - 2018) <= tolerance, bounds
+    assert bounds.lower <= 1974 and bounds.upper >= 2018  # nothing real clipped here
+    assert [e.mechanism for e in ledger.events] == ["gaussian", "gaussian_binary_search"]
+    assert "noisy binary search" in ledger.events[1].description and ledger.rho_spent == rho
+
+
+def test_synthesize_reports_refined_year_bounds():
+    """End to end: infer_domain on the year of a GSS-like table (the sex label declared) at
+    epsilon = 1 gives bounds within 2.2 years of 1974 and 2018, and synthetic years inside
+    them; the report's events say how the bounds were found."""
+    frame = gss_years(3).with_columns(sex=pl.int_range(pl.len()) % 2)
+    result = pr.synthesize(frame, epsilon=1.0, delta=1.0 / frame.height**2, domain={"sex": [0, 1]},
+                           labels=["sex"], infer_domain=["year"], seed=0, relaxed_rows=100, rounds_lt=2,
+                           n_linear_thresholds=100, projection=ProjectionConfig(max_steps=5), progress=False)
+    spec = result.domain["year"]
+    assert abs(spec.lower - 1974) <= 2.2 and abs(spec.upper - 2018) <= 2.2
+    descriptions = [e.description for e in result.report.events if e.round is None]
+    assert descriptions == ["bounds of 'year' (noisy log-scale histogram)",
+                            "bounds of 'year' refined inside the outer log-scale bins (noisy binary search: "
+                            "2 x 10 Gaussian counts of sensitivity 1)"]
+    assert result.report.rho_spent == result.report.rho_budget
+
+
+def test_few_rows_keep_the_histogram_bounds_with_all_of_rho():
+    """When the search's threshold would exceed 1% of the rows (n is public), no search runs:
+    the histogram takes all of rho, as before the search existed."""
+    ages = pl.DataFrame({"age": np.arange(3_000) % 73 + 18})
+    ledger = PrivacyLedger(0.01)
+    declarations = infer_declarations(_batches(ages), ages.schema, [InferenceRequest("age", "numeric")],
+                                      0.01, ledger, np.random.default_rng(0))
+    assert declarations == {"age": Numeric(16.0, 91.0, nullable=True)}
+    assert [(e.mechanism, e.rho) for e in ledger.events] == [("gaussian", 0.01)]
+
+
+def test_search_finds_exact_edges_without_noise_and_keeps_the_bin_edge_when_it_sees_no_rows():
+    """With almost no noise the search returns the last edge with at most ``threshold`` rows;
+    an array that never exceeds it gives 2**depth - 1 (the caller keeps the bin's edge); one
+    that always does gives 0."""
+    from polars_rap.bounds import noisy_prefix_search
+
+    prefix = np.array([0, 0, 0, 3, 9, 9, 20, 40, 40])  # depth 3
+    ledger = PrivacyLedger(1e12)
+    found = noisy_prefix_search([prefix, np.zeros(9), np.full(9, 50)], 2.5, 1e12, ledger,
+                                np.random.default_rng(0))
+    assert found == [2, 7, 0]
+    assert [(e.mechanism, e.rho) for e in ledger.events] == [("gaussian_binary_search", 1e12)]
+    with pytest.raises(ValueError, match="one length 2\\*\\*depth \\+ 1"):
+        noisy_prefix_search([np.zeros(9), np.zeros(5)], 0.0, 1.0, PrivacyLedger(1.0), np.random.default_rng(0))

@@ -64,13 +64,14 @@ def run():
     task = datasets.load_task("acs-income-CA")
     frame = task.frame.sample(n=8000, seed=0)
     captured = {}
-    original = mechanism.build_workload
+    original = mechanism.workload_and_plan
 
     def capture(*args, **kwargs):
-        captured["queries"] = original(*args, **kwargs)
-        return captured["queries"]
+        queries, plan, counts = original(*args, **kwargs)
+        captured["queries"] = queries  # null-rate groups included
+        return queries, plan, counts
 
-    mechanism.build_workload = capture
+    mechanism.workload_and_plan = capture
     try:
         result = pr.synthesize(
             frame, epsilon=2.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=1,
@@ -78,7 +79,7 @@ def run():
             projection=ProjectionConfig(max_steps=20), progress=False,
         )
     finally:
-        mechanism.build_workload = original
+        mechanism.workload_and_plan = original
     queries = captured["queries"]
     backend = kernels.get_backend("cpu")
     real = encode(frame, result.domain)

@@ -32,6 +32,7 @@ Config file (TOML)
     kind = "numeric"
     bounds = [17, 99]
     nullable = false                 # the default; true keeps a null category
+    integer = false                  # the default; true: whole numbers out (int dtypes imply it)
     [domain.SEX]
     kind = "categorical"
     categories = [1, 2]
@@ -173,7 +174,7 @@ def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict
     if not_tables:
         msg = (
             f"config {path!r}: each column needs its own table, e.g. [domain.{not_tables[0]}] "
-            f"with kind, bounds or categories, nullable; found plain values for {not_tables}"
+            f"with kind, bounds or categories, nullable, integer; found plain values for {not_tables}"
         )
         raise _UsageError(msg)
     declared_labels = [label for label in labels if label in tables]

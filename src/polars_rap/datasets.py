@@ -85,7 +85,8 @@ class TaskData:
     domain : dict
         The ``domain=`` mapping for ``synthesize``: a category list per categorical column
         (``None`` appended when nullable), a ``(lo, hi)`` tuple per numeric column, or
-        ``{"bounds": (lo, hi), "nullable": True}`` for a nullable numeric column.
+        ``{"bounds": (lo, hi), "nullable": True}`` for a nullable numeric column (and
+        ``"integer": True`` when its table says ``integer = true``).
     columns_spec : dict[str, dict]
         The raw ``[columns.NAME]`` tables of the spec file, in frame order.
     labels : list[str]
@@ -137,8 +138,13 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
         if kind not in _KINDS:
             msg = f"spec file {spec_file!r}: column {name!r} has kind={kind!r}; it must be one of {_KINDS}"
             raise ValueError(msg)
-        if not isinstance(table.get("nullable", False), bool):
-            msg = f"spec file {spec_file!r}: column {name!r} has a non-boolean 'nullable'"
+        for flag in ("nullable", "integer"):
+            if not isinstance(table.get(flag, False), bool):
+                msg = f"spec file {spec_file!r}: column {name!r} has a non-boolean {flag!r} (write true or false)"
+                raise ValueError(msg)
+        if "integer" in table and kind != "numeric":
+            msg = (f"spec file {spec_file!r}: column {name!r}: 'integer' applies to numeric columns "
+                   f"(kind = \"numeric\"), not to kind = {kind!r}; remove it")
             raise ValueError(msg)
         if kind == "numeric":
             bounds = table.get("bounds")
@@ -149,6 +155,10 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
                 or not bounds[0] < bounds[1]
             ):
                 msg = f"spec file {spec_file!r}: numeric column {name!r} needs bounds = [lo, hi] with lo < hi; found {bounds!r}"
+                raise ValueError(msg)
+            if table.get("integer", False) and not all(float(b).is_integer() for b in bounds):
+                msg = (f"spec file {spec_file!r}: column {name!r} is declared integer but its bounds "
+                       f"{bounds!r} are not whole numbers; write whole-number bounds or drop 'integer'")
                 raise ValueError(msg)
         else:
             categories = table.get("categories")
@@ -162,7 +172,8 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
 
 def domain_from_tables(columns: dict[str, dict[str, Any]], labels: list[str], source: str) -> dict[str, Any]:
     """The ``domain=`` mapping of TOML column tables (``kind``, ``bounds`` or
-    ``categories``, optional ``nullable`` defaulting to false), checked first.
+    ``categories``, optional ``nullable`` and, for numeric columns, ``integer``, both
+    defaulting to false), checked first.
 
     ``labels`` must name categorical tables; ``source`` names the file in error messages,
     which raise ``ValueError`` naming the column and the rule.
@@ -171,19 +182,22 @@ def domain_from_tables(columns: dict[str, dict[str, Any]], labels: list[str], so
     ...                     "sex": {"kind": "categorical", "categories": [1, 2], "nullable": True}},
     ...                    ["sex"], "config.toml")
     {'age': (0, 120), 'sex': [1, 2, None]}
+    >>> domain_from_tables({"age": {"kind": "numeric", "bounds": [18, 99], "integer": True}}, [], "c.toml")
+    {'age': {'bounds': (18, 99), 'integer': True}}
     """
     _check_spec({"dataset": {"labels": list(labels)}, "columns": columns}, source)
     return _domain_from_columns(columns)
 
 
 def _domain_from_columns(columns: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The ``domain=`` mapping of checked column tables (nullable defaults to false)."""
+    """The ``domain=`` mapping of checked column tables (nullable and integer default to false)."""
     domain: dict[str, Any] = {}
     for name, table in columns.items():
         nullable = table.get("nullable", False)
         if table["kind"] == "numeric":
             bounds = (table["bounds"][0], table["bounds"][1])
-            domain[name] = {"bounds": bounds, "nullable": True} if nullable else bounds
+            flags = {key: True for key in ("nullable", "integer") if table.get(key, False)}
+            domain[name] = {"bounds": bounds, **flags} if flags else bounds
         else:
             categories = list(table["categories"])
             domain[name] = [*categories, None] if nullable else categories

@@ -10,6 +10,10 @@ category, and a numeric column declared ``nullable`` gets a companion two-catego
 indicator so that its null rate survives synthesis. Whether a column holds nulls is itself a
 fact about the sensitive data, so it is never inferred: a null in a column declared without
 one is an error for the curator, naming the column and the fix.
+
+A numeric column is *integer* when its dtype is an integer type or it is declared
+``integer=True`` (e.g. ages stored as Float64): its decoded values are whole numbers, still in
+the column's dtype, and its bounds must be whole numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -70,22 +75,27 @@ class Categorical:
 @dataclass(frozen=True, slots=True)
 class Numeric:
     """A numeric column's public bounds; values outside are clipped (that makes the
-    sensitivity hold). ``nullable=True`` adds a null-indicator so the null rate survives.
+    sensitivity hold). ``nullable=True`` adds a null-indicator so the null rate survives;
+    ``integer=True`` makes decoded values whole numbers (integer dtypes imply it).
 
     Examples
     --------
     >>> Numeric(17, 95)
-    Numeric(lower=17.0, upper=95.0, nullable=False)
+    Numeric(lower=17.0, upper=95.0, nullable=False, integer=False)
+    >>> Numeric(18, 99, integer=True).integer
+    True
     """
 
     lower: float
     upper: float
     nullable: bool = False
+    integer: bool = False
 
-    def __init__(self, lower: float, upper: float, nullable: bool = False) -> None:
+    def __init__(self, lower: float, upper: float, nullable: bool = False, integer: bool = False) -> None:
         object.__setattr__(self, "lower", float(lower))
         object.__setattr__(self, "upper", float(upper))
         object.__setattr__(self, "nullable", bool(nullable))
+        object.__setattr__(self, "integer", integer)  # checked with the column's name (Domain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +103,8 @@ class ColumnSpec:
     """One column of a :class:`Domain`.
 
     ``kind`` is ``"categorical"`` or ``"numeric"``; ``dtype`` is the Polars dtype the
-    synthetic column gets (the input's dtype).
+    synthetic column gets (the input's dtype); ``integer`` is the declared flag of a numeric
+    column (:attr:`is_integer` adds what an integer dtype implies).
     """
 
     name: str
@@ -104,6 +115,7 @@ class ColumnSpec:
     upper: float = 1.0
     nullable: bool = False
     unlisted: str = "error"
+    integer: bool = False
 
     @property
     def is_categorical(self) -> bool:
@@ -116,7 +128,8 @@ class ColumnSpec:
 
     @property
     def is_integer(self) -> bool:
-        return self.dtype.is_integer()
+        """Whether decoded values are whole numbers: declared ``integer`` or an integer dtype."""
+        return self.integer or self.dtype.is_integer()
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +230,7 @@ class Domain:
         """Build the domain of a frame with ``schema`` from the user's ``domain=`` mapping.
 
         Each entry is a list of categories (categorical), a ``(lower, upper)`` tuple
-        (numeric), a ``{"bounds": (lo, hi), "nullable": bool}`` or
+        (numeric), a ``{"bounds": (lo, hi), "nullable": bool, "integer": bool}`` or
         ``{"categories": [...], "nullable": bool}`` table, or a :class:`Categorical` /
         :class:`Numeric`. Columns absent from the mapping must have an ``Enum`` or
         ``Boolean`` dtype, whose categories are declared by the dtype itself.
@@ -263,6 +276,7 @@ class Domain:
                 meta["unlisted"] = spec.unlisted
             else:
                 meta["bounds"] = [spec.lower, spec.upper]
+                meta["integer"] = spec.integer
             metadata = {**(arrow_field.metadata or {}), _METADATA_KEY: json.dumps(meta)}
             fields.append(arrow_field.with_metadata(metadata))
         schema_meta = {_METADATA_KEY: json.dumps({"format_version": _FORMAT_VERSION})}
@@ -286,7 +300,8 @@ class Domain:
                     unlisted=meta.get("unlisted", "error"),
                 )
             else:
-                declared = Numeric(*meta["bounds"], nullable=meta["nullable"])
+                declared = Numeric(*meta["bounds"], nullable=meta["nullable"],
+                                   integer=meta.get("integer", False))  # absent before issue 14
             specs.append(_spec_from_declaration(arrow_field.name, dtype, declared))
             if meta.get("label"):
                 labels.append(arrow_field.name)
@@ -294,6 +309,23 @@ class Domain:
 
 
 # ---------------------------------------------------------------- helpers
+def _integer_flag(name: str, declared: Numeric) -> bool:
+    """``declared.integer``, checked: a bool, and whole-number bounds when True (bounds that
+    are not finite are refused by :func:`_check_spec`, with their own message)."""
+    if not isinstance(declared.integer, (bool, np.bool_)):
+        msg = f"column {name!r}: 'integer' must be True or False. Got {declared.integer!r}"
+        raise TypeError(msg)
+    bounds = (declared.lower, declared.upper)
+    if declared.integer and all(map(math.isfinite, bounds)) and any(v != math.floor(v) for v in bounds):
+        msg = (
+            f"column {name!r} is declared integer but its bounds ({declared.lower}, "
+            f"{declared.upper}) are not whole numbers; declare whole-number bounds, e.g. "
+            f"({math.floor(declared.lower)}, {math.ceil(declared.upper)}), or drop 'integer'"
+        )
+        raise ValueError(msg)
+    return bool(declared.integer)
+
+
 def _declared_by_dtype(name: str, dtype: pl.DataType) -> Any:
     if isinstance(dtype, pl.Enum):
         return Categorical(dtype.categories.to_list())
@@ -316,7 +348,13 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         nullable = bool(declared.pop("nullable", False))
         if "bounds" in declared:
             lower, upper = declared.pop("bounds")
-            declared_obj: Any = Numeric(lower, upper, nullable)
+            declared_obj: Any = Numeric(lower, upper, nullable, declared.pop("integer", False))
+        elif "categories" in declared and "integer" in declared:
+            msg = (
+                f"column {name!r}: 'integer' applies to numeric bounds, not to categories; "
+                "categories are decoded as declared. Remove 'integer'"
+            )
+            raise ValueError(msg)
         elif "categories" in declared:
             declared_obj = Categorical(declared.pop("categories"), nullable)
         else:
@@ -365,6 +403,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             lower=declared.lower,
             upper=declared.upper,
             nullable=declared.nullable,
+            integer=_integer_flag(name, declared),
         )
     msg = (
         f"domain entry for {name!r} must be a list of categories, a (lower, upper) tuple, "

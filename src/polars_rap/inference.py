@@ -8,16 +8,11 @@ sensitive data into a release. Replace-one neighbours, n public.
 How a column is asked for:
 
 ``"numeric"`` (or ``infer_domain=True`` on a numeric dtype)
-    Bounds from a **noisy log-scale histogram**. The bins are fixed in advance (data-free):
-    ``{0}`` (|x| < 2**-20), and on each side of zero the magnitude bins
-    ``(2**((k-1)/2), 2**(k/2)]`` for k = -39 .. 128 (factors of sqrt 2). The count of every bin
-    gets Gaussian noise (replace-one moves one row between two bins: L2 sensitivity sqrt 2,
-    so ``rho``-zCDP with ``sigma = 1/sqrt(rho)``). The bounds are the outer edges of the
-    lowest and highest bins whose noisy count clears ``tau = sigma * z``, with z chosen so
-    that an empty bin clears it with probability ``1e-3 / n_bins`` (post-processing); if none
-    does, inference stops with an error naming the column (declare its bounds, or raise
-    ``inference_share`` or epsilon): no bound made of pure noise would be plausible.
-    Values beyond the bounds are clipped, as with declared bounds.
+    Bounds from a **noisy log-scale histogram** over fixed bins (rho-zCDP, sensitivity
+    sqrt 2), whose outer bins clearing a threshold give coarse bounds (an error naming the
+    column when none does), refined by a **noisy binary search** inside those bins (Gaussian
+    counts of sensitivity 1) when the rows are many enough for it to clip at most about 1% of
+    them: :mod:`polars_rap.bounds` has the method and its derivation.
 ``{"candidates": [...]}``
     Categories from a declared candidate list: Gaussian noise on the count of every candidate
     (rho-zCDP, sigma = 1/sqrt(rho)); candidates whose noisy count clears
@@ -44,12 +39,13 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from polars_rap.bounds import BoundCounts, _magnitude_bins, infer_bounds, magnitude_bin_edges  # noqa: F401
+from polars_rap.bounds import threshold_for_rate as _threshold_for_rate
 from polars_rap.domain import Categorical, Numeric
 from polars_rap.privacy import (
     PrivacyEvent,
@@ -69,9 +65,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _KINDS = ("categorical", "numeric")
-_ZERO_MAGNITUDE = 2.0**-20
-_K_MIN, _K_MAX = -39, 128  # magnitude bins (2**((k-1)/2), 2**(k/2)]: 2**-20 .. 2**64
-_EMPTY_BIN_RATE = 1e-3  # chance that any empty bound bin clears the threshold
 _ABSENT_CANDIDATE_RATE = 0.05  # expected absent candidates kept, over the whole list
 
 
@@ -183,39 +176,13 @@ def _request_from_entry(name: str, entry: Any) -> InferenceRequest | None:
 
 
 # ------------------------------------------------------------------ counting pass
-def magnitude_bin_edges() -> np.ndarray:
-    """float64[n_bins, 2]: the (low, high) edges of the fixed bound-inference bins, ascending.
-
-    Negative magnitude bins, the zero bin ``[0, 0]`` (|x| < 2**-20 counts as zero), then the
-    positive ones; bin ``(2**((k-1)/2), 2**(k/2)]`` for k = -39 .. 128 on each side.
-    """
-    k = np.arange(_K_MIN, _K_MAX + 1, dtype=np.float64)
-    upper, lower = 2.0 ** (k / 2.0), 2.0 ** ((k - 1.0) / 2.0)
-    lower[0] = _ZERO_MAGNITUDE
-    positive = np.stack([lower, upper], axis=1)
-    negative = -positive[::-1, ::-1]
-    return np.concatenate([negative, [[0.0, 0.0]], positive])
-
-
-def _magnitude_bins(values: np.ndarray) -> np.ndarray:
-    """int64[len(values)]: the bin of each finite value in :func:`magnitude_bin_edges`."""
-    n_side = _K_MAX - _K_MIN + 1
-    magnitude = np.abs(values)
-    with np.errstate(divide="ignore"):
-        k = np.ceil(2.0 * np.log2(np.maximum(magnitude, _ZERO_MAGNITUDE)))
-    offset = np.clip(k, _K_MIN, _K_MAX).astype(np.int64) - _K_MIN  # 0 .. n_side - 1
-    bins = np.where(values > 0, n_side + 1 + offset, n_side - 1 - offset)
-    return np.where(magnitude < _ZERO_MAGNITUDE, n_side, bins)
-
-
 class _Counts:
     """Counts accumulated over batches for every request (reads the sensitive data)."""
 
     def __init__(self, requests: Sequence[InferenceRequest]) -> None:
         self.requests = list(requests)
         self.n_rows = 0
-        n_bins = magnitude_bin_edges().shape[0]
-        self.bins = {r.name: np.zeros(n_bins, dtype=np.int64) for r in requests if r.kind == "numeric"}
+        self.bounds = {r.name: BoundCounts() for r in requests if r.kind == "numeric"}
         self.values: dict[str, dict[Any, int]] = {r.name: {} for r in requests if r.kind == "categorical"}
 
     def add(self, batch: pl.DataFrame) -> None:
@@ -225,7 +192,7 @@ class _Counts:
             if request.kind == "numeric":
                 values = column.cast(pl.Float64).to_numpy()
                 values = values[np.isfinite(values)]  # nulls/NaN: the null indicator; inf: encode refuses
-                self.bins[request.name] += np.bincount(_magnitude_bins(values), minlength=len(self.bins[request.name]))
+                self.bounds[request.name].add(values)
             else:
                 if isinstance(column.dtype, (pl.Enum, pl.Categorical)):
                     column = column.cast(pl.String)
@@ -248,40 +215,6 @@ def _signless_zeros(column: pl.Series) -> pl.Series:
 
 
 # ------------------------------------------------------------------ mechanisms
-def _threshold_for_rate(sigma: float, rate: float) -> float:
-    """``sigma * z`` with ``P[N(0, 1) >= z] = rate`` (rounded up: conservative)."""
-    return math.nextafter(-sigma * NormalDist().inv_cdf(rate), math.inf)
-
-
-def _infer_bounds(name: str, bins: np.ndarray, dtype: pl.DataType, rho: float,
-                  ledger: PrivacyLedger, rng: np.random.Generator) -> Numeric:
-    edges = magnitude_bin_edges()
-    noisy, sigma = gaussian_mechanism(
-        bins.astype(np.float64), math.sqrt(2.0), rho, ledger, rng,
-        description=f"bounds of {name!r} (noisy log-scale histogram)",
-    )
-    tau = _threshold_for_rate(sigma, _EMPTY_BIN_RATE / len(bins))
-    passing = np.flatnonzero(noisy >= tau)
-    if len(passing) == 0:
-        # The noisiest bin is a draw among ~340 bins of noise: it gave [8.4e6, 1.2e7] for a
-        # column of codes 1..6. No fallback made of noisy counts is plausible, so stop here
-        # (the charge stays: nothing is released but this fact, post-processing of it).
-        msg = (
-            f"column {name!r}: no value range cleared the privacy threshold (about {tau:.0f} "
-            "rows in one bin of the noisy histogram), so its bounds cannot be inferred: too "
-            "few rows hold values, or they are spread thin. Declare its bounds in domain=, "
-            f"e.g. domain={{{name!r}: (lower, upper)}} from public documentation, or raise "
-            "inference_share or epsilon so that the threshold falls below the rows it holds"
-        )
-        raise ValueError(msg)
-    lower, upper = float(edges[passing[0], 0]), float(edges[passing[-1], 1])
-    if dtype.is_integer():
-        lower, upper = float(math.floor(lower)), float(math.ceil(upper))
-    if lower >= upper:
-        upper = lower + 1.0
-    return Numeric(lower, upper, nullable=True)
-
-
 def _infer_from_candidates(name: str, counts: Mapping[Any, int], candidates: tuple,
                            rho: float, ledger: PrivacyLedger,
                            rng: np.random.Generator) -> Categorical:
@@ -355,8 +288,9 @@ def infer_declarations(
     declarations: dict[str, Categorical | Numeric] = {}
     for request in requests:
         if request.kind == "numeric":
-            result: Categorical | Numeric = _infer_bounds(
-                request.name, counts.bins[request.name], schema[request.name], share, ledger, rng,
+            result: Categorical | Numeric = infer_bounds(
+                request.name, counts.bounds[request.name], counts.n_rows, schema[request.name],
+                share, ledger, rng,
             )
         elif request.candidates is not None:
             result = _infer_from_candidates(

@@ -6,7 +6,8 @@
    (:mod:`polars_rap.inference`, charged first), build the public domain and the workload;
 2. *plan*: the strategy (:mod:`polars_rap.strategy`) turns public counts into steps, each
    with its share of the budget (``strategy="paper"``: the paper's even split over
-   interleaved rounds; ``"planned"``, the default: a budget per query class);
+   interleaved rounds; ``"planned"``, the default: a budget per query class), and a first
+   step measures the null rates the plan would leave unmeasured (:mod:`polars_rap.null_rates`);
 3. *answers*: one streaming pass over the real rows (:mod:`polars_rap.source`);
 4. *loop*: select, measure, project over the plan (:mod:`polars_rap.rounds`);
 5. *decode* the relaxed data (:mod:`polars_rap.encoding`) and assemble the *report*
@@ -38,8 +39,10 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
+from polars_rap.null_rates import add_null_rates
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
+from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
 from polars_rap.report import PrivacyReport
 from polars_rap.rounds import CLASS_CODES, run_plan
@@ -154,7 +157,9 @@ def synthesize(
         columns), linear thresholds (default 50) and mixed marginals (default 0). A class
         with G query groups runs at most ceil(G / queries_per_round) rounds, so that no
         round is left with nothing to measure; ``report.parameters["rounds"]`` lists the
-        rounds run (a class measured outright by the planned strategy counts one).
+        rounds run (a class measured outright by the planned strategy counts one). Whatever
+        the rounds, every nullable column's null rate is measured: the plan gains a first
+        ``"NR"`` step when it would leave one unmeasured (:mod:`polars_rap.null_rates`).
     n_linear_thresholds, n_mixed_marginals : int
         Size of the random LT and MM workloads the rounds select from.
     max_marginal_cells : int or None
@@ -236,27 +241,13 @@ def synthesize(
             requests, inference_share * budget.rho, ledger, inference_rng,
         ))
     public_domain = Domain.from_mapping(source.schema, declared, labels)
-    n_categorical_features = sum(1 for c in public_domain.columns if c.is_categorical and c.name not in public_domain.labels)
-    asked = {
-        "CM": n_categorical_features if rounds_cm is None else int(rounds_cm),
-        "LT": int(rounds_lt),
-        "MM": int(rounds_mm),
-    }
-    classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
-    queries = build_workload(
-        public_domain, workload_rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
+
+    # 2. workload and plan: public values only
+    queries, plan, group_counts = workload_and_plan(
+        public_domain, strategy, workload_rng, rounds_cm=rounds_cm, rounds_lt=rounds_lt,
+        rounds_mm=rounds_mm, queries_per_round=queries_per_round, n_mixed_marginals=n_mixed_marginals,
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
     )
-
-    # 2. plan: public counts only
-    group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
-    plan = strategy.plan(group_counts, asked, queries_per_round)
-    if not plan:
-        msg = (
-            "the workload is empty: the domain needs categorical feature columns (for "
-            "marginals) or numeric columns (for thresholds), and at least one round"
-        )
-        raise ValueError(msg)
 
     # 3. the one pass over the real rows (streamed in batches); it raises for an empty input
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module)
@@ -286,7 +277,7 @@ def synthesize(
     # 5. decode and report
     relaxed = record.params.relaxed()
     synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
-    steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in asked}
+    steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     report = build_report(
         budget, ledger, n_rows, queries, public_domain, plan, record, synthetic_frame,
         backend_module, confidence,
@@ -303,6 +294,37 @@ def synthesize(
 
 
 # ---------------------------------------------------------------- helpers
+def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generator, *,
+                      rounds_cm: int | None, rounds_lt: int, rounds_mm: int, queries_per_round: int,
+                      n_mixed_marginals: int, n_linear_thresholds: int,
+                      max_marginal_cells: int | None) -> tuple[QuerySet, list[Step], dict[str, int]]:
+    """The workload (drawn from ``rng``), the plan and the groups per class, from public
+    values only: the domain, the rounds asked (``rounds_cm`` None: one per categorical
+    feature) and the strategy; null-rate groups join where the plan leaves a nullable column
+    unmeasured (:func:`polars_rap.null_rates.add_null_rates`)."""
+    n_categorical_features = sum(1 for c in domain.columns if c.is_categorical and c.name not in domain.labels)
+    asked = {
+        "CM": n_categorical_features if rounds_cm is None else int(rounds_cm),
+        "LT": int(rounds_lt),
+        "MM": int(rounds_mm),
+    }
+    classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
+    queries = build_workload(
+        domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
+        n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
+    )
+    group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
+    plan = strategy.plan(group_counts, asked, queries_per_round)
+    queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
+    if not plan:
+        msg = (
+            "the workload is empty: the domain needs categorical feature columns (for "
+            "marginals) or numeric columns (for thresholds), and at least one round"
+        )
+        raise ValueError(msg)
+    return queries, plan, group_counts
+
+
 def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step], group_counts: Mapping[str, int],
                               queries_per_round: int, selection_share: float, epsilon: float) -> None:
     """Refuse a run whose planned measurement noise swamps every answer.

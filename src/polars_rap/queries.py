@@ -39,8 +39,9 @@ class QueryClass:
     CATEGORICAL_MARGINAL = 0
     MIXED_MARGINAL = 1
     LINEAR_THRESHOLD = 2
-    NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold")
-    SHORT = ("CM", "MM", "LT")
+    NULL_RATE = 3  # a nullable block (x each label): polars_rap.null_rates
+    NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate")
+    SHORT = ("CM", "MM", "LT", "NR")
 
 
 def categorical_layout(column_sizes) -> dict:

@@ -38,7 +38,8 @@ __all__ = ["CLASS_CODES", "LoopRecord", "run_plan"]
 logger = logging.getLogger(__name__)
 
 CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MARGINAL,
-               "LT": QueryClass.LINEAR_THRESHOLD}
+               "LT": QueryClass.LINEAR_THRESHOLD, "NR": QueryClass.NULL_RATE}
+_CATEGORICAL_ONLY = ("CM", "NR")  # classes without thresholds: no temperature to anneal
 
 
 @dataclass
@@ -150,7 +151,7 @@ def run_plan(
         groups = np.asarray(record.groups)
         record.params, trace = project(
             record.params, queries.take_groups(groups), np.concatenate(record.targets), backend,
-            projection, anneal=step.query_class != "CM",
+            projection, anneal=step.query_class not in _CATEGORICAL_ONLY,
             weights=record.answer_weights(queries.group_sizes[groups], inverse_variance),
         )
         bar.set_postfix(cls=step.query_class, loss=f"{trace.exact_loss:.3g}", stages=trace.stages,

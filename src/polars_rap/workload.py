@@ -8,7 +8,9 @@ Three classes (paper §5.1, design.md §3), all class-conditional when the domai
   per threshold pair, holding every label value (one threshold per numeric column in a group,
   so the group's sensitivity stays that of one marginal);
 - linear thresholds (LT): one label value times one random halfspace over all numeric columns;
-  one group per query.
+  one group per query;
+- null rates (NR, :mod:`polars_rap.null_rates`): a nullable column's block times each label,
+  for the blocks the other classes leave unmeasured.
 
 Thresholds are drawn on numerics scaled to ``[0, 1]`` by their *public* bounds, never from the
 data. For LT the normal is ``theta ~ N(0, I) / sqrt(d)`` as in the paper, but the threshold is
@@ -33,6 +35,7 @@ __all__ = [
     "categorical_marginals",
     "mixed_marginals",
     "linear_thresholds",
+    "null_rate_marginals",
     "build_workload",
     "group_sensitivities",
     "describe_queries",
@@ -136,6 +139,17 @@ def categorical_marginals(domain: Domain, max_cells: int | None = 20_000) -> Que
             logger.info("left out %d marginals over %d cells", len(combos) - len(kept), max_cells)
         combos = kept
     return _marginal_groups(domain, combos, [[] for _ in combos], QueryClass.CATEGORICAL_MARGINAL)
+
+
+def null_rate_marginals(domain: Domain, blocks: list[int]) -> QuerySet:
+    """Null-rate groups of the categorical ``blocks`` (nullable columns, null indicators):
+    each block times each label (block x label marginals), or the block alone when the domain
+    has no label or the block is a label. Their cells sum to the block's null rate."""
+    _, labels = _feature_and_label_blocks(domain)
+    combos: list[tuple[int, ...]] = []
+    for block in blocks:
+        combos += [(block,)] if not labels or block in labels else [(block, label) for label in labels]
+    return _marginal_groups(domain, combos, [[] for _ in combos], QueryClass.NULL_RATE)
 
 
 def mixed_marginals(domain: Domain, n_groups: int, rng: np.random.Generator) -> QuerySet:
