@@ -11,7 +11,7 @@ import pytest
 import polars_rap
 from polars_rap import rounds
 from polars_rap.privacy import split_budget
-from polars_rap.strategy import PaperStrategy, PlannedStrategy, Step, interleave, resolve_strategy
+from polars_rap.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
 
 FAST = dict(relaxed_rows=80, rounds_lt=3, n_linear_thresholds=200, progress=False,
             projection=polars_rap.ProjectionConfig(max_steps=5))
@@ -61,6 +61,8 @@ def test_planned_class_shares(shares, expected) -> None:
     ({"name": "planned", "class_shares": {"XX": 1}}, "unknown query class 'XX'"),
     ({"name": "planned", "class_shares": {"CM": -1}}, "class_shares\\['CM'\\] must be a finite number > 0"),
     ({"name": "planned", "decoding": "round"}, "decoding must be 'controlled' or 'independent'"),
+    ({"name": "planned", "size_exponent": -0.5}, "size_exponent must be a number in \\[0, 2\\]"),
+    ({"name": "planned", "size_exponent": True}, "size_exponent must be a number"),
     ({"name": "paper", "outright": True}, "bad settings for strategy 'paper'"),
     (3, "The 'strategy' parameter must be"),
 ])
@@ -141,3 +143,50 @@ def test_saved_model_samples_with_the_run_s_decoding(planned_run, tmp_path) -> N
     assert loaded.report.parameters["decoding"] == "controlled"
     assert loaded.sample(500, seed=3).equals(planned_run.model.sample(500, seed=3))
     assert np.array_equal(loaded.relaxed, planned_run.relaxed)
+
+
+def test_group_shares_follow_cells_to_the_exponent() -> None:
+    cells = np.array([8, 27, 64, 1000])
+    np.testing.assert_array_equal(group_shares(cells, 0.0), np.full(4, 0.25))
+    shares = group_shares(cells, 2 / 3)
+    np.testing.assert_allclose(shares, np.array([4.0, 9.0, 16.0, 100.0]) / 129.0, rtol=1e-14)
+    assert math.fsum(shares) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task) -> None:
+    """size_exponent = 2/3: each CM group's ρ is its ``cells ** (2/3)`` share of the CM half
+    of the budget (to rounding), LT groups still split their rounds evenly, and the ledger
+    closes to the last float. The sizes are public, so the split reveals nothing."""
+    rows = task.frame.sample(3_000, seed=4)
+    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                   seed=2, strategy={"name": "planned", "size_exponent": 2 / 3}, **FAST)
+    report = result.report
+    rho = split_budget(1.0, 1e-8).rho
+    cm = [e for e in report.events if e.description.startswith("CM group")]
+    sizes = (report.measurements.filter(pl.col("query_class") == "CM")
+             .group_by("group", maintain_order=True).len()["len"].to_numpy())
+    assert len(cm) == len(sizes) and len(set(sizes)) > 1
+    np.testing.assert_allclose([e.rho for e in cm], 0.5 * rho * sizes ** (2 / 3) / np.sum(sizes ** (2 / 3)),
+                               rtol=1e-12)
+    lt = [e.rho for e in report.events if e.description.startswith("LT group")]
+    assert len(set(lt[:-1])) <= 3  # one value per LT round (the last charge takes the remainder)
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    assert report.parameters["strategy"]["size_exponent"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("exponent", [0.0, 2 / 3])
+def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
+    """The row-count check takes the least share any group gets: 1/G for an even outright
+    step, the smallest group's ``cells ** exponent`` share otherwise; 1/K for LT rounds."""
+    from polars_rap import mechanism
+    from polars_rap.domain import Domain
+
+    domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+    strategy = PlannedStrategy(size_exponent=exponent)
+    queries, plan, counts = mechanism.workload_and_plan(
+        domain, strategy, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
+        queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=20_000)
+    share = mechanism._smallest_share(plan, queries, 10, exponent)
+    sizes = queries.group_sizes[queries.group_class == rounds.CLASS_CODES["CM"]].astype(float)
+    assert share["CM"] == pytest.approx(sizes.min() ** exponent / np.sum(sizes ** exponent), rel=1e-12)
+    assert share["LT"] == pytest.approx(0.1, rel=1e-12)

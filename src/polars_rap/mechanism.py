@@ -47,7 +47,7 @@ from polars_rap.release import build_report
 from polars_rap.report import PrivacyReport
 from polars_rap.rounds import CLASS_CODES, run_plan
 from polars_rap.source import MAX_BATCH_ROWS, DataSource, exact_answers
-from polars_rap.strategy import Step, Strategy, resolve_strategy
+from polars_rap.strategy import Step, Strategy, group_shares, resolve_strategy
 from polars_rap.workload import build_workload, group_sensitivities
 
 __all__ = ["synthesize", "SynthesisResult"]
@@ -252,7 +252,8 @@ def synthesize(
     # 3. the one pass over the real rows (streamed in batches); it raises for an empty input
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module)
     out_rows = n_rows if rows is None else int(rows)
-    _check_rows_against_noise(n_rows, ledger.rho_remaining, plan, group_counts, queries_per_round,
+    smallest_share = _smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
+    _check_rows_against_noise(n_rows, ledger.rho_remaining, plan, smallest_share, queries_per_round,
                               selection_share, epsilon)
     if delta >= 1.0 / n_rows:
         warnings.warn(
@@ -270,6 +271,7 @@ def synthesize(
         plan, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, params,
         backend_module, projection, noise_rng, selection_share=selection_share,
         inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
+        size_exponent=strategy.size_exponent,
         progress=sys.stderr.isatty() if progress is None else progress,
     )
     del true_answers
@@ -325,20 +327,40 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     return queries, plan, group_counts
 
 
-def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step], group_counts: Mapping[str, int],
-                              queries_per_round: int, selection_share: float, epsilon: float) -> None:
+def _smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: int,
+                    size_exponent: float) -> dict[str, float]:
+    """Per class in ``plan``: the smallest share of a step's measurement budget any one group
+    can get under :func:`~polars_rap.strategy.group_shares` (an outright step shares among
+    all the class's groups; a selection step among at most K, the worst case the smallest
+    group beside the K - 1 largest). Public sizes only."""
+    smallest = {}
+    for step in plan:
+        sizes = queries.group_sizes[queries.group_class == CLASS_CODES[step.query_class]]
+        if step.outright:
+            smallest[step.query_class] = float(group_shares(sizes, size_exponent).min())
+        else:
+            k = min(queries_per_round, len(sizes))
+            worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
+            smallest[step.query_class] = float(group_shares(worst, size_exponent)[0])
+    return smallest
+
+
+def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
+                              smallest_share: Mapping[str, float], queries_per_round: int,
+                              selection_share: float, epsilon: float) -> None:
     """Refuse a run whose planned measurement noise swamps every answer.
 
-    A selection step measures at most ``K`` groups with ``rho_step (1 - selection_share)``; an
-    outright step measures all ``G`` groups of its class with ``rho_step``: each measured
-    group then gets ``rho_g`` and a marginal cell carries noise of std ``1 / (n sqrt(rho_g))``
-    (design.md §5b). The plan's most thinly spread measurement is checked. Answers are
-    fractions in [0, 1]: past a std of 0.5 nothing can be learned. The row count is public.
+    A selection step measures with ``rho_step (1 - selection_share)``, an outright step with
+    ``rho_step``; the group given the least of it (``smallest_share`` per class, from
+    :func:`_smallest_share`) gets ``rho_g``, and a marginal cell carries noise of std
+    ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
+    checked. Answers are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The
+    row count is public.
     """
     total = math.fsum(step.weight for step in plan)
     rho_group = min(
-        rho * step.weight / total / group_counts[step.query_class] if step.outright
-        else rho * step.weight / total * (1.0 - selection_share) / queries_per_round
+        rho * step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
+        * smallest_share[step.query_class]
         for step in plan
     )
     noise_std = 1.0 / (n_rows * math.sqrt(rho_group))

@@ -31,7 +31,7 @@ from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.queries import QueryClass, QuerySet, group_l1
 from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
-from polars_rap.strategy import Step
+from polars_rap.strategy import Step, group_shares
 
 __all__ = ["CLASS_CODES", "LoopRecord", "run_plan"]
 
@@ -85,12 +85,15 @@ def run_plan(
     selection_share: float,
     inverse_variance: bool,
     shrinkage: bool = False,
+    size_exponent: float = 0.0,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
     per-group sensitivities float64[n_groups]); charges ``ledger`` for every release and
     returns what was released. ``rng`` draws all the noise. ``shrinkage`` projects onto
-    shrunk categorical marginals (post-processing of the released answers)."""
+    shrunk categorical marginals (post-processing of the released answers);
+    ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
+    measured groups' sizes (public), evenly when 0."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -122,11 +125,14 @@ def run_plan(
             # unselected candidates are no longer unmeasured, so no bound is due for them.
             record.selections.pop(step.query_class, None)
         selected = candidates[selected_local]
+        shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
         for position, group in enumerate(selected):
             if is_last and position == len(selected) - 1:
                 group_rho = ledger.rho_remaining  # the last charge takes exactly what is left
-            else:
+            elif shares is None:
                 group_rho = measure_rho / len(selected)
+            else:
+                group_rho = measure_rho * float(shares[position])
             start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
             noisy, std = gaussian_mechanism(
                 true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,

@@ -33,7 +33,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "resolve_strategy", "STRATEGIES"]
+import numpy as np
+
+__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "group_shares", "resolve_strategy",
+           "STRATEGIES"]
 
 CLASSES = ("CM", "MM", "LT")
 """Query classes in workload order."""
@@ -64,6 +67,9 @@ class Strategy(Protocol):
     shrinkage: bool
     """Project onto categorical marginals shrunk toward conditional independence
     (:mod:`polars_rap.shrinkage`) instead of the noisy answers themselves."""
+    size_exponent: float
+    """A step splits its measurement budget over its groups in proportion to
+    ``cells ** size_exponent`` (0: evenly; see :func:`group_shares`)."""
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         """The steps, from the number of workload groups per class (``group_counts``), the
@@ -96,6 +102,7 @@ class PaperStrategy:
     inverse_variance: bool = field(default=False, init=False)
     decoding: str = field(default="independent", init=False)
     shrinkage: bool = field(default=False, init=False)
+    size_exponent: float = field(default=0.0, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -125,6 +132,9 @@ class PlannedStrategy:
     shrinkage : bool
         Fit each categorical marginal's James-Stein estimate toward conditional independence
         rather than its noisy answers (:mod:`polars_rap.shrinkage`; post-processing, free).
+    size_exponent : float
+        Split each step's measurement budget over its groups in proportion to
+        ``cells ** size_exponent`` (:func:`group_shares`); 0 splits it evenly.
     """
 
     class_shares: Mapping[str, float] | str | None = None
@@ -132,6 +142,7 @@ class PlannedStrategy:
     inverse_variance: bool = True
     decoding: str = "controlled"
     shrinkage: bool = False
+    size_exponent: float = 0.0
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -147,6 +158,10 @@ class PlannedStrategy:
                         math.isfinite(value) and value > 0):
                     msg = f"class_shares[{key!r}] must be a finite number > 0. Got {value!r}"
                     raise ValueError(msg)
+        if isinstance(self.size_exponent, bool) or not isinstance(self.size_exponent, (int, float)) or not (
+                0.0 <= self.size_exponent <= 2.0):
+            msg = f"size_exponent must be a number in [0, 2]. Got {self.size_exponent!r}"
+            raise ValueError(msg)
         if self.decoding not in ("controlled", "independent"):
             msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
             raise ValueError(msg)
@@ -178,7 +193,17 @@ class PlannedStrategy:
         shares = dict(self.class_shares) if isinstance(self.class_shares, Mapping) else self.class_shares
         return {"name": self.name, "class_shares": shares,
                 "outright": self.outright, "inverse_variance": self.inverse_variance,
-                "decoding": self.decoding, "shrinkage": self.shrinkage}
+                "decoding": self.decoding, "shrinkage": self.shrinkage,
+                "size_exponent": self.size_exponent}
+
+
+def group_shares(cells, exponent: float) -> np.ndarray:
+    """float64[k]: each measured group's share of its step's measurement budget, in proportion
+    to ``cells ** exponent`` (``cells``: int[k], each group's answers; public). Exponent 2/3
+    minimises the expected total absolute noise over all cells, ``sum_g cells_g / sqrt(rho_g)``
+    at fixed ``sum_g rho_g``; 0 gives every group the same share."""
+    power = np.asarray(cells, dtype=np.float64) ** float(exponent)
+    return power / math.fsum(power)
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
