@@ -56,11 +56,8 @@ STEPS: dict[str, list[tuple[str, dict, str]]] = {
         ("+ selection share 0.2", {"selection_share": 0.2},
          "each selection round pays a fifth of its budget for the Gumbel top-K, four fifths "
          "for measuring the groups it picks"),
-    ],
-    "allocation": [
-        ("planned default", {}, "the default planned strategy (the headline suite's rap++ rows): "
-                                "every CM group gets the same share of the CM budget"),
-        ("+ CM budget by cells^(2/3)", {"strategy": {**PLANNED, "size_exponent": 2 / 3}},
+        ("+ CM budget by cells^(2/3)",
+         {"selection_share": 0.2, "strategy": {**PLANNED, "size_exponent": 2 / 3}},
          "each CM group's share of the CM budget in proportion to its cells ** (2/3), which "
          "minimises the expected total absolute noise over all the workload's cells"),
     ],

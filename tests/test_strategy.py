@@ -63,6 +63,7 @@ def test_planned_class_shares(shares, expected) -> None:
     ({"name": "planned", "decoding": "round"}, "decoding must be 'controlled' or 'independent'"),
     ({"name": "planned", "size_exponent": -0.5}, "size_exponent must be a number in \\[0, 2\\]"),
     ({"name": "planned", "size_exponent": True}, "size_exponent must be a number"),
+    ({"name": "planned", "selection_share": 1.0}, "selection_share must be a number in \\(0, 1\\)"),
     ({"name": "paper", "outright": True}, "bad settings for strategy 'paper'"),
     (3, "The 'strategy' parameter must be"),
 ])
@@ -190,3 +191,31 @@ def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
     sizes = queries.group_sizes[queries.group_class == rounds.CLASS_CODES["CM"]].astype(float)
     assert share["CM"] == pytest.approx(sizes.min() ** exponent / np.sum(sizes ** exponent), rel=1e-12)
     assert share["LT"] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_planned_selection_rounds_pay_their_selection_share(planned_run) -> None:
+    """Each LT round of the planned default: its Gumbel top-K charges 0.5 of the round's ρ and
+    each of its K = 10 measurements 0.5 / 10 of it (the last round's last charge takes the
+    remainder, so only the first round is compared exactly); the report records 0.5."""
+    events = planned_run.report.events
+    first_round = [e for e in events if e.round == events[-1].round - 2]
+    selection = [e for e in first_round if e.description == "LT selection"]
+    groups = [e for e in first_round if e.description.startswith("LT group")]
+    assert len(selection) == 1 and len(groups) == 10
+    step_rho = selection[0].rho / 0.5
+    assert all(e.rho == pytest.approx(0.5 * step_rho / 10, rel=1e-12) for e in groups)
+    assert planned_run.report.parameters["selection_share"] == 0.5
+
+
+def test_an_explicit_selection_share_overrides_the_strategy_s(task) -> None:
+    rows = task.frame.sample(2_000, seed=5)
+    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                   seed=1, selection_share=0.3,
+                                   strategy={"name": "planned", "selection_share": 0.2}, **FAST)
+    assert result.report.parameters["selection_share"] == 0.3
+    chosen = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                   seed=1, strategy={"name": "planned", "selection_share": 0.2}, **FAST)
+    assert chosen.report.parameters["selection_share"] == 0.2
+    paper = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                  seed=1, strategy="paper", **FAST)
+    assert paper.report.parameters["selection_share"] == 0.5

@@ -105,7 +105,7 @@ def synthesize(
     n_linear_thresholds: int = 20_000,
     n_mixed_marginals: int = 2_000,
     max_marginal_cells: int | None = 20_000,
-    selection_share: float = 0.5,
+    selection_share: float | None = None,
     confidence: float = 0.95,
     projection: ProjectionConfig | None = None,
     strategy: str | Strategy | Mapping[str, Any] = "planned",
@@ -164,8 +164,9 @@ def synthesize(
         Size of the random LT and MM workloads the rounds select from.
     max_marginal_cells : int or None
         Categorical marginals with more cells are left out of the workload.
-    selection_share : float
+    selection_share : float, optional
         Part of each selection round's budget spent on selection (the rest on measurement).
+        None (default): the strategy's own (0.5 for both shipped strategies).
     confidence : float
         Coverage of the report's confidence intervals and error bounds (default 0.95).
     projection : ProjectionConfig, optional
@@ -214,7 +215,11 @@ def synthesize(
         _check_int("rounds_cm", rounds_cm, 0)
     if rows is not None:
         _check_int("rows", rows, 1)
-    if not 0.0 < selection_share < 1.0:
+    strategy = resolve_strategy(strategy)
+    if selection_share is None:
+        selection_share = strategy.selection_share
+    if isinstance(selection_share, bool) or not isinstance(selection_share, (int, float)) or not (
+            0.0 < selection_share < 1.0):
         msg = f"The 'selection_share' parameter must be in (0, 1). Got {selection_share!r}"
         raise ValueError(msg)
     if isinstance(labels, str):
@@ -223,7 +228,6 @@ def synthesize(
         msg = f"The 'inference_share' parameter must be in (0, 1). Got {inference_share!r}"
         raise ValueError(msg)
     projection = projection or ProjectionConfig()
-    strategy = resolve_strategy(strategy)
     backend_module = kernels.resolve_backend(backend)
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
