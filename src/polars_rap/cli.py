@@ -15,8 +15,16 @@ Commands
     The saved model's privacy report.
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
     A bundled task's table (e.g. ``acs-income-CA``) and a config file with its public domain.
-``polars-rap demo``
-    Synthesize the bundled ACS income table (California) and evaluate the result.
+``polars-rap evaluate REAL SYNTHETIC -o report.html [--config spec.toml] [--test TEST]
+[--model DIR] [--seed S] [--overwrite]``
+    A static HTML quality report of SYNTHETIC (a table or a saved model) against REAL:
+    per-column distances and plots, the change in association of every pair of columns, the
+    workload errors (with labels) and ML utility (with ``--test``), and the privacy report of
+    ``--model``. It reads the real rows, so it is not private. The domain and labels come from
+    the config, else from the model.
+``polars-rap demo [--report demo-report.html]``
+    Synthesize the bundled ACS income table (California), evaluate the result and write its
+    quality report.
 
 Every command takes ``--quiet`` (no progress bar, no info logs) and ``--debug`` (tracebacks).
 
@@ -393,9 +401,54 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from polars_rap.model import load
+    from polars_rap.quality import quality_report
+
+    config = _read_config(args.config)
+    output = Path(args.output)
+    _check_output(output, args.overwrite, suffixes=(".html", ".htm"))
+    _check_report_extra()
+    domain = config.domain
+    if domain is None and args.model is None and not Path(args.synthetic).is_dir():
+        msg = ("evaluate needs the public domain: pass --config spec.toml with its [domain] tables "
+               "(polars-rap export writes one), or a saved model (--model DIR or as SYNTHETIC)")
+        raise _UsageError(msg)
+    if domain is None and args.model is not None:
+        domain = load(args.model).domain
+    started = time.perf_counter()
+    report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
+                            test=args.test, model=args.model, seed=args.seed)
+    report.to_html(output)
+    worst = report.summary().head(3)
+    print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"
+                                        for row in worst.iter_rows(named=True)))
+    if report.pairs.height:
+        row = report.pairs.row(0, named=True)
+        print(f"worst pair: {row['column_a']} x {row['column_b']} ({row['measure']} "
+              f"{row['real']:.3f} real, {row['synthetic']:.3f} synthetic)")
+    _note(args, f"wrote the quality report to {str(output)!r} in {time.perf_counter() - started:.1f} s; "
+                "it reads the real rows, so it is NOT private: share it only with people allowed to see them")
+    return EXIT_OK
+
+
+def _check_report_extra() -> None:
+    """The report's figures need matplotlib: say so before reading any data."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        msg = "the quality report needs matplotlib: pip install 'polars-rap[report]'"
+        raise _UsageError(msg)
+
+
 def _demo(args: argparse.Namespace) -> int:
-    from polars_rap import datasets, evaluation
+    import importlib.util
+
+    import polars as pl
+
+    from polars_rap import datasets
     from polars_rap.mechanism import synthesize
+    from polars_rap.quality import quality_report
 
     task = datasets.load_task(args.task)
     train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)
@@ -414,15 +467,21 @@ def _demo(args: argparse.Namespace) -> int:
         result.data.write_parquet(args.output)
         print(f"\nwrote {args.output}")
     print("\nEvaluation (reads the real rows; not part of the release):")
-    errors = evaluation.workload_errors(train, result.data, result.domain, seed=0)
-    for row in errors.iter_rows(named=True):
+    report = quality_report(train, result, test=test, seed=0)
+    for row in report.workload.iter_rows(named=True):
         print(f"  {row['query_class']}: mean error {row['mean_error']:.4f}, "
               f"max error {row['max_error']:.4f} over {row['queries']} queries")
     label = task.labels[0]
-    real = evaluation.ml_utility_for_domain(train, test, label, result.domain)
-    synthetic = evaluation.ml_utility_for_domain(result.data, test, label, result.domain)
-    print(f"  logistic regression macro F1 on held-out rows: synthetic {synthetic['macro_f1']:.3f}"
-          f" vs real {real['macro_f1']:.3f}")
+    scores = {row["trained_on"]: row["macro_f1"]
+              for row in report.ml_utility.filter(pl.col("label") == label).iter_rows(named=True)}
+    print(f"  logistic regression macro F1 on held-out rows: synthetic {scores['synthetic']:.3f}"
+          f" vs real {scores['real']:.3f}")
+    if importlib.util.find_spec("matplotlib") is None:
+        print("\nno quality report written: it needs matplotlib (pip install 'polars-rap[report]')")
+        return EXIT_OK
+    path = report.to_html(args.report)
+    print(f"\nwrote the quality report (plots per column and pair; not private) to "
+          f"{str(path.resolve())!r}: open it in a browser")
     return EXIT_OK
 
 
@@ -540,7 +599,21 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--delta", type=float, default=None, help="default 1/n^2")
     demo.add_argument("--seed", type=int, default=None, help="fixed seed (research only)")
     demo.add_argument("--output", "-o", default=None, help="write the synthetic rows here (Parquet)")
+    demo.add_argument("--report", default="demo-report.html", metavar="HTML",
+                      help="write the quality report here (default demo-report.html; replaced if it exists)")
     demo.set_defaults(run=_demo)
+
+    evaluate = commands.add_parser("evaluate", parents=[common],
+                                   help="an HTML quality report of a synthetic table (reads the real rows: not private)")
+    evaluate.add_argument("real", metavar="REAL", help="the real table (.parquet, .csv, .arrow/.ipc)")
+    evaluate.add_argument("synthetic", metavar="SYNTHETIC", help="the synthetic table, or a saved model directory")
+    evaluate.add_argument("--output", "-o", required=True, metavar="HTML", help="the report (.html)")
+    evaluate.add_argument("--config", "-c", default=None, metavar="TOML", help="labels and [domain] (as for synthesize)")
+    evaluate.add_argument("--test", default=None, metavar="TEST", help="held-out real rows: ML utility per label")
+    evaluate.add_argument("--model", default=None, metavar="DIR", help="saved model: its privacy report is shown")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of the workload and samples (default 0)")
+    evaluate.add_argument("--overwrite", action="store_true", help="replace the report if it exists")
+    evaluate.set_defaults(run=_evaluate)
     return parser
 
 
