@@ -58,7 +58,7 @@ def test_evaluate_writes_a_report_with_privacy_and_ml_parts(work, capsys):
     images = _Images()
     images.feed(text)
     n_columns = len(pl.read_parquet_schema(work / "real.parquet"))
-    assert len(images.sources) == n_columns + 2  # columns, pair heatmap, workload errors
+    assert len(images.sources) == 1 + n_columns + 2  # overview, columns, pair heatmap, workload errors
     assert "What was released (private)" in text and "Machine-learning utility" in text
     assert str(work) not in text
     out = capsys.readouterr().out

@@ -138,8 +138,10 @@ def test_html_is_self_contained_with_one_figure_per_column_and_the_heatmap(synth
     alts = [value for value in page.other if value.endswith(": real and synthetic distribution")]
     assert sorted(alts) == sorted(f"{name}: real and synthetic distribution" for name in real.columns)
     assert any("heatmap of the change in association" in value for value in page.other)
-    # Four columns, the heatmap and the workload errors; every image an embedded, non-empty PNG.
-    assert len(page.images) == len(real.columns) + 2
+    # The overview, four columns, the heatmap and the workload errors; every image an
+    # embedded, non-empty PNG.
+    assert any("per-column distance" in value for value in page.other)
+    assert len(page.images) == 1 + len(real.columns) + 2
     for source in page.images:
         assert source.startswith("data:image/png;base64,")
         png = base64.b64decode(source.split(",", 1)[1])
@@ -162,7 +164,7 @@ def test_figures_are_non_empty_matplotlib_figures(synthesized):
     real, _, result = synthesized
     report = evaluation.quality_report(real, result, **SMALL_WORKLOAD)
     figures = report.figures()
-    assert set(figures) == {f"column: {name}" for name in real.columns} | {"pairs", "workload"}
+    assert set(figures) == {f"column: {name}" for name in real.columns} | {"overview", "pairs", "workload"}
     for name, figure in figures.items():
         assert figure.axes and any(axes.has_data() for axes in figure.axes), name
 

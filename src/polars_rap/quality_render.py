@@ -47,12 +47,32 @@ def _new_figure(width: float, height: float):
 
 # ---------------------------------------------------------------- figures
 def report_figures(report) -> dict[str, Any]:
-    """``{"column: NAME": Figure, ..., "pairs": Figure[, "workload": Figure]}``."""
-    figures = {f"column: {d.name}": column_figure(d) for d in report.distributions}
+    """``{"overview": Figure, "column: NAME": Figure, ..., "pairs": Figure[, "workload": Figure]}``."""
+    figures = {"overview": overview_figure(report)}
+    figures |= {f"column: {d.name}": column_figure(d) for d in report.distributions}
     figures["pairs"] = pair_figure(report)
     if report.workload_errors is not None:
         figures["workload"] = workload_figure(report.workload_errors)
     return figures
+
+
+def overview_figure(report):
+    """Each column's distance as a bar, worst at the top: where the table is good at a glance."""
+    summary = report.summary()
+    figure = _new_figure(5.2, min(9.0, 1.2 + 0.22 * summary.height))
+    axes = figure.subplots()
+    positions = np.arange(summary.height)[::-1]
+    colours = [_REAL if kind == "categorical" else _SYNTHETIC for kind in summary["kind"]]
+    axes.barh(positions, summary["distance"].to_numpy(), color=colours)
+    axes.set_yticks(positions, [_shorten(name) for name in summary["column"]], fontsize=7)
+    axes.set_xlim(0, max(0.05, float(summary["distance"].max()) * 1.1))
+    axes.set_xlabel("distance, real vs synthetic (0: identical, 1: disjoint)", fontsize=8)
+    axes.tick_params(axis="x", labelsize=7)
+    handles = [axes.bar(0, 0, color=c)[0] for c in (_REAL, _SYNTHETIC)]
+    axes.legend(handles, ["categorical: total variation", "numeric: Kolmogorov-Smirnov"], fontsize=7,
+                frameon=False, loc="lower right")
+    axes.set_title("per-column distance, worst first", fontsize=9)
+    return figure
 
 
 def column_figure(distribution):
@@ -174,7 +194,10 @@ def report_html(report, fragment: bool = False) -> str:
         "included) of a categorical column; Kolmogorov-Smirnov between the distributions of "
         "a numeric column's non-null values (clipped to its bounds). 0 is identical, 1 "
         "disjoint. Worst first.</p>",
-        _table(report.summary()),
+        '<div class="grid">',
+        _image(images["overview"], "per-column distance, worst first"),
+        f"<div>{_table(report.summary())}</div>",
+        "</div>",
         '<div class="grid">',
         *(_image(images[f"column: {d.name}"], f"{d.name}: real and synthetic distribution")
           for d in report.distributions),
