@@ -93,6 +93,12 @@ def test_usage_errors_exit_2(work, tmp_path, capsys):
     assert "needs the public domain" in capsys.readouterr().err
     assert cli.main(evaluate_args(work, tmp_path / "r.pdf")) == 2
     assert "must end in one of" in capsys.readouterr().err
+    unlabelled = tmp_path / "unlabelled.toml"
+    lines = (work / "domain.toml").read_text().splitlines()
+    unlabelled.write_text("\n".join(line for line in lines if not line.startswith("labels =")))
+    args = [*no_domain, "--config", str(unlabelled), "--test", str(work / "test.parquet")]
+    assert cli.main(args) == 2
+    assert "--test is for the ML utility, which needs labels" in capsys.readouterr().err
 
 
 def test_demo_writes_its_report_and_says_where(work, tmp_path, monkeypatch, capsys):

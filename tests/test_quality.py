@@ -98,6 +98,12 @@ def test_mismatched_schemas_name_the_columns():
         evaluation.quality_report(real, synthetic.with_columns(pl.col("u").cast(pl.String)), domain=domain)
 
 
+def test_test_rows_without_labels_are_refused():
+    real, synthetic, domain = tiny_tables()
+    with pytest.raises(ValueError, match=r"needs a label column: pass labels="):
+        evaluation.quality_report(real, synthetic, domain=domain, test=real)
+
+
 @pytest.fixture(scope="module")
 def synthesized():
     """A tiny synthesis with a label, its real rows and held-out test rows."""

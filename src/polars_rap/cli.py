@@ -269,6 +269,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     if domain is None and args.model is not None:
         domain = load(args.model).domain
+    if args.test is not None and args.config is not None and not config.labels:
+        msg = f"--test is for the ML utility, which needs labels: add labels = [...] to {args.config!r}"
+        raise _UsageError(msg)
     started = time.perf_counter()
     report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
                             test=args.test, model=args.model, seed=args.seed)

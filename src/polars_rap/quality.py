@@ -215,6 +215,10 @@ def quality_report(
     _check_schemas(source.schema, synthetic_frame.schema)
     domain = _resolve_domain(domain if domain is not None else known_domain, source.schema, labels)
     synthetic_frame = synthetic_frame.select(domain.names)
+    if test is not None and not domain.labels:
+        msg = ("test rows are for the ML utility, which needs a label column: pass labels=[...] "
+               "(or use a domain with labels), or leave test out")
+        raise ValueError(msg)
 
     rng = np.random.default_rng(seed)
     queries = None
@@ -241,7 +245,7 @@ def quality_report(
     distributions = tuple(_column_distribution(spec, real_stats, synthetic_stats) for spec in domain.columns)
     workload, workload_errors = _workload_frames(queries, real_stats, synthetic_stats)
     ml = None
-    if test is not None and domain.labels:
+    if test is not None:
         ml = _ml_frame(real_stats.sample_frame(real), synthetic_frame, _test_frame(test, mapping, domain), domain, seed)
     return QualityReport(
         columns=_columns_frame(distributions),
