@@ -35,8 +35,9 @@ from polars_rap.source import DataSource, default_batch_rows, scan_file
 __all__ = ["QualityReport", "ColumnDistribution", "quality_report"]
 
 _NOT_PRIVATE = (
-    "This evaluation reads the real rows: it is NOT private. Share it only with people "
-    "allowed to see the real data; it is not part of the synthetic release or of a saved model."
+    "This evaluation reads the real rows, so it is not differentially private: share it only "
+    "with people allowed to see the real data. It is not part of the synthetic release or of "
+    "a saved model."
 )
 
 
@@ -356,7 +357,7 @@ def _short_name(data) -> str:
     """A file's name (never its full path, which may say more than the report should), or the kind of object."""
     if isinstance(data, (str, os.PathLike)):
         return Path(data).name
-    return type(data).__name__
+    return f"in-memory {type(data).__name__}"
 
 
 # ---------------------------------------------------------------- results
