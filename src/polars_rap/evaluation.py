@@ -286,12 +286,22 @@ def relaxed_workload_errors(
 # ============================================================================================
 
 
-def quality_report(real, synthetic, domain=None, labels=None, test=None, **options):
-    """Compare a synthetic table with the real one: see :func:`polars_rap.quality.quality_report`.
+def quality_report(
+    real, synthetic, domain=None, labels=None, test=None, *, model=None, seed: int = 0,
+    sample_rows: int = 1_000_000, n_mixed_marginals: int = 20_000, n_linear_thresholds: int = 200_000,
+    backend: str = "cpu", batch_rows: int | None = None,
+):
+    """Compare a synthetic table with the real one: per-column distances, the change in
+    association of every pair, workload errors (with labels) and ML utility (with ``test``).
 
-    Returns a :class:`~polars_rap.quality.QualityReport` (``.summary()``, ``.figures()``,
-    ``.to_html(path)``). It reads the real rows, so it is not private.
+    See :func:`polars_rap.quality.quality_report` for the parameters. Returns a
+    :class:`~polars_rap.quality.QualityReport` (``.summary()``, ``.figures()``,
+    ``.to_html(path)``). It reads the real rows, so it is **not** private.
     """
     from polars_rap.quality import quality_report as _quality_report
 
-    return _quality_report(real, synthetic, domain=domain, labels=labels, test=test, **options)
+    return _quality_report(
+        real, synthetic, domain=domain, labels=labels, test=test, model=model, seed=seed,
+        sample_rows=sample_rows, n_mixed_marginals=n_mixed_marginals,
+        n_linear_thresholds=n_linear_thresholds, backend=backend, batch_rows=batch_rows,
+    )
