@@ -16,7 +16,7 @@ Commands
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
     A bundled task's table (e.g. ``acs-income-CA``) and a config file with its public domain.
 ``polars-rap evaluate REAL SYNTHETIC -o report.html [--config spec.toml] [--test TEST]
-[--model DIR] [--seed S] [--overwrite]``
+[--model DIR] [--seed S] [--backend B] [--overwrite]``
     A static HTML quality report of SYNTHETIC (a table or a saved model) against REAL:
     per-column distances and plots, the change in association of every pair of columns, the
     workload errors (with labels) and ML utility (with ``--test``), and the privacy report of
@@ -262,6 +262,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     output = Path(args.output)
     _check_output(output, args.overwrite, suffixes=(".html", ".htm"))
     _check_report_extra()
+    _check_backend({"backend": args.backend})
     domain = config.domain
     if domain is None and args.model is None and not Path(args.synthetic).is_dir():
         msg = ("evaluate needs the public domain: pass --config spec.toml with its [domain] tables "
@@ -274,7 +275,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     started = time.perf_counter()
     report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
-                            test=args.test, model=args.model, seed=args.seed)
+                            test=args.test, model=args.model, seed=args.seed, backend=args.backend)
     report.to_html(output)
     worst = report.summary().head(3)
     print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"
@@ -430,6 +431,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--test", default=None, metavar="TEST", help="held-out real rows: ML utility per label")
     evaluate.add_argument("--model", default=None, metavar="DIR", help="saved model: its privacy report is shown")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the workload and samples (default 0)")
+    evaluate.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
+                          help="kernels of the workload answers (default auto: a GPU when usable)")
     evaluate.add_argument("--overwrite", action="store_true", help="replace the report if it exists")
     evaluate.set_defaults(run=_evaluate)
     return parser

@@ -289,7 +289,7 @@ def relaxed_workload_errors(
 def quality_report(
     real, synthetic, domain=None, labels=None, test=None, *, model=None, seed: int = 0,
     sample_rows: int = 1_000_000, n_mixed_marginals: int = 20_000, n_linear_thresholds: int = 200_000,
-    backend: str = "cpu", batch_rows: int | None = None,
+    backend: str = "auto", batch_rows: int | None = None,
 ):
     """Compare a synthetic table with the real one: per-column distances, the change in
     association of every pair, workload errors (with labels) and ML utility (with ``test``).
