@@ -231,8 +231,7 @@ def quality_report(
         queries = _benchmark_workload(domain, seed, ("CM", "MM", "LT"), n_mixed_marginals, n_linear_thresholds)
     backend_module = kernels.resolve_backend(backend) if queries is not None else None
     points = ks_points(synthetic_frame, domain)
-    real_stats = TableStats(domain, points, queries, backend_module,
-                              sample_rows if test is not None else 0, rng)
+    real_stats = TableStats(domain, points, queries, backend_module, sample_rows if test is not None else 0, rng)
     for batch in source.batches(domain.names, batch_rows or default_batch_rows(domain)):
         real_stats.add(batch)
     if real_stats.n_rows == 0:
