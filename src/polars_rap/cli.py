@@ -412,7 +412,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--overwrite", action="store_true")
     export.set_defaults(run=_export)
 
-    demo = commands.add_parser("demo", parents=[common], help="synthesize the bundled ACS income (CA) table")
+    demo = commands.add_parser("demo", parents=[common],
+                               help="synthesize the bundled ACS income (CA) table and write its quality report")
     demo.add_argument("--task", default="acs-income-CA", help="bundled task (default acs-income-CA)")
     demo.add_argument("--epsilon", type=float, default=1.0)
     demo.add_argument("--delta", type=float, default=None, help="default 1/n^2")
