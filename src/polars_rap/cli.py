@@ -15,33 +15,24 @@ Commands
     The saved model's privacy report.
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
     A bundled task's table (e.g. ``acs-income-CA``) and a config file with its public domain.
-``polars-rap demo``
-    Synthesize the bundled ACS income table (California) and evaluate the result.
+``polars-rap evaluate REAL SYNTHETIC -o report.html [--config spec.toml] [--test TEST]
+[--model DIR] [--seed S] [--backend B] [--overwrite]``
+    A static HTML quality report of SYNTHETIC (a table or a saved model) against REAL:
+    per-column distances and plots, the change in association of every pair of columns, the
+    workload errors (with labels) and ML utility (with ``--test``), and the privacy report of
+    ``--model``. It reads the real rows, so it is not private. The domain and labels come from
+    the config, else from the model.
+``polars-rap demo [--report demo-report.html]``
+    Synthesize the bundled ACS income table (California), evaluate the result and write its
+    quality report.
 
 Every command takes ``--quiet`` (no progress bar, no info logs) and ``--debug`` (tracebacks).
 
 Config file (TOML)
 ------------------
-::
-
-    labels = ["PINCP_gt_50000"]      # categorical target columns
-    [privacy]                        # optional; --epsilon / --delta win
-    epsilon = 1.0
-    delta = 1e-9
-    [domain.AGEP]                    # one table per column, as in polars_rap/data/*.toml
-    kind = "numeric"
-    bounds = [17, 99]
-    nullable = false                 # the default; true keeps a null category
-    integer = false                  # the default; true: whole numbers out (int dtypes imply it)
-    [domain.SEX]
-    kind = "categorical"
-    categories = [1, 2]
-    nullable = false
-    [options]                        # keyword arguments of polars_rap.synthesize
-    relaxed_rows = 1000
-    rounds_lt = 50
-    [projection]                     # fields of polars_rap.ProjectionConfig
-    max_steps = 60
+``--config`` names a TOML file of labels, ``[privacy]``, ``[domain.NAME]`` tables,
+``[options]`` and ``[projection]``: see :mod:`polars_rap.config`, which reads it (and writes
+the one ``export`` gives).
 
 Exit status
 -----------
@@ -68,20 +59,19 @@ Errors are written to stderr as one line, ``polars-rap: error: ...``.
 from __future__ import annotations
 
 import argparse
-import inspect
-import json
 import logging
 import math
 import os
 import re
 import sys
 import time
-import tomllib
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
+
+from polars_rap.config import Config, ConfigError, config_text, option_names, read_config
 
 __all__ = ["main"]
 
@@ -89,16 +79,6 @@ EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_DATA, EXIT_BUDGET, EXIT_INTERRUPTED = 0
 
 _FRAME_WRITERS = {".parquet": "write_parquet", ".csv": "write_csv", ".arrow": "write_ipc",
                   ".ipc": "write_ipc", ".feather": "write_ipc"}
-_CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
-# Keywords of synthesize that the command line sets from elsewhere, and where.
-_SET_ELSEWHERE = {
-    "epsilon": "--epsilon or [privacy] epsilon",
-    "delta": "--delta or [privacy] delta",
-    "domain": "the [domain] tables",
-    "labels": "the top-level labels = [...]",
-    "projection": "the [projection] table",
-    "progress": "--quiet",
-}
 
 
 class _UsageError(Exception):
@@ -106,134 +86,15 @@ class _UsageError(Exception):
 
 
 # ---------------------------------------------------------------- config
-@dataclass(frozen=True)
-class _Config:
-    """A parsed config file: the keyword arguments it gives ``synthesize``."""
-
-    labels: list[str]
-    domain: dict[str, Any] | None
-    privacy: dict[str, float]
-    options: dict[str, Any]
-    projection: Any  # ProjectionConfig or None
-
-
-def _option_names() -> list[str]:
-    """The ``[options]`` keys: keyword parameters of ``synthesize`` not set elsewhere."""
-    from polars_rap.mechanism import synthesize
-
-    parameters = inspect.signature(synthesize).parameters.values()
-    return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _SET_ELSEWHERE]
-
-
-def _read_config(path: str | None) -> _Config:
-    if path is None:
-        return _Config([], None, {}, {}, None)
-    config_path = Path(path)
-    if not config_path.is_file():
-        msg = f"no config file at {path!r}"
-        raise _UsageError(msg)
+def _read_config(path: str | None) -> Config:
+    """The config file at ``path`` (none: an empty config); a bad one is a usage error."""
     try:
-        raw = tomllib.loads(config_path.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        msg = f"config {path!r} is not valid TOML: {error}"
-        raise _UsageError(msg) from error
-    unknown = sorted(set(raw) - set(_CONFIG_TABLES))
-    if unknown:
-        msg = f"config {path!r} has unknown keys {unknown}; valid top-level keys are {list(_CONFIG_TABLES)}"
-        raise _UsageError(msg)
-    labels = raw.get("labels", [])
-    if isinstance(labels, str):
-        labels = [labels]
-    if not (isinstance(labels, list) and all(isinstance(label, str) for label in labels)):
-        msg = f"config {path!r}: labels must be a list of column names, e.g. labels = [\"income\"]. Got {labels!r}"
-        raise _UsageError(msg)
-    return _Config(
-        labels=labels,
-        domain=_config_domain(_table(raw, "domain", path), labels, path),
-        privacy=_config_privacy(_table(raw, "privacy", path), path),
-        options=_config_options(_table(raw, "options", path), path),
-        projection=_config_projection(raw.get("projection"), path),
-    )
+        return read_config(path)
+    except ConfigError as error:
+        raise _UsageError(str(error)) from error
 
 
-def _table(raw: dict[str, Any], name: str, path: str) -> dict[str, Any]:
-    table = raw.get(name, {})
-    if not isinstance(table, dict):
-        msg = f"config {path!r}: {name} must be a table ([{name}]). Got {table!r}"
-        raise _UsageError(msg)
-    return table
-
-
-def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict[str, Any] | None:
-    """The ``domain=`` mapping of ``[domain.NAME]`` tables, checked by the bundled-spec parser."""
-    from polars_rap import datasets
-
-    if not tables:
-        return None
-    not_tables = [name for name, table in tables.items() if not isinstance(table, dict)]
-    if not_tables:
-        msg = (
-            f"config {path!r}: each column needs its own table, e.g. [domain.{not_tables[0]}] "
-            f"with kind, bounds or categories, nullable, integer; found plain values for {not_tables}"
-        )
-        raise _UsageError(msg)
-    declared_labels = [label for label in labels if label in tables]
-    try:
-        return datasets.domain_from_tables(tables, declared_labels, path)
-    except ValueError as error:
-        raise _UsageError(str(error).replace("spec file", "config")) from error
-
-
-def _config_privacy(table: dict[str, Any], path: str) -> dict[str, float]:
-    unknown = sorted(set(table) - {"epsilon", "delta"})
-    if unknown:
-        msg = (f"config {path!r}: [privacy] has unknown keys {unknown}; valid keys are "
-               f"['epsilon', 'delta']{_misplaced_hint(unknown)}")
-        raise _UsageError(msg)
-    return dict(table)
-
-
-def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
-    valid = _option_names()
-    for name in table:
-        if name in _SET_ELSEWHERE:
-            msg = f"config {path!r}: set {name!r} with {_SET_ELSEWHERE[name]}, not in [options]"
-            raise _UsageError(msg)
-        if name not in valid:
-            msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
-                   f"{valid}{_misplaced_hint([name])}")
-            raise _UsageError(msg)
-    return dict(table)
-
-
-def _misplaced_hint(keys: list[str]) -> str:
-    """TOML puts every key after ``[table]`` into that table: say so when a top-level key lands there."""
-    if any(key in _CONFIG_TABLES for key in keys):
-        return "; top-level keys such as labels must come before the first [table] of the file"
-    return ""
-
-
-def _config_projection(table: Any, path: str) -> Any:
-    from polars_rap.projection import ProjectionConfig
-
-    if table is None:
-        return None
-    valid = [f.name for f in fields(ProjectionConfig)]
-    if not isinstance(table, dict):
-        msg = f"config {path!r}: projection must be a table ([projection]) with keys from {valid}"
-        raise _UsageError(msg)
-    unknown = sorted(set(table) - set(valid))
-    if unknown:
-        msg = f"config {path!r}: unknown keys {unknown} in [projection]; valid keys are {valid}"
-        raise _UsageError(msg)
-    try:
-        return ProjectionConfig(**table)
-    except (TypeError, ValueError) as error:
-        msg = f"config {path!r}: [projection]: {error}"
-        raise _UsageError(msg) from error
-
-
-def _privacy_parameters(args: argparse.Namespace, config: _Config) -> tuple[float, float]:
+def _privacy_parameters(args: argparse.Namespace, config: Config) -> tuple[float, float]:
     """(epsilon, delta) from the flags, else the config's [privacy] table; checked."""
     epsilon = args.epsilon if args.epsilon is not None else config.privacy.get("epsilon")
     delta = args.delta if args.delta is not None else config.privacy.get("delta")
@@ -388,14 +249,63 @@ def _export(args: argparse.Namespace) -> int:
     _write_frame(frame, output)
     _note(args, f"wrote {frame.height} rows of task {task.name!r} to {str(output)!r}")
     if args.config is not None:
-        Path(args.config).write_text(_config_text(task), encoding="utf-8")
+        Path(args.config).write_text(config_text(task), encoding="utf-8")
         _note(args, f"wrote its domain and labels to {args.config!r} (use it with --config)")
     return EXIT_OK
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from polars_rap.model import load
+    from polars_rap.quality import quality_report
+
+    config = _read_config(args.config)
+    output = Path(args.output)
+    _check_output(output, args.overwrite, suffixes=(".html", ".htm"))
+    _check_report_extra()
+    _check_backend({"backend": args.backend})
+    domain = config.domain
+    if domain is None and args.model is None and not Path(args.synthetic).is_dir():
+        msg = ("evaluate needs the public domain: pass --config spec.toml with its [domain] tables "
+               "(polars-rap export writes one), or a saved model (--model DIR or as SYNTHETIC)")
+        raise _UsageError(msg)
+    if domain is None and args.model is not None:
+        domain = load(args.model).domain
+    if args.test is not None and args.config is not None and not config.labels:
+        msg = f"--test is for the ML utility, which needs labels: add labels = [...] to {args.config!r}"
+        raise _UsageError(msg)
+    started = time.perf_counter()
+    report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
+                            test=args.test, model=args.model, seed=args.seed, backend=args.backend)
+    report.to_html(output)
+    worst = report.summary().head(3)
+    print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"
+                                        for row in worst.iter_rows(named=True)))
+    if report.pairs.height:
+        row = report.pairs.row(0, named=True)
+        print(f"worst pair: {row['column_a']} x {row['column_b']} ({row['measure']} "
+              f"{row['real']:.3f} real, {row['synthetic']:.3f} synthetic)")
+    _note(args, f"wrote the quality report to {str(output)!r} in {time.perf_counter() - started:.1f} s; "
+                "it reads the real rows, so it is NOT private: share it only with people allowed to see them")
+    return EXIT_OK
+
+
+def _check_report_extra() -> None:
+    """The report's figures need matplotlib: say so before reading any data."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        msg = "the quality report needs matplotlib: pip install 'polars-rap[report]'"
+        raise _UsageError(msg)
+
+
 def _demo(args: argparse.Namespace) -> int:
-    from polars_rap import datasets, evaluation
+    import importlib.util
+
+    import polars as pl
+
+    from polars_rap import datasets
     from polars_rap.mechanism import synthesize
+    from polars_rap.quality import quality_report
 
     task = datasets.load_task(args.task)
     train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)
@@ -414,54 +324,22 @@ def _demo(args: argparse.Namespace) -> int:
         result.data.write_parquet(args.output)
         print(f"\nwrote {args.output}")
     print("\nEvaluation (reads the real rows; not part of the release):")
-    errors = evaluation.workload_errors(train, result.data, result.domain, seed=0)
-    for row in errors.iter_rows(named=True):
+    report = quality_report(train, result, test=test, seed=0)
+    for row in report.workload.iter_rows(named=True):
         print(f"  {row['query_class']}: mean error {row['mean_error']:.4f}, "
               f"max error {row['max_error']:.4f} over {row['queries']} queries")
     label = task.labels[0]
-    real = evaluation.ml_utility_for_domain(train, test, label, result.domain)
-    synthetic = evaluation.ml_utility_for_domain(result.data, test, label, result.domain)
-    print(f"  logistic regression macro F1 on held-out rows: synthetic {synthetic['macro_f1']:.3f}"
-          f" vs real {real['macro_f1']:.3f}")
+    scores = {row["trained_on"]: row["macro_f1"]
+              for row in report.ml_utility.filter(pl.col("label") == label).iter_rows(named=True)}
+    print(f"  logistic regression macro F1 on held-out rows: synthetic {scores['synthetic']:.3f}"
+          f" vs real {scores['real']:.3f}")
+    if importlib.util.find_spec("matplotlib") is None:
+        print("\nno quality report written: it needs matplotlib (pip install 'polars-rap[report]')")
+        return EXIT_OK
+    path = report.to_html(args.report)
+    print(f"\nwrote the quality report (plots per column and pair; not private) to "
+          f"{str(path.resolve())!r}: open it in a browser")
     return EXIT_OK
-
-
-# ---------------------------------------------------------------- config writing (export)
-def _config_text(task) -> str:
-    """A config file for ``task``: its labels and one ``[domain.NAME]`` table per column."""
-    lines = [
-        f"# polars-rap synthesize config for the bundled task {task.name!r} (polars-rap export).",
-        "# The domain comes from public documentation (see polars_rap/data/*.toml), never from the data.",
-        f"labels = {_toml_value(list(task.labels))}",
-        "",
-        "# [privacy]          # or --epsilon / --delta on the command line",
-        "# epsilon = 1.0",
-        "# delta = 1e-9",
-        "# [options]          # keyword arguments of polars_rap.synthesize",
-        "# relaxed_rows = 1000",
-        "",
-    ]
-    for name, table in task.columns_spec.items():
-        lines.append(f"[domain.{_toml_key(name)}]")
-        lines += [f"{_toml_key(key)} = {_toml_value(value)}" for key, value in table.items()]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
-
-
-def _toml_value(value: Any) -> str:
-    """A TOML literal of a str, bool, int, finite float or list of them (JSON escapes are TOML's)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value)):
-        return json.dumps(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    msg = f"cannot write {value!r} as a TOML value"
-    raise TypeError(msg)
 
 
 # ---------------------------------------------------------------- parser and errors
@@ -534,13 +412,30 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--overwrite", action="store_true")
     export.set_defaults(run=_export)
 
-    demo = commands.add_parser("demo", parents=[common], help="synthesize the bundled ACS income (CA) table")
+    demo = commands.add_parser("demo", parents=[common],
+                               help="synthesize the bundled ACS income (CA) table and write its quality report")
     demo.add_argument("--task", default="acs-income-CA", help="bundled task (default acs-income-CA)")
     demo.add_argument("--epsilon", type=float, default=1.0)
     demo.add_argument("--delta", type=float, default=None, help="default 1/n^2")
     demo.add_argument("--seed", type=int, default=None, help="fixed seed (research only)")
     demo.add_argument("--output", "-o", default=None, help="write the synthetic rows here (Parquet)")
+    demo.add_argument("--report", default="demo-report.html", metavar="HTML",
+                      help="write the quality report here (default demo-report.html; replaced if it exists)")
     demo.set_defaults(run=_demo)
+
+    evaluate = commands.add_parser("evaluate", parents=[common],
+                                   help="an HTML quality report of a synthetic table (reads the real rows: not private)")
+    evaluate.add_argument("real", metavar="REAL", help="the real table (.parquet, .csv, .arrow/.ipc)")
+    evaluate.add_argument("synthetic", metavar="SYNTHETIC", help="the synthetic table, or a saved model directory")
+    evaluate.add_argument("--output", "-o", required=True, metavar="HTML", help="the report (.html)")
+    evaluate.add_argument("--config", "-c", default=None, metavar="TOML", help="labels and [domain] (as for synthesize)")
+    evaluate.add_argument("--test", default=None, metavar="TEST", help="held-out real rows: ML utility per label")
+    evaluate.add_argument("--model", default=None, metavar="DIR", help="saved model: its privacy report is shown")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of the workload and samples (default 0)")
+    evaluate.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
+                          help="kernels of the workload answers (default auto: a GPU when usable)")
+    evaluate.add_argument("--overwrite", action="store_true", help="replace the report if it exists")
+    evaluate.set_defaults(run=_evaluate)
     return parser
 
 
@@ -553,7 +448,7 @@ def _is_parameter_error(error: ValueError) -> bool:
     from polars_rap.projection import ProjectionConfig
 
     match = re.match(r"The '(\w+)' parameter", str(error))
-    names = {*_option_names(), "epsilon", "delta", *(f.name for f in fields(ProjectionConfig))}
+    names = {*option_names(), "epsilon", "delta", *(f.name for f in fields(ProjectionConfig))}
     return match is not None and match.group(1) in names
 
 

@@ -23,8 +23,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, f1_score
 
-__all__ = ["ml_utility", "ml_utility_for_domain", "query_errors", "relaxed_workload_errors",
-           "workload_errors"]
+__all__ = ["ml_utility", "ml_utility_for_domain", "quality_report", "query_errors",
+           "relaxed_workload_errors", "workload_errors"]
 
 # ============================================================================================
 # ML utility: train a classifier on one table (e.g. synthetic), score it on another (real)
@@ -279,3 +279,29 @@ def relaxed_workload_errors(
     true = module.answers_exact(encoded.codes, encoded.numerics, queries)
     expected = module.answers_relaxed(relaxed, queries, np.inf).astype(np.float64)
     return _errors_by_class(queries, np.abs(true - expected))
+
+
+# ============================================================================================
+# Quality report: distributions, pairs, workload and ML utility, with figures and HTML
+# ============================================================================================
+
+
+def quality_report(
+    real, synthetic, domain=None, labels=None, test=None, *, model=None, seed: int = 0,
+    sample_rows: int = 1_000_000, n_mixed_marginals: int = 20_000, n_linear_thresholds: int = 200_000,
+    backend: str = "auto", batch_rows: int | None = None,
+):
+    """Compare a synthetic table with the real one: per-column distances, the change in
+    association of every pair, workload errors (with labels) and ML utility (with ``test``).
+
+    See :func:`polars_rap.quality.quality_report` for the parameters. Returns a
+    :class:`~polars_rap.quality.QualityReport` (``.summary()``, ``.figures()``,
+    ``.to_html(path)``). It reads the real rows, so it is **not** private.
+    """
+    from polars_rap.quality import quality_report as _quality_report
+
+    return _quality_report(
+        real, synthetic, domain=domain, labels=labels, test=test, model=model, seed=seed,
+        sample_rows=sample_rows, n_mixed_marginals=n_mixed_marginals,
+        n_linear_thresholds=n_linear_thresholds, backend=backend, batch_rows=batch_rows,
+    )

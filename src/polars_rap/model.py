@@ -129,6 +129,24 @@ class SyntheticModel:
             raise ValueError(msg)
         object.__setattr__(self, "relaxed", relaxed)
 
+    def __repr__(self) -> str:
+        """One line: size, columns and guarantee (``repr`` of the fields would print them whole)."""
+        names = self.domain.names
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        return (f"SyntheticModel({self.relaxed.shape[0]} relaxed rows, {len(names)} columns ({shown}), "
+                f"({self.report.epsilon:g}, {self.report.delta:g})-DP, polars-rap {self.library_version})")
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the model's size and columns, then its privacy report."""
+        import html
+
+        from polars_rap.report import _summary_html
+
+        names = ", ".join(self.domain.names)
+        return (f"<div><p><strong>SyntheticModel</strong>: {self.relaxed.shape[0]:,} relaxed rows, "
+                f"{len(self.domain.names)} columns ({html.escape(names)}); more rows cost no privacy "
+                f"(<code>.sample(rows)</code>).</p>{_summary_html(self.report)}</div>")
+
     def sample(self, rows: int, seed: int | None = None) -> pl.DataFrame:
         """Draw ``rows`` synthetic rows; post-processing, so no privacy cost.
 

@@ -270,6 +270,31 @@ class PrivacyReport:
     def __str__(self) -> str:
         return self.summary()
 
+    def __repr__(self) -> str:
+        """One line: the guarantee, the budget, what was measured (the fields hold the rest)."""
+        return (
+            f"PrivacyReport(({self.epsilon:g}, {self.delta:g})-DP over {self.n_rows} rows, "
+            f"rho {self.rho_spent:.6g} of {self.rho_budget:.6g} spent in {len(self.events)} charges, "
+            f"{self.measurements.height} queries measured, {self.unmeasured.height} groups unmeasured)"
+        )
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the guarantee as a small table and :meth:`summary`."""
+        return _summary_html(self)
+
+
+def _summary_html(report: PrivacyReport, title: str = "Privacy report") -> str:
+    """A short HTML block: epsilon, delta, rho and rows as a table, then the summary text."""
+    import html
+
+    facts = [("epsilon", f"{report.epsilon:g}"), ("delta", f"{report.delta:g}"),
+             ("rho budget", f"{report.rho_budget:.6g}"), ("rho spent", f"{report.rho_spent:.6g}"),
+             ("rows (public)", f"{report.n_rows:,}"), ("queries measured", f"{report.measurements.height:,}")]
+    header = "".join(f"<th>{name}</th>" for name, _ in facts)
+    cells = "".join(f"<td>{value}</td>" for _, value in facts)
+    return (f"<div><strong>{html.escape(title)}</strong><table><tr>{header}</tr><tr>{cells}</tr></table>"
+            f"<pre>{html.escape(report.summary())}</pre></div>")
+
 
 # ---------------------------------------------------------------- (de)serialisation helpers
 def _value_to_json(value: Any) -> Any:

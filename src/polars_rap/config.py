@@ -1,0 +1,228 @@
+"""Config files: the TOML the command line reads (labels, domain, privacy, options,
+projection) and the one ``polars-rap export`` writes.
+
+:func:`read_config` turns a file into the keyword arguments of
+:func:`polars_rap.synthesize` (a :class:`Config`); every mistake it finds is a
+:class:`ConfigError` naming the file, the key and the fix, raised before any data is read.
+:func:`config_text` writes a bundled task's config. The format::
+
+    labels = ["PINCP_gt_50000"]      # categorical target columns (before the first [table])
+    [privacy]                        # optional; --epsilon / --delta win
+    epsilon = 1.0
+    delta = 1e-9
+    [domain.AGEP]                    # one table per column, as in polars_rap/data/*.toml
+    kind = "numeric"
+    bounds = [17, 99]
+    nullable = false                 # the default; true keeps a null indicator
+    integer = false                  # the default; true: whole numbers out (int dtypes imply it)
+    [domain.SEX]
+    kind = "categorical"
+    categories = [1, 2]
+    nullable = false
+    [options]                        # keyword arguments of polars_rap.synthesize
+    relaxed_rows = 1000
+    [projection]                     # fields of polars_rap.ProjectionConfig
+    max_steps = 60
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value"]
+
+CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
+# Keywords of synthesize that the command line sets from elsewhere, and where.
+SET_ELSEWHERE = {
+    "epsilon": "--epsilon or [privacy] epsilon",
+    "delta": "--delta or [privacy] delta",
+    "domain": "the [domain] tables",
+    "labels": "the top-level labels = [...]",
+    "projection": "the [projection] table",
+    "progress": "--quiet",
+}
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used: unreadable, not TOML, an unknown key or option, a
+    bad domain table. The command line exits with status 2 for it."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """A parsed config file: the keyword arguments it gives ``synthesize``."""
+
+    labels: list[str]
+    domain: dict[str, Any] | None
+    privacy: dict[str, float]
+    options: dict[str, Any]
+    projection: Any  # ProjectionConfig or None
+
+
+def option_names() -> list[str]:
+    """The ``[options]`` keys: keyword parameters of ``synthesize`` not set elsewhere."""
+    from polars_rap.mechanism import synthesize
+
+    parameters = inspect.signature(synthesize).parameters.values()
+    return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in SET_ELSEWHERE]
+
+
+def read_config(path: str | os.PathLike[str] | None) -> Config:
+    """Read and check the config file at ``path``; ``None`` gives an empty config.
+
+    Raises :class:`ConfigError` naming the file, the key and the fix for a missing file,
+    invalid TOML, an unknown table, key or option, an option set elsewhere (``epsilon`` in
+    ``[options]``), or a bad ``[domain.NAME]`` table.
+    """
+    if path is None:
+        return Config([], None, {}, {}, None)
+    path = os.fspath(path)
+    config_path = Path(path)
+    if not config_path.is_file():
+        msg = f"no config file at {path!r}"
+        raise ConfigError(msg)
+    try:
+        raw = tomllib.loads(config_path.read_text("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        msg = f"config {path!r} is not valid TOML: {error}"
+        raise ConfigError(msg) from error
+    unknown = sorted(set(raw) - set(CONFIG_TABLES))
+    if unknown:
+        msg = f"config {path!r} has unknown keys {unknown}; valid top-level keys are {list(CONFIG_TABLES)}"
+        raise ConfigError(msg)
+    labels = raw.get("labels", [])
+    if isinstance(labels, str):
+        labels = [labels]
+    if not (isinstance(labels, list) and all(isinstance(label, str) for label in labels)):
+        msg = f"config {path!r}: labels must be a list of column names, e.g. labels = [\"income\"]. Got {labels!r}"
+        raise ConfigError(msg)
+    return Config(
+        labels=labels,
+        domain=_config_domain(_table(raw, "domain", path), labels, path),
+        privacy=_config_privacy(_table(raw, "privacy", path), path),
+        options=_config_options(_table(raw, "options", path), path),
+        projection=_config_projection(raw.get("projection"), path),
+    )
+
+
+def _table(raw: dict[str, Any], name: str, path: str) -> dict[str, Any]:
+    table = raw.get(name, {})
+    if not isinstance(table, dict):
+        msg = f"config {path!r}: {name} must be a table ([{name}]). Got {table!r}"
+        raise ConfigError(msg)
+    return table
+
+
+def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict[str, Any] | None:
+    """The ``domain=`` mapping of ``[domain.NAME]`` tables, checked by the bundled-spec parser."""
+    from polars_rap import datasets
+
+    if not tables:
+        return None
+    not_tables = [name for name, table in tables.items() if not isinstance(table, dict)]
+    if not_tables:
+        msg = (
+            f"config {path!r}: each column needs its own table, e.g. [domain.{not_tables[0]}] "
+            f"with kind, bounds or categories, nullable, integer; found plain values for {not_tables}"
+        )
+        raise ConfigError(msg)
+    declared_labels = [label for label in labels if label in tables]
+    try:
+        return datasets.domain_from_tables(tables, declared_labels, path)
+    except ValueError as error:
+        raise ConfigError(str(error).replace("spec file", "config")) from error
+
+
+def _config_privacy(table: dict[str, Any], path: str) -> dict[str, float]:
+    unknown = sorted(set(table) - {"epsilon", "delta"})
+    if unknown:
+        msg = (f"config {path!r}: [privacy] has unknown keys {unknown}; valid keys are "
+               f"['epsilon', 'delta']{_misplaced_hint(unknown)}")
+        raise ConfigError(msg)
+    return dict(table)
+
+
+def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
+    valid = option_names()
+    for name in table:
+        if name in SET_ELSEWHERE:
+            msg = f"config {path!r}: set {name!r} with {SET_ELSEWHERE[name]}, not in [options]"
+            raise ConfigError(msg)
+        if name not in valid:
+            msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
+                   f"{valid}{_misplaced_hint([name])}")
+            raise ConfigError(msg)
+    return dict(table)
+
+
+def _misplaced_hint(keys: list[str]) -> str:
+    """TOML puts every key after ``[table]`` into that table: say so when a top-level key lands there."""
+    if any(key in CONFIG_TABLES for key in keys):
+        return "; top-level keys such as labels must come before the first [table] of the file"
+    return ""
+
+
+def _config_projection(table: Any, path: str) -> Any:
+    from polars_rap.projection import ProjectionConfig
+
+    if table is None:
+        return None
+    valid = [f.name for f in fields(ProjectionConfig)]
+    if not isinstance(table, dict):
+        msg = f"config {path!r}: projection must be a table ([projection]) with keys from {valid}"
+        raise ConfigError(msg)
+    unknown = sorted(set(table) - set(valid))
+    if unknown:
+        msg = f"config {path!r}: unknown keys {unknown} in [projection]; valid keys are {valid}"
+        raise ConfigError(msg)
+    try:
+        return ProjectionConfig(**table)
+    except (TypeError, ValueError) as error:
+        msg = f"config {path!r}: [projection]: {error}"
+        raise ConfigError(msg) from error
+
+
+# ---------------------------------------------------------------- writing (export)
+def config_text(task) -> str:
+    """A config file for ``task``: its labels and one ``[domain.NAME]`` table per column."""
+    lines = [
+        f"# polars-rap synthesize config for the bundled task {task.name!r} (polars-rap export).",
+        "# The domain comes from public documentation (see polars_rap/data/*.toml), never from the data.",
+        f"labels = {toml_value(list(task.labels))}",
+        "",
+        "# [privacy]          # or --epsilon / --delta on the command line",
+        "# epsilon = 1.0",
+        "# delta = 1e-9",
+        "# [options]          # keyword arguments of polars_rap.synthesize",
+        "# relaxed_rows = 1000",
+        "",
+    ]
+    for name, table in task.columns_spec.items():
+        lines.append(f"[domain.{toml_key(name)}]")
+        lines += [f"{toml_key(key)} = {toml_value(value)}" for key, value in table.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML literal of a str, bool, int, finite float or list of them (JSON escapes are TOML's)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value)):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    msg = f"cannot write {value!r} as a TOML value"
+    raise TypeError(msg)
