@@ -50,9 +50,11 @@ from polars_rap.domain import Domain
 
 try:
     from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
+    from bench.venvs import build_venv, venv_python, venv_ready
 except ImportError:  # run as a script (python bench/peers.py) or loaded from its file path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
+    from venvs import build_venv, venv_python, venv_ready
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"
@@ -82,60 +84,28 @@ _PINS = [  # what the lean set resolved to on 2026-11-22 (Python 3.11); pip -c c
 _MARKER = "polars-rap-peers.json"
 
 
-def _venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
 def _requested() -> dict:
     return {"no_deps": _STEP_NO_DEPS, "deps": _STEP_DEPS, "pins": _PINS,
             "python": ".".join(map(str, sys.version_info[:2]))}
 
 
+_CHECK = ("import sys\nfrom snsynth.mst.mst import MSTSynthesizer\n"
+          "from snsynth.aim.aim import AIMSynthesizer\n"
+          "assert 'torch' not in sys.modules, 'smartnoise imported torch'\nprint('ok')")
+
+
 def peer_env_ready(venv: Path | None = None) -> bool:
     """True when the venv exists and its marker says it holds the requested install."""
-    venv = Path(venv or PEERS_VENV)
-    marker = venv / _MARKER
-    if not (_venv_python(venv).exists() and marker.exists()):
-        return False
-    try:
-        return json.loads(marker.read_text()).get("requested") == _requested()
-    except (OSError, ValueError):
-        return False
+    return venv_ready(Path(venv or PEERS_VENV), _MARKER, _requested())
 
 
 def ensure_peer_env(venv: Path | None = None) -> Path:
-    """Create (if missing) the peers' venv and install the lean set; return its python.
-
-    Idempotent: a marker file in the venv records the requested set and the resolved
-    ``pip freeze``; when it matches, nothing is installed. Checks that AIM and MST import
-    without PyTorch.
-    """
-    venv = Path(venv or PEERS_VENV)
-    python = _venv_python(venv)
-    if peer_env_ready(venv):
-        print(f"peers venv ready: {venv}", flush=True)
-        return python
-    started = time.perf_counter()
-    if not python.exists():
-        print(f"creating peers venv {venv}", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
-    constraints = venv / "peers-constraints.txt"
-    constraints.write_text("\n".join(_PINS) + "\n")
-    pip = [str(python), "-m", "pip", "install", "-c", str(constraints)]
-    print(f"pip install --no-deps {' '.join(_STEP_NO_DEPS)}  (pinned: {constraints})", flush=True)
-    subprocess.run([*pip, "--no-deps", *_STEP_NO_DEPS], check=True)
-    print(f"pip install {' '.join(_STEP_DEPS)}", flush=True)
-    subprocess.run([*pip, *_STEP_DEPS], check=True)
-    check = ("import sys\nfrom snsynth.mst.mst import MSTSynthesizer\n"
-             "from snsynth.aim.aim import AIMSynthesizer\n"
-             "assert 'torch' not in sys.modules, 'smartnoise imported torch'\nprint('ok')")
-    subprocess.run([str(python), "-c", check], check=True, capture_output=True, text=True)
-    freeze = subprocess.run([str(python), "-m", "pip", "freeze"], check=True, capture_output=True,
-                            text=True).stdout.split()
-    (venv / _MARKER).write_text(json.dumps({"requested": _requested(), "freeze": freeze}, indent=1))
-    print(f"peers venv built in {time.perf_counter() - started:.0f}s: {venv}", flush=True)
-    return python
+    """Create (if missing) the peers' venv and install the lean set (smartnoise-synth without
+    its dependencies, then what AIM and MST import); return its python. Idempotent
+    (:func:`bench.venvs.build_venv`); checks that AIM and MST import without PyTorch."""
+    return build_venv(Path(venv or PEERS_VENV), label="peers", marker=_MARKER, requested=_requested(),
+                      pins=_PINS, constraints_name="peers-constraints.txt",
+                      steps=[["--no-deps", *_STEP_NO_DEPS], _STEP_DEPS], check=_CHECK)
 
 
 def ensure_env_for(mechanism: str) -> Path:
@@ -328,7 +298,7 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
         raise ValueError(msg)
     is_opendp = mechanism in OPENDP_MECHANISMS
     venv = OPENDP_VENV if is_opendp else PEERS_VENV
-    python = Path(python) if python else _venv_python(venv)
+    python = Path(python) if python else venv_python(venv)
     if not python.exists():
         script = "bench/peers_opendp.py" if is_opendp else "bench/peers.py"
         msg = f"peers venv python {python} not found; build it with {script} --ensure"

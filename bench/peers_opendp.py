@@ -18,12 +18,14 @@ that ``torch`` is neither installed nor imported.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+try:  # run as a module (bench.peers_opendp) or as a script (python bench/peers_opendp.py)
+    from bench.venvs import build_venv, venv_ready
+except ImportError:  # pragma: no cover - script use
+    from venvs import build_venv, venv_ready
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_opendp_worker.py"
@@ -52,11 +54,6 @@ print('ok')
 """
 
 
-def venv_python(venv: Path) -> Path:
-    """The venv's interpreter (``bin/python``; ``Scripts/python.exe`` on Windows)."""
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
 def requested() -> dict:
     """What the marker must record for the venv to count as built: steps, pins, Python."""
     return {"step": _STEP, "pins": _PINS, "python": ".".join(map(str, sys.version_info[:2]))}
@@ -64,42 +61,17 @@ def requested() -> dict:
 
 def opendp_env_ready(venv: Path | None = None) -> bool:
     """True when the venv exists and its marker says it holds :func:`requested`."""
-    venv = Path(venv or OPENDP_VENV)
-    marker = venv / _MARKER
-    if not (venv_python(venv).exists() and marker.exists()):
-        return False
-    try:
-        return json.loads(marker.read_text()).get("requested") == requested()
-    except (OSError, ValueError):
-        return False
+    return venv_ready(Path(venv or OPENDP_VENV), _MARKER, requested())
 
 
 def ensure_opendp_env(venv: Path | None = None) -> Path:
     """Create (if missing) the OpenDP peer's venv, install the pinned set; return its python.
 
-    Idempotent: the marker records the request and the resolved ``pip freeze``; when it
-    matches, nothing is installed. Fails (CalledProcessError) if torch got in.
+    Idempotent (:func:`bench.venvs.build_venv`). Fails (CalledProcessError) if torch got in.
     """
-    venv = Path(venv or OPENDP_VENV)
-    python = venv_python(venv)
-    if opendp_env_ready(venv):
-        print(f"opendp peer venv ready: {venv}", flush=True)
-        return python
-    started = time.perf_counter()
-    if not python.exists():
-        print(f"creating opendp peer venv {venv}", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
-    constraints = venv / "peers-opendp-constraints.txt"
-    constraints.write_text("\n".join(_PINS) + "\n")
-    print(f"pip install {' '.join(_STEP)}  (pinned: {constraints})", flush=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-c", str(constraints), *_STEP], check=True)
-    subprocess.run([str(python), "-c", _CHECK], check=True, capture_output=True, text=True)
-    freeze = subprocess.run([str(python), "-m", "pip", "freeze"], check=True, capture_output=True,
-                            text=True).stdout.split()
-    (venv / _MARKER).write_text(json.dumps({"requested": requested(), "freeze": freeze}, indent=1))
-    print(f"opendp peer venv built in {time.perf_counter() - started:.0f}s: {venv}", flush=True)
-    return python
+    return build_venv(Path(venv or OPENDP_VENV), label="opendp peer", marker=_MARKER,
+                      requested=requested(), pins=_PINS, constraints_name="peers-opendp-constraints.txt",
+                      steps=[_STEP], check=_CHECK)
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ def _load_peers():
 
 
 peers = _load_peers()
-PEER_PYTHON = peers._venv_python(peers.PEERS_VENV)
+PEER_PYTHON = peers.venv_python(peers.PEERS_VENV)
 needs_venv = pytest.mark.skipif(not peers.peer_env_ready(),
                                 reason=f"peers venv {peers.PEERS_VENV} not built (python bench/peers.py --ensure)")
 
