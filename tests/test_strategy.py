@@ -219,3 +219,15 @@ def test_an_explicit_selection_share_overrides_the_strategy_s(task) -> None:
     paper = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
                                   seed=1, strategy="paper", **FAST)
     assert paper.report.parameters["selection_share"] == 0.5
+
+
+def test_a_strategy_object_missing_a_setting_is_named() -> None:
+    class Partial:
+        name, inverse_variance, decoding = "mine", False, "independent"
+
+        def plan(self, group_counts, rounds, k):
+            return []
+
+    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, describe"):
+        resolve_strategy(Partial())
+    assert resolve_strategy(PaperStrategy()) == PaperStrategy()

@@ -220,6 +220,8 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
+_PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
+             "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
@@ -230,6 +232,10 @@ def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
     elif isinstance(strategy, Mapping):
         spec = dict(strategy)
     elif hasattr(strategy, "plan") and hasattr(strategy, "inverse_variance"):
+        missing = [a for a in _PROTOCOL if not hasattr(strategy, a)]
+        if missing:
+            msg = f"the strategy object {strategy!r} lacks {', '.join(missing)} (see polars_rap.strategy.Strategy)"
+            raise ValueError(msg)
         return strategy
     else:
         msg = f"The 'strategy' parameter must be 'planned', 'paper' or a strategy object. Got {strategy!r}"
