@@ -332,31 +332,31 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
 
 
 def _smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: int,
-                    size_exponent: float) -> dict[str, float]:
-    """Per class in ``plan``: the smallest share of a step's measurement budget any one group
-    can get under :func:`~polars_rap.strategy.group_shares` (an outright step shares among
-    all the class's groups; a selection step among at most K, the worst case the smallest
-    group beside the K - 1 largest). Public sizes only."""
+                    size_exponent: float) -> dict[tuple[str, bool], float]:
+    """Per (class, outright) of the plan's steps: the smallest share of a step's measurement
+    budget any one group can get under :func:`~polars_rap.strategy.group_shares` (an outright
+    step shares among all the class's groups; a selection step among at most K, the worst case
+    the smallest group beside the K - 1 largest). Public sizes only."""
     smallest = {}
-    for step in plan:
-        sizes = queries.group_sizes[queries.group_class == CLASS_CODES[step.query_class]]
-        if step.outright:
-            smallest[step.query_class] = float(group_shares(sizes, size_exponent).min())
+    for query_class, outright in {(step.query_class, step.outright) for step in plan}:
+        sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
+        if outright:
+            smallest[query_class, outright] = float(group_shares(sizes, size_exponent).min())
         else:
             k = min(queries_per_round, len(sizes))
             worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
-            smallest[step.query_class] = float(group_shares(worst, size_exponent)[0])
+            smallest[query_class, outright] = float(group_shares(worst, size_exponent)[0])
     return smallest
 
 
 def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
-                              smallest_share: Mapping[str, float], queries_per_round: int,
+                              smallest_share: Mapping[tuple[str, bool], float], queries_per_round: int,
                               selection_share: float, epsilon: float) -> None:
     """Refuse a run whose planned measurement noise swamps every answer.
 
     A selection step measures with ``rho_step (1 - selection_share)``, an outright step with
-    ``rho_step``; the group given the least of it (``smallest_share`` per class, from
-    :func:`_smallest_share`) gets ``rho_g``, and a marginal cell carries noise of std
+    ``rho_step``; the group given the least of it (``smallest_share`` per class and kind of
+    step, from :func:`_smallest_share`) gets ``rho_g``, and a marginal cell carries noise of std
     ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
     checked. Answers are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The
     row count is public.
@@ -364,7 +364,7 @@ def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
     total = math.fsum(step.weight for step in plan)
     rho_group = min(
         rho * step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
-        * smallest_share[step.query_class]
+        * smallest_share[step.query_class, step.outright]
         for step in plan
     )
     noise_std = 1.0 / (n_rows * math.sqrt(rho_group))

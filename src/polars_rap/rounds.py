@@ -45,9 +45,8 @@ _CATEGORICAL_ONLY = ("CM", "NR")  # classes without thresholds: no temperature t
 @dataclass
 class LoopRecord:
     """What the loop released, in measurement order: group ids (int), the step (round) each
-    was measured in, its noisy answers (float64 arrays) and per-answer noise std, the
-    projection's targets (the noisy answers, or their shrunk estimates) and each group's
-    shrinkage factor (1: unchanged); the last
+    was measured in, its noisy answers (float64 arrays) and per-answer noise std, and the
+    projection's targets (the noisy answers, or their shrunk estimates); the last
     Gumbel selection of each class that still has unmeasured groups (for their bounds; a
     class whose leftovers a later step measured without selection has none); the final
     relaxed parameters."""
@@ -58,7 +57,6 @@ class LoopRecord:
     noisy_parts: list[np.ndarray] = field(default_factory=list)
     noise_stds: list[float] = field(default_factory=list)
     targets: list[np.ndarray] = field(default_factory=list)
-    shrink_factors: list[float] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
 
     def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
@@ -142,11 +140,11 @@ def run_plan(
             record.rounds.append(index)
             record.noisy_parts.append(noisy)
             record.noise_stds.append(std)
-            target, factor = noisy, 1.0
             if shrinkage and step.query_class == "CM":
-                target, factor = shrink_marginal(noisy, marginal_shape(queries, group), std)
-            record.targets.append(target)
-            record.shrink_factors.append(factor)
+                noisy_target = shrink_marginal(noisy, marginal_shape(queries, group), std)[0]
+            else:
+                noisy_target = noisy
+            record.targets.append(noisy_target)
             available[group] = False
         if chosen_by_gumbel:
             record.selections[step.query_class] = _selection_record(
