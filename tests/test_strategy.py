@@ -228,6 +228,70 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, describe"):
+    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
+
+
+def test_expected_noise_l1_is_the_mean_absolute_gaussian_times_cells() -> None:
+    """sqrt(2/pi) sigma per answer, sigma = l2 / sqrt(2 rho), times the group's answers; and
+    it is what Gaussian noise of that sigma averages to (Monte Carlo, 4e5 draws)."""
+    l2, sizes, rho = np.array([math.sqrt(2.0) / 1000, 1.0 / 1000]), np.array([12, 1]), 2.5e-4
+    sigma = l2 / math.sqrt(2.0 * rho)
+    np.testing.assert_array_equal(rounds.expected_noise_l1(l2, sizes, rho),
+                                  math.sqrt(2.0 / math.pi) * sigma * sizes)
+    draws = np.random.default_rng(0).normal(0.0, sigma[0], size=(400_000 // 12, 12))
+    assert np.abs(draws).sum(axis=1).mean() == pytest.approx(rounds.expected_noise_l1(l2, sizes, rho)[0], rel=0.01)
+
+
+def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, monkeypatch) -> None:
+    """With noise_aware, every score a Gumbel round sees is the plain L1 error minus the
+    candidate's public expected noise norm at the round's per-group ρ; the Gumbel charge and
+    its sensitivity are unchanged (the shift is public)."""
+    seen: dict[bool, list] = {False: [], True: []}
+    real = rounds.gumbel_top_k
+
+    rows = task.frame.sample(2_000, seed=6)
+    for aware in (False, True):
+        def spy(scores, k, l1, rho, ledger, rng, aware=aware, **kwargs):
+            seen[aware].append((np.array(scores), k, l1, rho))
+            return real(scores, k, l1, rho, ledger, rng, **kwargs)
+
+        monkeypatch.setattr(rounds, "gumbel_top_k", spy)
+        polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels, seed=3,
+                              rounds_cm=2, queries_per_round=5,
+                              strategy={"name": "planned", "noise_aware": aware}, **FAST)
+    plain, aware = seen[False][0], seen[True][0]  # the first round: same state, same candidates
+    assert plain[1:] == aware[1:]
+    from polars_rap import mechanism
+    from polars_rap.domain import Domain
+    from polars_rap.workload import group_sensitivities
+
+    domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
+    queries, plan, _ = mechanism.workload_and_plan(
+        domain, PlannedStrategy(noise_aware=True), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
+        rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=200,
+        max_marginal_cells=20_000)
+    first_selection = next(step for step in plan if not step.outright)
+    in_class = queries.group_class == rounds.CLASS_CODES[first_selection.query_class]
+    l2 = group_sensitivities(queries, rows.height)[1][in_class]
+    measure_rho = aware[3] / 0.5 * (1 - 0.5) / 5  # the Gumbel charge is half the step's ρ
+    np.testing.assert_allclose(plain[0] - aware[0],
+                               rounds.expected_noise_l1(l2, queries.group_sizes[in_class], measure_rho), rtol=1e-9)
+    cm_rounds = [i for i, step in enumerate(plan) if step.query_class == "CM"]
+    assert cm_rounds and all(not plan[i].outright for i in cm_rounds)
+
+
+def test_class_k_sets_a_class_s_groups_per_round() -> None:
+    """class_k overrides K for its class only: 6 CM rounds of 5 (30 < 153 groups, so they
+    select), LT keeps the run's K; a class whose K times rounds covers it goes outright."""
+    plan = PlannedStrategy(class_k={"CM": 5}).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
+    assert [s.k for s in plan if s.query_class == "CM"] == [5] * 6
+    assert [s.k for s in plan if s.query_class == "LT"] == [10] * 4
+    assert math.fsum(s.weight for s in plan if s.query_class == "CM") == pytest.approx(0.5, rel=1e-15)
+    covered = PlannedStrategy(class_k={"CM": 30}).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
+    assert [(s.query_class, s.k) for s in covered if s.query_class == "CM"] == [("CM", None)]
+    with pytest.raises(ValueError, match="class_k maps a query class"):
+        PlannedStrategy(class_k={"CM": 0})
+    with pytest.raises(ValueError, match="class_k maps a query class"):
+        PlannedStrategy(class_k={"XX": 3})

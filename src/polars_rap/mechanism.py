@@ -275,7 +275,7 @@ def synthesize(
         plan, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, params,
         backend_module, projection, noise_rng, selection_share=selection_share,
         inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
-        size_exponent=strategy.size_exponent,
+        size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware,
         progress=sys.stderr.isatty() if progress is None else progress,
     )
     del true_answers
@@ -338,12 +338,15 @@ def _smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: 
     step shares among all the class's groups; a selection step among at most K, the worst case
     the smallest group beside the K - 1 largest). Public sizes only."""
     smallest = {}
-    for query_class, outright in {(step.query_class, step.outright) for step in plan}:
+    largest_k = {}
+    for step in plan:
+        largest_k[step.query_class, step.outright] = max(step.k or 0, largest_k.get((step.query_class, step.outright), 0))
+    for query_class, outright in largest_k:
         sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
         if outright:
             smallest[query_class, outright] = float(group_shares(sizes, size_exponent).min())
         else:
-            k = min(queries_per_round, len(sizes))
+            k = min(largest_k[query_class, outright], len(sizes))
             worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
             smallest[query_class, outright] = float(group_shares(worst, size_exponent)[0])
     return smallest

@@ -84,6 +84,7 @@ def run_plan(
     inverse_variance: bool,
     shrinkage: bool = False,
     size_exponent: float = 0.0,
+    noise_aware: bool = False,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
@@ -91,7 +92,8 @@ def run_plan(
     returns what was released. ``rng`` draws all the noise. ``shrinkage`` projects onto
     shrunk categorical marginals (post-processing of the released answers);
     ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
-    measured groups' sizes (public), evenly when 0."""
+    measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
+    candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`)."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -111,11 +113,14 @@ def run_plan(
             errors = group_l1(true_answers[queries.group_query_indices(candidates)] - synthetic,
                               queries.group_sizes[candidates])
             selection_l1 = float(l1_sensitivity[candidates].max())
+            measure_rho = (1.0 - selection_share) * step_rho
+            if noise_aware:  # public: it moves every score by a constant of the plan
+                errors = errors - expected_noise_l1(
+                    l2_sensitivity[candidates], queries.group_sizes[candidates], measure_rho / k)
             selected_local = gumbel_top_k(
                 errors, k, selection_l1, selection_share * step_rho, ledger, rng,
                 description=f"{step.query_class} selection", round=index,
             )
-            measure_rho = (1.0 - selection_share) * step_rho
         else:  # selecting every candidate reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
             measure_rho = step_rho
@@ -167,6 +172,14 @@ def run_plan(
         )
     bar.close()
     return record
+
+
+def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: float) -> np.ndarray:
+    """float64[groups]: the expected L1 norm of each group's Gaussian noise if measured with
+    ``group_rho``: ``sqrt(2/pi) * sigma * cells``, ``sigma = l2 / sqrt(2 rho)`` (per answer;
+    ``l2_sensitivity`` float64[groups], ``sizes`` int[groups] answers per group). Public."""
+    sigma = np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * group_rho)
+    return np.sqrt(2.0 / np.pi) * sigma * np.asarray(sizes, dtype=np.float64)
 
 
 def marginal_shape(queries: QuerySet, group: int) -> tuple[int, ...]:

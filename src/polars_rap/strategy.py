@@ -73,6 +73,10 @@ class Strategy(Protocol):
     size_exponent: float
     """A step splits its measurement budget over its groups in proportion to
     ``cells ** size_exponent`` (0: evenly; see :func:`group_shares`)."""
+    noise_aware: bool
+    """A selection round scores each candidate group by its L1 error minus the L1 norm its
+    measurement noise would be expected to have (AIM's score), so that large groups are not
+    picked for their noise."""
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         """The steps, from the number of workload groups per class (``group_counts``), the
@@ -107,6 +111,7 @@ class PaperStrategy:
     shrinkage: bool = field(default=False, init=False)
     selection_share: float = field(default=0.5, init=False)
     size_exponent: float = field(default=0.0, init=False)
+    noise_aware: bool = field(default=False, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -143,6 +148,13 @@ class PlannedStrategy:
     size_exponent : float
         Split each step's measurement budget over its groups in proportion to
         ``cells ** size_exponent`` (:func:`group_shares`); 0 splits it evenly.
+    class_k : mapping or None
+        Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
+        ``queries_per_round`` for that class (public).
+    noise_aware : bool
+        Score each candidate of a selection round by its L1 error minus the expected L1 norm
+        of its measurement's noise, ``sqrt(2/pi) * sigma * cells`` (AIM's score; public, so the
+        score's sensitivity is the error's).
     """
 
     class_shares: Mapping[str, float] | str | None = None
@@ -152,6 +164,8 @@ class PlannedStrategy:
     shrinkage: bool = False
     selection_share: float = 0.5
     size_exponent: float = 0.0
+    noise_aware: bool = False
+    class_k: Mapping[str, int] | None = None
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -167,6 +181,10 @@ class PlannedStrategy:
                         math.isfinite(value) and value > 0):
                     msg = f"class_shares[{key!r}] must be a finite number > 0. Got {value!r}"
                     raise ValueError(msg)
+        for key, value in (self.class_k or {}).items():
+            if key not in CLASSES or isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"class_k maps a query class ({', '.join(CLASSES)}) to an int >= 1. Got {key!r}: {value!r}"
+                raise ValueError(msg)
         if isinstance(self.size_exponent, bool) or not isinstance(self.size_exponent, (int, float)) or not (
                 0.0 <= self.size_exponent <= 2.0):
             msg = f"size_exponent must be a number in [0, 2]. Got {self.size_exponent!r}"
@@ -180,7 +198,8 @@ class PlannedStrategy:
             raise ValueError(msg)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
-        capped = capped_rounds(group_counts, rounds, k)
+        ks = {c: int((self.class_k or {}).get(c, k)) for c in CLASSES}
+        capped = {c: capped_rounds(group_counts, {c: r}, ks[c])[c] for c, r in rounds.items()}
         active = [c for c in CLASSES if capped.get(c, 0) > 0]
         if not active:
             return []
@@ -196,10 +215,10 @@ class PlannedStrategy:
         total = math.fsum(raw.values())
         share = {c: raw[c] / total for c in active if raw[c] > 0}
         outright = [c for c in share
-                    if self.outright and int(rounds[c]) * k >= int(group_counts.get(c, 0))]
+                    if self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
         steps = [Step(c, share[c], None) for c in outright]
         selecting = {c: capped[c] for c in share if c not in outright}
-        steps += [Step(c, share[c] / selecting[c], k) for c in interleave(selecting)]
+        steps += [Step(c, share[c] / selecting[c], ks[c]) for c in interleave(selecting)]
         return steps
 
     def describe(self) -> dict[str, Any]:
@@ -207,7 +226,9 @@ class PlannedStrategy:
         return {"name": self.name, "class_shares": shares,
                 "outright": self.outright, "inverse_variance": self.inverse_variance,
                 "decoding": self.decoding, "shrinkage": self.shrinkage,
-                "selection_share": self.selection_share, "size_exponent": self.size_exponent}
+                "selection_share": self.selection_share, "size_exponent": self.size_exponent,
+                "noise_aware": self.noise_aware,
+                "class_k": dict(self.class_k) if self.class_k is not None else None}
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:
@@ -221,7 +242,7 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "plan", "describe")
+             "noise_aware", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
