@@ -228,7 +228,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, describe"):
+    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, base_share, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 
@@ -295,3 +295,32 @@ def test_class_k_sets_a_class_s_groups_per_round() -> None:
         PlannedStrategy(class_k={"CM": 0})
     with pytest.raises(ValueError, match="class_k maps a query class"):
         PlannedStrategy(class_k={"XX": 3})
+
+
+def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(task) -> None:
+    """base_share = 0.1: one outright BM step first, one Gaussian event per feature block x
+    label, each exactly 0.1 rho / groups; the rest of the plan shares the other 0.9 as before;
+    no null-rate step (every block is measured); the ledger closes to the last float."""
+    from polars_rap.base_marginals import feature_blocks
+    from polars_rap.domain import Domain
+
+    rows = task.frame.sample(3_000, seed=4)
+    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                   seed=2, rounds_cm=2, queries_per_round=5,
+                                   strategy={"name": "planned", "base_share": 0.1, "noise_aware": True}, **FAST)
+    report = result.report
+    rho = split_budget(1.0, 1e-8).rho
+    domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
+    base = [e for e in report.events if e.description.startswith("BM group")]
+    assert len(base) == len(feature_blocks(domain)) * len(task.labels) > 0
+    assert all(e.round == 0 for e in base)
+    assert all(e.rho == pytest.approx(0.1 * rho / len(base), rel=1e-12) for e in base)
+    assert not any(e.description.startswith("NR") for e in report.events)
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    assert report.parameters["strategy"]["base_share"] == 0.1
+    assert report.measurements.filter(pl.col("query_class") == "BM").height > 0
+
+
+def test_base_share_is_checked() -> None:
+    with pytest.raises(ValueError, match="base_share must be a number in"):
+        PlannedStrategy(base_share=1.0)

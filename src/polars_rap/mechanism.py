@@ -39,6 +39,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
+from polars_rap.base_marginals import add_base_marginals
 from polars_rap.null_rates import add_null_rates
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
@@ -321,6 +322,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     )
     group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
     plan = strategy.plan(group_counts, asked, queries_per_round)
+    if strategy.base_share > 0:
+        queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
+                                                         strategy.base_share)
     queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
     if not plan:
         msg = (

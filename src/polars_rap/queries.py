@@ -40,8 +40,9 @@ class QueryClass:
     MIXED_MARGINAL = 1
     LINEAR_THRESHOLD = 2
     NULL_RATE = 3  # a nullable block (x each label): polars_rap.null_rates
-    NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate")
-    SHORT = ("CM", "MM", "LT", "NR")
+    BASE_MARGINAL = 4  # every feature block x each label, measured first: polars_rap.base_marginals
+    NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal")
+    SHORT = ("CM", "MM", "LT", "NR", "BM")
 
 
 def categorical_layout(column_sizes) -> dict:

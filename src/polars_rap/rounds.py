@@ -38,8 +38,9 @@ __all__ = ["CLASS_CODES", "LoopRecord", "run_plan"]
 logger = logging.getLogger(__name__)
 
 CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MARGINAL,
-               "LT": QueryClass.LINEAR_THRESHOLD, "NR": QueryClass.NULL_RATE}
-_CATEGORICAL_ONLY = ("CM", "NR")  # classes without thresholds: no temperature to anneal
+               "LT": QueryClass.LINEAR_THRESHOLD, "NR": QueryClass.NULL_RATE,
+               "BM": QueryClass.BASE_MARGINAL}
+_CATEGORICAL_ONLY = ("CM", "NR", "BM")  # classes without thresholds: no temperature to anneal
 
 
 @dataclass

@@ -73,6 +73,9 @@ class Strategy(Protocol):
     size_exponent: float
     """A step splits its measurement budget over its groups in proportion to
     ``cells ** size_exponent`` (0: evenly; see :func:`group_shares`)."""
+    base_share: float
+    """Part of the loop's budget for the base marginals (every feature block x label, measured
+    outright first: :mod:`polars_rap.base_marginals`); 0 measures none."""
     noise_aware: bool
     """A selection round scores each candidate group by its L1 error minus the L1 norm its
     measurement noise would be expected to have (AIM's score), so that large groups are not
@@ -112,6 +115,7 @@ class PaperStrategy:
     selection_share: float = field(default=0.5, init=False)
     size_exponent: float = field(default=0.0, init=False)
     noise_aware: bool = field(default=False, init=False)
+    base_share: float = field(default=0.0, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -148,6 +152,10 @@ class PlannedStrategy:
     size_exponent : float
         Split each step's measurement budget over its groups in proportion to
         ``cells ** size_exponent`` (:func:`group_shares`); 0 splits it evenly.
+    base_share : float
+        Part of the loop's budget spent first on the base marginals, every categorical feature
+        block times each label, measured outright (:mod:`polars_rap.base_marginals`; AIM's
+        one-way marginals); 0 measures none.
     class_k : mapping or None
         Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
         ``queries_per_round`` for that class (public).
@@ -166,6 +174,7 @@ class PlannedStrategy:
     size_exponent: float = 0.0
     noise_aware: bool = False
     class_k: Mapping[str, int] | None = None
+    base_share: float = 0.0
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -188,6 +197,10 @@ class PlannedStrategy:
         if isinstance(self.size_exponent, bool) or not isinstance(self.size_exponent, (int, float)) or not (
                 0.0 <= self.size_exponent <= 2.0):
             msg = f"size_exponent must be a number in [0, 2]. Got {self.size_exponent!r}"
+            raise ValueError(msg)
+        if isinstance(self.base_share, bool) or not isinstance(self.base_share, (int, float)) or not (
+                0.0 <= self.base_share < 1.0):
+            msg = f"base_share must be a number in [0, 1). Got {self.base_share!r}"
             raise ValueError(msg)
         if isinstance(self.selection_share, bool) or not isinstance(self.selection_share, (int, float)) or not (
                 0.0 < self.selection_share < 1.0):
@@ -228,7 +241,8 @@ class PlannedStrategy:
                 "decoding": self.decoding, "shrinkage": self.shrinkage,
                 "selection_share": self.selection_share, "size_exponent": self.size_exponent,
                 "noise_aware": self.noise_aware,
-                "class_k": dict(self.class_k) if self.class_k is not None else None}
+                "class_k": dict(self.class_k) if self.class_k is not None else None,
+                "base_share": self.base_share}
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:
@@ -242,7 +256,7 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "noise_aware", "plan", "describe")
+             "noise_aware", "base_share", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:

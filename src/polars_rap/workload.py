@@ -141,15 +141,17 @@ def categorical_marginals(domain: Domain, max_cells: int | None = 20_000) -> Que
     return _marginal_groups(domain, combos, [[] for _ in combos], QueryClass.CATEGORICAL_MARGINAL)
 
 
-def null_rate_marginals(domain: Domain, blocks: list[int]) -> QuerySet:
+def null_rate_marginals(domain: Domain, blocks: list[int],
+                        query_class: int = QueryClass.NULL_RATE) -> QuerySet:
     """Null-rate groups of the categorical ``blocks`` (nullable columns, null indicators):
     each block times each label (block x label marginals), or the block alone when the domain
-    has no label or the block is a label. Their cells sum to the block's null rate."""
+    has no label or the block is a label. Their cells sum to the block's null rate. The same
+    groups over every feature block are the base marginals (``query_class`` BASE_MARGINAL)."""
     _, labels = _feature_and_label_blocks(domain)
     combos: list[tuple[int, ...]] = []
     for block in blocks:
         combos += [(block,)] if not labels or block in labels else [(block, label) for label in labels]
-    return _marginal_groups(domain, combos, [[] for _ in combos], QueryClass.NULL_RATE)
+    return _marginal_groups(domain, combos, [[] for _ in combos], query_class)
 
 
 def mixed_marginals(domain: Domain, n_groups: int, rng: np.random.Generator) -> QuerySet:

@@ -1,0 +1,53 @@
+"""Base marginals: every categorical feature block × each label, measured outright first.
+
+AIM measures every one-way marginal before it selects larger ones: they are cheap (few cells),
+they fix each column's distribution for whatever is never selected, and the larger marginals
+selected later are fitted around them. In the class-conditional workload the analogue of a
+one-way marginal is a feature block times the label, so a *base* group is the marginal of one
+categorical block (a categorical feature, or a numeric column's null indicator) and one label,
+or of the block alone when the domain has no label (the same groups as
+:func:`polars_rap.workload.null_rate_marginals`, over every feature block, class ``"BM"``).
+
+:func:`add_base_marginals` appends them to the workload and puts one outright ``"BM"`` step
+first in the plan, weighted to take ``share`` of the loop's budget, split evenly over the
+groups. Each group is one marginal: a row changes two of its cells by ``1/n`` under
+replace-one, so its L2 sensitivity is ``sqrt(2)/n`` (:func:`polars_rap.workload.group_sensitivities`),
+charged by the Gaussian mechanism in the same ledger as every other measurement. The groups and
+their number come from the domain only (public), and measuring all of them selects nothing.
+Every feature block is then measured, so no null-rate step is needed after it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from polars_rap.domain import Domain
+from polars_rap.queries import QueryClass, QuerySet
+from polars_rap.strategy import Step
+from polars_rap.workload import null_rate_marginals
+
+__all__ = ["add_base_marginals", "feature_blocks"]
+
+
+def feature_blocks(domain: Domain) -> list[int]:
+    """Indices of the categorical blocks that are not labels (null indicators included)."""
+    return [i for i, block in enumerate(domain.blocks) if not block.is_label]
+
+
+def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
+                       share: float) -> tuple[QuerySet, list[Step], dict[str, int]]:
+    """The workload, plan and group counts with one base group per feature block (× label).
+
+    The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
+    outright ``"BM"`` step goes first, weighted so that it takes ``share`` (in (0, 1)) of the
+    loop's budget. Unchanged when the domain has no categorical feature block.
+    """
+    counts = dict(group_counts)
+    blocks = feature_blocks(domain)
+    if not blocks or not plan:
+        return queries, list(plan), counts
+    added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
+    counts["BM"] = added.n_groups
+    weight = share / (1.0 - share) * math.fsum(step.weight for step in plan)
+    return QuerySet.concatenate([queries, added]), [Step("BM", weight, None), *plan], counts
