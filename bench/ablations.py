@@ -62,6 +62,19 @@ STEPS: dict[str, list[tuple[str, dict, str]]] = {
          "minimises the expected total absolute noise over all the workload's cells"),
     ],
 }
+STEPS["cm_selection"] = [
+    ("selection share 0.2", {"selection_share": 0.2},
+     "the base of this ablation: selection rounds pay a fifth of their budget for the Gumbel top-K"),
+    ("+ CM by noise-aware selection (6 rounds x 5)",
+     {"selection_share": 0.2, "rounds_cm": 6,
+      "strategy": {**PLANNED, "noise_aware": True, "class_k": {"CM": 5}}},
+     "instead of measuring all CM tables outright, 6 rounds each select 5 tables by their L1 error minus "
+     "their expected noise norm (AIM's score) and measure them with 5x the budget each"),
+    ("+ base marginals (10%)",
+     {"selection_share": 0.2, "rounds_cm": 6,
+      "strategy": {**PLANNED, "noise_aware": True, "class_k": {"CM": 5}, "base_share": 0.1}},
+     "every feature x label marginal measured outright first with 10% of the budget (AIM's one-ways)"),
+]
 FINDINGS: dict[str, list[str]] = {
     "strategy": [
         "outright, shares by rounds: kept. Not paying for a selection that picks every CM group "
@@ -109,11 +122,13 @@ METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "seconds")
 
 
 def run(name: str, epsilons: Sequence[float], seeds: Sequence[int]) -> None:
-    """Every step's runs (``bench.run`` skips those already in the CSV)."""
+    """Every step's runs (``bench.run`` skips those already in the CSV; a step another
+    ablation ran, with the same keywords, is not rerun)."""
     out = RESULTS / f"ablation_{name}.csv"
     for label, synthesize, _ in STEPS[name]:
-        if not synthesize:  # the default: the headline suite's rap++ rows
-            continue
+        if not synthesize or any(synthesize in STEPS[other][i][1:2] for other in STEPS if other != name
+                                 for i in range(len(STEPS[other]))):
+            continue  # the default (the headline suite's rap++ rows) or another ablation's step
         print(f"== {label}", flush=True)
         command = [sys.executable, "-m", "bench.run", "--suite", "headline", "--mechanisms", "rap++",
                    "--datasets", *DATASETS, "--epsilons", *map(str, epsilons), "--seeds", *map(str, seeds),
@@ -133,7 +148,9 @@ def _step_of(parameters: str, name: str) -> str | None:
 
 def table(name: str) -> pl.DataFrame:
     """Mean over seeds per dataset × ε × step, with the paper's rows first and ratios to them."""
-    rows = read_results(RESULTS / f"ablation_{name}.csv").filter(pl.col("status") == "ok")
+    # A step already run in another ablation (same keywords) is read from there, not rerun.
+    rows = pl.concat([read_results(path) for path in sorted(RESULTS.glob("ablation_*.csv"))],
+                     how="vertical_relaxed").filter(pl.col("status") == "ok")
     rows = rows.with_columns(pl.col("parameters").map_elements(lambda p: _step_of(p, name),
                                                                return_dtype=pl.String).alias("step"))
     rows = rows.filter(pl.col("step").is_not_null())
