@@ -1,0 +1,123 @@
+"""Offline diagnostics of one rap++ fit (the headline split, defaults, one seed).
+
+    python -m bench.diagnostics cm acs-income-CA --epsilon 1 --seed 0
+    python -m bench.diagnostics nulls acs-income-CA --epsilon 1 --seed 0
+
+``cm``: each class-conditional 3-way table's mean cell error of the synthetic rows beside that
+of conditional independence given the label built from the *true* feature x label margins
+(what a model that never measured the table's interaction could reach at best).
+``nulls``: the relaxed rows' expected MM/LT errors under the kernels' semantics (a numeric
+counts whatever its null indicator) and under the decoded semantics (a row is null with its
+indicator's probability, and a null numeric counts as scaled 0, as ``encode`` puts it).
+Both read the real training rows: diagnostics for the bench, never part of a release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from bench.run import prepare_dataset
+
+
+def fit(name: str, epsilon: float, seed: int):
+    import polars_rap
+
+    train, test, task = prepare_dataset(name, None)
+    result = polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=task.domain,
+                                   labels=task.labels, seed=seed, progress=False, rounds_mm=0)
+    return train, task, result
+
+
+def cm_tables(train: pl.DataFrame, synthetic: pl.DataFrame, task) -> pl.DataFrame:
+    """One row per (feature a, feature b): cells, the synthetic rows' mean cell error and the
+    conditional-independence oracle's, over a x b x label (nulls as their own category)."""
+    label = task.labels[0]
+    features = [k for k, v in task.domain.items() if k != label and not isinstance(v, (tuple, dict))]
+    features += [f"{k}_null" for k, v in task.domain.items() if isinstance(v, dict) and v.get("nullable")]
+
+    def prepare(frame: pl.DataFrame) -> pl.DataFrame:
+        nulls = [pl.col(c.removesuffix("_null")).is_null().alias(c) for c in features if c.endswith("_null")]
+        return frame.with_columns(nulls).select(pl.col(c).cast(pl.String).fill_null("<null>") for c in [*features, label])
+
+    real, synth = prepare(train), prepare(synthetic)
+    values = {c: sorted(set(real[c].to_list()) | set(synth[c].to_list())) for c in [*features, label]}
+
+    def table(frame: pl.DataFrame, a: str, b: str) -> np.ndarray:
+        counts = {(r[a], r[b], r[label]): r["len"] for r in frame.group_by(a, b, label).len().iter_rows(named=True)}
+        cube = [[[counts.get((x, y, z), 0) for z in values[label]] for y in values[b]] for x in values[a]]
+        return np.asarray(cube, dtype=np.float64) / frame.height
+
+    rows = []
+    for a, b in itertools.combinations(features, 2):
+        true, fitted = table(real, a, b), table(synth, a, b)
+        p_label, p_a, p_b = true.sum((0, 1)), true.sum(1), true.sum(0)
+        independent = p_a[:, None, :] * p_b[None, :, :] / np.where(p_label > 0, p_label, 1.0)
+        rows.append({"a": a, "b": b, "cells": true.size, "error": np.abs(true - fitted).mean(),
+                     "independence_error": np.abs(true - independent).mean()})
+    return pl.DataFrame(rows).sort("cells", descending=True)
+
+
+def null_semantics(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
+    """MM/LT errors of the relaxed rows' expected answers, kernel vs decoded semantics."""
+    from polars_rap import kernels
+    from polars_rap.domain import Domain
+    from polars_rap.encoding import block_slices, encode
+    from polars_rap.evaluation import _benchmark_workload, _errors_by_class
+
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    cpu = kernels.get_backend("cpu")
+    queries = _benchmark_workload(domain, 0, ("MM", "LT"), 20_000, 200_000)
+    encoded = encode(train.select(domain.names), domain)
+    true = cpu.answers_exact(encoded.codes, encoded.numerics, queries)
+    X = np.asarray(relaxed, dtype=np.float32)
+    kernel = cpu.answers_relaxed(X, queries, np.inf).astype(np.float64)
+    slices = block_slices(domain)
+    labels = [slices[i] for i, block in enumerate(domain.blocks) if block.is_label]
+    nullable = [j for j, spec in enumerate(domain.numeric_columns) if spec.nullable]
+    if len(nullable) != 1 or not labels:
+        msg = "this diagnostic handles one nullable numeric column and class-conditional queries"
+        raise ValueError(msg)
+    j = nullable[0]
+    indicator = slices[domain.block_index(domain.numeric_columns[j].name, indicator=True)]
+    probs = np.clip(X[:, indicator], 0.0, None)
+    q = probs[:, 1] / probs.sum(axis=1)
+    present, null = X.copy(), X.copy()
+    null[:, domain.n_categorical_coords + j] = 0.0
+    for label in labels:  # every query has one label factor: weigh each row's two states by it
+        present[:, label] *= (1.0 - q)[:, None]
+        null[:, label] *= q[:, None]
+    decoded = (cpu.answers_relaxed(present, queries, np.inf).astype(np.float64)
+               + cpu.answers_relaxed(null, queries, np.inf).astype(np.float64))
+    both = [_errors_by_class(queries, np.abs(true - kernel)).with_columns(pl.lit("kernel").alias("semantics")),
+            _errors_by_class(queries, np.abs(true - decoded)).with_columns(pl.lit("decoded").alias("semantics"))]
+    return pl.concat(both)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("cm", "nulls"))
+    parser.add_argument("dataset")
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    train, task, result = fit(args.dataset, args.epsilon, args.seed)
+    with pl.Config(tbl_rows=30, tbl_width_chars=160):
+        if args.what == "cm":
+            tables = cm_tables(train, result.data, task)
+            cells = tables["cells"]
+            print(tables.head(20))
+            print(f"mean cell error: synthetic {(tables['error'] * cells).sum() / cells.sum():.6f}, "
+                  f"independence given the label {(tables['independence_error'] * cells).sum() / cells.sum():.6f}; "
+                  f"independence better on {(tables['independence_error'] < tables['error']).sum()} of {tables.height} tables")
+        else:
+            print(null_semantics(train, result.relaxed, task))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
