@@ -115,14 +115,14 @@ FINDINGS["cm_selection"] = [
     "but at eps = 0.25 (seed 0) CM is 5% worse and F1 0.709 vs 0.747, and at eps = 5 (seed 0) CM is "
     "47% worse (0.00045 vs 0.00031): a fixed number of sharper tables only suits one noise level. "
     "Diagnosis (bench/results/ca_cm_noise_vs_independence.md): on CA the measured-everything CM error "
-    "(0.00082) is no better than conditional independence given the label with exact two-way margins "
-    "(0.00076), and on the largest tables (SCHL x OCCP x label: 0.00066 vs 0.00039) it is worse; on Adult "
+    "(0.00085) is no better than conditional independence given the label with exact two-way margins "
+    "(0.00084), and on the largest tables (SCHL x OCCP x label: 0.00066 vs 0.00039) it is worse; on Adult "
     "it is half of it (0.00032 vs 0.00062). What to try next: AIM's budget annealing, so that the "
     "number of tables follows the noise level instead of being fixed.",
     "base marginals, 10% of the budget: dropped. CM within seed noise of the step before (CA 0.00077 "
-    "vs 0.00077), F1 lower on both datasets (CA 0.757 vs 0.768; Adult seed 0 0.757 vs 0.772) and LT "
-    "higher: the feature x label margins are already pinned by the 3-way tables that hold them, so "
-    "the 10% is taken from LT for nothing.",
+    "vs 0.00077; Adult 0.00032 vs 0.00032), F1 lower on both datasets (CA 0.757 vs 0.768; Adult 0.758 "
+    "vs 0.768, 3 seeds each) and MM/LT 1-8% higher: the feature x label margins are already pinned by "
+    "the 3-way tables that hold them, so the 10% is taken from LT for nothing.",
 ]
 SECONDS_NOTES: dict[str, str] = {
     "cm_selection": "Seconds are not comparable with the base's: these runs shared the 2 cores with "
