@@ -2,6 +2,7 @@
 (equal to the in-memory answers), its errors, and synthesis from a file or a LazyFrame."""
 
 import logging
+import sys
 
 import numpy as np
 import polars as pl
@@ -319,3 +320,18 @@ def test_synthesize_reads_a_csv_with_its_declared_types(tmp_path):
                                    labels=["sex"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20,
                                    seed=0, progress=False)
     assert result.data.schema == pl.Schema({"age": pl.Int64, "sex": pl.String})
+
+
+def test_the_ray_engine_without_ray_names_the_extra(task, tmp_path, monkeypatch, capsys):
+    """Without Ray installed (hidden here), engine='ray' is an ImportError naming the extra,
+    from the library and, as a usage error (exit 2), from the command line; nothing is read."""
+    from polars_rap import cli
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, find_spec finds nothing
+    path = tmp_path / "ca.parquet"
+    task.frame.head(100).write_parquet(path)
+    with pytest.raises(ImportError, match=r"pip install 'polars-rap\[ray\]'"):
+        polars_rap.synthesize(path, epsilon=1.0, delta=1e-9, domain=task.domain, engine="ray", **FAST)
+    status = cli.main(["synthesize", str(path), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
+                       "--delta", "1e-9", "--engine", "ray", "--quiet"])
+    assert status == 2 and "pip install 'polars-rap[ray]'" in capsys.readouterr().err
