@@ -117,9 +117,10 @@ def synthesize(
     Parameters
     ----------
     data : DataFrame, LazyFrame or path to a Parquet/CSV/IPC file
-        The sensitive table (a pyarrow Table or pandas DataFrame works too). Read once, in
-        batches (:func:`polars_rap.source.default_batch_rows`: up to 250,000 rows); a
-        LazyFrame or a file streams, so it may be larger than memory. No reference is kept.
+        The sensitive table (a pyarrow Table, a pandas DataFrame or a ``ray.data.Dataset``
+        works too; see ``engine``). Read once, in batches
+        (:func:`polars_rap.source.default_batch_rows`: up to 250,000 rows); a LazyFrame or a
+        file streams, so it may be larger than memory. No reference is kept.
     epsilon, delta : float
         The (ε, δ)-DP guarantee (replace-one neighbours, the row count is public).
     domain : mapping
