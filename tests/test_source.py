@@ -2,6 +2,7 @@
 (equal to the in-memory answers), its errors, and synthesis from a file or a LazyFrame."""
 
 import logging
+import sys
 
 import numpy as np
 import polars as pl
@@ -319,3 +320,33 @@ def test_synthesize_reads_a_csv_with_its_declared_types(tmp_path):
                                    labels=["sex"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20,
                                    seed=0, progress=False)
     assert result.data.schema == pl.Schema({"age": pl.Int64, "sex": pl.String})
+
+
+def test_the_ray_engine_without_ray_names_the_extra(task, tmp_path, monkeypatch, capsys):
+    """Without Ray installed (hidden here), engine='ray' is an ImportError naming the extra,
+    from the library and, as a usage error (exit 2), from the command line; nothing is read."""
+    from polars_rap import cli
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, find_spec finds nothing
+    path = tmp_path / "ca.parquet"
+    task.frame.head(100).write_parquet(path)
+    with pytest.raises(ImportError, match=r"pip install 'polars-rap\[ray\]'"):
+        polars_rap.synthesize(path, epsilon=1.0, delta=1e-9, domain=task.domain, engine="ray", **FAST)
+    status = cli.main(["synthesize", str(path), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
+                       "--delta", "1e-9", "--engine", "ray", "--quiet"])
+    assert status == 2 and "pip install 'polars-rap[ray]'" in capsys.readouterr().err
+
+
+def test_add_counts_is_exact_in_int64_and_refuses_overflow_and_impossible_counts():
+    """Partial counts add exactly (no float rounding even past 2**53), a total past 2**63 - 1
+    rows is refused before it could wrap, and a batch's count outside [0, its rows] (a row
+    counted twice) is an error, never a wrong answer."""
+    total = np.array([2**53, 0], dtype=np.int64)
+    n_rows = source.add_counts(total, 2**53, np.array([1, 1], dtype=np.int64), 1)
+    assert n_rows == 2**53 + 1 and total.tolist() == [2**53 + 1, 1]
+    with pytest.raises(OverflowError, match="int64 counts would overflow"):
+        source.add_counts(total, 2**63 - 5, np.array([1, 1], dtype=np.int64), 10)
+    for bad in (np.array([3, 0], dtype=np.int64), np.array([-1, 0], dtype=np.int64), np.array([1.0, 0.0])):
+        with pytest.raises(RuntimeError, match="outside"):
+            source.add_counts(total, 0, bad, 2)
+    assert total.tolist() == [2**53 + 1, 1]  # a refused batch adds nothing

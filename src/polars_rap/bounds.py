@@ -98,6 +98,13 @@ class BoundCounts:
         self.bins = np.zeros(len(_EDGES), dtype=np.int64)
         self.cells: dict[int, np.ndarray] = {}
 
+    def merge(self, other: BoundCounts) -> None:
+        """Add the counts of ``other`` (other rows of the same column) into these, exactly."""
+        self.bins += other.bins
+        for bin_index, cells in other.cells.items():
+            self.cells.setdefault(bin_index, np.zeros(_CELLS, dtype=np.int64))
+            self.cells[bin_index] += cells
+
     def add(self, values: np.ndarray) -> None:
         """Count finite float64 ``values`` (nulls and NaN removed by the caller)."""
         bins = _magnitude_bins(values)

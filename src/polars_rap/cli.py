@@ -3,14 +3,17 @@
 Commands
 --------
 ``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
-[--seed S] [--model DIR] [--report-json FILE] [--json] [--quiet] [--overwrite]``
+[--seed S] [--model DIR] [--report-json FILE] [--json] [--quiet] [--overwrite] [--engine E]``
     Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats). A CSV
     file's column types come from the config's domain, never from its rows
-    (:func:`polars_rap.source.csv_dtype`).
+    (:func:`polars_rap.source.csv_dtype`). ``--engine ray`` reads IN (Parquet files, a
+    folder or a URI such as ``s3://bucket/table/``) per block on a Ray cluster.
     ``--model DIR`` saves the released model, ``--report-json FILE`` the report; ``--json``
     prints the report as JSON on stdout and nothing else there, otherwise a short summary.
-``polars-rap sample MODEL -n ROWS -o OUT [--seed S]``
-    More rows from a saved model: post-processing, no privacy cost.
+``polars-rap sample MODEL -n ROWS -o OUT [--seed S] [--engine polars|ray] [--block-rows B]``
+    More rows from a saved model: post-processing, no privacy cost. With ``--engine ray`` or
+    ``--block-rows``, OUT is a folder (or URI) of Parquet parts, one per block of B rows
+    (:func:`polars_rap.blocks.write_parquet`), written by Ray tasks or in this process.
 ``polars-rap report MODEL [--json]``
     The saved model's privacy report.
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
@@ -173,7 +176,11 @@ def _synthesize(args: argparse.Namespace) -> int:
         options["rows"] = args.rows
     if args.seed is not None:
         options["seed"] = args.seed
+    if args.engine is not None:
+        options["engine"] = args.engine
     _check_backend(options)
+    if options.get("engine") == "ray":
+        _check_ray_extra()
     output = Path(args.output)
     _check_output(output, args.overwrite)
     if args.model is not None:
@@ -183,7 +190,8 @@ def _synthesize(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     # A lazy scan typed by the declared domain: a CSV's column types never come from its rows.
-    data = scan_file(args.input, config.domain)
+    # Ray reads Parquet paths and URIs itself, on the cluster.
+    data = args.input if options.get("engine") == "ray" else scan_file(args.input, config.domain)
     result = synthesize(
         data, epsilon=epsilon, delta=delta, domain=config.domain, labels=config.labels,
         projection=config.projection, progress=not args.quiet and sys.stderr.isatty(), **options,
@@ -211,6 +219,8 @@ def _synthesize(args: argparse.Namespace) -> int:
 def _sample(args: argparse.Namespace) -> int:
     from polars_rap.model import load
 
+    if args.engine == "ray" or args.block_rows is not None:
+        return _sample_partitioned(args)
     output = Path(args.output)
     _check_output(output, args.overwrite)
     model = load(args.model)
@@ -218,6 +228,33 @@ def _sample(args: argparse.Namespace) -> int:
     _write_frame(frame, output)
     _note(args, f"wrote {frame.height} rows to {str(output)!r} (sampled from the saved model: no privacy cost)")
     return EXIT_OK
+
+
+def _sample_partitioned(args: argparse.Namespace) -> int:
+    from polars_rap.blocks import DEFAULT_BLOCK_ROWS, write_parquet
+    from polars_rap.model import load
+
+    if args.engine == "ray":
+        _check_ray_extra()
+    model = load(args.model)
+    block_rows = DEFAULT_BLOCK_ROWS if args.block_rows is None else args.block_rows
+    try:
+        files = write_parquet(model, args.output, args.rows, seed=args.seed, block_rows=block_rows,
+                              engine=args.engine, overwrite=args.overwrite)
+    except FileExistsError as error:
+        raise _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite")) from error
+    _note(args, f"wrote {args.rows} rows in {len(files)} Parquet parts to {args.output!r} "
+                "(sampled from the saved model: no privacy cost)")
+    return EXIT_OK
+
+
+def _check_ray_extra() -> None:
+    """The Ray engine needs Ray Data: say so before reading any data."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        msg = "--engine ray needs Ray: pip install 'polars-rap[ray]'"
+        raise _UsageError(msg)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -386,6 +423,8 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report as JSON")
     synth.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    synth.add_argument("--engine", choices=["auto", "polars", "ray"], default=None,
+                       help="ray: read IN (Parquet files, folder or URI) per block on a Ray cluster")
     synth.set_defaults(run=_synthesize)
 
     sample = commands.add_parser("sample", parents=[common],
@@ -395,6 +434,10 @@ def _parser() -> argparse.ArgumentParser:
     sample.add_argument("--output", "-o", required=True, metavar="OUT", help=".parquet, .csv or .arrow/.ipc")
     sample.add_argument("--seed", type=int, default=None)
     sample.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    sample.add_argument("--engine", choices=["polars", "ray"], default="polars",
+                        help="ray: OUT is a folder of Parquet parts written by Ray tasks")
+    sample.add_argument("--block-rows", type=_positive_int, default=None, metavar="B",
+                        help="OUT is a folder of Parquet parts of B rows each (default 1,000,000)")
     sample.set_defaults(run=_sample)
 
     report = commands.add_parser("report", parents=[common], help="print a saved model's privacy report")

@@ -55,6 +55,7 @@ from polars_rap.privacy import (
 )
 
 __all__ = [
+    "InferenceCounts",
     "InferenceRequest",
     "inference_requests",
     "infer_declarations",
@@ -176,14 +177,36 @@ def _request_from_entry(name: str, entry: Any) -> InferenceRequest | None:
 
 
 # ------------------------------------------------------------------ counting pass
-class _Counts:
-    """Counts accumulated over batches for every request (reads the sensitive data)."""
+class InferenceCounts:
+    """Counts accumulated over batches for every request (reads the sensitive data).
+
+    ``n_rows`` (int), per numeric request a :class:`~polars_rap.bounds.BoundCounts`
+    (``bounds[name]``), per categorical one a dict value -> int (``values[name]``). Counts of
+    disjoint parts of the rows :meth:`merge` exactly, in any order, into the counts of the
+    whole (the Ray engine counts each block apart and merges them on the driver).
+    """
 
     def __init__(self, requests: Sequence[InferenceRequest]) -> None:
         self.requests = list(requests)
         self.n_rows = 0
         self.bounds = {r.name: BoundCounts() for r in requests if r.kind == "numeric"}
         self.values: dict[str, dict[Any, int]] = {r.name: {} for r in requests if r.kind == "categorical"}
+
+    def merge(self, other: InferenceCounts) -> None:
+        """Add the counts of ``other`` (same requests, other rows) into these, exactly."""
+        if other.requests != self.requests:
+            msg = "cannot merge inference counts of different requests"
+            raise ValueError(msg)
+        if self.n_rows + other.n_rows > np.iinfo(np.int64).max:  # no count exceeds n_rows
+            msg = f"more than 2**63 - 1 rows ({self.n_rows:,} + {other.n_rows:,}): int64 counts would overflow"
+            raise OverflowError(msg)
+        self.n_rows += other.n_rows
+        for name, bound_counts in other.bounds.items():
+            self.bounds[name].merge(bound_counts)
+        for name, counted in other.values.items():
+            target = self.values[name]
+            for value, count in counted.items():
+                target[value] = target.get(value, 0) + count
 
     def add(self, batch: pl.DataFrame) -> None:
         self.n_rows += batch.height
@@ -247,7 +270,7 @@ def _sort_key(value: Any) -> tuple:
 
 
 def infer_declarations(
-    batches: Iterable[pl.DataFrame],
+    batches: Iterable[pl.DataFrame] | InferenceCounts,
     schema: Mapping[str, pl.DataType],
     requests: Sequence[InferenceRequest],
     rho: float,
@@ -258,8 +281,9 @@ def infer_declarations(
 
     Parameters
     ----------
-    batches : iterable of pl.DataFrame
-        The sensitive rows (at least the requested columns), read once.
+    batches : iterable of pl.DataFrame, or InferenceCounts
+        The sensitive rows (at least the requested columns), read once; or their counts,
+        gathered beforehand (``source.inference_counts(requests)``, per block on Ray).
     schema : mapping
         Column dtypes (integer columns get integer bounds).
     requests : sequence of InferenceRequest
@@ -277,9 +301,12 @@ def infer_declarations(
     """
     if not requests:
         return {}
-    counts = _Counts(requests)
-    for batch in batches:
-        counts.add(batch)
+    if isinstance(batches, InferenceCounts):
+        counts = batches
+    else:
+        counts = InferenceCounts(requests)
+        for batch in batches:
+            counts.add(batch)
     share = rho / len(requests)
     n_approximate = sum(1 for request in requests if request.is_approximate)
     delta_each = ledger.delta_budget / n_approximate if n_approximate else 0.0

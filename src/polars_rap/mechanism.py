@@ -47,7 +47,7 @@ from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
 from polars_rap.report import PrivacyReport
 from polars_rap.rounds import CLASS_CODES, run_plan
-from polars_rap.source import MAX_BATCH_ROWS, DataSource, exact_answers
+from polars_rap.source import exact_answers, open_source
 from polars_rap.strategy import Step, Strategy, group_shares, resolve_strategy
 from polars_rap.workload import build_workload, group_sensitivities
 
@@ -111,15 +111,17 @@ def synthesize(
     projection: ProjectionConfig | None = None,
     strategy: str | Strategy | Mapping[str, Any] = "planned",
     progress: bool | None = None,
+    engine: str = "auto",
 ) -> SynthesisResult:
     """Differentially private synthetic data with RAP++.
 
     Parameters
     ----------
     data : DataFrame, LazyFrame or path to a Parquet/CSV/IPC file
-        The sensitive table (a pyarrow Table or pandas DataFrame works too). Read once, in
-        batches (:func:`polars_rap.source.default_batch_rows`: up to 250,000 rows); a
-        LazyFrame or a file streams, so it may be larger than memory. No reference is kept.
+        The sensitive table (a pyarrow Table, a pandas DataFrame or a ``ray.data.Dataset``
+        works too; see ``engine``). Read once, in batches
+        (:func:`polars_rap.source.default_batch_rows`: up to 250,000 rows); a LazyFrame or a
+        file streams, so it may be larger than memory. No reference is kept.
     epsilon, delta : float
         The (ε, δ)-DP guarantee (replace-one neighbours, the row count is public).
     domain : mapping
@@ -181,6 +183,12 @@ def synthesize(
         ``{"name": "planned", "class_shares": {"CM": 2, "LT": 1}}`` sets a strategy's options.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
+    engine : {"auto", "polars", "ray"}
+        Where the pass over the sensitive rows runs. ``"polars"``: in this process.
+        ``"ray"``: per block on a Ray cluster (:mod:`polars_rap.ray_engine`; ``data`` a
+        ``ray.data.Dataset`` or Parquet paths/URIs), with the same answers, report and rows
+        as in process; needs ``pip install 'polars-rap[ray]'``. ``"auto"`` (default): Ray
+        for a Ray Dataset, else Polars.
 
     Returns
     -------
@@ -232,7 +240,7 @@ def synthesize(
     backend_module = kernels.resolve_backend(backend)
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
-    source = DataSource.from_input(data, domain)  # a CSV's dtypes come from the domain, never its rows
+    source = open_source(data, domain, engine)  # a CSV's dtypes come from the domain, never its rows
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
@@ -242,7 +250,7 @@ def synthesize(
         noise_rng, inference_rng = _secret_generators(2)
     if requests:  # one private pass over the inferred columns, charged before the domain exists
         declared.update(infer_declarations(
-            source.batches([r.name for r in requests], MAX_BATCH_ROWS), source.schema,
+            source.inference_counts(requests), source.schema,
             requests, inference_share * budget.rho, ledger, inference_rng,
         ))
     public_domain = Domain.from_mapping(source.schema, declared, labels)

@@ -185,6 +185,17 @@ class SyntheticModel:
         decoding = self.report.parameters.get("decoding", "independent")
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding)
 
+    def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
+                      block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:
+        """Write ``rows`` synthetic rows as a folder (or ``s3://...`` URI) of Parquet parts of
+        ``block_rows`` rows, block ``i`` seeded by ``(seed, i)``; ``engine="ray"`` writes them
+        from Ray tasks, with the same files. No privacy cost; see
+        :func:`polars_rap.blocks.write_parquet`. Returns the files written."""
+        from polars_rap.blocks import write_parquet
+
+        return write_parquet(self, path, rows, seed=seed, block_rows=block_rows, engine=engine,
+                             overwrite=overwrite)
+
     def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
         """Write the model as a directory (format in the module docstring).
 

@@ -35,8 +35,9 @@ from polars_rap.encoding import encode
 from polars_rap.queries import QuerySet
 
 __all__ = [
-    "DataSource", "exact_answers", "default_batch_rows", "csv_dtype", "scan_csv", "scan_file",
-    "MAX_BATCH_ROWS", "BATCH_BYTES",
+    "DataSource", "open_source", "exact_answers", "batch_counts", "add_counts", "finish_answers",
+    "default_batch_rows",
+    "csv_dtype", "scan_csv", "scan_file", "ENGINES", "MAX_BATCH_ROWS", "BATCH_BYTES",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,13 @@ BATCH_BYTES = 32 * 2**20
 """Target size in bytes of one batch's encoded arrays (codes and scaled numerics); wide
 domains get fewer rows per batch so that a batch's working memory stays a small multiple of
 this figure whatever the number of columns."""
+
+ENGINES = ("auto", "polars", "ray")
+"""Values of ``synthesize(engine=...)``: ``"polars"`` reads in this process, ``"ray"`` counts
+per block on a Ray cluster (:mod:`polars_rap.ray_engine`), ``"auto"`` picks Ray for a Ray
+Dataset and Polars for everything else."""
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 _SCANNERS = {
     ".parquet": pl.scan_parquet,
@@ -123,6 +131,39 @@ class DataSource:
         if self.frame is not None:
             return self.frame.select(columns).iter_slices(int(batch_rows))
         return _streamed(self.lazy.select(columns), int(batch_rows))
+
+    def inference_counts(self, requests):
+        """The counts private domain inference reads (an
+        :class:`~polars_rap.inference.InferenceCounts`), in one pass over the requested columns."""
+        from polars_rap.inference import InferenceCounts
+
+        counts = InferenceCounts(requests)
+        for batch in self.batches([r.name for r in requests], MAX_BATCH_ROWS):
+            counts.add(batch)
+        return counts
+
+
+def open_source(data, domain: Mapping[str, object] | None = None, engine: str = "auto"):
+    """The sensitive input as a :class:`DataSource` (read in this process) or, for a Ray
+    Dataset or ``engine="ray"``, a :class:`~polars_rap.ray_engine.RaySource` (read per block
+    on the cluster). Both offer ``schema``, ``inference_counts`` and :func:`exact_answers`.
+
+    >>> open_source(pl.DataFrame({"x": [1]})).schema
+    Schema([('x', Int64)])
+    """
+    if not isinstance(engine, str) or engine not in ENGINES:
+        msg = f"The 'engine' parameter must be one of {list(ENGINES)}. Got {engine!r}"
+        raise ValueError(msg)
+    is_dataset = any(cls.__module__.startswith("ray.data") and cls.__name__ == "Dataset"
+                     for cls in type(data).__mro__)  # without importing Ray (an optional extra)
+    if engine == "ray" or (engine == "auto" and is_dataset):
+        from polars_rap.ray_engine import RaySource
+
+        return RaySource.from_input(data)
+    if is_dataset:
+        msg = "a Ray Dataset is read by the Ray engine: pass engine='ray' (or 'auto'), not 'polars'"
+        raise TypeError(msg)
+    return DataSource.from_input(data, domain)
 
 
 def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
@@ -271,7 +312,8 @@ def exact_answers(
 
     Parameters
     ----------
-    source : DataSource
+    source : DataSource or RaySource
+        A :class:`~polars_rap.ray_engine.RaySource` counts per block on the cluster.
     domain : Domain
         The public domain the rows are encoded with (its columns are the ones read).
     queries : QuerySet
@@ -300,38 +342,75 @@ def exact_answers(
 
     Notes
     -----
-    A batch's answers are whole-row counts over its height, so ``rint(answers * height)``
-    recovers each count exactly (the rounding error of one division and one multiplication is
-    far below half a row for any batch under 2**50 rows); the counts are summed exactly in
-    float64 and divided by the total once. Values clipped to numeric bounds are counted over
-    the whole pass and logged once per column, for the curator only.
+    Each batch is counted by :func:`batch_counts` (whole-row int64 counts), the counts are
+    summed exactly in int64 (:func:`add_counts`) and divided by the total once, so the answers
+    do not depend on how the rows are cut into batches or blocks. Values clipped to numeric
+    bounds are counted over the whole pass and logged once per column, for the curator only.
     """
+    if not isinstance(source, DataSource):  # a RaySource: the same counts, per block on the cluster
+        return source.exact_answers(domain, queries, backend, batch_rows=batch_rows)
     batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
-    counts = np.zeros(queries.n_queries, dtype=np.float64)
+    counts = np.zeros(queries.n_queries, dtype=np.int64)
     clip_counts: dict[str, int] = {}
     n_rows = 0
     for batch in source.batches(domain.names, batch_rows):
-        encoded = _encode_batch(batch, domain, clip_counts, first_row=n_rows)
-        answers = backend.answers_exact(encoded.codes, encoded.numerics, queries)
-        counts += np.rint(answers * batch.height)
-        n_rows += batch.height
-        del encoded, batch
+        where = f"rows {n_rows:,} to {n_rows + batch.height - 1:,} of the input; reading stopped there"
+        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where)
+        n_rows = add_counts(counts, n_rows, batch_count, batch.height)
+        del batch
+    return finish_answers(counts, n_rows, clip_counts, domain)
+
+
+def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend: ModuleType,
+                 clip_counts: dict[str, int], where: str) -> np.ndarray:
+    """int64[n_queries]: rows of ``batch`` satisfying each query, by ``backend.answers_exact``.
+
+    The one counting step of every engine (this process, or a Ray worker per block). The
+    backend returns fractions of the batch's height; ``rint(answer * height)`` recovers each
+    whole-row count exactly (the rounding error of one division and one multiplication is far
+    below half a row for any batch under 2**50 rows). Clipped values are added into
+    ``clip_counts``; an error on the batch's content (for the curator) ends with ``where``.
+    """
+    try:
+        encoded = encode(batch, domain, clip_counts=clip_counts)
+    except ValueError as error:
+        msg = f"{error} (found in {where})"
+        raise ValueError(msg) from error
+    answers = backend.answers_exact(encoded.codes, encoded.numerics, queries)
+    return np.rint(answers * batch.height).astype(np.int64)
+
+
+def add_counts(total: np.ndarray, n_rows: int, counts: np.ndarray, height: int) -> int:
+    """Add one batch's ``counts`` (int64[n_queries], each in [0, height]) into ``total`` in
+    place, exactly; returns the rows counted so far.
+
+    No count exceeds the rows counted, so refusing a row total past 2**63 - 1 keeps every sum
+    inside int64 (``OverflowError``); a count outside [0, height] (a row counted twice, a
+    partial result mixed up) is a ``RuntimeError``, never a silently wrong answer.
+    """
+    n_rows, height = int(n_rows), int(height)
+    if n_rows + height > _INT64_MAX:
+        msg = f"more than 2**63 - 1 rows ({n_rows:,} + {height:,}): int64 counts would overflow"
+        raise OverflowError(msg)
+    counts = np.asarray(counts)
+    if counts.shape != total.shape or counts.dtype != np.int64 or (
+            counts.size and (counts.min() < 0 or counts.max() > height)):
+        msg = f"a batch of {height:,} rows returned counts outside [0, {height:,}] or of the wrong shape"
+        raise RuntimeError(msg)
+    total += counts
+    return n_rows + height
+
+
+def finish_answers(counts: np.ndarray, n_rows: int, clip_counts: Mapping[str, int],
+                   domain: Domain) -> tuple[np.ndarray, int]:
+    """(float64[n_queries] fractions ``counts / n_rows``, ``n_rows``) once every batch is in:
+    refuses an input with no rows and logs the clip counts for the curator. Whatever the
+    batches, equal counts give equal answers, bit for bit (exact below 2**53 rows)."""
     if n_rows == 0:
         msg = "the input has no rows; differential privacy needs at least one"
         raise ValueError(msg)
     _log_clipped(clip_counts, domain)
     return counts / n_rows, n_rows
-
-
-def _encode_batch(batch: pl.DataFrame, domain: Domain, clip_counts: dict[str, int], first_row: int):
-    """``encode`` one batch, adding its clip counts to ``clip_counts``; an error on the
-    batch's content says which rows it was found in."""
-    try:
-        return encode(batch, domain, clip_counts=clip_counts)
-    except ValueError as error:
-        last_row = first_row + batch.height - 1
-        msg = f"{error} (found in rows {first_row:,} to {last_row:,} of the input; reading stopped there)"
-        raise ValueError(msg) from error
 
 
 def _log_clipped(clip_counts: dict[str, int], domain: Domain) -> None:

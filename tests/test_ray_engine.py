@@ -1,0 +1,216 @@
+"""The Ray engine (issue #17) on a local 2-CPU Ray: the pass over the rows equals the
+in-process pass bit for bit whatever the blocks, survives failed kernel calls and lost
+workers without losing or doubling a row, gives the in-process errors, and the partitioned
+output does not depend on the Ray layout.
+
+One Ray instance serves the module (``ray.init`` costs seconds). Its workers get this
+checkout's ``src`` and ``tests`` folders on their PYTHONPATH, and a test checks that they
+import the same ``polars_rap`` as this process.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+ray = pytest.importorskip("ray", reason="the Ray engine's tests need Ray: pip install 'polars-rap[ray]'")
+import ray.data  # noqa: E402
+
+import polars_rap  # noqa: E402
+import ray_flaky_backend  # noqa: E402  (tests/ is on sys.path: pytest's rootdir-relative import)
+from polars_rap import cli  # noqa: E402
+from polars_rap.blocks import write_parquet  # noqa: E402
+from polars_rap.domain import Domain  # noqa: E402
+from polars_rap.kernels import get_backend  # noqa: E402
+from polars_rap.projection import ProjectionConfig  # noqa: E402
+from polars_rap.ray_engine import RaySource  # noqa: E402
+from polars_rap.source import DataSource, exact_answers, open_source  # noqa: E402
+from polars_rap.workload import build_workload  # noqa: E402
+
+SRC = Path(polars_rap.__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+FAST = dict(relaxed_rows=50, rounds_cm=1, rounds_lt=1, n_linear_thresholds=100, rows=2_000,
+            projection=ProjectionConfig(max_steps=3, max_doublings=1), progress=False)
+
+
+@pytest.fixture(scope="module")
+def flaky_dir(tmp_path_factory):
+    """A local Ray with 2 CPUs for the module; yields the flaky backend's marker folder."""
+    folder = tmp_path_factory.mktemp("flaky")
+    assert not ray.is_initialized()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]), "RAY_FLAKY_DIR": str(folder)}})
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    yield folder
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def domain(task):
+    return Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+
+
+@pytest.fixture(scope="module")
+def queries(domain):
+    return build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"),
+                          n_linear_thresholds=500, n_mixed_marginals=100)
+
+
+@pytest.fixture(scope="module")
+def in_process(task, domain, queries):
+    """The in-process pass on the whole CA table: (answers, n_rows)."""
+    return exact_answers(DataSource.from_input(task.frame), domain, queries, get_backend("cpu"))
+
+
+def blocks_of(frame: pl.DataFrame, n_blocks: int):
+    """``frame`` as a Ray Dataset of ``n_blocks`` blocks (uneven: cut at random-looking rows)."""
+    cuts = np.linspace(0, frame.height, n_blocks + 1).astype(int)
+    parts = [frame.slice(a, b - a).to_arrow() for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return ray.data.from_arrow(parts)
+
+
+@pytest.fixture(scope="module")
+def parquet_folder(task, tmp_path_factory):
+    """The CA table as a folder of 5 Parquet files (each of several row groups)."""
+    folder = tmp_path_factory.mktemp("ca_parts")
+    cuts = np.linspace(0, task.frame.height, 6).astype(int)
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+        task.frame.slice(a, b - a).write_parquet(folder / f"part-{k}.parquet", row_group_size=2_000)
+    return folder
+
+
+def test_workers_import_this_checkout(flaky_dir):
+    @ray.remote
+    def where() -> str:
+        import polars_rap as imported
+        return imported.__file__
+
+    assert ray.get([where.remote() for _ in range(4)]) == [polars_rap.__file__] * 4
+
+
+@pytest.mark.parametrize(("n_blocks", "batch_rows"), [(1, None), (9, None), (23, 700)])
+def test_answers_equal_the_in_process_pass_bit_for_bit(flaky_dir, task, domain, queries, in_process,
+                                                       n_blocks, batch_rows):
+    answers, n_rows = exact_answers(RaySource.from_input(blocks_of(task.frame, n_blocks)), domain,
+                                    queries, get_backend("cpu"), batch_rows=batch_rows)
+    assert n_rows == in_process[1] == task.frame.height
+    assert answers.dtype == np.float64 and np.array_equal(answers, in_process[0])
+
+
+def test_failed_kernel_calls_are_retried_and_nothing_is_lost_or_doubled(flaky_dir, task, domain, queries,
+                                                                        in_process):
+    """Every batch's first kernel call raises; the count is run again on its block, and the
+    answers are still exact: each batch failed exactly once (one marker each)."""
+    _clear(flaky_dir)
+    answers, n_rows = exact_answers(RaySource.from_input(blocks_of(task.frame, 6)), domain, queries,
+                                    ray_flaky_backend, batch_rows=4_000)
+    assert n_rows == task.frame.height and np.array_equal(answers, in_process[0])
+    assert len(list(flaky_dir.iterdir())) == 6 * 2  # 6 blocks of ~5,700 rows: 2 batches each
+
+
+def test_a_lost_worker_is_rerun_by_ray_and_nothing_is_lost_or_doubled(flaky_dir, task, domain, queries,
+                                                                      in_process):
+    """The worker counting each block dies on its first try (as under an OOM kill); Ray runs
+    the task again on a new worker, and the answers are still exact."""
+    _clear(flaky_dir)
+    (flaky_dir / "exit-mode").touch()
+    try:
+        answers, n_rows = exact_answers(RaySource.from_input(blocks_of(task.frame, 2)), domain, queries,
+                                        ray_flaky_backend)
+        assert len(list(flaky_dir.iterdir())) == 1 + 2  # exit-mode, and one marker per block
+    finally:
+        _clear(flaky_dir)
+    assert n_rows == task.frame.height and np.array_equal(answers, in_process[0])
+
+
+def _clear(folder: Path) -> None:
+    for path in folder.iterdir():
+        path.unlink()
+
+
+def test_synthesize_on_ray_gives_the_in_process_result(flaky_dir, task):
+    """Same answers, same report, same synthetic rows with a seed, with private domain
+    inference of two columns (its counts also per block), from the CA table in 11 blocks (a
+    Ray Dataset picks the Ray engine by itself)."""
+    domain = dict(task.domain)
+    domain.update(AGEP="numeric", OCCP="categorical")
+    arguments = dict(epsilon=1.0, delta=1e-9, domain=domain, labels=task.labels, seed=7, **FAST)
+    here = polars_rap.synthesize(task.frame, **arguments)
+    on_ray = polars_rap.synthesize(blocks_of(task.frame, 11), **arguments)
+    assert here.report.parameters["inferred_columns"] == ["AGEP", "OCCP"]
+    assert on_ray.domain == here.domain
+    assert on_ray.report.to_dict() == here.report.to_dict()
+    assert np.array_equal(on_ray.relaxed, here.relaxed)
+    assert on_ray.data.equals(here.data)
+
+
+def test_engine_names_the_reader(flaky_dir, task, parquet_folder):
+    """Parquet paths with engine='ray' are read by Ray, a Dataset is refused by 'polars', and
+    an unknown engine is a parameter error."""
+    on_ray = open_source(str(parquet_folder), engine="ray")
+    assert isinstance(on_ray, RaySource) and on_ray.schema == task.frame.schema
+    assert isinstance(open_source(blocks_of(task.frame, 2)), RaySource)
+    with pytest.raises(TypeError, match="pass engine='ray'"):
+        open_source(blocks_of(task.frame, 2), engine="polars")
+    with pytest.raises(ValueError, match="The 'engine' parameter must be one of"):
+        open_source(task.frame, engine="spark")
+
+
+def test_bad_input_through_ray_gives_the_in_process_errors(flaky_dir, task, domain, queries):
+    bad = task.frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 20_000).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))
+    message = r"column 'OCCP' holds 1 values outside its declared categories.*'XXX'"
+    with pytest.raises(ValueError, match=message + r".*found in rows"):
+        exact_answers(DataSource.from_input(bad), domain, queries, get_backend("cpu"))
+    with pytest.raises(ValueError, match=message + r".*found in a block of [\d,]+ rows of the Ray dataset"):
+        exact_answers(RaySource.from_input(blocks_of(bad, 5)), domain, queries, get_backend("cpu"))
+    text = task.frame.with_columns(pl.col("AGEP").cast(pl.String))
+    for data in (text, blocks_of(text, 3)):
+        with pytest.raises(ValueError, match="'AGEP'"):
+            polars_rap.synthesize(data, epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, **FAST)
+    with pytest.raises(ValueError, match="the input has no rows; differential privacy needs at least one"):
+        exact_answers(RaySource.from_input(blocks_of(task.frame.head(0), 1)), domain, queries,
+                      get_backend("cpu"))
+
+
+def test_the_output_does_not_depend_on_the_ray_layout(flaky_dir, tmp_path):
+    """Block i is seeded by (seed, i) alone: the files are byte for byte the same whether
+    written here or by 1 or 4 Ray tasks."""
+    df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
+    res = polars_rap.synthesize(df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
+                                relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+    here = write_parquet(res.model, tmp_path / "here", 25_001, seed=1, block_rows=3_000)
+    layouts = [write_parquet(res.model, tmp_path / f"ray{k}", 25_001, seed=1, block_rows=3_000,
+                             engine="ray", ray_tasks=k) for k in (1, 4)]
+    layouts.append(res.model.write_parquet(tmp_path / "method", 25_001, seed=1, block_rows=3_000, engine="ray"))
+    assert len(here) == 9 and pl.read_parquet(here).height == 25_001
+    for files in layouts:
+        assert [Path(f).name for f in files] == [Path(f).name for f in here]
+        assert all(filecmp.cmp(a, b, shallow=False) for a, b in zip(here, files, strict=True))
+    assert not pl.read_parquet(here[0]).equals(pl.read_parquet(here[1]))  # blocks differ
+    with pytest.raises(FileExistsError, match="not empty; pass overwrite=True"):
+        write_parquet(res.model, tmp_path / "here", 10, seed=1, engine="ray")
+
+
+def test_cli_synthesizes_on_ray_and_samples_parts(flaky_dir, task, parquet_folder, tmp_path, capsys):
+    config = tmp_path / "ca.toml"
+    config.write_text(polars_rap.config.config_text(task) + "\n[options]\nrelaxed_rows = 50\nrounds_cm = 1\n"
+                      "rounds_lt = 1\nn_linear_thresholds = 50\n\n[projection]\nmax_steps = 3\n")
+    common = ["--epsilon", "1", "--delta", "1e-9", "--config", str(config), "--seed", "0", "--rows", "500",
+              "--quiet"]
+    assert cli.main(["synthesize", str(parquet_folder), "-o", str(tmp_path / "ray.parquet"),
+                     "--engine", "ray", "--model", str(tmp_path / "model"), *common]) == 0
+    task.frame.write_parquet(tmp_path / "ca.parquet")
+    assert cli.main(["synthesize", str(tmp_path / "ca.parquet"), "-o", str(tmp_path / "here.parquet"), *common]) == 0
+    assert pl.read_parquet(tmp_path / "ray.parquet").equals(pl.read_parquet(tmp_path / "here.parquet"))
+    assert cli.main(["sample", str(tmp_path / "model"), "-n", "5000", "-o", str(tmp_path / "parts"),
+                     "--engine", "ray", "--block-rows", "2000", "--seed", "3"]) == 0
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == [
+        "part-000000.parquet", "part-000001.parquet", "part-000002.parquet"]
+    assert "wrote 5000 rows in 3 Parquet parts" in capsys.readouterr().out
