@@ -16,6 +16,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from polars_rap.errors import ParameterError
+
 __all__ = [
     "BudgetSplit", "delta_from_rho_epsilon", "epsilon_from_rho_delta", "rho_from_epsilon_delta",
     "rho_from_epsilon_delta_loose", "split_budget",
@@ -39,14 +41,14 @@ def _float(name: str, value: object, *, below_one: bool = False) -> float:
     if not (math.isfinite(number) and number > 0.0 and (number < 1.0 or not below_one)):
         rule = "a float in (0, 1)" if below_one else "a finite float > 0"
         msg = f"The '{name}' parameter must be {rule}. Got {_shown(value)!r}."
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return number
 
 
 def _int_at_least(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         msg = f"The '{name}' parameter must be an int >= {minimum}. Got {_shown(value)!r}."
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return int(value)
 
 
@@ -281,7 +283,7 @@ def split_budget(epsilon: float, delta: float, approximate_share: float = 0.0) -
     delta = _float("delta", delta, below_one=True)
     if isinstance(approximate_share, bool) or not (0.0 <= approximate_share < 1.0):
         msg = f"The 'approximate_share' parameter must be in [0, 1). Got {approximate_share!r}."
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if approximate_share == 0.0:
         return BudgetSplit(epsilon, delta, rho_from_epsilon_delta(epsilon, delta), delta, 0.0)
     conversion_delta = delta * (1.0 - approximate_share)

@@ -28,6 +28,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+
 __all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec"]
 
 _METADATA_KEY = b"polars_rap"
@@ -63,10 +65,10 @@ class Categorical:
             values = [v for v in values if v is not None]
         if unlisted not in _UNLISTED:
             msg = f"The 'unlisted' parameter must be one of {list(_UNLISTED)}. Got {unlisted!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if unlisted == "null" and not nullable:
             msg = "unlisted='null' maps values outside the list to null, so it needs nullable=True"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         object.__setattr__(self, "categories", tuple(values))
         object.__setattr__(self, "nullable", bool(nullable))
         object.__setattr__(self, "unlisted", unlisted)
@@ -160,18 +162,18 @@ class Domain:
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names):
             msg = f"domain column names must be unique. Got {names}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         for label in self.labels:
             if label not in names:
                 msg = f"label column {label!r} is not in the domain; columns are {names}"
-                raise ValueError(msg)
+                raise ParameterError(msg)
             if not self[label].is_categorical:
                 msg = (
                     f"label column {label!r} must be categorical (a list of classes); it is "
                     f"declared numeric. Declare its classes, e.g. domain={{{label!r}: [0, 1]}}, "
                     "or derive a categorical label first"
                 )
-                raise ValueError(msg)
+                raise ParameterError(msg)
         for spec in self.columns:
             _check_spec(spec)
         blocks = [
@@ -244,14 +246,14 @@ class Domain:
                 f"domain names columns that are not in the data: {unknown}; "
                 f"the data's columns are {list(schema)}. Remove them or fix the spelling"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         missing_labels = [name for name in labels if name not in schema]
         if missing_labels:
             msg = (
                 f"labels name columns that are not in the data: {missing_labels}; "
                 f"the data's columns are {list(schema)}"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         specs = []
         for name, dtype in schema.items():
             declared = domain.get(name)
@@ -291,7 +293,7 @@ class Domain:
             raw = (arrow_field.metadata or {}).get(_METADATA_KEY)
             if raw is None:
                 msg = f"field {arrow_field.name!r} has no polars_rap metadata; not a saved domain"
-                raise ValueError(msg)
+                raise DataError(msg)
             meta = json.loads(raw)
             dtype = dtypes[arrow_field.name]
             if meta["kind"] == "categorical":
@@ -314,7 +316,7 @@ def _integer_flag(name: str, declared: Numeric) -> bool:
     are not finite are refused by :func:`_check_spec`, with their own message)."""
     if not isinstance(declared.integer, (bool, np.bool_)):
         msg = f"column {name!r}: 'integer' must be True or False. Got {declared.integer!r}"
-        raise TypeError(msg)
+        raise ParameterTypeError(msg)
     bounds = (declared.lower, declared.upper)
     if declared.integer and all(map(math.isfinite, bounds)) and any(v != math.floor(v) for v in bounds):
         msg = (
@@ -322,7 +324,7 @@ def _integer_flag(name: str, declared: Numeric) -> bool:
             f"{declared.upper}) are not whole numbers; declare whole-number bounds, e.g. "
             f"({math.floor(declared.lower)}, {math.ceil(declared.upper)}), or drop 'integer'"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return bool(declared.integer)
 
 
@@ -339,7 +341,7 @@ def _declared_by_dtype(name: str, dtype: pl.DataType) -> Any:
         "the data itself), give it a pl.Enum dtype, learn it privately with "
         "infer_domain=True (charged to the budget), or drop the column"
     )
-    raise ValueError(msg)
+    raise ParameterError(msg)
 
 
 def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> ColumnSpec:
@@ -354,15 +356,15 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
                 f"column {name!r}: 'integer' applies to numeric bounds, not to categories; "
                 "categories are decoded as declared. Remove 'integer'"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         elif "categories" in declared:
             declared_obj = Categorical(declared.pop("categories"), nullable)
         else:
             msg = f"domain entry for {name!r} needs 'bounds' or 'categories'. Got {declared}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if declared:
             msg = f"domain entry for {name!r} has unknown keys {sorted(declared)}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         declared = declared_obj
     elif isinstance(declared, tuple):
         if len(declared) != 2 or not all(
@@ -372,7 +374,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
                 f"domain entry for {name!r} is a tuple {declared!r}; a tuple means numeric "
                 "(lower, upper) bounds. Give categories as a list, e.g. ['a', 'b']"
             )
-            raise TypeError(msg)
+            raise ParameterTypeError(msg)
         declared = Numeric(*declared)
     elif isinstance(declared, (list, pl.Series)):
         declared = Categorical(list(declared))
@@ -382,7 +384,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             "synthesize() can do that, charging the budget. Declare its "
             + ("categories" if declared == "categorical" else "bounds") + " here instead"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if isinstance(declared, Categorical):
         return ColumnSpec(
             name, "categorical", dtype, categories=declared.categories,
@@ -395,7 +397,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
                 f"{declared.upper}) but holds {dtype}; cast it to a number first "
                 f"(pl.col({name!r}).cast(pl.Float64)) or declare its categories as a list"
             )
-            raise ValueError(msg)
+            raise DataError(msg)
         return ColumnSpec(
             name,
             "numeric",
@@ -409,14 +411,14 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         f"domain entry for {name!r} must be a list of categories, a (lower, upper) tuple, "
         f"a dict with 'bounds' or 'categories', or Categorical/Numeric. Got {declared!r}"
     )
-    raise TypeError(msg)
+    raise ParameterTypeError(msg)
 
 
 def _check_spec(spec: ColumnSpec) -> None:
     if spec.is_categorical:
         if len(spec.categories) == 0 and spec.unlisted != "null":
             msg = f"column {spec.name!r} declares no categories; give at least one"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if len(spec.categories) > MAX_CATEGORIES:
             msg = (
                 f"column {spec.name!r} declares {len(spec.categories):,} categories, more than "
@@ -424,14 +426,14 @@ def _check_spec(spec: ColumnSpec) -> None:
                 "over it would be noise. Recode it to fewer categories (group rare codes, e.g. "
                 "by a public hierarchy) or drop the column"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if len(set(spec.categories)) != len(spec.categories):
             msg = f"column {spec.name!r} declares repeated categories: {list(spec.categories)}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         return
     if not (math.isfinite(spec.lower) and math.isfinite(spec.upper)) or spec.lower >= spec.upper:
         msg = (
             f"column {spec.name!r} bounds must be finite with lower < upper. "
             f"Got ({spec.lower}, {spec.upper})"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)

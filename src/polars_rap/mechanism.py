@@ -37,6 +37,7 @@ import polars as pl
 from polars_rap import kernels
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
 from polars_rap.null_rates import add_null_rates
@@ -186,6 +187,21 @@ def synthesize(
     SynthesisResult
         ``.data`` (pl.DataFrame) and ``.report`` (:class:`~polars_rap.report.PrivacyReport`).
 
+    Raises
+    ------
+    ParameterError
+        A bad setting: a parameter, the ``domain=`` declaration or ``labels`` (a
+        ``ValueError``; :class:`~polars_rap.errors.ParameterTypeError`, also a ``TypeError``,
+        for ``data`` of an unsupported type and declarations of the wrong type).
+    DataError
+        Data that do not fit the declared domain (an undeclared category, null or infinity, a
+        column of the wrong dtype or missing), no rows, or too few rows for the plan's noise.
+        The message is for the curator; it never enters a release.
+    BudgetExceededError
+        A charge would exceed the budget (a bug if it happens: the plan stays within it).
+    FileNotFoundError
+        ``data`` is a path with no file.
+
     Examples
     --------
     Tiny data and settings, so that the example runs in a blink; real runs keep the defaults.
@@ -205,7 +221,7 @@ def synthesize(
     _check_positive_finite("epsilon", epsilon)
     if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
         msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
                              ("rounds_lt", rounds_lt, 0), ("rounds_mm", rounds_mm, 0),
                              ("n_linear_thresholds", n_linear_thresholds, 0),
@@ -221,12 +237,12 @@ def synthesize(
     if isinstance(selection_share, bool) or not isinstance(selection_share, (int, float)) or not (
             0.0 < selection_share < 1.0):
         msg = f"The 'selection_share' parameter must be in (0, 1). Got {selection_share!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if isinstance(labels, str):
         labels = [labels]
     if isinstance(inference_share, bool) or not isinstance(inference_share, (int, float)) or not 0.0 < inference_share < 1.0:
         msg = f"The 'inference_share' parameter must be in (0, 1). Got {inference_share!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     projection = projection or ProjectionConfig()
     backend_module = kernels.resolve_backend(backend)
 
@@ -327,7 +343,7 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
             "the workload is empty: the domain needs categorical feature columns (for "
             "marginals) or numeric columns (for thresholds), and at least one round"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return queries, plan, group_counts
 
 
@@ -377,7 +393,7 @@ def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
             f"{minimum} rows; or raise epsilon, or lower the rounds (rounds_cm, rounds_lt, "
             "rounds_mm) or queries_per_round"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
 
 
 def _secret_generators(count: int) -> list[np.random.Generator]:
@@ -389,10 +405,10 @@ def _secret_generators(count: int) -> list[np.random.Generator]:
 def _check_positive_finite(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
 
 
 def _check_int(name: str, value, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         msg = f"The {name!r} parameter must be an int in [{low}, inf). Got {value!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from polars_rap.errors import ParameterError
 from polars_rap.queries import QuerySet
 
 __all__ = ["ProjectionConfig", "RelaxedParams", "project"]
@@ -53,14 +54,14 @@ class ProjectionConfig:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
-                raise ValueError(msg)
+                raise ParameterError(msg)
         for name in ("max_steps", "patience"):
             if int(getattr(self, name)) < 1:
                 msg = f"The {name!r} parameter must be an int >= 1. Got {getattr(self, name)!r}"
-                raise ValueError(msg)
+                raise ParameterError(msg)
         if int(self.max_doublings) < 0:
             msg = f"The 'max_doublings' parameter must be an int >= 0. Got {self.max_doublings!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
 
 
 class RelaxedParams:

@@ -32,6 +32,7 @@ import polars as pl
 
 from polars_rap.domain import Categorical, Domain, Numeric
 from polars_rap.encoding import encode
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
 __all__ = [
@@ -81,7 +82,8 @@ class DataSource:
 
         ``domain`` is the user's ``domain=`` mapping; only a CSV file reads it, for its column
         types (:func:`scan_csv`). Raises ``FileNotFoundError`` for a path with no file,
-        ``ValueError`` for a file of another suffix, and ``TypeError`` for anything else.
+        ``ParameterError`` for a file of another suffix, and ``ParameterTypeError`` (a
+        ``TypeError``) for anything else.
         """
         if isinstance(data, pl.DataFrame):
             return cls(data, None, data.schema)
@@ -102,7 +104,7 @@ class DataSource:
             f"data must be a polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame or a "
             f"path to a Parquet/CSV/IPC file. Got {type(data).__name__}"
         )
-        raise TypeError(msg)
+        raise ParameterTypeError(msg)
 
     def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pl.DataFrame]:
         """The rows of ``columns``, in input order, as DataFrames of at most ``batch_rows``
@@ -115,11 +117,11 @@ class DataSource:
         """
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
             msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         missing = [name for name in columns if name not in self.schema]
         if missing:
             msg = f"the data lacks columns the domain declares: {missing}"
-            raise ValueError(msg)
+            raise DataError(msg)
         if self.frame is not None:
             return self.frame.select(columns).iter_slices(int(batch_rows))
         return _streamed(self.lazy.select(columns), int(batch_rows))
@@ -142,14 +144,14 @@ def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
             "to match its values (e.g. float bounds (0.0, 10.0) for a column with fractions) "
             "or fix the file"
         )
-        raise ValueError(msg) from None
+        raise DataError(msg) from None
 
 
 def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
     """A lazy scan of the ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file at
     ``path``, a CSV file typed by ``domain`` (:func:`scan_csv`).
 
-    Raises ``FileNotFoundError`` for a path with no file, ``ValueError`` for another suffix.
+    Raises ``FileNotFoundError`` for a path with no file, ``ParameterError`` for another suffix.
     """
     path = Path(path)
     if not path.exists():
@@ -160,7 +162,7 @@ def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = Non
     scanner = _SCANNERS.get(path.suffix.lower())
     if scanner is None:
         msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return scanner(path)
 
 
@@ -229,7 +231,7 @@ def _categories_dtype(categories: object) -> pl.DataType:
 def scan_csv(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
     """A lazy scan of a CSV file whose column types are :func:`csv_dtype` of each column's
     ``domain`` entry: every column is read as text (no type is inferred from the rows), then
-    cast. A value that does not read as its column's type raises ``ValueError`` when the
+    cast. A value that does not read as its column's type raises ``DataError`` when the
     rows are read, naming the column (for the curator); booleans read ``true``/``false`` in
     any case; an empty field is null.
     """
@@ -293,7 +295,7 @@ def exact_answers(
 
     Raises
     ------
-    ValueError
+    DataError
         For an input with no rows, and for rows the domain does not cover (an undeclared
         category, an undeclared null, text in a numeric column); the message then says in
         which rows the first such value was found. Those messages are for the curator.
@@ -318,7 +320,7 @@ def exact_answers(
         del encoded, batch
     if n_rows == 0:
         msg = "the input has no rows; differential privacy needs at least one"
-        raise ValueError(msg)
+        raise DataError(msg)
     _log_clipped(clip_counts, domain)
     return counts / n_rows, n_rows
 
@@ -328,10 +330,10 @@ def _encode_batch(batch: pl.DataFrame, domain: Domain, clip_counts: dict[str, in
     batch's content says which rows it was found in."""
     try:
         return encode(batch, domain, clip_counts=clip_counts)
-    except ValueError as error:
+    except DataError as error:
         last_row = first_row + batch.height - 1
         msg = f"{error} (found in rows {first_row:,} to {last_row:,} of the input; reading stopped there)"
-        raise ValueError(msg) from error
+        raise DataError(msg) from error
 
 
 def _log_clipped(clip_counts: dict[str, int], domain: Domain) -> None:
