@@ -248,6 +248,9 @@ def synthesize(
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
     source = DataSource.from_input(data, domain)  # a CSV's dtypes come from the domain, never its rows
+    if not source.schema:
+        msg = "the data has no columns; synthesize needs at least one, with a declared domain"
+        raise DataError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
@@ -331,6 +334,12 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
         "MM": int(rounds_mm),
     }
     classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
+    if not classes:
+        msg = (
+            "every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm to 1 or more "
+            f"(rounds_cm defaults to the number of categorical feature columns, here {n_categorical_features})"
+        )
+        raise ParameterError(msg)
     queries = build_workload(
         domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
