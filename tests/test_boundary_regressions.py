@@ -35,3 +35,49 @@ def test_zero_rounds_of_every_class_name_the_rounds():
     """Was the same internal ``concatenate`` message: no class had a round to build queries for."""
     with pytest.raises(ParameterError, match="every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm"):
         synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": (0, 2)}, rounds_lt=0)
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "pandas"])
+def test_repeated_column_names_are_a_data_error_naming_them(kind):
+    """Was Polars' ``DuplicateError`` (pyarrow) or pandas' ``ValueError`` naming no column."""
+    table = pa.table([pa.array([1.0, 2.0]), pa.array([3.0, 4.0])], names=["x", "x"])
+    data = table if kind == "pyarrow" else table.to_pandas()
+    with pytest.raises(DataError, match=r"the data repeats the column names \['x'\]"):
+        synthesize(data, {"x": (0, 5)})
+
+
+def test_an_empty_column_name_survives_the_arrow_conversion():
+    """``pl.from_arrow`` renames a column "" to "column_0": its declaration then named a column
+    "not in the data", and the release would have had another name than the input."""
+    frame = pl.DataFrame({"": [0.5, 1.5] * 20, "s": ["a", "b"] * 20})
+    result = synthesize(frame.to_arrow(), {"": (0, 2), "s": ["a", "b"]})
+    assert result.data.schema == frame.schema
+
+
+def test_files_polars_cannot_read_are_data_errors_naming_the_file(tmp_path):
+    """Were Polars' ``NoDataError`` / ``ComputeError`` (and CLI exit status 1, internal)."""
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"cannot read '.*empty\.csv': empty CSV"):
+        synthesize(empty, {})
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not a parquet file")
+    with pytest.raises(DataError, match=r"cannot read '.*garbage\.parquet'"):
+        synthesize(garbage, {})
+
+
+def test_cli_exits_3_for_an_unreadable_input(tmp_path, capsys):
+    from polars_rap import cli
+
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not a parquet file")
+    status = cli.main(["synthesize", str(garbage), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
+                       "--delta", "1e-9"])
+    assert status == cli.EXIT_DATA
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_pandas_column_names_that_are_not_strings_still_work():
+    frame = pd.DataFrame({0: [0.5, 1.5] * 20, 1: ["a", "b"] * 20})
+    result = synthesize(frame, {"0": (0, 2), "1": ["a", "b"]})
+    assert result.data.columns == ["0", "1"]

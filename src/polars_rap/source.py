@@ -88,16 +88,18 @@ class DataSource:
         if isinstance(data, pl.DataFrame):
             return cls(data, None, data.schema)
         if isinstance(data, pl.LazyFrame):
-            return cls(None, data, data.collect_schema())
+            try:
+                return cls(None, data, data.collect_schema())
+            except pl.exceptions.PolarsError as error:
+                msg = f"the LazyFrame's columns cannot be resolved: {_first_line(error)}"
+                raise DataError(msg) from None
         if isinstance(data, (str, os.PathLike)):
             lazy = scan_file(data, domain)
             return cls(None, lazy, lazy.collect_schema())
         module = type(data).__module__.split(".")[0]
         frame = None
-        if module == "pyarrow":
-            frame = pl.from_arrow(data, rechunk=False)
-        elif module == "pandas":
-            frame = pl.from_pandas(data)
+        if module in ("pyarrow", "pandas"):
+            frame = _converted(data, module)
         if isinstance(frame, pl.DataFrame):
             return cls(frame, None, frame.schema)
         msg = (
@@ -127,6 +129,24 @@ class DataSource:
         return _streamed(self.lazy.select(columns), int(batch_rows))
 
 
+def _converted(data, module: str) -> pl.DataFrame | pl.Series | None:
+    """A pyarrow or pandas table as a Polars frame with the same column names; repeated
+    names, which Polars refuses, are a :class:`DataError` naming them."""
+    names = getattr(data, "column_names", None) if module == "pyarrow" else list(getattr(data, "columns", []))
+    repeated = sorted({str(name) for name in names or [] if list(names).count(name) > 1})
+    if repeated:
+        msg = f"the data repeats the column names {repeated}; Polars needs unique names: rename them first"
+        raise DataError(msg)
+    try:
+        frame = pl.from_arrow(data, rechunk=False) if module == "pyarrow" else pl.from_pandas(data)
+    except (pl.exceptions.PolarsError, ValueError, TypeError) as error:
+        msg = f"the {module} data cannot be read as a Polars frame: {error}"
+        raise DataError(msg) from error
+    if isinstance(frame, pl.DataFrame) and names is not None and frame.width == len(names):
+        frame.columns = [str(name) for name in names]  # from_arrow renames "" to "column_0"
+    return frame
+
+
 def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
     """Non-empty batches of at most ``batch_rows`` rows of ``query``, from the streaming
     engine (whose chunk size is a target, not a cap)."""
@@ -137,9 +157,8 @@ def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
             elif batch.height:
                 yield batch
     except pl.exceptions.InvalidOperationError as error:  # a failed cast, e.g. of scan_csv's
-        first_line = str(error).strip().splitlines()[0]  # the rest is Polars' query plan
         msg = (
-            f"the input holds values that do not read as its columns' types: {first_line}. A CSV "
+            f"the input holds values that do not read as its columns' types: {_first_line(error)}. A CSV "
             f"file's types come from the declared domain ({_CSV_RULE}): declare the column "
             "to match its values (e.g. float bounds (0.0, 10.0) for a column with fractions) "
             "or fix the file"
@@ -147,23 +166,33 @@ def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
         raise DataError(msg) from None
 
 
+def _first_line(error: Exception) -> str:
+    """The first line of a Polars error (the rest is its query plan)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
     """A lazy scan of the ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file at
     ``path``, a CSV file typed by ``domain`` (:func:`scan_csv`).
 
-    Raises ``FileNotFoundError`` for a path with no file, ``ParameterError`` for another suffix.
+    Raises ``FileNotFoundError`` for a path with no file, ``ParameterError`` for another suffix
+    and ``DataError`` for a file Polars cannot read (empty, corrupt).
     """
     path = Path(path)
     if not path.exists():
         msg = f"no file at {str(path)!r}"
         raise FileNotFoundError(msg)
-    if path.suffix.lower() == ".csv":
-        return scan_csv(path, domain)
     scanner = _SCANNERS.get(path.suffix.lower())
-    if scanner is None:
+    if scanner is None and path.suffix.lower() != ".csv":
         msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
         raise ParameterError(msg)
-    return scanner(path)
+    try:
+        lazy = scan_csv(path, domain) if scanner is None else scanner(path)
+        lazy.collect_schema()  # reads the header or footer only: an unreadable file fails here
+    except pl.exceptions.PolarsError as error:
+        msg = f"cannot read {str(path)!r}: {_first_line(error)}"
+        raise DataError(msg) from None
+    return lazy
 
 
 # ---------------------------------------------------------------- CSV types
