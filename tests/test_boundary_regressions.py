@@ -77,6 +77,63 @@ def test_cli_exits_3_for_an_unreadable_input(tmp_path, capsys):
     assert "cannot read" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("lower, upper, name", [("a", 1, "lower"), (None, 1, "lower"), (0, [1], "upper")])
+def test_numeric_bounds_that_are_not_numbers_name_the_parameter(lower, upper, name):
+    """Were ``float()``'s own errors ("could not convert string to float: 'a'")."""
+    with pytest.raises(ParameterTypeError, match=f"The '{name}' parameter must be a number"):
+        pr.Numeric(lower, upper)
+
+
+def test_categories_must_be_an_iterable_of_single_values():
+    """Were ``'int' object is not iterable`` and ``unhashable type: 'list'`` naming nothing."""
+    with pytest.raises(ParameterTypeError, match="The 'categories' parameter must be a list of values. Got 5"):
+        pr.Categorical(5)
+    with pytest.raises(ParameterTypeError, match=r"column 's': The 'categories' parameter must hold single values"):
+        synthesize(pl.DataFrame({"s": ["a"] * 10}), {"s": ["a", ["b"]]})
+
+
+@pytest.mark.parametrize("bounds", [5, (0, 1, 2), [0]])
+def test_bounds_in_a_dict_declaration_must_be_a_pair(bounds):
+    """Were ``cannot unpack non-iterable int`` / ``too many (not enough) values to unpack``."""
+    with pytest.raises(ParameterTypeError, match="column 'x': 'bounds' must be a pair"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": {"bounds": bounds}})
+
+
+def test_numeric_declaration_errors_name_the_column():
+    with pytest.raises(ParameterTypeError, match="column 'x': The 'lower' parameter must be a number"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": {"bounds": ("low", 2)}})
+
+
+def test_a_null_dtype_column_cannot_be_declared_numeric():
+    """Was Polars' ``InvalidOperationError`` while decoding: a Null column holds no number."""
+    with pytest.raises(DataError, match="column 'x' is declared numeric .* but holds Null; cast it"):
+        synthesize(pl.DataFrame({"x": [None] * 10}), {"x": {"bounds": (0, 1), "nullable": True}})
+    with pytest.raises(DataError, match="column 'x' is to be inferred as numeric but holds Null"):
+        synthesize(pl.DataFrame({"x": [None] * 10, "y": [1.0] * 10}), {"x": "numeric", "y": (0, 2)})
+
+
+@pytest.mark.parametrize("dtype, bounds", [
+    (pl.Int8, (0, 1000)), (pl.UInt8, (-1, 10)), (pl.UInt64, (0, 2**64 - 1)), (pl.Int64, (0, 1e300)),
+    (pl.Float32, (0, 1e300)),
+])
+def test_bounds_beyond_what_the_dtype_holds_are_a_data_error(dtype, bounds):
+    """Were Polars' ``InvalidOperationError`` casting decoded values to the integer dtype
+    (whenever a value outside it was drawn), and for Float32 a misleading "column 'x' holds
+    10 infinite values": decoded values overflowed Float32 and the next round's scores read
+    them back."""
+    frame = pl.DataFrame({"x": pl.Series([1, 2] * 10, dtype=dtype)})
+    with pytest.raises(DataError, match=f"column 'x' is declared with bounds .* but holds {dtype}"):
+        synthesize(frame, {"x": bounds})
+
+
+def test_bounds_at_the_edges_of_the_dtype_still_work():
+    frame = pl.DataFrame({"x": pl.Series([0, 255] * 10, dtype=pl.UInt8)})
+    result = synthesize(frame, {"x": (0, 255)})
+    assert result.data.schema == frame.schema
+    values = result.data.get_column("x").to_numpy()
+    assert values.min() >= 0 and values.max() <= 255 and np.issubdtype(values.dtype, np.integer)
+
+
 def test_pandas_column_names_that_are_not_strings_still_work():
     frame = pd.DataFrame({0: [0.5, 1.5] * 20, 1: ["a", "b"] * 20})
     result = synthesize(frame, {"0": (0, 2), "1": ["a", "b"]})

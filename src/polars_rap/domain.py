@@ -59,7 +59,18 @@ class Categorical:
     unlisted: str = "error"
 
     def __init__(self, categories: Iterable, nullable: bool = False, unlisted: str = "error") -> None:
-        values = list(categories)
+        try:
+            values = list(categories)
+        except TypeError:
+            msg = f"The 'categories' parameter must be a list of values. Got {categories!r}"
+            raise ParameterTypeError(msg) from None
+        for value in values:
+            try:
+                hash(value)
+            except TypeError:
+                msg = (f"The 'categories' parameter must hold single values (numbers, strings, "
+                       f"dates, booleans); {value!r} is not one. Got {values!r}")
+                raise ParameterTypeError(msg) from None
         if any(v is None for v in values):
             nullable = True
             values = [v for v in values if v is not None]
@@ -94,8 +105,8 @@ class Numeric:
     integer: bool = False
 
     def __init__(self, lower: float, upper: float, nullable: bool = False, integer: bool = False) -> None:
-        object.__setattr__(self, "lower", float(lower))
-        object.__setattr__(self, "upper", float(upper))
+        object.__setattr__(self, "lower", _number("lower", lower))
+        object.__setattr__(self, "upper", _number("upper", upper))
         object.__setattr__(self, "nullable", bool(nullable))
         object.__setattr__(self, "integer", integer)  # checked with the column's name (Domain)
 
@@ -311,6 +322,37 @@ class Domain:
 
 
 # ---------------------------------------------------------------- helpers
+def _number(name: str, value: Any) -> float:
+    """``float(value)``, or a :class:`ParameterTypeError` naming the parameter."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        msg = f"The {name!r} parameter must be a number. Got {value!r}"
+        raise ParameterTypeError(msg) from None
+
+
+def _of_column(name: str, build, *args) -> Any:
+    """``build(*args)`` (a :class:`Numeric` or :class:`Categorical`); its
+    :class:`ParameterError` says which column's declaration it comes from."""
+    try:
+        return build(*args)
+    except ParameterError as error:
+        raise type(error)(f"column {name!r}: {error}") from error
+
+
+def _dtype_range(dtype: pl.DataType) -> tuple[float, float] | None:
+    """The finite values a numeric ``dtype`` can hold (None: no limit worth checking)."""
+    if dtype.is_integer():
+        return pl.select(dtype.min().alias("min"), dtype.max().alias("max")).row(0)
+    if dtype == pl.Float32:
+        largest = float(np.finfo(np.float32).max)
+        return -largest, largest
+    if isinstance(dtype, pl.Decimal) and dtype.precision is not None:
+        largest = 10.0 ** (dtype.precision - dtype.scale) - 10.0 ** -dtype.scale
+        return -largest, largest
+    return None
+
+
 def _integer_flag(name: str, declared: Numeric) -> bool:
     """``declared.integer``, checked: a bool, and whole-number bounds when True (bounds that
     are not finite are refused by :func:`_check_spec`, with their own message)."""
@@ -349,8 +391,11 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         declared = dict(declared)
         nullable = bool(declared.pop("nullable", False))
         if "bounds" in declared:
-            lower, upper = declared.pop("bounds")
-            declared_obj: Any = Numeric(lower, upper, nullable, declared.pop("integer", False))
+            bounds = declared.pop("bounds")
+            if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+                msg = f"column {name!r}: 'bounds' must be a pair (lower, upper). Got {bounds!r}"
+                raise ParameterTypeError(msg)
+            declared_obj: Any = _of_column(name, Numeric, *bounds, nullable, declared.pop("integer", False))
         elif "categories" in declared and "integer" in declared:
             msg = (
                 f"column {name!r}: 'integer' applies to numeric bounds, not to categories; "
@@ -358,7 +403,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             )
             raise ParameterError(msg)
         elif "categories" in declared:
-            declared_obj = Categorical(declared.pop("categories"), nullable)
+            declared_obj = _of_column(name, Categorical, declared.pop("categories"), nullable)
         else:
             msg = f"domain entry for {name!r} needs 'bounds' or 'categories'. Got {declared}"
             raise ParameterError(msg)
@@ -377,7 +422,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             raise ParameterTypeError(msg)
         declared = Numeric(*declared)
     elif isinstance(declared, (list, pl.Series)):
-        declared = Categorical(list(declared))
+        declared = _of_column(name, Categorical, list(declared))
     elif isinstance(declared, str) and declared in ("categorical", "numeric"):
         msg = (
             f"domain entry for {name!r} asks for private inference ({declared!r}); only "
@@ -391,11 +436,20 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             nullable=declared.nullable, unlisted=declared.unlisted,
         )
     if isinstance(declared, Numeric):
-        if not (dtype.is_numeric() or dtype == pl.Null):
+        if not dtype.is_numeric():  # a Null column could not hold a synthetic number either
             msg = (
                 f"column {name!r} is declared numeric with bounds ({declared.lower}, "
                 f"{declared.upper}) but holds {dtype}; cast it to a number first "
                 f"(pl.col({name!r}).cast(pl.Float64)) or declare its categories as a list"
+            )
+            raise DataError(msg)
+        limits = _dtype_range(dtype)
+        finite = math.isfinite(declared.lower) and math.isfinite(declared.upper)  # else _check_spec says so
+        if limits is not None and finite and not (limits[0] <= declared.lower and declared.upper <= limits[1]):
+            msg = (
+                f"column {name!r} is declared with bounds ({declared.lower}, {declared.upper}) but "
+                f"holds {dtype}, which holds values in [{limits[0]}, {limits[1]}] only; "
+                f"cast it to a wider type first (pl.col({name!r}).cast(pl.Float64)) or narrow the bounds"
             )
             raise DataError(msg)
         return ColumnSpec(

@@ -138,7 +138,7 @@ def inference_requests(
                     f"{{'candidates': [...]}} in domain=, or declare its classes"
                 )
                 raise ParameterError(msg)
-            if request.kind == "numeric" and not (dtype.is_numeric() or dtype == pl.Null):
+            if request.kind == "numeric" and not dtype.is_numeric():
                 msg = (
                     f"column {name!r} is to be inferred as numeric but holds {dtype}; cast it "
                     f"to a number first or infer it as 'categorical'"
