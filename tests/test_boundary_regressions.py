@@ -104,6 +104,16 @@ def test_numeric_declaration_errors_name_the_column():
         synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": {"bounds": ("low", 2)}})
 
 
+def test_a_huge_epsilon_with_inferred_categories_is_a_parameter_error():
+    """Was ``OverflowError: math range error`` (e^epsilon in the delta split)."""
+    with pytest.raises(ParameterError, match="The 'epsilon' parameter is too large for delta=1e-09"):
+        split_budget(1e6, 1e-9, approximate_share=0.5)
+    with pytest.raises(ParameterError, match="The 'epsilon' parameter is too large"):
+        pr.synthesize(pl.DataFrame({"s": ["a", "b"] * 20}), epsilon=1e6, delta=1e-9, infer_domain=True, **FAST)
+    split = split_budget(680.0, 1e-9, approximate_share=0.5)  # still representable: no error
+    assert 0.0 < split.approximate_delta and split.conversion_delta + split.approximate_delta <= 1e-9
+
+
 def test_a_null_dtype_column_cannot_be_declared_numeric():
     """Was Polars' ``InvalidOperationError`` while decoding: a Null column holds no number."""
     with pytest.raises(DataError, match="column 'x' is declared numeric .* but holds Null; cast it"):
