@@ -148,3 +148,44 @@ def test_pandas_column_names_that_are_not_strings_still_work():
     frame = pd.DataFrame({0: [0.5, 1.5] * 20, 1: ["a", "b"] * 20})
     result = synthesize(frame, {"0": (0, 2), "1": ["a", "b"]})
     assert result.data.columns == ["0", "1"]
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("labels", 5, "The 'labels' parameter must be a column name or a list of them. Got 5"),
+    ("labels", None, "The 'labels' parameter must be a column name or a list of them"),
+    ("infer_domain", 2.5, "The 'infer_domain' parameter must be True, False, a column name or a list of them"),
+    ("domain", [1], "The 'domain' parameter must be a mapping"),
+    ("domain", 2.5, "The 'domain' parameter must be a mapping"),
+    ("projection", "fast", "The 'projection' parameter must be a polars_rap.ProjectionConfig"),
+    ("seed", "3", "The 'seed' parameter must be None or an int >= 0"),
+    ("seed", -1, "The 'seed' parameter must be None or an int >= 0"),
+    ("max_marginal_cells", "3", r"The 'max_marginal_cells' parameter must be an int in \[0, inf\)"),
+    ("rows", 10**30, r"The 'rows' parameter must be at most 2\*\*62"),
+    ("relaxed_rows", 10**30, r"The 'relaxed_rows' parameter must be at most 2\*\*62"),
+])
+def test_synthesize_parameters_of_the_wrong_type_or_size_name_the_parameter(name, value, message):
+    """Were bare Python/NumPy errors ("'int' object is not iterable", "SeedSequence expects
+    int", "'<=' not supported", an AttributeError on the projection, OverflowError, "Maximum
+    allowed dimension exceeded"), raised before or deep inside the run."""
+    frame = pl.DataFrame({"x": [0.5, 1.5] * 20, "y": [0, 1] * 20})
+    arguments = dict(domain={"x": (0, 2), "y": [0, 1]}, labels=["y"])
+    arguments[name] = value
+    with pytest.raises(ParameterError, match=message):
+        synthesize(frame, **arguments)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("learning_rate", "a", "The 'learning_rate' parameter must be a finite float > 0"),
+    ("max_steps", "2", r"The 'max_steps' parameter must be an int in \[1, inf\)"),
+    ("max_steps", 2.5, r"The 'max_steps' parameter must be an int in \[1, inf\)"),
+    ("patience", None, r"The 'patience' parameter must be an int in \[1, inf\)"),
+    ("max_doublings", "x", r"The 'max_doublings' parameter must be an int in \[0, inf\)"),
+    ("beta1", 2.0, r"The 'beta1' parameter must be a float in \[0, 1\)"),
+    ("beta2", "a", r"The 'beta2' parameter must be a float in \[0, 1\)"),
+    ("adam_epsilon", -1.0, "The 'adam_epsilon' parameter must be a finite float > 0"),
+])
+def test_projection_settings_are_checked_when_constructed(field, value, message):
+    """Were TypeError/ValueError from int() or np.isfinite, a Numba TypingError mid-run
+    (beta1='a'), or accepted and run with (beta1=2.0, adam_epsilon=-1)."""
+    with pytest.raises(ParameterError, match=message):
+        ProjectionConfig(**{field: value})

@@ -41,6 +41,7 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
 from polars_rap.null_rates import add_null_rates
+from polars_rap.parameters import check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.queries import QuerySet
@@ -218,31 +219,19 @@ def synthesize(
     >>> res.model.sample(1000, seed=0).height  # more rows, no privacy cost
     1000
     """
-    _check_positive_finite("epsilon", epsilon)
-    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
-        msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
-        raise ParameterError(msg)
-    for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
-                             ("rounds_lt", rounds_lt, 0), ("rounds_mm", rounds_mm, 0),
-                             ("n_linear_thresholds", n_linear_thresholds, 0),
-                             ("n_mixed_marginals", n_mixed_marginals, 0)):
-        _check_int(name, value, low)
-    if rounds_cm is not None:
-        _check_int("rounds_cm", rounds_cm, 0)
-    if rows is not None:
-        _check_int("rows", rows, 1)
+    check_synthesis_parameters(
+        epsilon=epsilon, delta=delta, domain=domain, labels=labels, infer_domain=infer_domain,
+        inference_share=inference_share, rows=rows, seed=seed, relaxed_rows=relaxed_rows,
+        queries_per_round=queries_per_round, rounds_cm=rounds_cm, rounds_lt=rounds_lt, rounds_mm=rounds_mm,
+        n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
+        max_marginal_cells=max_marginal_cells, projection=projection,
+    )
     strategy = resolve_strategy(strategy)
     if selection_share is None:
         selection_share = strategy.selection_share
-    if isinstance(selection_share, bool) or not isinstance(selection_share, (int, float)) or not (
-            0.0 < selection_share < 1.0):
-        msg = f"The 'selection_share' parameter must be in (0, 1). Got {selection_share!r}"
-        raise ParameterError(msg)
+    check_share("selection_share", selection_share)
     if isinstance(labels, str):
         labels = [labels]
-    if isinstance(inference_share, bool) or not isinstance(inference_share, (int, float)) or not 0.0 < inference_share < 1.0:
-        msg = f"The 'inference_share' parameter must be in (0, 1). Got {inference_share!r}"
-        raise ParameterError(msg)
     projection = projection or ProjectionConfig()
     backend_module = kernels.resolve_backend(backend)
 
@@ -409,15 +398,3 @@ def _secret_generators(count: int) -> list[np.random.Generator]:
     """``count`` independent generators spawned from one 128-bit seed drawn from the OS's
     cryptographic source for them alone: no other stream of the run derives from it."""
     return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128))).spawn(count)
-
-
-def _check_positive_finite(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
-        raise ParameterError(msg)
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        msg = f"The {name!r} parameter must be an int in [{low}, inf). Got {value!r}"
-        raise ParameterError(msg)
