@@ -1,9 +1,11 @@
 """Defects found while fuzzing the input boundary (tests/test_fuzz_boundary.py), each pinned by
 an explicit case: before its fix each call below raised something other than a ParameterError
-or DataError naming a column or parameter (a Polars or Python error), or released an invalid
-table."""
+or DataError naming a column or parameter (a Polars, NumPy or Python error), refused a valid
+declaration, or ran with a setting it should have refused."""
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -189,3 +191,10 @@ def test_projection_settings_are_checked_when_constructed(field, value, message)
     (beta1='a'), or accepted and run with (beta1=2.0, adam_epsilon=-1)."""
     with pytest.raises(ParameterError, match=message):
         ProjectionConfig(**{field: value})
+
+
+@pytest.mark.parametrize("bounds", [(np.int64(0), np.int64(2)), (np.float32(0.0), 2), (Decimal("0"), Decimal("2"))])
+def test_numpy_and_decimal_bounds_are_bounds(bounds):
+    """Were refused as "a tuple means numeric (lower, upper) bounds", which they were."""
+    result = synthesize(pl.DataFrame({"x": [0.5, 1.5] * 20}), {"x": bounds})
+    assert result.domain["x"].lower == 0.0 and result.domain["x"].upper == 2.0

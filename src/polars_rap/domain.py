@@ -18,8 +18,10 @@ the column's dtype, and its bounds must be whole numbers.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -331,6 +333,11 @@ def _number(name: str, value: Any) -> float:
         raise ParameterTypeError(msg) from None
 
 
+def _is_bound(value: Any) -> bool:
+    """A real number a bound may be (NumPy's and ``Decimal`` too), not a bool."""
+    return isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, (bool, np.bool_))
+
+
 def _of_column(name: str, build, *args) -> Any:
     """``build(*args)`` (a :class:`Numeric` or :class:`Categorical`); its
     :class:`ParameterError` says which column's declaration it comes from."""
@@ -412,9 +419,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             raise ParameterError(msg)
         declared = declared_obj
     elif isinstance(declared, tuple):
-        if len(declared) != 2 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in declared
-        ):
+        if len(declared) != 2 or not all(_is_bound(v) for v in declared):
             msg = (
                 f"domain entry for {name!r} is a tuple {declared!r}; a tuple means numeric "
                 "(lower, upper) bounds. Give categories as a list, e.g. ['a', 'b']"
