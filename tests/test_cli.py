@@ -219,6 +219,43 @@ def test_data_errors_exit_3(work, tmp_path, capsys):
     assert "manifest.json" in capsys.readouterr().err
 
 
+def test_a_domain_that_does_not_cover_the_table_is_a_parameter_error_exit_2(work, tmp_path, capsys):
+    """A declaration error that only shows against the table (a column left undeclared) is
+    the config's fault, not the data's: exit 2, as ParameterError says, and no output."""
+    head, sex_table = (work / "ca.toml").read_text().split("[domain.SEX]\n")
+    rest = sex_table.split("\n[", 1)[1]  # the tables after [domain.SEX]
+    no_sex = tmp_path / "no-sex.toml"
+    no_sex.write_text(head + "[" + rest)
+    args = synthesize_args(work, tmp_path / "out.parquet")
+    args[args.index("--config") + 1] = str(no_sex)
+    capsys.readouterr()
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert "column 'SEX'" in err and "has no public domain" in err and err.count("\n") == 1
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_exit_status_follows_the_error_class_not_its_text():
+    from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+    from polars_rap.privacy import BudgetExceededError
+
+    assert cli._exit_status(ParameterError("rows look wrong")) == cli.EXIT_USAGE
+    assert cli._exit_status(ParameterTypeError("x")) == cli.EXIT_USAGE
+    assert cli._exit_status(DataError("The 'rows' parameter must be ...")) == cli.EXIT_DATA
+    assert cli._exit_status(BudgetExceededError("x")) == cli.EXIT_BUDGET
+    assert cli._exit_status(FileNotFoundError("x")) == cli.EXIT_DATA
+    assert cli._exit_status(ValueError("from a reader")) == cli.EXIT_DATA
+    assert cli._exit_status(RuntimeError("bug")) == cli.EXIT_INTERNAL
+
+
+def test_help_names_every_exit_status(capsys):
+    assert cli.main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for status in ("0 ok", "1 internal error", "2 usage, config or parameter error", "3 data error",
+                   "4 privacy budget error", "130 interrupted"):
+        assert status in out
+
+
 def test_budget_and_internal_errors_exit_4_and_1(work, tmp_path, monkeypatch, capsys):
     from polars_rap import mechanism
     from polars_rap.privacy import BudgetExceededError

@@ -9,8 +9,10 @@ Importing the package registers the ``dp`` namespace on Polars frames::
 
 from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
 from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.mechanism import SynthesisResult, synthesize
 from polars_rap.model import SyntheticModel, load
+from polars_rap.privacy import BudgetExceededError
 from polars_rap.projection import ProjectionConfig
 from polars_rap.report import PrivacyReport
 
@@ -24,5 +26,9 @@ __all__ = [
     "Categorical",
     "Numeric",
     "ProjectionConfig",
+    "ParameterError",
+    "ParameterTypeError",
+    "DataError",
+    "BudgetExceededError",
 ]
 __version__ = "0.1.0"

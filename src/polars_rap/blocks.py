@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from polars_rap.errors import ParameterError
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 
@@ -143,13 +144,13 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             msg = f"The {name!r} parameter must be an int in [1, inf). Got {value!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
     if engine not in WRITE_ENGINES:
         msg = f"The 'engine' parameter must be one of {list(WRITE_ENGINES)}. Got {engine!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         msg = f"The 'seed' parameter must be an int >= 0 or None. Got {seed!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     filesystem, root = _prepare_folder(path, overwrite)
     job = _WriteJob(
         model.relaxed, model.domain, model.report.parameters.get("decoding", "independent"),

@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.domain import Numeric
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 
 __all__ = [
@@ -175,13 +176,13 @@ def noisy_prefix_search(
     if depth < 1 or shapes != [(2**depth + 1,)]:
         msg = ("The 'prefixes' parameter must hold 1-D arrays of one length 2**depth + 1 with "
                f"depth >= 1. Got shapes {shapes}.")
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if not (all(np.all(np.isfinite(array)) for array in arrays) and math.isfinite(threshold)):
         msg = "The 'prefixes' and 'threshold' parameters must be finite."  # never echo the counts
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if not isinstance(rng, np.random.Generator):
         msg = f"The 'rng' parameter must be a numpy.random.Generator. Got {type(rng).__name__}."
-        raise TypeError(msg)
+        raise ParameterTypeError(msg)
     std = comparison_noise_std(rho, len(arrays), depth)
     ledger.charge(PrivacyEvent("gaussian_binary_search", rho, description))
     found = []
@@ -225,7 +226,7 @@ def infer_bounds(name: str, counts: BoundCounts, n_rows: int, dtype: pl.DataType
             f"e.g. domain={{{name!r}: (lower, upper)}} from public documentation, or raise "
             "inference_share or epsilon so that the threshold falls below the rows it holds"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     low_bin, high_bin = int(passing[0]), int(passing[-1])
     coarse = (float(_EDGES[low_bin, 0]), float(_EDGES[high_bin, 1]))
     refined = (None, None)

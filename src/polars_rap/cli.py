@@ -45,12 +45,17 @@ Exit status
     Unexpected internal error; the traceback is printed with ``--debug`` or
     ``POLARS_RAP_DEBUG=1``.
 2
-    Usage or configuration error: bad flags, bad TOML, unknown option, bad epsilon/delta,
-    an output that exists (without ``--overwrite``). Checked before any privacy budget is
-    spent.
+    Usage, configuration or parameter error (a :class:`~polars_rap.errors.ParameterError`):
+    bad flags, bad TOML, an unknown option or a bad option value, bad epsilon/delta, a bad
+    domain declaration (bounds with lower >= upper, a column left without a domain, a label
+    that is not a column), an output that exists (without ``--overwrite``). Fix the command
+    or the config; no data was the cause.
 3
-    Data error: missing or unreadable input file or model, data not matching the domain,
-    an output that cannot be written.
+    Data error (a :class:`~polars_rap.errors.DataError`, or a file that cannot be read): a
+    missing or unreadable input file or model, data that do not fit the declared domain (a
+    value outside its categories, an undeclared null, a column of the wrong type or missing),
+    an input without rows or with too few for the privacy settings, an output that cannot be
+    written. Other ``ValueError``/``TypeError`` (e.g. from a file reader) count here too.
 4
     Privacy budget error: a charge would exceed the budget; nothing was released.
 130
@@ -65,16 +70,15 @@ import argparse
 import logging
 import math
 import os
-import re
 import sys
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from polars_rap.config import Config, ConfigError, config_text, option_names, read_config
+from polars_rap.config import Config, ConfigError, config_text, read_config
+from polars_rap.errors import DataError, ParameterError
 
 __all__ = ["main"]
 
@@ -403,8 +407,10 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--quiet", "-q", action="store_true", help="no progress bar or info logs")
     common.add_argument("--debug", action="store_true", help="print tracebacks (or set POLARS_RAP_DEBUG=1)")
     parser = _Parser(prog="polars-rap", description="Differentially private synthetic data (RAP++).",
-                     epilog="exit status: 0 ok, 1 internal error, 2 usage or config error, "
-                            "3 data error, 4 privacy budget error")
+                     epilog="exit status: 0 ok, 1 internal error, 2 usage, config or parameter error "
+                            "(bad flags, options or domain declarations: fix the command), 3 data error "
+                            "(unreadable input, or data that do not fit the declared domain: fix the "
+                            "data), 4 privacy budget error, 130 interrupted")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     synth = commands.add_parser("synthesize", parents=[common], help="synthesize a Parquet/CSV/IPC table")
@@ -482,29 +488,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _is_parameter_error(error: ValueError) -> bool:
-    """Whether ``synthesize`` refused a parameter the config or flags set.
-
-    Its parameter checks run before any data is read and say "The 'name' parameter ..."
-    (style.md); everything else it raises as ValueError concerns the data or the domain.
-    """
-    from polars_rap.projection import ProjectionConfig
-
-    match = re.match(r"The '(\w+)' parameter", str(error))
-    names = {*option_names(), "epsilon", "delta", *(f.name for f in fields(ProjectionConfig))}
-    return match is not None and match.group(1) in names
-
-
 def _exit_status(error: BaseException) -> int:
+    """The exit status of ``error`` (see the module docstring): by its class, never its text."""
     from polars_rap.privacy import BudgetExceededError
 
-    if isinstance(error, _UsageError):
+    if isinstance(error, (_UsageError, ParameterError)):
         return EXIT_USAGE
     if isinstance(error, BudgetExceededError):
         return EXIT_BUDGET
-    if isinstance(error, ValueError) and _is_parameter_error(error):
-        return EXIT_USAGE
-    if isinstance(error, (OSError, ValueError, TypeError)):
+    if isinstance(error, (DataError, OSError, ValueError, TypeError)):
         return EXIT_DATA
     return EXIT_INTERNAL
 

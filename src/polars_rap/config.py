@@ -37,6 +37,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from polars_rap.errors import ParameterError, ParameterTypeError
+
 __all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value"]
 
 CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
@@ -51,9 +53,10 @@ SET_ELSEWHERE = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(ParameterError):
     """A config file that cannot be used: unreadable, not TOML, an unknown key or option, a
-    bad domain table. The command line exits with status 2 for it."""
+    bad domain table (a :class:`~polars_rap.errors.ParameterError`). The command line exits
+    with status 2 for it."""
 
 
 @dataclass(frozen=True)
@@ -225,4 +228,4 @@ def toml_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(item) for item in value) + "]"
     msg = f"cannot write {value!r} as a TOML value"
-    raise TypeError(msg)
+    raise ParameterTypeError(msg)

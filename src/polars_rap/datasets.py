@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_rap.errors import DataError, ParameterError
+
 __all__ = [
     "TASKS",
     "Task",
@@ -111,7 +113,7 @@ def load_spec(spec_file: str) -> dict[str, Any]:
     """Read and check a bundled spec file (a file name inside ``polars_rap/data``).
 
     Returns the parsed TOML: ``{"dataset": {...}, "columns": {name: {...}, ...}}`` with
-    ``columns`` in file order. Raises ``ValueError`` naming the column and the rule when a
+    ``columns`` in file order. Raises ``ParameterError`` naming the column and the rule when a
     table is malformed.
     """
     text = (importlib.resources.files("polars_rap") / "data" / spec_file).read_text("utf-8")
@@ -125,27 +127,27 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
     columns = spec.get("columns")
     if not isinstance(dataset, dict) or not isinstance(columns, dict) or not columns:
         msg = f"spec file {spec_file!r} must have a [dataset] table and at least one [columns.NAME] table"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     for label in dataset.get("labels", []):
         if label not in columns:
             msg = f"spec file {spec_file!r}: label {label!r} has no [columns.{label}] table"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if columns[label].get("kind") != "categorical":
             msg = f"spec file {spec_file!r}: label {label!r} must be categorical, found kind={columns[label].get('kind')!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
     for name, table in columns.items():
         kind = table.get("kind")
         if kind not in _KINDS:
             msg = f"spec file {spec_file!r}: column {name!r} has kind={kind!r}; it must be one of {_KINDS}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         for flag in ("nullable", "integer"):
             if not isinstance(table.get(flag, False), bool):
                 msg = f"spec file {spec_file!r}: column {name!r} has a non-boolean {flag!r} (write true or false)"
-                raise ValueError(msg)
+                raise ParameterError(msg)
         if "integer" in table and kind != "numeric":
             msg = (f"spec file {spec_file!r}: column {name!r}: 'integer' applies to numeric columns "
                    f"(kind = \"numeric\"), not to kind = {kind!r}; remove it")
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if kind == "numeric":
             bounds = table.get("bounds")
             if (
@@ -155,19 +157,19 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
                 or not bounds[0] < bounds[1]
             ):
                 msg = f"spec file {spec_file!r}: numeric column {name!r} needs bounds = [lo, hi] with lo < hi; found {bounds!r}"
-                raise ValueError(msg)
+                raise ParameterError(msg)
             if table.get("integer", False) and not all(float(b).is_integer() for b in bounds):
                 msg = (f"spec file {spec_file!r}: column {name!r} is declared integer but its bounds "
                        f"{bounds!r} are not whole numbers; write whole-number bounds or drop 'integer'")
-                raise ValueError(msg)
+                raise ParameterError(msg)
         else:
             categories = table.get("categories")
             if not isinstance(categories, list) or not categories:
                 msg = f"spec file {spec_file!r}: categorical column {name!r} needs a non-empty 'categories' list"
-                raise ValueError(msg)
+                raise ParameterError(msg)
             if len(set(categories)) != len(categories):
                 msg = f"spec file {spec_file!r}: categorical column {name!r} lists a category twice"
-                raise ValueError(msg)
+                raise ParameterError(msg)
 
 
 def domain_from_tables(columns: dict[str, dict[str, Any]], labels: list[str], source: str) -> dict[str, Any]:
@@ -263,7 +265,7 @@ POBP_AREAS: tuple[tuple[int, int, str], ...] = (
 def _recode_ranges(frame: pl.DataFrame, column: str, ranges: tuple[tuple[int, int, str], ...]) -> pl.DataFrame:
     """Replace integer codes in ``column`` by the label of the inclusive range holding them.
 
-    A code in no range raises ``ValueError`` for the curator (it means the input is not the
+    A code in no range raises ``DataError`` for the curator (it means the input is not the
     documented ACS 2018 coding); nulls stay null.
     """
     code = pl.col(column)
@@ -279,7 +281,7 @@ def _recode_ranges(frame: pl.DataFrame, column: str, ranges: tuple[tuple[int, in
             f"column {column!r} holds {unmapped.len()} code(s) outside the ACS 2018 code list "
             f"ranges (e.g. {examples}); the task expects raw ACS 2018 codes"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     return frame.with_columns(labels.alias(column))
 
 
@@ -406,13 +408,13 @@ def load_task(name: str, *, data_dir: str | os.PathLike[str] | None = None) -> T
     expected = [*task.features, *task.labels]
     if list(columns_spec) != expected:
         msg = f"task {name!r}: spec file {task.spec_file!r} lists columns {list(columns_spec)}, expected {expected}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     frame = _LOADERS[name](spec, None if data_dir is None else Path(data_dir))
     missing = [column for column in expected if column not in frame.columns]
     extra = [column for column in frame.columns if column not in columns_spec]
     if missing or extra:
         msg = f"task {name!r}: frame and spec disagree; missing from frame {missing}, not in spec {extra}"
-        raise ValueError(msg)
+        raise DataError(msg)
     return TaskData(
         name=name,
         frame=frame.select(expected),
@@ -436,11 +438,11 @@ def train_test_split(
     """
     if not 0.0 < test_fraction < 1.0:
         msg = f"The 'test_fraction' parameter must be a float in (0, 1). Got {test_fraction!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     n_rows = frame.height
     if n_rows < 2:
         msg = f"train_test_split needs at least 2 rows to give both parts a row. Got {n_rows}"
-        raise ValueError(msg)
+        raise DataError(msg)
     rng = np.random.default_rng(seed)
     permutation = rng.permutation(n_rows)
     n_test = min(max(int(round(test_fraction * n_rows)), 1), n_rows - 1)

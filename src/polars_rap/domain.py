@@ -18,8 +18,10 @@ the column's dtype, and its bounds must be whole numbers.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 
 __all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec"]
 
@@ -57,16 +61,27 @@ class Categorical:
     unlisted: str = "error"
 
     def __init__(self, categories: Iterable, nullable: bool = False, unlisted: str = "error") -> None:
-        values = list(categories)
+        try:
+            values = list(categories)
+        except TypeError:
+            msg = f"The 'categories' parameter must be a list of values. Got {categories!r}"
+            raise ParameterTypeError(msg) from None
+        for value in values:
+            try:
+                hash(value)
+            except TypeError:
+                msg = (f"The 'categories' parameter must hold single values (numbers, strings, "
+                       f"dates, booleans); {value!r} is not one. Got {values!r}")
+                raise ParameterTypeError(msg) from None
         if any(v is None for v in values):
             nullable = True
             values = [v for v in values if v is not None]
         if unlisted not in _UNLISTED:
             msg = f"The 'unlisted' parameter must be one of {list(_UNLISTED)}. Got {unlisted!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if unlisted == "null" and not nullable:
             msg = "unlisted='null' maps values outside the list to null, so it needs nullable=True"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         object.__setattr__(self, "categories", tuple(values))
         object.__setattr__(self, "nullable", bool(nullable))
         object.__setattr__(self, "unlisted", unlisted)
@@ -92,8 +107,8 @@ class Numeric:
     integer: bool = False
 
     def __init__(self, lower: float, upper: float, nullable: bool = False, integer: bool = False) -> None:
-        object.__setattr__(self, "lower", float(lower))
-        object.__setattr__(self, "upper", float(upper))
+        object.__setattr__(self, "lower", _number("lower", lower))
+        object.__setattr__(self, "upper", _number("upper", upper))
         object.__setattr__(self, "nullable", bool(nullable))
         object.__setattr__(self, "integer", integer)  # checked with the column's name (Domain)
 
@@ -160,18 +175,18 @@ class Domain:
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names):
             msg = f"domain column names must be unique. Got {names}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         for label in self.labels:
             if label not in names:
                 msg = f"label column {label!r} is not in the domain; columns are {names}"
-                raise ValueError(msg)
+                raise ParameterError(msg)
             if not self[label].is_categorical:
                 msg = (
                     f"label column {label!r} must be categorical (a list of classes); it is "
                     f"declared numeric. Declare its classes, e.g. domain={{{label!r}: [0, 1]}}, "
                     "or derive a categorical label first"
                 )
-                raise ValueError(msg)
+                raise ParameterError(msg)
         for spec in self.columns:
             _check_spec(spec)
         blocks = [
@@ -244,14 +259,14 @@ class Domain:
                 f"domain names columns that are not in the data: {unknown}; "
                 f"the data's columns are {list(schema)}. Remove them or fix the spelling"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         missing_labels = [name for name in labels if name not in schema]
         if missing_labels:
             msg = (
                 f"labels name columns that are not in the data: {missing_labels}; "
                 f"the data's columns are {list(schema)}"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         specs = []
         for name, dtype in schema.items():
             declared = domain.get(name)
@@ -291,7 +306,7 @@ class Domain:
             raw = (arrow_field.metadata or {}).get(_METADATA_KEY)
             if raw is None:
                 msg = f"field {arrow_field.name!r} has no polars_rap metadata; not a saved domain"
-                raise ValueError(msg)
+                raise DataError(msg)
             meta = json.loads(raw)
             dtype = dtypes[arrow_field.name]
             if meta["kind"] == "categorical":
@@ -309,12 +324,48 @@ class Domain:
 
 
 # ---------------------------------------------------------------- helpers
+def _number(name: str, value: Any) -> float:
+    """``float(value)``, or a :class:`ParameterTypeError` naming the parameter."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        msg = f"The {name!r} parameter must be a number. Got {value!r}"
+        raise ParameterTypeError(msg) from None
+
+
+def _is_bound(value: Any) -> bool:
+    """A real number a bound may be (NumPy's and ``Decimal`` too), not a bool."""
+    return isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, (bool, np.bool_))
+
+
+def _of_column(name: str, build, *args) -> Any:
+    """``build(*args)`` (a :class:`Numeric` or :class:`Categorical`); its
+    :class:`ParameterError` says which column's declaration it comes from."""
+    try:
+        return build(*args)
+    except ParameterError as error:
+        raise type(error)(f"column {name!r}: {error}") from error
+
+
+def _dtype_range(dtype: pl.DataType) -> tuple[float, float] | None:
+    """The finite values a numeric ``dtype`` can hold (None: no limit worth checking)."""
+    if dtype.is_integer():
+        return pl.select(dtype.min().alias("min"), dtype.max().alias("max")).row(0)
+    if dtype == pl.Float32:
+        largest = float(np.finfo(np.float32).max)
+        return -largest, largest
+    if isinstance(dtype, pl.Decimal) and dtype.precision is not None:
+        largest = 10.0 ** (dtype.precision - dtype.scale) - 10.0 ** -dtype.scale
+        return -largest, largest
+    return None
+
+
 def _integer_flag(name: str, declared: Numeric) -> bool:
     """``declared.integer``, checked: a bool, and whole-number bounds when True (bounds that
     are not finite are refused by :func:`_check_spec`, with their own message)."""
     if not isinstance(declared.integer, (bool, np.bool_)):
         msg = f"column {name!r}: 'integer' must be True or False. Got {declared.integer!r}"
-        raise TypeError(msg)
+        raise ParameterTypeError(msg)
     bounds = (declared.lower, declared.upper)
     if declared.integer and all(map(math.isfinite, bounds)) and any(v != math.floor(v) for v in bounds):
         msg = (
@@ -322,7 +373,7 @@ def _integer_flag(name: str, declared: Numeric) -> bool:
             f"{declared.upper}) are not whole numbers; declare whole-number bounds, e.g. "
             f"({math.floor(declared.lower)}, {math.ceil(declared.upper)}), or drop 'integer'"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return bool(declared.integer)
 
 
@@ -339,7 +390,7 @@ def _declared_by_dtype(name: str, dtype: pl.DataType) -> Any:
         "the data itself), give it a pl.Enum dtype, learn it privately with "
         "infer_domain=True (charged to the budget), or drop the column"
     )
-    raise ValueError(msg)
+    raise ParameterError(msg)
 
 
 def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> ColumnSpec:
@@ -347,55 +398,65 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         declared = dict(declared)
         nullable = bool(declared.pop("nullable", False))
         if "bounds" in declared:
-            lower, upper = declared.pop("bounds")
-            declared_obj: Any = Numeric(lower, upper, nullable, declared.pop("integer", False))
+            bounds = declared.pop("bounds")
+            if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+                msg = f"column {name!r}: 'bounds' must be a pair (lower, upper). Got {bounds!r}"
+                raise ParameterTypeError(msg)
+            declared_obj: Any = _of_column(name, Numeric, *bounds, nullable, declared.pop("integer", False))
         elif "categories" in declared and "integer" in declared:
             msg = (
                 f"column {name!r}: 'integer' applies to numeric bounds, not to categories; "
                 "categories are decoded as declared. Remove 'integer'"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         elif "categories" in declared:
-            declared_obj = Categorical(declared.pop("categories"), nullable)
+            declared_obj = _of_column(name, Categorical, declared.pop("categories"), nullable)
         else:
             msg = f"domain entry for {name!r} needs 'bounds' or 'categories'. Got {declared}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if declared:
             msg = f"domain entry for {name!r} has unknown keys {sorted(declared)}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         declared = declared_obj
     elif isinstance(declared, tuple):
-        if len(declared) != 2 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in declared
-        ):
+        if len(declared) != 2 or not all(_is_bound(v) for v in declared):
             msg = (
                 f"domain entry for {name!r} is a tuple {declared!r}; a tuple means numeric "
                 "(lower, upper) bounds. Give categories as a list, e.g. ['a', 'b']"
             )
-            raise TypeError(msg)
+            raise ParameterTypeError(msg)
         declared = Numeric(*declared)
     elif isinstance(declared, (list, pl.Series)):
-        declared = Categorical(list(declared))
+        declared = _of_column(name, Categorical, list(declared))
     elif isinstance(declared, str) and declared in ("categorical", "numeric"):
         msg = (
             f"domain entry for {name!r} asks for private inference ({declared!r}); only "
             "synthesize() can do that, charging the budget. Declare its "
             + ("categories" if declared == "categorical" else "bounds") + " here instead"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if isinstance(declared, Categorical):
         return ColumnSpec(
             name, "categorical", dtype, categories=declared.categories,
             nullable=declared.nullable, unlisted=declared.unlisted,
         )
     if isinstance(declared, Numeric):
-        if not (dtype.is_numeric() or dtype == pl.Null):
+        if not dtype.is_numeric():  # a Null column could not hold a synthetic number either
             msg = (
                 f"column {name!r} is declared numeric with bounds ({declared.lower}, "
                 f"{declared.upper}) but holds {dtype}; cast it to a number first "
                 f"(pl.col({name!r}).cast(pl.Float64)) or declare its categories as a list"
             )
-            raise ValueError(msg)
+            raise DataError(msg)
+        limits = _dtype_range(dtype)
+        finite = math.isfinite(declared.lower) and math.isfinite(declared.upper)  # else _check_spec says so
+        if limits is not None and finite and not (limits[0] <= declared.lower and declared.upper <= limits[1]):
+            msg = (
+                f"column {name!r} is declared with bounds ({declared.lower}, {declared.upper}) but "
+                f"holds {dtype}, which holds values in [{limits[0]}, {limits[1]}] only; "
+                f"cast it to a wider type first (pl.col({name!r}).cast(pl.Float64)) or narrow the bounds"
+            )
+            raise DataError(msg)
         return ColumnSpec(
             name,
             "numeric",
@@ -409,14 +470,14 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         f"domain entry for {name!r} must be a list of categories, a (lower, upper) tuple, "
         f"a dict with 'bounds' or 'categories', or Categorical/Numeric. Got {declared!r}"
     )
-    raise TypeError(msg)
+    raise ParameterTypeError(msg)
 
 
 def _check_spec(spec: ColumnSpec) -> None:
     if spec.is_categorical:
         if len(spec.categories) == 0 and spec.unlisted != "null":
             msg = f"column {spec.name!r} declares no categories; give at least one"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if len(spec.categories) > MAX_CATEGORIES:
             msg = (
                 f"column {spec.name!r} declares {len(spec.categories):,} categories, more than "
@@ -424,14 +485,14 @@ def _check_spec(spec: ColumnSpec) -> None:
                 "over it would be noise. Recode it to fewer categories (group rare codes, e.g. "
                 "by a public hierarchy) or drop the column"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if len(set(spec.categories)) != len(spec.categories):
             msg = f"column {spec.name!r} declares repeated categories: {list(spec.categories)}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         return
     if not (math.isfinite(spec.lower) and math.isfinite(spec.upper)) or spec.lower >= spec.upper:
         msg = (
             f"column {spec.name!r} bounds must be finite with lower < upper. "
             f"Got ({spec.lower}, {spec.upper})"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)

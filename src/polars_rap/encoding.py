@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.domain import ColumnSpec, Domain
+from polars_rap.errors import DataError, ParameterError
 
 __all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "block_slices"]
 
@@ -68,7 +69,7 @@ def encode(
 ) -> EncodedData:
     """Encode ``frame`` (columns as in ``domain``) for the kernels.
 
-    Raises a ``ValueError`` naming the column for values outside the declared categories,
+    Raises a ``DataError`` naming the column for values outside the declared categories,
     nulls in a column declared without them, or text in a numeric column. Such messages go
     to the curator running the job, before anything is released; counts of clipped values
     are logged (warning) for the curator and never enter a release. With ``clip_counts``
@@ -78,7 +79,7 @@ def encode(
     missing = [name for name in domain.names if name not in frame.columns]
     if missing:
         msg = f"the data lacks columns the domain declares: {missing}"
-        raise ValueError(msg)
+        raise DataError(msg)
     n_rows = frame.height
     codes = np.empty((n_rows, len(domain.blocks)), dtype=np.int32)
     numerics = np.empty((n_rows, len(domain.numeric_columns)), dtype=np.float64)
@@ -107,7 +108,7 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
             f"{list(spec.categories)[:8]} cannot be read as {values.dtype}; declare them with "
             "the column's type or cast the column first"
         )
-        raise ValueError(msg) from error
+        raise DataError(msg) from error
     codes = values.replace_strict(
         declared, np.arange(len(declared), dtype=np.int32), default=-1, return_dtype=pl.Int32
     )
@@ -123,7 +124,7 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
             f"null category. Add None to its categories (domain={{{spec.name!r}: [..., None]}})"
             " so that a null is a category of its own, or fill the nulls first"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     undeclared = values.filter((codes == -1) & ~is_null)
     if undeclared.len() > 0 and spec.unlisted == "null":
         # Curator-only diagnostic, never released: values below the inference threshold.
@@ -137,7 +138,7 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
             f"categories, e.g. {shown}. Add them to the column's category list in domain= "
             "(the list is public: take it from the data's documentation), or recode them"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     return codes.to_numpy().astype(np.int32, copy=False)
 
 
@@ -150,7 +151,7 @@ def _scaled_numeric(
             f"number first (pl.col({spec.name!r}).cast(pl.Float64, strict=False) turns text "
             "into nulls) or declare it categorical"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     values = column.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
     n_infinite = int(np.count_nonzero(np.isinf(values)))
     if n_infinite:
@@ -160,7 +161,7 @@ def _scaled_numeric(
             f"pl.when(pl.col({spec.name!r}).is_infinite()).then(None).otherwise(pl.col("
             f"{spec.name!r})) and a nullable domain, or clip them to the bounds yourself"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     is_null = np.isnan(values)  # null and NaN alike: a missing value
     if is_null.any() and not spec.nullable:
         msg = (
@@ -169,7 +170,7 @@ def _scaled_numeric(
             f"({spec.lower:g}, {spec.upper:g}), 'nullable': True}}}}) so the null rate is "
             "kept, or fill the nulls first"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     present = values[~is_null]
     n_clipped = int(np.count_nonzero((present < spec.lower) | (present > spec.upper)))
     if n_clipped and clip_counts is not None:  # the caller logs the total (batched encoding)
@@ -254,7 +255,7 @@ def decode(
     """
     if method not in DECODINGS:
         msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;

@@ -17,6 +17,7 @@ import polars as pl
 from polars_rap import kernels
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.workload import build_workload
 from sklearn.exceptions import ConvergenceWarning
@@ -132,27 +133,27 @@ def _check_ml_inputs(
 ) -> None:
     if label in categorical or label in numeric:
         msg = f"label {label!r} is listed as a feature; remove it from 'categorical'/'numeric'"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if not categorical and not numeric:
         msg = "ml_utility needs at least one feature column in 'categorical' or 'numeric'"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     overlap = sorted(set(categorical) & set(numeric))
     if overlap:
         msg = f"columns {overlap} are listed as both categorical and numeric; list each once"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     for name, frame in (("train", train), ("test", test)):
         if frame.height == 0:
             msg = f"the '{name}' frame has no rows; ml_utility needs at least one"
-            raise ValueError(msg)
+            raise DataError(msg)
         missing = [c for c in [label, *categorical, *numeric] if c not in frame.columns]
         if missing:
             msg = f"the '{name}' frame lacks columns {missing}"
-            raise ValueError(msg)
+            raise DataError(msg)
     for column, bounds in numeric.items():
         lower, upper = bounds
         if not float(lower) < float(upper):
             msg = f"numeric column {column!r} needs bounds (lo, hi) with lo < hi. Got {bounds!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
 
 
 def _as_plain(series: pl.Series) -> pl.Series:
@@ -195,7 +196,7 @@ def _label_array(frame: pl.DataFrame, label: str) -> np.ndarray:
     values = _as_plain(frame.get_column(label))
     if values.null_count():
         msg = f"label column {label!r} holds {values.null_count()} null(s); ml_utility needs a label on every row"
-        raise ValueError(msg)
+        raise DataError(msg)
     return values.to_numpy()
 
 

@@ -47,6 +47,7 @@ import polars as pl
 from polars_rap.bounds import BoundCounts, _magnitude_bins, infer_bounds, magnitude_bin_edges  # noqa: F401
 from polars_rap.bounds import threshold_for_rate as _threshold_for_rate
 from polars_rap.domain import Categorical, Numeric
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.privacy import (
     PrivacyEvent,
     PrivacyLedger,
@@ -114,7 +115,7 @@ def inference_requests(
         unknown = sorted(name for name in named if name not in schema)
         if unknown:
             msg = f"infer_domain names columns that are not in the data: {unknown}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
     requests = []
     for name, dtype in schema.items():
         entry = declared.get(name)
@@ -129,7 +130,7 @@ def inference_requests(
                 f"column {name!r} is both declared in domain= ({entry!r}) and named in "
                 "infer_domain; keep one"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if request is not None:
             if request.kind == "numeric" and name in labels:
                 msg = (
@@ -137,13 +138,13 @@ def inference_requests(
                     f"categorical (a list of classes): ask for 'categorical' or "
                     f"{{'candidates': [...]}} in domain=, or declare its classes"
                 )
-                raise ValueError(msg)
-            if request.kind == "numeric" and not (dtype.is_numeric() or dtype == pl.Null):
+                raise ParameterError(msg)
+            if request.kind == "numeric" and not dtype.is_numeric():
                 msg = (
                     f"column {name!r} is to be inferred as numeric but holds {dtype}; cast it "
                     f"to a number first or infer it as 'categorical'"
                 )
-                raise ValueError(msg)
+                raise DataError(msg)
             declared.pop(name, None)
             requests.append(request)
     return declared, requests
@@ -161,17 +162,17 @@ def _request_from_entry(name: str, entry: Any) -> InferenceRequest | None:
                 f"domain entry for {name!r} is the string {entry!r}; a string asks for private "
                 f"inference and must be one of {list(_KINDS)}"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         return InferenceRequest(name, entry)
     if isinstance(entry, Mapping) and "candidates" in entry:
         extra = sorted(set(entry) - {"candidates"})
         if extra:
             msg = f"domain entry for {name!r} has unknown keys {extra} beside 'candidates'"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         candidates = [value for value in entry["candidates"] if value is not None]
         if not candidates or len(set(candidates)) != len(candidates):
             msg = f"column {name!r}: 'candidates' must be a non-empty list without repeats"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         return InferenceRequest(name, "categorical", tuple(candidates))
     return None
 

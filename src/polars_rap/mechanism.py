@@ -37,10 +37,12 @@ import polars as pl
 from polars_rap import kernels
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
 from polars_rap.base_marginals import add_base_marginals
 from polars_rap.null_rates import add_null_rates
+from polars_rap.parameters import check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.queries import QuerySet
@@ -195,6 +197,21 @@ def synthesize(
     SynthesisResult
         ``.data`` (pl.DataFrame) and ``.report`` (:class:`~polars_rap.report.PrivacyReport`).
 
+    Raises
+    ------
+    ParameterError
+        A bad setting: a parameter, the ``domain=`` declaration or ``labels`` (a
+        ``ValueError``; :class:`~polars_rap.errors.ParameterTypeError`, also a ``TypeError``,
+        for ``data`` of an unsupported type and declarations of the wrong type).
+    DataError
+        Data that do not fit the declared domain (an undeclared category, null or infinity, a
+        column of the wrong dtype or missing), no rows, or too few rows for the plan's noise.
+        The message is for the curator; it never enters a release.
+    BudgetExceededError
+        A charge would exceed the budget (a bug if it happens: the plan stays within it).
+    FileNotFoundError
+        ``data`` is a path with no file.
+
     Examples
     --------
     Tiny data and settings, so that the example runs in a blink; real runs keep the defaults.
@@ -211,36 +228,27 @@ def synthesize(
     >>> res.model.sample(1000, seed=0).height  # more rows, no privacy cost
     1000
     """
-    _check_positive_finite("epsilon", epsilon)
-    if not (isinstance(delta, (int, float)) and 0.0 < delta < 1.0):
-        msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
-        raise ValueError(msg)
-    for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
-                             ("rounds_lt", rounds_lt, 0), ("rounds_mm", rounds_mm, 0),
-                             ("n_linear_thresholds", n_linear_thresholds, 0),
-                             ("n_mixed_marginals", n_mixed_marginals, 0)):
-        _check_int(name, value, low)
-    if rounds_cm is not None:
-        _check_int("rounds_cm", rounds_cm, 0)
-    if rows is not None:
-        _check_int("rows", rows, 1)
+    check_synthesis_parameters(
+        epsilon=epsilon, delta=delta, domain=domain, labels=labels, infer_domain=infer_domain,
+        inference_share=inference_share, rows=rows, seed=seed, relaxed_rows=relaxed_rows,
+        queries_per_round=queries_per_round, rounds_cm=rounds_cm, rounds_lt=rounds_lt, rounds_mm=rounds_mm,
+        n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
+        max_marginal_cells=max_marginal_cells, projection=projection,
+    )
     strategy = resolve_strategy(strategy)
     if selection_share is None:
         selection_share = strategy.selection_share
-    if isinstance(selection_share, bool) or not isinstance(selection_share, (int, float)) or not (
-            0.0 < selection_share < 1.0):
-        msg = f"The 'selection_share' parameter must be in (0, 1). Got {selection_share!r}"
-        raise ValueError(msg)
+    check_share("selection_share", selection_share)
     if isinstance(labels, str):
         labels = [labels]
-    if isinstance(inference_share, bool) or not isinstance(inference_share, (int, float)) or not 0.0 < inference_share < 1.0:
-        msg = f"The 'inference_share' parameter must be in (0, 1). Got {inference_share!r}"
-        raise ValueError(msg)
     projection = projection or ProjectionConfig()
     backend_module = kernels.resolve_backend(backend)
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
     source = open_source(data, domain, engine)  # a CSV's dtypes come from the domain, never its rows
+    if not source.schema:
+        msg = "the data has no columns; synthesize needs at least one, with a declared domain"
+        raise DataError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
@@ -324,6 +332,12 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
         "MM": int(rounds_mm),
     }
     classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
+    if not classes:
+        msg = (
+            "every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm to 1 or more "
+            f"(rounds_cm defaults to the number of categorical feature columns, here {n_categorical_features})"
+        )
+        raise ParameterError(msg)
     queries = build_workload(
         domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
@@ -339,7 +353,7 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
             "the workload is empty: the domain needs categorical feature columns (for "
             "marginals) or numeric columns (for thresholds), and at least one round"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return queries, plan, group_counts
 
 
@@ -392,22 +406,10 @@ def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
             f"{minimum} rows; or raise epsilon, or lower the rounds (rounds_cm, rounds_lt, "
             "rounds_mm) or queries_per_round"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
 
 
 def _secret_generators(count: int) -> list[np.random.Generator]:
     """``count`` independent generators spawned from one 128-bit seed drawn from the OS's
     cryptographic source for them alone: no other stream of the run derives from it."""
     return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128))).spawn(count)
-
-
-def _check_positive_finite(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
-        raise ValueError(msg)
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        msg = f"The {name!r} parameter must be an int in [{low}, inf). Got {value!r}"
-        raise ValueError(msg)

@@ -58,6 +58,7 @@ import pyarrow as pa
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.report import PrivacyReport
 
 __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_VERSION"]
@@ -116,17 +117,17 @@ class SyntheticModel:
     def __post_init__(self) -> None:
         if not isinstance(self.domain, Domain):
             msg = f"The 'domain' parameter must be a polars_rap.Domain. Got {type(self.domain).__name__}"
-            raise TypeError(msg)
+            raise ParameterTypeError(msg)
         if not isinstance(self.report, PrivacyReport):
             msg = f"The 'report' parameter must be a PrivacyReport. Got {type(self.report).__name__}"
-            raise TypeError(msg)
+            raise ParameterTypeError(msg)
         relaxed = np.ascontiguousarray(self.relaxed, dtype=np.float32)  # no copy when float32
         if relaxed.ndim != 2 or relaxed.shape[0] < 1 or relaxed.shape[1] != self.domain.n_coords:
             msg = (
                 f"The 'relaxed' parameter must be float32[n_relaxed >= 1, {self.domain.n_coords}] "
                 f"(the domain's coordinates). Got shape {relaxed.shape}"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         object.__setattr__(self, "relaxed", relaxed)
 
     def __repr__(self) -> str:
@@ -181,7 +182,7 @@ class SyntheticModel:
         """
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
             msg = f"The 'rows' parameter must be an int in [1, inf). Got {rows!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         decoding = self.report.parameters.get("decoding", "independent")
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding)
 
@@ -252,7 +253,7 @@ class SyntheticModel:
             report = PrivacyReport.from_dict(json.loads(contents[_REPORT]))
         except (ValueError, TypeError, KeyError) as error:
             msg = f"{_REPORT} in {str(directory)!r} is not a valid privacy report: {error}"
-            raise ValueError(msg) from error
+            raise DataError(msg) from error
         return cls(relaxed, domain, report, library_version=str(manifest.get("library_version", "unknown")),
                    format_version=manifest["format_version"])
 
@@ -273,7 +274,7 @@ def load(path: str | os.PathLike[str]) -> SyntheticModel:
     ------
     FileNotFoundError
         ``path`` is not a directory, or a file of the model is missing (named).
-    ValueError
+    DataError
         The format is not a polars-rap model, its version is newer than this library reads,
         or a file is corrupt (named).
 
@@ -375,11 +376,11 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         msg = f"{_MANIFEST} in {str(directory)!r} is corrupt (not JSON: {error})"
-        raise ValueError(msg) from error
+        raise DataError(msg) from error
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         found = manifest.get("format") if isinstance(manifest, dict) else None
         msg = f"{_MANIFEST} in {str(directory)!r} names format {found!r}, not {FORMAT_NAME!r}; not a polars-rap model"
-        raise ValueError(msg)
+        raise DataError(msg)
     version = manifest.get("format_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
         msg = (
@@ -387,13 +388,13 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
             f"{manifest.get('library_version', 'unknown')}; this polars-rap ({_library_version()}) "
             f"reads format version {FORMAT_VERSION} and older. Upgrade polars-rap"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     if version != FORMAT_VERSION or isinstance(version, bool):
         msg = f"{_MANIFEST} in {str(directory)!r} has an unknown format_version {version!r}; expected {FORMAT_VERSION}"
-        raise ValueError(msg)
+        raise DataError(msg)
     if not isinstance(manifest.get("files"), list):
         msg = f"{_MANIFEST} in {str(directory)!r} is corrupt: it has no 'files' list"
-        raise ValueError(msg)
+        raise DataError(msg)
     return manifest
 
 
@@ -402,7 +403,7 @@ def _read_checked(directory: Path, name: str, manifest: dict[str, Any]) -> bytes
     entries = [e for e in manifest["files"] if isinstance(e, dict) and e.get("name") == name]
     if len(entries) != 1:
         msg = f"{_MANIFEST} in {str(directory)!r} is corrupt: it does not list {name!r} once"
-        raise ValueError(msg)
+        raise DataError(msg)
     path = directory / name
     if not path.is_file():
         msg = f"the model at {str(directory)!r} is incomplete: {name} is missing"
@@ -413,7 +414,7 @@ def _read_checked(directory: Path, name: str, manifest: dict[str, Any]) -> bytes
             f"{name} in {str(directory)!r} is corrupt: its size or SHA-256 differs from "
             f"{_MANIFEST}. Save the model again"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     return data
 
 
@@ -423,7 +424,7 @@ def _domain_from_ipc(data: bytes) -> Domain:
         return Domain.from_arrow_schema(schema)
     except (pa.ArrowException, ValueError, TypeError, KeyError) as error:
         msg = f"{_DOMAIN} is not a valid polars-rap domain: {error}"
-        raise ValueError(msg) from error
+        raise DataError(msg) from error
 
 
 def _relaxed_from_ipc(data: bytes, domain: Domain) -> np.ndarray:
@@ -431,19 +432,19 @@ def _relaxed_from_ipc(data: bytes, domain: Domain) -> np.ndarray:
         table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
     except pa.ArrowException as error:
         msg = f"{_RELAXED} is not a readable Arrow IPC file: {error}"
-        raise ValueError(msg) from error
+        raise DataError(msg) from error
     expected = coordinate_names(domain)
     if table.column_names != expected:
         msg = (
             f"{_RELAXED} has columns {table.column_names[:6]}... but {_DOMAIN} lays out "
             f"{expected[:6]}... ({len(expected)} coordinates); the files are not from one model"
         )
-        raise ValueError(msg)
+        raise DataError(msg)
     if table.num_rows < 1 or any(c.type != pa.float32() or c.null_count for c in table.columns):
         msg = f"{_RELAXED} must hold float32 columns without nulls and at least one row"
-        raise ValueError(msg)
+        raise DataError(msg)
     relaxed = np.column_stack([c.to_numpy() for c in table.columns]).astype(np.float32, copy=False)
     if not np.isfinite(relaxed).all():
         msg = f"{_RELAXED} holds non-finite values; save the model again"
-        raise ValueError(msg)
+        raise DataError(msg)
     return relaxed

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from polars_rap.errors import ParameterError
+from polars_rap.parameters import check_int, check_positive_finite
 from polars_rap.queries import QuerySet
 
 __all__ = ["ProjectionConfig", "RelaxedParams", "project"]
@@ -49,18 +51,16 @@ class ProjectionConfig:
     adam_epsilon: float = 1e-8
 
     def __post_init__(self) -> None:
-        for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance"):
+        for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance", "adam_epsilon"):
+            check_positive_finite(name, getattr(self, name))
+        for name in ("beta1", "beta2"):
             value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
-                raise ValueError(msg)
-        for name in ("max_steps", "patience"):
-            if int(getattr(self, name)) < 1:
-                msg = f"The {name!r} parameter must be an int >= 1. Got {getattr(self, name)!r}"
-                raise ValueError(msg)
-        if int(self.max_doublings) < 0:
-            msg = f"The 'max_doublings' parameter must be an int >= 0. Got {self.max_doublings!r}"
-            raise ValueError(msg)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+                    0.0 <= value < 1.0):
+                msg = f"The {name!r} parameter must be a float in [0, 1). Got {value!r}"
+                raise ParameterError(msg)
+        for name, low in (("max_steps", 1), ("patience", 1), ("max_doublings", 0)):
+            check_int(name, getattr(self, name), low)
 
 
 class RelaxedParams:

@@ -27,6 +27,7 @@ import polars as pl
 
 from polars_rap import kernels
 from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.quality_stats import TableStats, association, ks_distance, ks_points
 from polars_rap.queries import QueryClass
 from polars_rap.report import PrivacyReport
@@ -196,7 +197,7 @@ def quality_report(
 
     Raises
     ------
-    ValueError
+    DataError
         When the tables' columns or column types differ (naming them), or the data does not
         fit the domain.
 
@@ -221,7 +222,7 @@ def quality_report(
     if test is not None and not domain.labels:
         msg = ("test rows are for the ML utility, which needs a label column: pass labels=[...] "
                "(or use a domain with labels), or leave test out")
-        raise ValueError(msg)
+        raise ParameterError(msg)
 
     rng = np.random.default_rng(seed)
     queries = None
@@ -236,13 +237,13 @@ def quality_report(
         real_stats.add(batch)
     if real_stats.n_rows == 0:
         msg = "the real table has no rows; a quality report needs at least one"
-        raise ValueError(msg)
+        raise DataError(msg)
     synthetic_stats = TableStats(domain, points, queries, backend_module, 0, rng)
     for batch in synthetic_frame.iter_slices(batch_rows or default_batch_rows(domain)):
         synthetic_stats.add(batch)
     if synthetic_stats.n_rows == 0:
         msg = "the synthetic table has no rows; a quality report needs at least one"
-        raise ValueError(msg)
+        raise DataError(msg)
 
     distributions = tuple(_column_distribution(spec, real_stats, synthetic_stats) for spec in domain.columns)
     workload, workload_errors = _workload_frames(queries, real_stats, synthetic_stats)
@@ -290,7 +291,7 @@ def _privacy_input(model) -> PrivacyReport:
     if isinstance(model, (str, os.PathLike)):
         return load(model).report
     msg = f"The 'model' parameter must be a SyntheticModel, PrivacyReport or model directory. Got {type(model).__name__}"
-    raise TypeError(msg)
+    raise ParameterTypeError(msg)
 
 
 def _domain_mapping(domain) -> dict[str, Any] | None:
@@ -308,7 +309,7 @@ def _resolve_domain(domain, schema: pl.Schema, labels: Sequence[str] | None) -> 
     if domain is None:
         msg = ("quality_report needs the public domain: pass domain= (the mapping given to "
                "synthesize) or a SynthesisResult / saved model as 'synthetic'")
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if isinstance(domain, Domain):
         labels = domain.labels if labels is None else tuple([labels] if isinstance(labels, str) else labels)
         return Domain(domain.columns, tuple(labels))
@@ -333,12 +334,12 @@ def _check_schemas(real: pl.Schema, synthetic: pl.Schema) -> None:
         msg = (f"the real and synthetic tables have different columns: only in the real table "
                f"{only_real}, only in the synthetic table {only_synthetic}; compare tables with "
                "the same columns (the synthetic table of this real one)")
-        raise ValueError(msg)
+        raise DataError(msg)
     clashes = [f"{name} (real {real[name]}, synthetic {synthetic[name]})" for name in real
                if _family(real[name]) != _family(synthetic[name])]
     if clashes:
         msg = f"the real and synthetic tables disagree on column types: {', '.join(clashes)}; cast one to match"
-        raise ValueError(msg)
+        raise DataError(msg)
 
 
 def _test_frame(test, mapping, domain: Domain) -> pl.DataFrame:
@@ -350,7 +351,7 @@ def _test_frame(test, mapping, domain: Domain) -> pl.DataFrame:
     missing = [name for name in domain.names if name not in frame.columns]
     if missing:
         msg = f"the test table lacks columns {missing}"
-        raise ValueError(msg)
+        raise DataError(msg)
     return frame.select(domain.names)
 
 

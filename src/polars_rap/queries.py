@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polars_rap.errors import ParameterError
+
 __all__ = ["QueryClass", "QuerySet", "categorical_layout", "group_l1"]
 
 
@@ -252,11 +254,11 @@ class QuerySet:
     def concatenate(cls, parts: list["QuerySet"]) -> "QuerySet":
         """One query set holding ``parts`` one after the other (same layout required)."""
         if not parts:
-            raise ValueError("concatenate needs at least one query set")
+            raise ParameterError("concatenate needs at least one query set")
         first = parts[0]
         for part in parts[1:]:
             if part.numeric_offset != first.numeric_offset or part.n_numeric != first.n_numeric:
-                raise ValueError("query sets built on different domains cannot be concatenated")
+                raise ParameterError("query sets built on different domains cannot be concatenated")
 
         def cat_offsets_of(name: str) -> np.ndarray:
             lengths = np.concatenate([np.diff(getattr(p, name)) for p in parts])

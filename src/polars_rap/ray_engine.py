@@ -26,7 +26,7 @@ Data, and a count that raises is run again on the same block inside the task (up
 driver, and each attempt starts from zero counts, so a retried block's counts *replace* the
 failed attempt's, never add to them: no row is lost or counted twice. A data error (an
 undeclared category, text in a numeric column) is deterministic, so it is not retried: the
-task returns it as a result and the driver raises the same ``ValueError`` as the in-process
+task returns it as a result and the driver raises the same ``DataError`` as the in-process
 pass, for the curator.
 
 Workers run the CPU (Numba) kernels, with as many threads as the task holds CPUs; counts are
@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.domain import Domain
 from polars_rap.queries import QuerySet
 from polars_rap.source import MAX_BATCH_ROWS, add_counts, batch_counts, default_batch_rows, finish_answers
@@ -138,7 +139,7 @@ def _count_block(table, task, retries: int) -> Any:
 
     An exception in ``task`` (a failed kernel call) runs it again on the same block, up to
     ``retries`` times: each attempt starts from zero counts, and only a finished attempt's
-    result is returned, so nothing is counted twice. A ``ValueError`` is the block's content
+    result is returned, so nothing is counted twice. A ``DataError`` is the block's content
     (deterministic): returned at once, for the driver to raise.
     """
     import pyarrow as pa
@@ -149,7 +150,7 @@ def _count_block(table, task, retries: int) -> Any:
         try:
             part = task(block)
             break
-        except ValueError as error:
+        except DataError as error:
             part = _DataError(str(error))
             break
         except Exception as error:  # noqa: BLE001  (anything else may be transient)
@@ -175,7 +176,7 @@ def _polars_schema(dataset) -> pl.Schema:
     schema = dataset.schema()
     if schema is None:
         msg = "the input has no rows; differential privacy needs at least one"
-        raise ValueError(msg)
+        raise DataError(msg)
     return pl.from_arrow(schema.base_schema.empty_table()).schema
 
 
@@ -230,7 +231,7 @@ class RaySource:
         batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
             msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         name = _WORKER_BACKENDS.get(backend.__name__, backend.__name__)
         task = _AnswerTask(domain, queries, name, int(batch_rows))
         counts = np.zeros(queries.n_queries, dtype=np.int64)
@@ -243,11 +244,11 @@ class RaySource:
 
     def _partials(self, columns: Sequence[str], task) -> Iterator[Any]:
         """Run ``task`` on every block (only ``columns`` read) and yield its partial results
-        on the driver as they come; a block's data error is raised here as ``ValueError``."""
+        on the driver as they come; a block's data error is raised here as ``DataError``."""
         missing = [name for name in columns if name not in self.schema]
         if missing:
             msg = f"the data lacks columns the domain declares: {missing}"
-            raise ValueError(msg)
+            raise DataError(msg)
         # One batch per block; a worker lost mid-task is Ray Data's to rerun (its default
         # retries), and only the rerun's output reaches this loop.
         mapped = self.dataset.select_columns(list(columns)).map_batches(
@@ -258,7 +259,7 @@ class RaySource:
             for blob in batch.column(_PARTIAL).to_pylist():
                 part = pickle.loads(blob)  # written by _count_block above, never by the user
                 if isinstance(part, _DataError):
-                    raise ValueError(part.message)
+                    raise DataError(part.message)
                 yield part
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.privacy import PrivacyEvent
 from polars_rap.queries import group_l1
 
@@ -32,7 +33,7 @@ __all__ = [
 def _check_confidence(confidence: float) -> float:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
         msg = f"The 'confidence' parameter must be in (0, 1). Got {confidence!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return float(confidence)
 
 
@@ -208,11 +209,11 @@ class PrivacyReport:
         """Rebuild a report from :meth:`to_dict` (or ``json.loads`` of :meth:`to_json`).
 
         ``from_dict(report.to_dict())`` equals ``report`` field by field, floats to the bit
-        and DataFrames with their dtypes. Raises ``ValueError`` naming a missing or unknown key.
+        and DataFrames with their dtypes. Raises ``DataError`` naming a missing or unknown key.
         """
         if not isinstance(data, Mapping):
             msg = f"a report dict must be a mapping of field names to values. Got {type(data).__name__}"
-            raise TypeError(msg)
+            raise ParameterTypeError(msg)
         fields = dataclasses.fields(cls)
         unknown = sorted(set(data) - {f.name for f in fields})
         if unknown:
@@ -220,7 +221,7 @@ class PrivacyReport:
                 f"report dict has unknown keys {unknown}; this polars-rap's PrivacyReport has "
                 f"{[f.name for f in fields]}. Was it written by a newer polars-rap? Upgrade it"
             )
-            raise ValueError(msg)
+            raise DataError(msg)
         hints = typing.get_type_hints(cls)
         values = {}
         for f in fields:
@@ -228,7 +229,7 @@ class PrivacyReport:
                 values[f.name] = _value_from_json(hints[f.name], data[f.name], f.name)
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 msg = f"report dict lacks the key {f.name!r}, which a PrivacyReport requires"
-                raise ValueError(msg)
+                raise DataError(msg)
         return cls(**values)
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -323,7 +324,7 @@ def _frame_from_json(value: Any, name: str) -> pl.DataFrame:
         return pl.DataFrame(value)
     if not (isinstance(value, Mapping) and set(value) == {"columns", "rows"}):
         msg = f"report field {name!r} must be a dict with 'columns' and 'rows'. Got {type(value).__name__}"
-        raise ValueError(msg)
+        raise DataError(msg)
     schema = {column: _dtype_from_name(text, name) for column, text in value["columns"].items()}
     return pl.DataFrame(value["rows"], schema=schema)
 
@@ -335,7 +336,7 @@ def _dtype_from_name(text: str, field_name: str) -> pl.DataType:
     dtype = getattr(pl, text, None) if isinstance(text, str) and text.isidentifier() else None
     if not (isinstance(dtype, type) and issubclass(dtype, pl.DataType)):
         msg = f"report field {field_name!r} names an unknown column dtype {text!r}"
-        raise ValueError(msg)
+        raise DataError(msg)
     return dtype()
 
 

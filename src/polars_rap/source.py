@@ -32,6 +32,7 @@ import polars as pl
 
 from polars_rap.domain import Categorical, Domain, Numeric
 from polars_rap.encoding import encode
+from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
 __all__ = [
@@ -89,28 +90,31 @@ class DataSource:
 
         ``domain`` is the user's ``domain=`` mapping; only a CSV file reads it, for its column
         types (:func:`scan_csv`). Raises ``FileNotFoundError`` for a path with no file,
-        ``ValueError`` for a file of another suffix, and ``TypeError`` for anything else.
+        ``ParameterError`` for a file of another suffix, and ``ParameterTypeError`` (a
+        ``TypeError``) for anything else.
         """
         if isinstance(data, pl.DataFrame):
             return cls(data, None, data.schema)
         if isinstance(data, pl.LazyFrame):
-            return cls(None, data, data.collect_schema())
+            try:
+                return cls(None, data, data.collect_schema())
+            except pl.exceptions.PolarsError as error:
+                msg = f"the LazyFrame's columns cannot be resolved: {_first_line(error)}"
+                raise DataError(msg) from None
         if isinstance(data, (str, os.PathLike)):
             lazy = scan_file(data, domain)
             return cls(None, lazy, lazy.collect_schema())
         module = type(data).__module__.split(".")[0]
         frame = None
-        if module == "pyarrow":
-            frame = pl.from_arrow(data, rechunk=False)
-        elif module == "pandas":
-            frame = pl.from_pandas(data)
+        if module in ("pyarrow", "pandas"):
+            frame = _converted(data, module)
         if isinstance(frame, pl.DataFrame):
             return cls(frame, None, frame.schema)
         msg = (
             f"data must be a polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame or a "
             f"path to a Parquet/CSV/IPC file. Got {type(data).__name__}"
         )
-        raise TypeError(msg)
+        raise ParameterTypeError(msg)
 
     def batches(self, columns: Sequence[str], batch_rows: int) -> Iterator[pl.DataFrame]:
         """The rows of ``columns``, in input order, as DataFrames of at most ``batch_rows``
@@ -123,11 +127,11 @@ class DataSource:
         """
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
             msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         missing = [name for name in columns if name not in self.schema]
         if missing:
             msg = f"the data lacks columns the domain declares: {missing}"
-            raise ValueError(msg)
+            raise DataError(msg)
         if self.frame is not None:
             return self.frame.select(columns).iter_slices(int(batch_rows))
         return _streamed(self.lazy.select(columns), int(batch_rows))
@@ -153,7 +157,7 @@ def open_source(data, domain: Mapping[str, object] | None = None, engine: str = 
     """
     if not isinstance(engine, str) or engine not in ENGINES:
         msg = f"The 'engine' parameter must be one of {list(ENGINES)}. Got {engine!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     is_dataset = any(cls.__module__.startswith("ray.data") and cls.__name__ == "Dataset"
                      for cls in type(data).__mro__)  # without importing Ray (an optional extra)
     if engine == "ray" or (engine == "auto" and is_dataset):
@@ -166,6 +170,24 @@ def open_source(data, domain: Mapping[str, object] | None = None, engine: str = 
     return DataSource.from_input(data, domain)
 
 
+def _converted(data, module: str) -> pl.DataFrame | pl.Series | None:
+    """A pyarrow or pandas table as a Polars frame with the same column names; repeated
+    names, which Polars refuses, are a :class:`DataError` naming them."""
+    names = getattr(data, "column_names", None) if module == "pyarrow" else list(getattr(data, "columns", []))
+    repeated = sorted({str(name) for name in names or [] if list(names).count(name) > 1})
+    if repeated:
+        msg = f"the data repeats the column names {repeated}; Polars needs unique names: rename them first"
+        raise DataError(msg)
+    try:
+        frame = pl.from_arrow(data, rechunk=False) if module == "pyarrow" else pl.from_pandas(data)
+    except (pl.exceptions.PolarsError, ValueError, TypeError) as error:
+        msg = f"the {module} data cannot be read as a Polars frame: {error}"
+        raise DataError(msg) from error
+    if isinstance(frame, pl.DataFrame) and names is not None and frame.width == len(names):
+        frame.columns = [str(name) for name in names]  # from_arrow renames "" to "column_0"
+    return frame
+
+
 def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
     """Non-empty batches of at most ``batch_rows`` rows of ``query``, from the streaming
     engine (whose chunk size is a target, not a cap)."""
@@ -176,33 +198,42 @@ def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
             elif batch.height:
                 yield batch
     except pl.exceptions.InvalidOperationError as error:  # a failed cast, e.g. of scan_csv's
-        first_line = str(error).strip().splitlines()[0]  # the rest is Polars' query plan
         msg = (
-            f"the input holds values that do not read as its columns' types: {first_line}. A CSV "
+            f"the input holds values that do not read as its columns' types: {_first_line(error)}. A CSV "
             f"file's types come from the declared domain ({_CSV_RULE}): declare the column "
             "to match its values (e.g. float bounds (0.0, 10.0) for a column with fractions) "
             "or fix the file"
         )
-        raise ValueError(msg) from None
+        raise DataError(msg) from None
+
+
+def _first_line(error: Exception) -> str:
+    """The first line of a Polars error (the rest is its query plan)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
     """A lazy scan of the ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file at
     ``path``, a CSV file typed by ``domain`` (:func:`scan_csv`).
 
-    Raises ``FileNotFoundError`` for a path with no file, ``ValueError`` for another suffix.
+    Raises ``FileNotFoundError`` for a path with no file, ``ParameterError`` for another suffix
+    and ``DataError`` for a file Polars cannot read (empty, corrupt).
     """
     path = Path(path)
     if not path.exists():
         msg = f"no file at {str(path)!r}"
         raise FileNotFoundError(msg)
-    if path.suffix.lower() == ".csv":
-        return scan_csv(path, domain)
     scanner = _SCANNERS.get(path.suffix.lower())
-    if scanner is None:
+    if scanner is None and path.suffix.lower() != ".csv":
         msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
-        raise ValueError(msg)
-    return scanner(path)
+        raise ParameterError(msg)
+    try:
+        lazy = scan_csv(path, domain) if scanner is None else scanner(path)
+        lazy.collect_schema()  # reads the header or footer only: an unreadable file fails here
+    except pl.exceptions.PolarsError as error:
+        msg = f"cannot read {str(path)!r}: {_first_line(error)}"
+        raise DataError(msg) from None
+    return lazy
 
 
 # ---------------------------------------------------------------- CSV types
@@ -270,7 +301,7 @@ def _categories_dtype(categories: object) -> pl.DataType:
 def scan_csv(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
     """A lazy scan of a CSV file whose column types are :func:`csv_dtype` of each column's
     ``domain`` entry: every column is read as text (no type is inferred from the rows), then
-    cast. A value that does not read as its column's type raises ``ValueError`` when the
+    cast. A value that does not read as its column's type raises ``DataError`` when the
     rows are read, naming the column (for the curator); booleans read ``true``/``false`` in
     any case; an empty field is null.
     """
@@ -335,7 +366,7 @@ def exact_answers(
 
     Raises
     ------
-    ValueError
+    DataError
         For an input with no rows, and for rows the domain does not cover (an undeclared
         category, an undeclared null, text in a numeric column); the message then says in
         which rows the first such value was found. Those messages are for the curator.
@@ -373,9 +404,9 @@ def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend
     """
     try:
         encoded = encode(batch, domain, clip_counts=clip_counts)
-    except ValueError as error:
+    except DataError as error:
         msg = f"{error} (found in {where})"
-        raise ValueError(msg) from error
+        raise DataError(msg) from error
     answers = backend.answers_exact(encoded.codes, encoded.numerics, queries)
     return np.rint(answers * batch.height).astype(np.int64)
 
@@ -408,7 +439,7 @@ def finish_answers(counts: np.ndarray, n_rows: int, clip_counts: Mapping[str, in
     batches, equal counts give equal answers, bit for bit (exact below 2**53 rows)."""
     if n_rows == 0:
         msg = "the input has no rows; differential privacy needs at least one"
-        raise ValueError(msg)
+        raise DataError(msg)
     _log_clipped(clip_counts, domain)
     return counts / n_rows, n_rows
 

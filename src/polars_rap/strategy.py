@@ -35,6 +35,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from polars_rap.errors import ParameterError
+
 __all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "group_shares", "resolve_strategy",
            "STRATEGIES"]
 
@@ -180,35 +182,35 @@ class PlannedStrategy:
     def __post_init__(self) -> None:
         if isinstance(self.class_shares, str) and self.class_shares != "rounds":
             msg = f"class_shares must be a mapping, 'rounds' or None. Got {self.class_shares!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if isinstance(self.class_shares, Mapping):
             for key, value in self.class_shares.items():
                 if key not in CLASSES:
                     msg = f"class_shares has an unknown query class {key!r}; choose from {CLASSES}"
-                    raise ValueError(msg)
+                    raise ParameterError(msg)
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                         math.isfinite(value) and value > 0):
                     msg = f"class_shares[{key!r}] must be a finite number > 0. Got {value!r}"
-                    raise ValueError(msg)
+                    raise ParameterError(msg)
         for key, value in (self.class_k or {}).items():
             if key not in CLASSES or isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 msg = f"class_k maps a query class ({', '.join(CLASSES)}) to an int >= 1. Got {key!r}: {value!r}"
-                raise ValueError(msg)
+                raise ParameterError(msg)
         if isinstance(self.size_exponent, bool) or not isinstance(self.size_exponent, (int, float)) or not (
                 0.0 <= self.size_exponent <= 2.0):
             msg = f"size_exponent must be a number in [0, 2]. Got {self.size_exponent!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if isinstance(self.base_share, bool) or not isinstance(self.base_share, (int, float)) or not (
                 0.0 <= self.base_share < 1.0):
             msg = f"base_share must be a number in [0, 1). Got {self.base_share!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if isinstance(self.selection_share, bool) or not isinstance(self.selection_share, (int, float)) or not (
                 0.0 < self.selection_share < 1.0):
             msg = f"selection_share must be a number in (0, 1). Got {self.selection_share!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if self.decoding not in ("controlled", "independent"):
             msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         ks = {c: int((self.class_k or {}).get(c, k)) for c in CLASSES}
@@ -224,7 +226,7 @@ class PlannedStrategy:
             raw = {c: float(self.class_shares.get(c, 0.0)) for c in active}
         if sum(raw.values()) <= 0.0:
             msg = f"class_shares gives no budget to any class with rounds ({', '.join(active)})"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         total = math.fsum(raw.values())
         share = {c: raw[c] / total for c in active if raw[c] > 0}
         outright = [c for c in share
@@ -270,17 +272,17 @@ def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
         missing = [a for a in _PROTOCOL if not hasattr(strategy, a)]
         if missing:
             msg = f"the strategy object {strategy!r} lacks {', '.join(missing)} (see polars_rap.strategy.Strategy)"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         return strategy
     else:
         msg = f"The 'strategy' parameter must be 'planned', 'paper' or a strategy object. Got {strategy!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     name = spec.pop("name", "planned")
     if name not in STRATEGIES:
         msg = f"unknown strategy {name!r}; choose one of {', '.join(repr(s) for s in STRATEGIES)}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     try:
         return STRATEGIES[name](**spec)
     except TypeError as error:
         msg = f"bad settings for strategy {name!r}: {error}"
-        raise ValueError(msg) from None
+        raise ParameterError(msg) from None

@@ -29,6 +29,7 @@ import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
+from polars_rap.errors import ParameterError
 from polars_rap.queries import QueryClass, QuerySet, _offsets, categorical_layout
 
 __all__ = [
@@ -227,7 +228,7 @@ def build_workload(
             parts.append(linear_thresholds(domain, n_linear_thresholds, rng))
         else:
             msg = f"unknown query class {name!r}; choose from 'CM', 'MM', 'LT'"
-            raise ValueError(msg)
+            raise ParameterError(msg)
     return QuerySet.concatenate(parts)
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from polars_rap.errors import ParameterError
+
 __all__ = ["BACKENDS", "get_backend", "resolve_backend"]
 
 #: Backend name -> module path. Add a backend by adding a line.
@@ -48,7 +50,7 @@ def get_backend(name: str) -> ModuleType:
     except (KeyError, TypeError):
         valid = ", ".join(repr(key) for key in BACKENDS)
         msg = f"unknown kernel backend {name!r}; choose one of {valid}"
-        raise ValueError(msg) from None
+        raise ParameterError(msg) from None
     return importlib.import_module(module_path)
 
 
@@ -61,7 +63,7 @@ def resolve_backend(name: str) -> ModuleType:
     if name not in ("auto", *BACKENDS):
         valid = ", ".join(repr(key) for key in ("auto", *BACKENDS))
         msg = f"unknown kernel backend {name!r}; choose one of {valid}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if name not in ("auto", "cuda"):
         return get_backend(name)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from polars_rap.errors import ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
 _QUERY_DTYPES = {
@@ -36,10 +37,10 @@ def _check_offsets(name: str, offsets: np.ndarray, n_items: int) -> None:
             f"queries.{name} must be a 1-d offsets array starting at 0 and ending at {n_items}; "
             f"got shape {offsets.shape}"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if len(offsets) > 1 and np.any(np.diff(offsets) < 0):
         msg = f"queries.{name} must be non-decreasing"
-        raise ValueError(msg)
+        raise ParameterError(msg)
 
 
 def _check_range(name: str, values: np.ndarray, stop: int) -> None:
@@ -48,11 +49,11 @@ def _check_range(name: str, values: np.ndarray, stop: int) -> None:
             f"queries.{name} must lie in [0, {stop}); found values in "
             f"[{values.min()}, {values.max()}]"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
 
 
 def check_queries(queries: QuerySet) -> None:
-    """Raise ``ValueError`` unless ``queries`` is a well-formed ``QuerySet``.
+    """Raise ``ParameterError`` unless ``queries`` is a well-formed ``QuerySet``.
 
     Checks dtypes, offsets, index ranges and the coordinate layout (one contiguous block of
     coordinates per categorical column, codes ``0 .. size - 1`` in order). It does not check
@@ -60,13 +61,13 @@ def check_queries(queries: QuerySet) -> None:
     """
     if not isinstance(queries, QuerySet):
         msg = f"queries must be a QuerySet; got {type(queries).__name__}"
-        raise TypeError(msg)
+        raise ParameterTypeError(msg)
     for name, dtype in _QUERY_DTYPES.items():
         array = getattr(queries, name)
         if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
             got = getattr(array, "dtype", type(array).__name__)
             msg = f"queries.{name} must be a 1-d {np.dtype(dtype).name} array; got {got}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
     n_queries = queries.n_queries
     n_halfspaces = len(queries.tau)
     n_columns = len(queries.column_sizes)
@@ -77,26 +78,26 @@ def check_queries(queries: QuerySet) -> None:
     _check_offsets("group_column_offsets", queries.group_column_offsets, len(queries.group_columns))
     if len(queries.halfspace_offsets) != n_queries + 1 or len(queries.query_class) != n_queries:
         msg = "queries.halfspace_offsets and queries.query_class must have one entry per query"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if len(queries.group_column_offsets) != len(queries.group_offsets):
         msg = "queries.group_column_offsets must have one entry per group (plus one)"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if len(queries.theta_weight) != len(queries.theta_index):
         msg = "queries.theta_weight and queries.theta_index must have the same length"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if not (np.all(np.isfinite(queries.theta_weight)) and np.all(np.isfinite(queries.tau))):
         msg = "queries.theta_weight and queries.tau must be finite"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if np.any(queries.column_sizes < 1):
         msg = "queries.column_sizes must be >= 1 for every categorical column"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     numeric_offset = int(queries.numeric_offset)
     if numeric_offset != int(queries.column_sizes.sum()) or queries.n_numeric < 0:
         msg = (
             f"queries.numeric_offset must equal sum(column_sizes) = "
             f"{int(queries.column_sizes.sum())}; got {numeric_offset}"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     expected_column = np.repeat(np.arange(n_columns, dtype=np.int32), queries.column_sizes)
     block_starts = np.repeat(
         np.cumsum(queries.column_sizes, dtype=np.int64) - queries.column_sizes,
@@ -111,7 +112,7 @@ def check_queries(queries: QuerySet) -> None:
             "queries.coord_column/coord_code must describe one contiguous block per categorical "
             "column with codes 0 .. size - 1 in order (the relaxed-matrix layout)"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     _check_range("cat_coords", queries.cat_coords, numeric_offset)
     _check_range("theta_index", queries.theta_index, queries.n_numeric)
     _check_range("group_columns", queries.group_columns, n_columns)
@@ -127,20 +128,20 @@ def check_real_data(
     n_columns = len(queries.column_sizes)
     if codes.ndim != 2 or codes.shape[1] != n_columns:
         msg = f"codes must have shape (n_rows, {n_columns}); got {codes.shape}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if numerics.ndim != 2 or numerics.shape != (codes.shape[0], queries.n_numeric):
         expected = (codes.shape[0], queries.n_numeric)
         msg = f"numerics must have shape {expected}; got {numerics.shape}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if codes.shape[0] == 0:
         msg = "answers_exact needs at least one row (the mean over zero rows is undefined); got 0"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if codes.dtype.kind not in "iu":
         msg = f"codes must be an integer array (category codes); got dtype {codes.dtype}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if numerics.dtype.kind != "f":
         msg = f"numerics must be a float array (scaled to [0, 1]); got dtype {numerics.dtype}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if n_columns:
         low = codes.min(axis=0)
         high = codes.max(axis=0)
@@ -152,7 +153,7 @@ def check_real_data(
                 f"[0, {int(queries.column_sizes[column])}); found [{int(low[column])}, "
                 f"{int(high[column])}]; encode the data with the same domain as the queries"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
     codes = np.ascontiguousarray(codes, dtype=np.int32)
     numerics = np.ascontiguousarray(numerics, dtype=np.float64)
     return codes, numerics
@@ -163,13 +164,13 @@ def check_relaxed(X: np.ndarray, queries: QuerySet) -> np.ndarray:
     X = np.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         msg = f"X must be float32 or float64; got dtype {X.dtype}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if X.ndim != 2 or X.shape[1] != queries.n_coords:
         msg = f"X must have shape (n_rows, {queries.n_coords}); got {X.shape}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if X.shape[0] == 0:
         msg = "X needs at least one row (the mean over zero rows is undefined); got 0"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return np.ascontiguousarray(X)
 
 
@@ -183,10 +184,10 @@ def check_sigma(sigma: np.ndarray | float, n_queries: int) -> np.ndarray:
         sigma = np.full(n_queries, sigma, dtype=np.float32)
     if sigma.shape != (n_queries,):
         msg = f"sigma must be a scalar or have shape ({n_queries},); got {sigma.shape}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if n_queries and not np.all(sigma > 0):  # also rejects NaN
         msg = f"sigma must be > 0 (inf for hard thresholds); found minimum {np.min(sigma)}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return np.ascontiguousarray(sigma)
 
 
@@ -195,10 +196,10 @@ def check_targets(targets: np.ndarray, n_queries: int) -> np.ndarray:
     targets = np.ascontiguousarray(targets, dtype=np.float64)
     if targets.shape != (n_queries,):
         msg = f"targets must have shape ({n_queries},); got {targets.shape}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if not np.all(np.isfinite(targets)):
         msg = "targets must be finite"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return targets
 
 
@@ -209,10 +210,10 @@ def check_weights(weights: np.ndarray | None, n_queries: int) -> np.ndarray:
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     if weights.shape != (n_queries,):
         msg = f"weights must have shape ({n_queries},); got {weights.shape}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if not (np.all(np.isfinite(weights)) and np.all(weights >= 0.0)):
         msg = "weights must be finite and >= 0"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return weights
 
 

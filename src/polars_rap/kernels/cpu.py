@@ -28,6 +28,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from polars_rap.errors import ParameterError
 from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
@@ -529,7 +530,7 @@ def _plan(queries: QuerySet, sigma: np.ndarray | None, structured: bool):
                 "of its first query; build it with polars_rap.workload or leave its "
                 "group_columns empty"
             )
-            raise ValueError(msg)
+            raise ParameterError(msg)
         if sigma is not None:
             group_of_query = queries.group_of_query()
             first = queries.group_offsets[:-1][group_of_query]

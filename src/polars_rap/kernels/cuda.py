@@ -54,6 +54,7 @@ import numba
 import numpy as np
 from numba import cuda
 
+from polars_rap.errors import ParameterError
 from polars_rap.kernels import cuda_config
 from polars_rap.kernels._checks import (
     check_queries,
@@ -499,7 +500,7 @@ def _threads_per_block() -> int:
             f"cuda_config.THREADS_PER_BLOCK must be a power of two >= 1 (the block reductions "
             f"halve it); got {threads}"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     return threads
 
 
@@ -787,13 +788,13 @@ def project(
             f"params.values must have shape (n_rows >= 1, {queries.n_coords}) to match the "
             f"queries; got {values.shape}"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     if params.numeric_offset != queries.numeric_offset:
         msg = (
             f"params.numeric_offset ({params.numeric_offset}) must equal "
             f"queries.numeric_offset ({queries.numeric_offset})"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     threads = _threads_per_block()
     n_rows = values.shape[0]
     device_queries = _DeviceQueries(queries)

@@ -1,0 +1,41 @@
+"""The errors polars-rap raises for bad input, split by whose input is wrong.
+
+- :class:`ParameterError`: a bad setting, for the caller to fix in the call, the config file or
+  the domain declaration (epsilon, rounds, a strategy, bounds with lower >= upper, a label
+  that is not a column, a column without a declared domain, an unknown backend).
+- :class:`ParameterTypeError`: a setting of the wrong Python type (a ``ParameterError`` that
+  is also a ``TypeError``, as such errors were before the split).
+- :class:`DataError`: bad data, found while reading it: a value outside the declared
+  categories, a null or infinity where none is declared, a column whose dtype does not fit its
+  declaration, a column the declaration names but the data lacks, no rows, or a saved model or
+  report file that is corrupt. Its message is for the curator: it may describe the sensitive
+  data, so it never enters a release.
+
+All are ``ValueError`` subclasses, so ``except ValueError`` keeps working; the command line
+maps them to distinct exit statuses (:mod:`polars_rap.cli`). A charge over the privacy budget
+is neither: :class:`polars_rap.privacy.BudgetExceededError`.
+
+>>> import polars as pl, polars_rap
+>>> try:
+...     polars_rap.synthesize(pl.DataFrame({"x": [1.0]}), epsilon=-1.0, delta=1e-9)
+... except polars_rap.ParameterError as error:
+...     print(type(error).__name__, "|", error)
+ParameterError | The 'epsilon' parameter must be a finite float > 0. Got -1.0
+"""
+
+from __future__ import annotations
+
+__all__ = ["ParameterError", "ParameterTypeError", "DataError"]
+
+
+class ParameterError(ValueError):
+    """A bad setting: a parameter, a domain declaration or a config entry."""
+
+
+class ParameterTypeError(ParameterError, TypeError):
+    """A setting of the wrong Python type (both a :class:`ParameterError` and a ``TypeError``)."""
+
+
+class DataError(ValueError):
+    """Data that do not fit their declared domain, or that cannot be read (the message is
+    for the curator and never released)."""

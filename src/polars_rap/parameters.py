@@ -1,0 +1,92 @@
+"""Checks of :func:`polars_rap.synthesize`'s keyword parameters, before any data is read.
+
+Each refusal is a :class:`~polars_rap.errors.ParameterError` (a value out of range) or a
+:class:`~polars_rap.errors.ParameterTypeError` (a value of the wrong type) whose message names
+the parameter, the rule and the value, as scikit-learn's do: "The 'rows' parameter must be an
+int in [1, inf). Got 0".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from polars_rap.errors import ParameterError, ParameterTypeError
+
+__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_share"]
+
+MAX_INT = 2**62
+"""Largest count a parameter may take: far beyond any feasible run, and within int64."""
+
+
+def check_positive_finite(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(value) and value > 0):
+        msg = f"The {name!r} parameter must be a finite float > 0. Got {value!r}"
+        raise ParameterError(msg)
+
+
+def check_int(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        msg = f"The {name!r} parameter must be an int in [{low}, inf). Got {value!r}"
+        raise ParameterError(msg)
+    if value > MAX_INT:
+        msg = f"The {name!r} parameter must be at most 2**62. Got {value!r}"
+        raise ParameterError(msg)
+
+
+def check_share(name: str, value: Any) -> None:
+    """A number in the open interval (0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
+            0.0 < value < 1.0):
+        msg = f"The {name!r} parameter must be in (0, 1). Got {value!r}"
+        raise ParameterError(msg)
+
+
+def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:
+    """A column name or a sequence of column names (``True``/``False`` too when allowed)."""
+    if isinstance(value, str) or (allow_bool and isinstance(value, bool)):
+        return
+    if not isinstance(value, Sequence) or not all(isinstance(item, str) for item in value):
+        rule = "True, False, a column name or a list of them" if allow_bool else "a column name or a list of them"
+        msg = f"The {name!r} parameter must be {rule}. Got {value!r}"
+        raise ParameterTypeError(msg)
+
+
+def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels: Any, infer_domain: Any,
+                               inference_share: Any, rows: Any, seed: Any, relaxed_rows: Any,
+                               queries_per_round: Any, rounds_cm: Any, rounds_lt: Any, rounds_mm: Any,
+                               n_linear_thresholds: Any, n_mixed_marginals: Any, max_marginal_cells: Any,
+                               projection: Any) -> None:
+    """Refuse any of ``synthesize``'s parameters that it could not run with (``strategy`` and
+    ``selection_share`` are checked where the strategy is resolved)."""
+    check_positive_finite("epsilon", epsilon)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0.0 < delta < 1.0:
+        msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
+        raise ParameterError(msg)
+    for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
+                             ("rounds_lt", rounds_lt, 0), ("rounds_mm", rounds_mm, 0),
+                             ("n_linear_thresholds", n_linear_thresholds, 0),
+                             ("n_mixed_marginals", n_mixed_marginals, 0)):
+        check_int(name, value, low)
+    for name, value, low in (("rounds_cm", rounds_cm, 0), ("rows", rows, 1),
+                             ("max_marginal_cells", max_marginal_cells, 0)):
+        if value is not None:
+            check_int(name, value, low)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        msg = f"The 'seed' parameter must be None or an int >= 0. Got {seed!r}"
+        raise ParameterError(msg)
+    check_share("inference_share", inference_share)
+    if domain is not None and not isinstance(domain, Mapping):
+        msg = f"The 'domain' parameter must be a mapping of column names to declarations. Got {domain!r}"
+        raise ParameterTypeError(msg)
+    _check_names("labels", labels)
+    _check_names("infer_domain", infer_domain, allow_bool=True)
+    from polars_rap.projection import ProjectionConfig  # here: projection.py uses this module's checks
+
+    if projection is not None and not isinstance(projection, ProjectionConfig):
+        msg = f"The 'projection' parameter must be a polars_rap.ProjectionConfig. Got {projection!r}"
+        raise ParameterTypeError(msg)

@@ -1,0 +1,200 @@
+"""Defects found while fuzzing the input boundary (tests/test_fuzz_boundary.py), each pinned by
+an explicit case: before its fix each call below raised something other than a ParameterError
+or DataError naming a column or parameter (a Polars, NumPy or Python error), refused a valid
+declaration, or ran with a setting it should have refused."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import polars_rap as pr
+from polars_rap import DataError, ParameterError, ParameterTypeError, ProjectionConfig
+from polars_rap.accounting import split_budget
+
+FAST = dict(relaxed_rows=4, rounds_lt=1, n_linear_thresholds=4, projection=ProjectionConfig(max_steps=2),
+            progress=False, seed=0, backend="cpu")
+
+
+def synthesize(data, domain, **overrides):
+    return pr.synthesize(data, epsilon=1e4, delta=1e-9, domain=domain, **{**FAST, **overrides})
+
+
+def test_a_table_without_columns_is_a_data_error():
+    """Was ``ValueError: concatenate needs at least one query set`` (no column, no query)."""
+    with pytest.raises(DataError, match="the data has no columns"):
+        synthesize(pl.DataFrame(), {})
+    with pytest.raises(DataError, match="the data has no columns"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}).select([]), {})
+
+
+def test_zero_rounds_of_every_class_name_the_rounds():
+    """Was the same internal ``concatenate`` message: no class had a round to build queries for."""
+    with pytest.raises(ParameterError, match="every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": (0, 2)}, rounds_lt=0)
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "pandas"])
+def test_repeated_column_names_are_a_data_error_naming_them(kind):
+    """Was Polars' ``DuplicateError`` (pyarrow) or pandas' ``ValueError`` naming no column."""
+    table = pa.table([pa.array([1.0, 2.0]), pa.array([3.0, 4.0])], names=["x", "x"])
+    data = table if kind == "pyarrow" else table.to_pandas()
+    with pytest.raises(DataError, match=r"the data repeats the column names \['x'\]"):
+        synthesize(data, {"x": (0, 5)})
+
+
+def test_an_empty_column_name_survives_the_arrow_conversion():
+    """``pl.from_arrow`` renames a column "" to "column_0": its declaration then named a column
+    "not in the data", and the release would have had another name than the input."""
+    frame = pl.DataFrame({"": [0.5, 1.5] * 20, "s": ["a", "b"] * 20})
+    result = synthesize(frame.to_arrow(), {"": (0, 2), "s": ["a", "b"]})
+    assert result.data.schema == frame.schema
+
+
+def test_files_polars_cannot_read_are_data_errors_naming_the_file(tmp_path):
+    """Were Polars' ``NoDataError`` / ``ComputeError`` (and CLI exit status 1, internal)."""
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"cannot read '.*empty\.csv': empty CSV"):
+        synthesize(empty, {})
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not a parquet file")
+    with pytest.raises(DataError, match=r"cannot read '.*garbage\.parquet'"):
+        synthesize(garbage, {})
+
+
+def test_cli_exits_3_for_an_unreadable_input(tmp_path, capsys):
+    from polars_rap import cli
+
+    garbage = tmp_path / "garbage.parquet"
+    garbage.write_bytes(b"not a parquet file")
+    status = cli.main(["synthesize", str(garbage), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
+                       "--delta", "1e-9"])
+    assert status == cli.EXIT_DATA
+    assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lower, upper, name", [("a", 1, "lower"), (None, 1, "lower"), (0, [1], "upper")])
+def test_numeric_bounds_that_are_not_numbers_name_the_parameter(lower, upper, name):
+    """Were ``float()``'s own errors ("could not convert string to float: 'a'")."""
+    with pytest.raises(ParameterTypeError, match=f"The '{name}' parameter must be a number"):
+        pr.Numeric(lower, upper)
+
+
+def test_categories_must_be_an_iterable_of_single_values():
+    """Were ``'int' object is not iterable`` and ``unhashable type: 'list'`` naming nothing."""
+    with pytest.raises(ParameterTypeError, match="The 'categories' parameter must be a list of values. Got 5"):
+        pr.Categorical(5)
+    with pytest.raises(ParameterTypeError, match=r"column 's': The 'categories' parameter must hold single values"):
+        synthesize(pl.DataFrame({"s": ["a"] * 10}), {"s": ["a", ["b"]]})
+
+
+@pytest.mark.parametrize("bounds", [5, (0, 1, 2), [0]])
+def test_bounds_in_a_dict_declaration_must_be_a_pair(bounds):
+    """Were ``cannot unpack non-iterable int`` / ``too many (not enough) values to unpack``."""
+    with pytest.raises(ParameterTypeError, match="column 'x': 'bounds' must be a pair"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": {"bounds": bounds}})
+
+
+def test_numeric_declaration_errors_name_the_column():
+    with pytest.raises(ParameterTypeError, match="column 'x': The 'lower' parameter must be a number"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": {"bounds": ("low", 2)}})
+
+
+def test_a_huge_epsilon_with_inferred_categories_is_a_parameter_error():
+    """Was ``OverflowError: math range error`` (e^epsilon in the delta split)."""
+    with pytest.raises(ParameterError, match="The 'epsilon' parameter is too large for delta=1e-09"):
+        split_budget(1e6, 1e-9, approximate_share=0.5)
+    with pytest.raises(ParameterError, match="The 'epsilon' parameter is too large"):
+        pr.synthesize(pl.DataFrame({"s": ["a", "b"] * 20}), epsilon=1e6, delta=1e-9, infer_domain=True, **FAST)
+    split = split_budget(680.0, 1e-9, approximate_share=0.5)  # still representable: no error
+    assert 0.0 < split.approximate_delta and split.conversion_delta + split.approximate_delta <= 1e-9
+
+
+def test_a_null_dtype_column_cannot_be_declared_numeric():
+    """Was Polars' ``InvalidOperationError`` while decoding: a Null column holds no number."""
+    with pytest.raises(DataError, match="column 'x' is declared numeric .* but holds Null; cast it"):
+        synthesize(pl.DataFrame({"x": [None] * 10}), {"x": {"bounds": (0, 1), "nullable": True}})
+    with pytest.raises(DataError, match="column 'x' is to be inferred as numeric but holds Null"):
+        synthesize(pl.DataFrame({"x": [None] * 10, "y": [1.0] * 10}), {"x": "numeric", "y": (0, 2)})
+
+
+@pytest.mark.parametrize("dtype, bounds", [
+    (pl.Int8, (0, 1000)), (pl.UInt8, (-1, 10)), (pl.UInt64, (0, 2**64 - 1)), (pl.Int64, (0, 1e300)),
+    (pl.Float32, (0, 1e300)),
+])
+def test_bounds_beyond_what_the_dtype_holds_are_a_data_error(dtype, bounds):
+    """Were Polars' ``InvalidOperationError`` casting decoded values to the integer dtype
+    (whenever a value outside it was drawn), and for Float32 a misleading "column 'x' holds
+    10 infinite values": decoded values overflowed Float32 and the next round's scores read
+    them back."""
+    frame = pl.DataFrame({"x": pl.Series([1, 2] * 10, dtype=dtype)})
+    with pytest.raises(DataError, match=f"column 'x' is declared with bounds .* but holds {dtype}"):
+        synthesize(frame, {"x": bounds})
+
+
+def test_bounds_at_the_edges_of_the_dtype_still_work():
+    frame = pl.DataFrame({"x": pl.Series([0, 255] * 10, dtype=pl.UInt8)})
+    result = synthesize(frame, {"x": (0, 255)})
+    assert result.data.schema == frame.schema
+    values = result.data.get_column("x").to_numpy()
+    assert values.min() >= 0 and values.max() <= 255 and np.issubdtype(values.dtype, np.integer)
+
+
+def test_pandas_column_names_that_are_not_strings_still_work():
+    frame = pd.DataFrame({0: [0.5, 1.5] * 20, 1: ["a", "b"] * 20})
+    result = synthesize(frame, {"0": (0, 2), "1": ["a", "b"]})
+    assert result.data.columns == ["0", "1"]
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("labels", 5, "The 'labels' parameter must be a column name or a list of them. Got 5"),
+    ("labels", None, "The 'labels' parameter must be a column name or a list of them"),
+    ("infer_domain", 2.5, "The 'infer_domain' parameter must be True, False, a column name or a list of them"),
+    ("domain", [1], "The 'domain' parameter must be a mapping"),
+    ("domain", 2.5, "The 'domain' parameter must be a mapping"),
+    ("projection", "fast", "The 'projection' parameter must be a polars_rap.ProjectionConfig"),
+    ("seed", "3", "The 'seed' parameter must be None or an int >= 0"),
+    ("seed", -1, "The 'seed' parameter must be None or an int >= 0"),
+    ("max_marginal_cells", "3", r"The 'max_marginal_cells' parameter must be an int in \[0, inf\)"),
+    ("rows", 10**30, r"The 'rows' parameter must be at most 2\*\*62"),
+    ("relaxed_rows", 10**30, r"The 'relaxed_rows' parameter must be at most 2\*\*62"),
+])
+def test_synthesize_parameters_of_the_wrong_type_or_size_name_the_parameter(name, value, message):
+    """Were bare Python/NumPy errors ("'int' object is not iterable", "SeedSequence expects
+    int", "'<=' not supported", an AttributeError on the projection, OverflowError, "Maximum
+    allowed dimension exceeded"), raised before or deep inside the run."""
+    frame = pl.DataFrame({"x": [0.5, 1.5] * 20, "y": [0, 1] * 20})
+    arguments = dict(domain={"x": (0, 2), "y": [0, 1]}, labels=["y"])
+    arguments[name] = value
+    with pytest.raises(ParameterError, match=message):
+        synthesize(frame, **arguments)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("learning_rate", "a", "The 'learning_rate' parameter must be a finite float > 0"),
+    ("max_steps", "2", r"The 'max_steps' parameter must be an int in \[1, inf\)"),
+    ("max_steps", 2.5, r"The 'max_steps' parameter must be an int in \[1, inf\)"),
+    ("patience", None, r"The 'patience' parameter must be an int in \[1, inf\)"),
+    ("max_doublings", "x", r"The 'max_doublings' parameter must be an int in \[0, inf\)"),
+    ("beta1", 2.0, r"The 'beta1' parameter must be a float in \[0, 1\)"),
+    ("beta2", "a", r"The 'beta2' parameter must be a float in \[0, 1\)"),
+    ("adam_epsilon", -1.0, "The 'adam_epsilon' parameter must be a finite float > 0"),
+])
+def test_projection_settings_are_checked_when_constructed(field, value, message):
+    """Were TypeError/ValueError from int() or np.isfinite, a Numba TypingError mid-run
+    (beta1='a'), or accepted and run with (beta1=2.0, adam_epsilon=-1)."""
+    with pytest.raises(ParameterError, match=message):
+        ProjectionConfig(**{field: value})
+
+
+@pytest.mark.parametrize("bounds", [(np.int64(0), np.int64(2)), (np.float32(0.0), 2), (Decimal("0"), Decimal("2"))])
+def test_numpy_and_decimal_bounds_are_bounds(bounds):
+    """Were refused as "a tuple means numeric (lower, upper) bounds", which they were."""
+    result = synthesize(pl.DataFrame({"x": [0.5, 1.5] * 20}), {"x": bounds})
+    assert result.domain["x"].lower == 0.0 and result.domain["x"].upper == 2.0

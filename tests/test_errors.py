@@ -1,0 +1,103 @@
+"""The ParameterError / DataError split: callers tell bad settings from bad data by class,
+and every class stays a ValueError (old ``except ValueError`` code keeps working)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap as pr
+from polars_rap import DataError, ParameterError, ParameterTypeError, ProjectionConfig
+from polars_rap.config import ConfigError
+
+FAST = dict(relaxed_rows=8, rounds_lt=1, n_linear_thresholds=8, projection=ProjectionConfig(max_steps=2),
+            progress=False, seed=0, backend="cpu")
+DOMAIN = {"age": (18, 90), "sex": ["F", "M"]}
+
+
+@pytest.fixture(scope="module")
+def frame() -> pl.DataFrame:
+    return pl.DataFrame({"age": np.arange(400) % 70 + 18, "sex": ["F", "M"] * 200})
+
+
+def synthesize(data, **overrides):
+    arguments = dict(epsilon=5.0, delta=1e-9, domain=DOMAIN, **FAST)
+    arguments.update(overrides)
+    return pr.synthesize(data, **arguments)
+
+
+def test_every_class_is_a_value_error_and_only_the_type_one_a_type_error():
+    assert issubclass(ParameterError, ValueError) and issubclass(DataError, ValueError)
+    assert issubclass(ParameterTypeError, ParameterError) and issubclass(ParameterTypeError, TypeError)
+    assert not issubclass(DataError, ParameterError) and not issubclass(ParameterError, DataError)
+    assert issubclass(ConfigError, ParameterError)
+    assert not issubclass(pr.BudgetExceededError, (ParameterError, DataError))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(epsilon=0.0), "'epsilon' parameter"),
+    (dict(rounds_lt="2"), "'rounds_lt' parameter"),
+    (dict(strategy="greedy"), "unknown strategy 'greedy'"),
+    (dict(backend="tpu"), "unknown kernel backend 'tpu'"),
+    (dict(labels=["zzz"]), r"labels name columns that are not in the data: \['zzz'\]"),
+    (dict(labels=["age"]), "label column 'age' must be categorical"),
+    (dict(domain={"age": (90, 18), "sex": ["F", "M"]}), "column 'age' bounds must be finite with lower < upper"),
+    (dict(domain={"age": (18, 90), "sex": ["F", "F", "M"]}), "column 'sex' declares repeated categories"),
+    (dict(domain={"sex": ["F", "M"]}), "column 'age' .* has no public domain"),
+    (dict(domain={**DOMAIN, "zzz": [1]}), r"not in the data: \['zzz'\]"),
+    (dict(domain={**DOMAIN, "sex": "categorial"}), "must be one of"),
+    (dict(infer_domain=["zzz"]), r"infer_domain names columns that are not in the data: \['zzz'\]"),
+])
+def test_bad_settings_are_parameter_errors(frame, overrides, message):
+    with pytest.raises(ParameterError, match=message) as info:
+        synthesize(frame, **overrides)
+    assert not isinstance(info.value, DataError)
+
+
+@pytest.mark.parametrize("data, domain, message", [
+    ([1, 2, 3], DOMAIN, "data must be a polars DataFrame"),
+    (None, {"age": (18, 90, 3), "sex": ["F", "M"]}, "a tuple means numeric"),
+])
+def test_a_setting_of_the_wrong_type_is_both_a_parameter_error_and_a_type_error(frame, data, domain, message):
+    with pytest.raises(ParameterTypeError, match=message) as info:
+        synthesize(frame if data is None else data, domain=domain)
+    assert isinstance(info.value, TypeError)
+
+
+def make_bad(frame: pl.DataFrame, case: str) -> pl.DataFrame:
+    if case == "undeclared category":
+        return frame.with_columns(pl.lit("X").alias("sex"))
+    if case == "undeclared null":
+        return frame.with_columns(pl.lit(None, dtype=pl.String).alias("sex"))
+    if case == "infinity":
+        return frame.with_columns(pl.lit(float("inf")).alias("age"))
+    if case == "text in a numeric column":
+        return frame.with_columns(pl.col("age").cast(pl.String))
+    if case == "no rows":
+        return frame.head(0)
+    if case == "too few rows":
+        return frame.head(3)
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["undeclared category", "undeclared null", "infinity",
+                                  "text in a numeric column", "no rows", "too few rows"])
+def test_bad_data_are_data_errors(frame, case):
+    with pytest.raises(DataError) as info:
+        synthesize(make_bad(frame, case))
+    assert not isinstance(info.value, ParameterError)
+
+
+def test_a_corrupt_saved_model_is_a_data_error(tmp_path, frame):
+    directory = synthesize(frame).save(tmp_path / "model")
+    (directory / "manifest.json").write_text("{not json")
+    with pytest.raises(DataError, match="manifest.json"):
+        pr.load(directory)
+
+
+def test_domain_constructors_raise_parameter_errors():
+    with pytest.raises(ParameterError, match="'unlisted' parameter"):
+        pr.Categorical(["a"], unlisted="drop")
+    with pytest.raises(ParameterError, match="lower < upper"):
+        pr.Domain.from_mapping({"x": pl.Float64}, {"x": pr.Numeric(1, 1)})
