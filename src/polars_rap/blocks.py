@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from polars_rap.errors import ParameterError
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
+from polars_rap.errors import ParameterError
 
 __all__ = ["write_parquet", "sample_block", "block_file_name", "DEFAULT_BLOCK_ROWS", "WRITE_ENGINES"]
 

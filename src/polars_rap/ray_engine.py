@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_rap.errors import DataError, ParameterError
 from polars_rap.domain import Domain
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.queries import QuerySet
 from polars_rap.source import MAX_BATCH_ROWS, add_counts, batch_counts, default_batch_rows, finish_answers
 
