@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap import kernels
-from polars_rap.domain import Domain
+from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
@@ -256,6 +256,7 @@ def synthesize(
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
     source = DataSource.from_input(data, domain)  # a CSV's dtypes come from the domain, never its rows
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
+    check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)

@@ -330,7 +330,7 @@ def _encode_batch(batch: pl.DataFrame, domain: Domain, clip_counts: dict[str, in
         return encode(batch, domain, clip_counts=clip_counts)
     except ValueError as error:
         last_row = first_row + batch.height - 1
-        msg = f"{error} (found in rows {first_row:,} to {last_row:,} of the input; reading stopped there)"
+        msg = f"{error} (found in the batch of input rows {first_row:,} to {last_row:,}; nothing was released)"
         raise ValueError(msg) from error
 
 
