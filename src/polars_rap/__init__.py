@@ -8,6 +8,7 @@ Importing the package registers the ``dp`` namespace on Polars frames::
 """
 
 from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_rap.config import Config, read_config
 from polars_rap.domain import Categorical, Domain, Numeric
 from polars_rap.mechanism import SynthesisResult, synthesize
 from polars_rap.model import SyntheticModel, load
@@ -24,5 +25,7 @@ __all__ = [
     "Categorical",
     "Numeric",
     "ProjectionConfig",
+    "read_config",
+    "Config",
 ]
 __version__ = "0.1.0"

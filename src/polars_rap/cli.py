@@ -9,6 +9,9 @@ Commands
     (:func:`polars_rap.source.csv_dtype`).
     ``--model DIR`` saves the released model, ``--report-json FILE`` the report; ``--json``
     prints the report as JSON on stdout and nothing else there, otherwise a short summary.
+``polars-rap init IN -o spec.toml [--overwrite]``
+    A config template for IN from its schema alone (no value is read): one ``[domain.NAME]``
+    table per column, TODO where public bounds, categories and labels must be filled in.
 ``polars-rap sample MODEL -n ROWS -o OUT [--seed S]``
     More rows from a saved model: post-processing, no privacy cost.
 ``polars-rap report MODEL [--json]``
@@ -53,7 +56,9 @@ Exit status
 130
     Interrupted.
 
-Errors are written to stderr as one line, ``polars-rap: error: ...``.
+Errors are written to stderr as one line, ``polars-rap: error: ...``, followed, when the fix
+is a config entry, by the ``[domain.NAME]`` lines that make it (indented); warnings as
+``polars-rap: warning: ...``.
 """
 
 from __future__ import annotations
@@ -66,11 +71,13 @@ import re
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from polars_rap.cli_hints import toml_hints
 from polars_rap.config import Config, ConfigError, config_text, option_names, read_config
 
 __all__ = ["main"]
@@ -254,6 +261,24 @@ def _export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _init(args: argparse.Namespace) -> int:
+    import tomllib
+
+    from polars_rap.config import holds_todo
+    from polars_rap.config_template import write_template
+
+    output = Path(args.output)
+    _check_output(output, args.overwrite, suffixes=(".toml",))
+    write_template(args.input, output)
+    tables = tomllib.loads(output.read_text("utf-8")).get("domain", {})
+    todo = sum(holds_todo(table) for table in tables.values())
+    _note(args, f"wrote a config template for the {len(tables)} columns of {args.input!r} to {str(output)!r}, "
+                f"from the schema alone; fill in the TODOs of {todo} columns with public bounds and "
+                f"categories, choose the labels, then: polars-rap synthesize {args.input} "
+                f"-o synthetic.parquet --config {output} --epsilon E --delta D")
+    return EXIT_OK
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from polars_rap.model import load
     from polars_rap.quality import quality_report
@@ -388,6 +413,13 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     synth.set_defaults(run=_synthesize)
 
+    init = commands.add_parser("init", parents=[common],
+                               help="write a config template from a table's schema (reads no value)")
+    init.add_argument("input", metavar="IN", help="the table (.parquet, .csv, .arrow/.ipc); only its schema is read")
+    init.add_argument("--output", "-o", required=True, metavar="TOML", help="the config template (.toml)")
+    init.add_argument("--overwrite", action="store_true", help="replace the template if it exists")
+    init.set_defaults(run=_init)
+
     sample = commands.add_parser("sample", parents=[common],
                                  help="more rows from a saved model (no privacy cost)")
     sample.add_argument("model", metavar="MODEL", help="a directory written by synthesize --model")
@@ -470,12 +502,20 @@ def _fail(error: BaseException, debug: bool) -> int:
     status = _exit_status(error)
     if debug:
         traceback.print_exception(error, file=sys.stderr)
-    text = " ".join(str(error).split()) or type(error).__name__
+    text, fix = toml_hints(" ".join(str(error).split()) or type(error).__name__)
     if status == EXIT_INTERNAL:
         hint = "" if debug else "; rerun with --debug (or POLARS_RAP_DEBUG=1) for the traceback"
         text = f"internal error ({type(error).__name__}: {text}){hint}"
     print(f"polars-rap: error: {text}", file=sys.stderr)
+    for line in fix:  # the config lines that fix it, indented under the message
+        print(f"    {line}".rstrip(), file=sys.stderr)
     return status
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A library warning as one line on stderr, its fixes in config terms (not a source line)."""
+    text, fix = toml_hints(" ".join(str(message).split()))
+    print("\n".join([f"polars-rap: warning: {text}", *(f"    {line}".rstrip() for line in fix)]), file=sys.stderr)
 
 
 def _configure_logging(quiet: bool) -> int:
@@ -496,7 +536,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = args.debug or os.environ.get("POLARS_RAP_DEBUG", "") not in ("", "0")
     previous_level = _configure_logging(args.quiet)
     try:
-        return args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.run(args)
     except KeyboardInterrupt:
         print("polars-rap: error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
