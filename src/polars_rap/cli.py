@@ -3,19 +3,21 @@
 Commands
 --------
 ``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
-[--seed S] [--model DIR] [--report-json FILE] [--json] [--quiet] [--overwrite]``
+[--seed S] [--model DIR] [--report-json FILE] [--json] [--full] [--quiet] [--overwrite]``
     Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats). A CSV
     file's column types come from the config's domain, never from its rows
     (:func:`polars_rap.source.csv_dtype`).
-    ``--model DIR`` saves the released model, ``--report-json FILE`` the report; ``--json``
-    prints the report as JSON on stdout and nothing else there, otherwise a short summary.
+    ``--model DIR`` saves the released model (with the whole report), ``--report-json FILE``
+    the report's JSON summary; ``--json`` prints that summary on stdout and nothing else
+    there, otherwise a few lines of text. ``--full``: the whole report as JSON instead of the
+    summary (every ledger charge, measured query and unmeasured bound; megabytes).
 ``polars-rap init IN -o spec.toml [--overwrite]``
     A config template for IN from its schema alone (no value is read): one ``[domain.NAME]``
     table per column, TODO where public bounds, categories and labels must be filled in.
 ``polars-rap sample MODEL -n ROWS -o OUT [--seed S]``
     More rows from a saved model: post-processing, no privacy cost.
-``polars-rap report MODEL [--json]``
-    The saved model's privacy report.
+``polars-rap report MODEL [--json [--full]]``
+    The saved model's privacy report: text, its JSON summary, or (``--full``) all of it.
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
     A bundled task's table (e.g. ``acs-income-CA``) and a config file with its public domain.
 ``polars-rap evaluate REAL SYNTHETIC -o report.html [--config spec.toml] [--test TEST]
@@ -200,10 +202,10 @@ def _synthesize(args: argparse.Namespace) -> int:
         result.save(args.model, overwrite=args.overwrite)
     _write_frame(result.data, output)
     if args.report_json is not None:
-        Path(args.report_json).write_text(result.report.to_json() + "\n", encoding="utf-8")
+        Path(args.report_json).write_text(result.report.to_json(full=args.full) + "\n", encoding="utf-8")
 
     if args.json:
-        print(result.report.to_json())
+        print(result.report.to_json(full=args.full))
     else:
         print(result.report.summary())
     _note(args, f"wrote {result.data.height} synthetic rows to {str(output)!r} in {seconds:.1f} s")
@@ -232,7 +234,7 @@ def _report(args: argparse.Namespace) -> int:
 
     model = load(args.model)
     if args.json:
-        print(model.report.to_json())
+        print(model.report.to_json(full=args.full))
         return EXIT_OK
     print(model.report.summary())
     names = model.domain.names
@@ -408,8 +410,10 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--seed", type=int, default=None, help="fixed seed, for research and tests only")
     synth.add_argument("--model", default=None, metavar="DIR",
                        help="save the model here (sample more rows later)")
-    synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report as JSON")
-    synth.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report's JSON summary")
+    synth.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
+    synth.add_argument("--full", action="store_true",
+                       help="the whole report as JSON (every charge, query and bound), not its summary")
     synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     synth.set_defaults(run=_synthesize)
 
@@ -431,7 +435,9 @@ def _parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", parents=[common], help="print a saved model's privacy report")
     report.add_argument("model", metavar="MODEL")
-    report.add_argument("--json", action="store_true", help="the whole report as JSON")
+    report.add_argument("--json", action="store_true", help="the report's summary as JSON")
+    report.add_argument("--full", action="store_true",
+                        help="with --json: the whole report (every charge, query and bound; megabytes)")
     report.set_defaults(run=_report)
 
     export = commands.add_parser("export", parents=[common], help="write a bundled task's table and config")
