@@ -36,7 +36,7 @@ def init(data, output) -> tuple[int, dict]:
 def test_init_writes_one_table_per_column_from_the_dtypes(people, tmp_path, capsys):
     frame, path = people
     status, config = init(path, tmp_path / "spec.toml")
-    assert status == 0 and "fill in the TODOs of 3 columns" in capsys.readouterr().out
+    assert status == 0 and "fill in the TODOs of 3 columns" in capsys.readouterr().out  # age, income, sex
     assert config["labels"] == []  # left to choose
     assert list(config["domain"]) == frame.columns
     assert config["domain"]["age"] == {"kind": "numeric", "bounds": ["TODO", "TODO"], "nullable": False}

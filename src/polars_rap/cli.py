@@ -264,18 +264,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    import tomllib
-
-    from polars_rap.config import holds_todo
     from polars_rap.config_template import write_template
 
     output = Path(args.output)
     _check_output(output, args.overwrite, suffixes=(".toml",))
-    write_template(args.input, output)
-    tables = tomllib.loads(output.read_text("utf-8")).get("domain", {})
-    todo = sum(holds_todo(table) for table in tables.values())
-    _note(args, f"wrote a config template for the {len(tables)} columns of {args.input!r} to {str(output)!r}, "
-                f"from the schema alone; fill in the TODOs of {todo} columns with public bounds and "
+    todo = write_template(args.input, output)
+    _note(args, f"wrote a config template for {args.input!r} to {str(output)!r}, from its schema "
+                f"alone; fill in the TODOs of {len(todo)} columns with public bounds and "
                 f"categories, choose the labels, then: polars-rap synthesize {args.input} "
                 f"-o synthetic.parquet --config {output} --epsilon E --delta D")
     return EXIT_OK

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO", "holds_todo"]
+__all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO"]
 
 CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
 COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "note")
@@ -205,7 +205,7 @@ def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict
             msg = (f"config {path!r}: [domain.{toml_key(name)}] has unknown keys {unknown}; valid keys "
                    f"are {list(COLUMN_KEYS)}{did_you_mean(unknown, COLUMN_KEYS)}")
             raise ConfigError(msg)
-    placeholders = [name for name, table in tables.items() if holds_todo(table)]
+    placeholders = [name for name, table in tables.items() if _holds_todo(table)]
     if placeholders:
         msg = (
             f"config {path!r}: {', '.join(repr(n) for n in placeholders)} still "
@@ -254,7 +254,7 @@ def did_you_mean(unknown: list[str], valid) -> str:
     return f"; did you mean {' or '.join(repr(name) for name in dict.fromkeys(close))}?" if close else ""
 
 
-def holds_todo(table: dict[str, Any]) -> bool:
+def _holds_todo(table: dict[str, Any]) -> bool:
     """Whether a column table still holds a :data:`TODO` placeholder (alone or in a list;
     ``note`` is free text and not looked at)."""
     values = [value for key, value in table.items() if key != "note"]

@@ -87,7 +87,7 @@ def _column_table(name: str, dtype: pl.DataType | None) -> list[str]:
             _commented(f"# categories = [{TODO}]", "categorical: every public category"),
             _commented(null_line, "true when the column may hold nulls"),
         ]
-    if isinstance(dtype, pl.Enum) or dtype == pl.Boolean:
+    if _declares_categories(dtype):
         categories = dtype.categories.to_list() if isinstance(dtype, pl.Enum) else [False, True]
         return [
             _commented(header, f"{'Enum' if isinstance(dtype, pl.Enum) else dtype}: categories from the dtype"),
@@ -111,15 +111,21 @@ def _column_table(name: str, dtype: pl.DataType | None) -> list[str]:
     ]
 
 
+def _declares_categories(dtype: pl.DataType) -> bool:
+    """Whether the dtype itself declares the column's categories (no TODO for it)."""
+    return isinstance(dtype, pl.Enum) or dtype == pl.Boolean
+
+
 def _commented(line: str, comment: str) -> str:
     return f"{line:<{_COMMENT_COLUMN}}# {comment}"
 
 
-def write_template(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
-    """Write :func:`template_text` of the file at ``path`` to ``target``; returns ``target``."""
+def write_template(path: str | os.PathLike[str], target: str | os.PathLike[str]) -> list[str]:
+    """Write :func:`template_text` of the file at ``path`` to ``target``; returns the names
+    of the columns it leaves a TODO in."""
     path = Path(path)
     schema = schema_of(path)
+    typed = path.suffix.lower() != ".csv"
     target = Path(target)
-    text = template_text(schema, path.name, typed=path.suffix.lower() != ".csv", config_name=target.name)
-    target.write_text(text, encoding="utf-8")
-    return target
+    target.write_text(template_text(schema, path.name, typed=typed, config_name=target.name), encoding="utf-8")
+    return [name for name, dtype in schema.items() if not (typed and _declares_categories(dtype))]
