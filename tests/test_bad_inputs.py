@@ -80,11 +80,54 @@ def test_column_without_a_domain_points_to_the_options(frame):
     assert "infer_domain=True" in str(info.value) and "(lower, upper)" in str(info.value)
 
 
+def test_every_undeclared_column_is_named_at_once(frame):
+    """Not the first only: a user fixing them one run at a time would need three runs."""
+    wide = frame.with_columns(income=pl.col("age") * 1000.0)
+    with pytest.raises(ValueError, match="3 columns have no public domain: 'age' \\(Int64\\), 'y' "
+                                         "\\(Int64\\), 'income' \\(Float64\\)") as info:
+        synthesize(wide, domain={"sex": ["F", "M"]})
+    # a label's example is a list of classes, a numeric feature's a pair of bounds
+    assert "domain={'age': (lower, upper), 'y': [class, ...], 'income': (lower, upper)}" in str(info.value)
+
+
+def test_undeclared_columns_are_refused_before_private_inference_reads_rows(frame, monkeypatch):
+    from polars_rap import inference, mechanism
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the inference pass ran before the domain check")
+
+    monkeypatch.setattr(mechanism, "infer_declarations", no_reading)
+    assert inference.infer_declarations is not no_reading
+    with pytest.raises(ValueError, match="column 'age' \\(Int64\\) has no public domain"):
+        synthesize(frame, domain={"sex": "categorical", "y": [0, 1]})
+
+
+def test_float_label_gets_classes_or_a_derived_label_not_made_up_categories(frame):
+    with pytest.raises(ValueError, match="label column 'score' must be categorical") as info:
+        synthesize(frame.with_columns(score=pl.col("age") / 100.0),
+                   domain={**DOMAIN, "score": (0.0, 1.0)}, labels=["score"])
+    text = str(info.value)
+    assert "declared numeric with bounds (0, 1)" in text and "[0, 1]" not in text
+    assert "[class, ...]" in text and "pl.col('score') > threshold" in text and "remove 'score' from labels" in text
+
+
 # ------------------------------------------------------------------ content of the input
 def test_numeric_column_holding_strings(frame):
     with pytest.raises(ValueError, match="column 'age' is declared numeric.*holds String") as info:
         synthesize(frame.with_columns(pl.col("age").cast(pl.String)))
     assert "cast(pl.Float64" in str(info.value)
+
+
+def test_text_declared_numeric_says_when_the_suggested_cast_fails_and_what_lenient_casting_costs(frame):
+    text_ages = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("n/a")).otherwise(pl.col("age").cast(pl.String)).alias("age"))
+    with pytest.raises(ValueError, match="holds String, not numbers") as info:
+        synthesize(text_ages)
+    message = str(info.value)
+    assert "fails on any value that is not a number" in message and "declared nullable" in message
+    with pytest.raises(pl.exceptions.InvalidOperationError):  # the strict cast does fail, as said
+        text_ages.select(pl.col("age").cast(pl.Float64))
+    assert text_ages.select(pl.col("age").cast(pl.Float64, strict=False)).null_count().item() == 1
 
 
 def test_nan_in_a_column_declared_without_nulls(frame):
@@ -123,6 +166,26 @@ def test_undeclared_category_lists_examples_and_the_fix(frame):
     with pytest.raises(ValueError, match=r"column 'sex' holds 1000 values outside its declared categories, e.g. \['M'\]") as info:
         synthesize(frame, domain={**DOMAIN, "sex": ["F"]})
     assert "category list in domain=" in str(info.value)
+
+
+def test_undeclared_category_in_a_file_read_in_one_batch_does_not_say_reading_stopped(frame, tmp_path):
+    path = tmp_path / "people.parquet"
+    frame.with_columns(pl.when(pl.col("age") == 50).then(pl.lit("X")).otherwise(pl.col("sex")).alias("sex")
+                       ).write_parquet(path)
+    with pytest.raises(ValueError, match="outside its declared categories") as info:
+        synthesize(path)
+    assert "reading stopped" not in str(info.value)
+    assert str(info.value).endswith(f"(found in the batch of input rows 0 to {N_ROWS - 1:,}; nothing was released)")
+
+
+def test_a_column_inferred_to_no_category_warns_naming_it_and_why(frame):
+    unique = frame.with_columns(code=pl.format("c{}", pl.int_range(pl.len())))
+    with pytest.warns(UserWarning, match="column 'code': no category cleared the privacy threshold "
+                                         "\\(about [0-9,]+ rows per value at this budget\\), so every "
+                                         "synthetic value of it will be null") as record:
+        result = synthesize(unique, domain={**DOMAIN, "code": "categorical"})
+    assert record[0].filename == __file__  # it points at the caller's line
+    assert result.data.get_column("code").null_count() == N_ROWS
 
 
 def test_null_in_a_categorical_column_declared_without_nulls(frame):

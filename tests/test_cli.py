@@ -66,7 +66,7 @@ def test_synthesize_writes_data_model_and_report(work, model_run):
     assert data.schema == source.schema and data.height == source.height
     model = polars_rap.load(work / "model")
     assert model.report.n_rows == 2000 and model.relaxed.shape[0] == 100
-    assert json.loads((work / "report.json").read_text()) == json.loads(model.report.to_json())
+    assert json.loads((work / "report.json").read_text()) == json.loads(model.report.to_json(full=False))
     assert model.report.parameters["rounds"]["LT"] == 2  # [options] reached synthesize
 
 
@@ -86,9 +86,14 @@ def test_sample_draws_more_rows_in_every_format_and_overwrites_only_when_asked(w
 
 def test_report_prints_the_saved_report_as_summary_or_json(work, model_run, capsys):
     capsys.readouterr()
+    report = polars_rap.load(work / "model").report
     assert cli.main(["report", str(work / "model"), "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed == json.loads(polars_rap.load(work / "model").report.to_json())
+    summary = capsys.readouterr().out
+    assert json.loads(summary) == json.loads(report.to_json(full=False))  # a summary by default
+    assert cli.main(["report", str(work / "model"), "--json", "--full"]) == 0
+    full = capsys.readouterr().out
+    assert json.loads(full) == json.loads(report.to_json())  # everything when asked
+    assert len(summary) < 8_000 < len(full)
     assert cli.main(["report", str(work / "model")]) == 0
     out = capsys.readouterr().out
     assert "DP over 2000 rows" in out and "100 relaxed rows" in out

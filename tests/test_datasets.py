@@ -8,8 +8,6 @@ library reads a domain off the data.
 from __future__ import annotations
 
 import importlib.resources
-import os
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -27,20 +25,6 @@ from polars_rap.datasets import (
     train_test_split,
 )
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _adult_dir() -> Path:
-    env = os.environ.get("POLARS_RAP_DATA_DIR")
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
-
-
-ADULT_AVAILABLE = (_adult_dir() / "uci_adult.parquet").is_file()
-needs_adult = pytest.mark.skipif(
-    not ADULT_AVAILABLE,
-    reason=f"uci_adult.parquet not found in {_adult_dir()} (set POLARS_RAP_DATA_DIR to its folder)",
-)
-
 
 @pytest.fixture(scope="module")
 def acs() -> TaskData:
@@ -49,9 +33,7 @@ def acs() -> TaskData:
 
 @pytest.fixture(scope="module")
 def adult() -> TaskData:
-    if not ADULT_AVAILABLE:
-        pytest.skip(f"uci_adult.parquet not found in {_adult_dir()}")
-    return load_task("adult", data_dir=_adult_dir())
+    return load_task("adult")  # bundled (or $POLARS_RAP_DATA_DIR's copy when set)
 
 
 def _raw_acs() -> pl.DataFrame:
@@ -165,16 +147,21 @@ def test_acs_data_is_covered_by_spec(acs):
     _assert_spec_covers(acs.frame, acs.columns_spec)
 
 
-@needs_adult
 def test_adult_frame_columns_match_spec(adult):
     assert adult.frame.columns == list(adult.columns_spec)
     assert "split" not in adult.frame.columns
     assert adult.frame.height == 48_842
 
 
-@needs_adult
 def test_adult_data_is_covered_by_spec(adult):
     _assert_spec_covers(adult.frame, adult.columns_spec)
+
+
+def test_adult_is_bundled_and_read_from_any_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("POLARS_RAP_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    data = load_task("adult")
+    assert data.frame.height == 48_842 and data.labels == ["income>50K"]
 
 
 def test_adult_missing_file_names_the_folder_and_the_fix(tmp_path, monkeypatch):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -11,14 +9,6 @@ import pytest
 
 from polars_rap.datasets import TaskData, load_task, train_test_split
 from polars_rap.evaluation import ml_utility
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _adult_dir() -> Path:
-    env = os.environ.get("POLARS_RAP_DATA_DIR")
-    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
-
 
 def _signal_frame(n_rows: int, seed: int) -> pl.DataFrame:
     """A hand-made table whose label is a clear linear function of x and colour."""
@@ -108,12 +98,8 @@ def test_acs_income_ca_real_split_is_sane():
     assert "note" not in scores
 
 
-@pytest.mark.skipif(
-    not (_adult_dir() / "uci_adult.parquet").is_file(),
-    reason=f"uci_adult.parquet not found in {_adult_dir()} (set POLARS_RAP_DATA_DIR to its folder)",
-)
 def test_adult_real_split_is_sane():
-    data = load_task("adult", data_dir=_adult_dir())
+    data = load_task("adult")  # bundled
     train, test = train_test_split(data.frame, test_fraction=0.2, seed=0)
     categorical, numeric, categories = _task_features(data)
     scores = ml_utility(train, test, data.labels[0], categorical, numeric, categories=categories)

@@ -16,7 +16,8 @@ from polars_rap.report import PrivacyReport
 
 FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5), progress=False)
-MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json"}
+REPORT_TABLES = ["report_events.parquet", "report_measurements.parquet", "report_unmeasured.parquet"]
+MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json", *REPORT_TABLES}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_round_trip_keeps_relaxed_bits_domain_and_report(result, saved):
 
 
 def test_saved_directory_holds_only_the_released_values(result, saved):
-    """The four files hold the relaxed data, the public domain and the report: nothing else."""
+    """The files hold the relaxed data, the public domain and the report: nothing else."""
     assert {p.name for p in saved.iterdir()} == MODEL_FILES
     manifest = json.loads((saved / "manifest.json").read_text())
     assert set(manifest) == {"format", "format_version", "library", "library_version",
@@ -64,7 +65,39 @@ def test_saved_directory_holds_only_the_released_values(result, saved):
     assert {c.type for c in relaxed.columns} == {pa.float32()}
     domain = pa.ipc.open_file(saved / "domain.arrow").read_all()
     assert domain.num_rows == 0 and domain.schema == result.domain.to_arrow_schema()
-    assert json.loads((saved / "report.json").read_text()) == json.loads(result.report.to_json())
+    assert json.loads((saved / "report.json").read_text()) == json.loads(result.report.to_json(full=False))
+    assert pl.read_parquet(saved / "report_measurements.parquet").equals(result.report.measurements)
+    assert pl.read_parquet(saved / "report_unmeasured.parquet").equals(result.report.unmeasured)
+    events = pl.read_parquet(saved / "report_events.parquet")
+    assert events.height == len(result.report.events) and events.columns == [
+        "mechanism", "rho", "description", "round", "delta"]
+
+
+def test_the_saved_report_is_a_small_summary_and_compressed_tables(result, saved):
+    """The full report as JSON grows with the workload; the saved files are a fraction of it."""
+    summary = json.loads((saved / "report.json").read_text())
+    assert summary["rho_spent"] == result.report.rho_spent and summary["n_rows"] == 2000
+    assert {row["query_class"] for row in summary["measured_by_class"]} == {"NR", "CM", "MM", "LT"}
+    assert sum(row["count"] for row in summary["charges"]) == len(result.report.events)
+    saved_bytes = sum((saved / name).stat().st_size for name in ["report.json", *REPORT_TABLES])
+    assert saved_bytes < len(result.report.to_json(indent=None)) / 3
+    assert (saved / "report.json").stat().st_size < 8_000
+
+
+def test_a_format_1_model_still_loads(result, saved):
+    """Before issue 16 the whole report was one JSON file; such models load unchanged."""
+    import hashlib
+
+    for name in REPORT_TABLES:
+        (saved / name).unlink()
+    data = result.report.to_json(indent=None).encode()
+    (saved / "report.json").write_bytes(data)
+    manifest = json.loads((saved / "manifest.json").read_text())
+    files = [f for f in manifest["files"] if f["name"] in ("relaxed.arrow", "domain.arrow")]
+    files.append({"name": "report.json", "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    _edit_manifest(saved, format_version=1, files=files)
+    model = polars_rap.load(saved)
+    assert model.format_version == 1 and model.report.to_dict() == result.report.to_dict()
 
 
 def test_sample_is_reproducible_by_seed_and_has_the_input_schema(result, small):
@@ -115,14 +148,14 @@ def test_load_refuses_an_unknown_format(saved, changes, message):
         polars_rap.load(saved)
 
 
-@pytest.mark.parametrize("name", ["relaxed.arrow", "domain.arrow", "report.json", "manifest.json"])
+@pytest.mark.parametrize("name", ["relaxed.arrow", "domain.arrow", "report.json", "manifest.json", *REPORT_TABLES])
 def test_load_names_a_missing_file(saved, name):
     (saved / name).unlink()
     with pytest.raises(FileNotFoundError, match=name.replace(".", "\\.")):
         polars_rap.load(saved)
 
 
-@pytest.mark.parametrize("name", ["relaxed.arrow", "domain.arrow", "report.json", "manifest.json"])
+@pytest.mark.parametrize("name", ["relaxed.arrow", "domain.arrow", "report.json", "manifest.json", *REPORT_TABLES])
 def test_load_names_a_corrupt_file(saved, name):
     path = saved / name
     data = bytearray(path.read_bytes())
@@ -172,3 +205,16 @@ def test_report_from_dict_names_unknown_and_missing_keys(result):
     del data["epsilon"]
     with pytest.raises(ValueError, match="lacks the key 'epsilon'"):
         PrivacyReport.from_dict(data)
+
+
+def test_report_files_round_trip_empty_tables(result):
+    """A report with no charge and no rows keeps its tables' columns and dtypes on disk."""
+    from polars_rap.report_files import report_files, report_from_files
+
+    frames = {f.name: getattr(result.report, f.name).clear() for f in dataclasses.fields(PrivacyReport)
+              if isinstance(getattr(result.report, f.name), pl.DataFrame)}
+    empty = dataclasses.replace(result.report, events=(), **frames)
+    back = report_from_files(report_files(empty))
+    for name, frame in frames.items():
+        assert getattr(back, name).schema == frame.schema and getattr(back, name).height == 0
+    assert back.events == () and back.to_dict() == empty.to_dict()

@@ -39,3 +39,34 @@ def test_notebook_views_hold_the_guarantee_and_summary(result):
         assert parses(view) and "<table>" in view and "<th>epsilon</th><th>delta</th>" in view
         assert "zCDP budget rho" in view  # the summary's text
         assert len(view) < 5_000
+
+
+def test_result_repr_is_one_line_naming_shape_guarantee_and_attributes(result):
+    text = repr(result)
+    assert "\n" not in text and len(text) < 300
+    assert text == ("SynthesisResult(200 rows x 2 columns, (1, 1e-06)-DP over 200 input rows, "
+                    "20 relaxed rows; .data, .report, .model)")
+
+
+def test_result_notebook_view_holds_shape_columns_and_the_privacy_summary(result):
+    view = result._repr_html_()
+    assert parses(view) and "200 synthetic rows x 2 columns" in view and "age (Int64), sex (String)" in view
+    assert "<th>epsilon</th><th>delta</th>" in view and "zCDP budget rho" in view
+
+
+@pytest.fixture(scope="module")
+def wide_result(task):
+    """A CA run (20 columns, hundreds of ledger events and unmeasured groups) at toy settings."""
+    frame = task.frame.sample(2_000, seed=0)
+    return polars_rap.synthesize(frame, epsilon=1.0, delta=1e-7, domain=task.domain, labels=task.labels,
+                                 relaxed_rows=50, rounds_lt=3, n_linear_thresholds=500, n_mixed_marginals=50,
+                                 projection=polars_rap.ProjectionConfig(max_steps=5), seed=0, progress=False)
+
+
+def test_reprs_and_views_stay_short_on_a_wide_table(wide_result):
+    """Size does not grow with the ledger: the whole report would be far larger than these."""
+    assert len(wide_result.report.events) > 100 and wide_result.report.unmeasured.height > 100
+    for obj in (wide_result, wide_result.report, wide_result.model):
+        assert "\n" not in repr(obj) and len(repr(obj)) < 2_000, type(obj).__name__
+        assert parses(obj._repr_html_()) and len(obj._repr_html_()) < 5_000, type(obj).__name__
+    assert "... (8 more)" in wide_result._repr_html_()

@@ -248,7 +248,7 @@ def test_bad_batch_rows_and_missing_columns_are_refused_at_the_call(task):
 def test_undeclared_category_in_a_later_batch_names_column_and_rows(task, domain, queries):
     bad = task.frame.head(30).with_columns(
         pl.when(pl.int_range(pl.len()) == 17).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))
-    with pytest.raises(ValueError, match=r"'OCCP' holds 1 values outside.*'XXX'.*found in rows 10 to 19"):
+    with pytest.raises(ValueError, match=r"'OCCP' holds 1 values outside.*'XXX'.*found in the batch of input rows 10 to 19"):
         exact_answers(DataSource.from_input(bad.lazy()), domain, queries, get_backend("cpu"),
                       batch_rows=10)
 

@@ -8,6 +8,7 @@ Importing the package registers the ``dp`` namespace on Polars frames::
 """
 
 from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_rap.config import Config, read_config
 from polars_rap.domain import Categorical, Domain, Numeric
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.mechanism import SynthesisResult, synthesize
@@ -30,5 +31,7 @@ __all__ = [
     "ParameterTypeError",
     "DataError",
     "BudgetExceededError",
+    "read_config",
+    "Config",
 ]
 __version__ = "0.1.0"

@@ -3,19 +3,24 @@
 Commands
 --------
 ``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
-[--seed S] [--model DIR] [--report-json FILE] [--json] [--quiet] [--overwrite] [--engine E]``
+[--seed S] [--model DIR] [--report-json FILE] [--json] [--full] [--quiet] [--overwrite] [--engine E]``
     Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats). A CSV
     file's column types come from the config's domain, never from its rows
     (:func:`polars_rap.source.csv_dtype`). ``--engine ray`` reads IN (Parquet files, a
     folder or a URI such as ``s3://bucket/table/``) per block on a Ray cluster.
-    ``--model DIR`` saves the released model, ``--report-json FILE`` the report; ``--json``
-    prints the report as JSON on stdout and nothing else there, otherwise a short summary.
+    ``--model DIR`` saves the released model (with the whole report), ``--report-json FILE``
+    the report's JSON summary; ``--json`` prints that summary on stdout and nothing else
+    there, otherwise a few lines of text. ``--full``: the whole report as JSON instead of the
+    summary (every ledger charge, measured query and unmeasured bound; megabytes).
+``polars-rap init IN -o spec.toml [--overwrite]``
+    A config template for IN from its schema alone (no value is read): one ``[domain.NAME]``
+    table per column, TODO where public bounds, categories and labels must be filled in.
 ``polars-rap sample MODEL -n ROWS -o OUT [--seed S] [--engine polars|ray] [--block-rows B]``
     More rows from a saved model: post-processing, no privacy cost. With ``--engine ray`` or
     ``--block-rows``, OUT is a folder (or URI) of Parquet parts, one per block of B rows
     (:func:`polars_rap.blocks.write_parquet`), written by Ray tasks or in this process.
-``polars-rap report MODEL [--json]``
-    The saved model's privacy report.
+``polars-rap report MODEL [--json [--full]]``
+    The saved model's privacy report: text, its JSON summary, or (``--full``) all of it.
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
     A bundled task's table (e.g. ``acs-income-CA``) and a config file with its public domain.
 ``polars-rap evaluate REAL SYNTHETIC -o report.html [--config spec.toml] [--test TEST]
@@ -61,7 +66,9 @@ Exit status
 130
     Interrupted.
 
-Errors are written to stderr as one line, ``polars-rap: error: ...``.
+Errors are written to stderr as one line, ``polars-rap: error: ...``, followed, when the fix
+is a config entry, by the ``[domain.NAME]`` lines that make it (indented); warnings as
+``polars-rap: warning: ...``.
 """
 
 from __future__ import annotations
@@ -73,11 +80,13 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from polars_rap.config import Config, ConfigError, config_text, read_config
+from polars_rap.cli_hints import toml_hints
+from polars_rap.config import Config, ConfigError, config_text, option_names, read_config
 from polars_rap.errors import DataError, ParameterError
 
 __all__ = ["main"]
@@ -205,10 +214,10 @@ def _synthesize(args: argparse.Namespace) -> int:
         result.save(args.model, overwrite=args.overwrite)
     _write_frame(result.data, output)
     if args.report_json is not None:
-        Path(args.report_json).write_text(result.report.to_json() + "\n", encoding="utf-8")
+        Path(args.report_json).write_text(result.report.to_json(full=args.full) + "\n", encoding="utf-8")
 
     if args.json:
-        print(result.report.to_json())
+        print(result.report.to_json(full=args.full))
     else:
         print(result.report.summary())
     _note(args, f"wrote {result.data.height} synthetic rows to {str(output)!r} in {seconds:.1f} s")
@@ -266,7 +275,7 @@ def _report(args: argparse.Namespace) -> int:
 
     model = load(args.model)
     if args.json:
-        print(model.report.to_json())
+        print(model.report.to_json(full=args.full))
         return EXIT_OK
     print(model.report.summary())
     names = model.domain.names
@@ -292,6 +301,19 @@ def _export(args: argparse.Namespace) -> int:
     if args.config is not None:
         Path(args.config).write_text(config_text(task), encoding="utf-8")
         _note(args, f"wrote its domain and labels to {args.config!r} (use it with --config)")
+    return EXIT_OK
+
+
+def _init(args: argparse.Namespace) -> int:
+    from polars_rap.config_template import write_template
+
+    output = Path(args.output)
+    _check_output(output, args.overwrite, suffixes=(".toml",))
+    todo = write_template(args.input, output)
+    _note(args, f"wrote a config template for {args.input!r} to {str(output)!r}, from its schema "
+                f"alone; fill in the TODOs of {len(todo)} columns with public bounds and "
+                f"categories, choose the labels, then: polars-rap synthesize {args.input} "
+                f"-o synthetic.parquet --config {output} --epsilon E --delta D")
     return EXIT_OK
 
 
@@ -426,12 +448,21 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--seed", type=int, default=None, help="fixed seed, for research and tests only")
     synth.add_argument("--model", default=None, metavar="DIR",
                        help="save the model here (sample more rows later)")
-    synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report as JSON")
-    synth.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report's JSON summary")
+    synth.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
+    synth.add_argument("--full", action="store_true",
+                       help="the whole report as JSON (every charge, query and bound), not its summary")
     synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     synth.add_argument("--engine", choices=["auto", "polars", "ray"], default=None,
                        help="ray: read IN (Parquet files, folder or URI) per block on a Ray cluster")
     synth.set_defaults(run=_synthesize)
+
+    init = commands.add_parser("init", parents=[common],
+                               help="write a config template from a table's schema (reads no value)")
+    init.add_argument("input", metavar="IN", help="the table (.parquet, .csv, .arrow/.ipc); only its schema is read")
+    init.add_argument("--output", "-o", required=True, metavar="TOML", help="the config template (.toml)")
+    init.add_argument("--overwrite", action="store_true", help="replace the template if it exists")
+    init.set_defaults(run=_init)
 
     sample = commands.add_parser("sample", parents=[common],
                                  help="more rows from a saved model (no privacy cost)")
@@ -448,7 +479,9 @@ def _parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", parents=[common], help="print a saved model's privacy report")
     report.add_argument("model", metavar="MODEL")
-    report.add_argument("--json", action="store_true", help="the whole report as JSON")
+    report.add_argument("--json", action="store_true", help="the report's summary as JSON")
+    report.add_argument("--full", action="store_true",
+                        help="with --json: the whole report (every charge, query and bound; megabytes)")
     report.set_defaults(run=_report)
 
     export = commands.add_parser("export", parents=[common], help="write a bundled task's table and config")
@@ -505,12 +538,20 @@ def _fail(error: BaseException, debug: bool) -> int:
     status = _exit_status(error)
     if debug:
         traceback.print_exception(error, file=sys.stderr)
-    text = " ".join(str(error).split()) or type(error).__name__
+    text, fix = toml_hints(" ".join(str(error).split()) or type(error).__name__)
     if status == EXIT_INTERNAL:
         hint = "" if debug else "; rerun with --debug (or POLARS_RAP_DEBUG=1) for the traceback"
         text = f"internal error ({type(error).__name__}: {text}){hint}"
     print(f"polars-rap: error: {text}", file=sys.stderr)
+    for line in fix:  # the config lines that fix it, indented under the message
+        print(f"    {line}".rstrip(), file=sys.stderr)
     return status
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A library warning as one line on stderr, its fixes in config terms (not a source line)."""
+    text, fix = toml_hints(" ".join(str(message).split()))
+    print("\n".join([f"polars-rap: warning: {text}", *(f"    {line}".rstrip() for line in fix)]), file=sys.stderr)
 
 
 def _configure_logging(quiet: bool) -> int:
@@ -531,7 +572,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = args.debug or os.environ.get("POLARS_RAP_DEBUG", "") not in ("", "0")
     previous_level = _configure_logging(args.quiet)
     try:
-        return args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.run(args)
     except KeyboardInterrupt:
         print("polars-rap: error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

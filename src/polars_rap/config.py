@@ -27,6 +27,7 @@ projection) and the one ``polars-rap export`` writes.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import math
@@ -39,9 +40,13 @@ from typing import Any
 
 from polars_rap.errors import ParameterError, ParameterTypeError
 
-__all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value"]
+__all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO"]
 
 CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
+COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "note")
+"""Keys of a ``[domain.NAME]`` table (``note`` is free text, as in the bundled spec files)."""
+TODO = "TODO"
+"""The placeholder ``polars-rap init`` writes where only a person can fill in public values."""
 # Keywords of synthesize that the command line sets from elsewhere, and where.
 SET_ELSEWHERE = {
     "epsilon": "--epsilon or [privacy] epsilon",
@@ -61,13 +66,39 @@ class ConfigError(ParameterError):
 
 @dataclass(frozen=True)
 class Config:
-    """A parsed config file: the keyword arguments it gives ``synthesize``."""
+    """A parsed config file: the keyword arguments it gives ``synthesize``.
+
+    Attributes
+    ----------
+    labels : list of str
+        The top-level ``labels`` (categorical target columns); empty when absent.
+    domain : dict or None
+        The ``domain=`` mapping of the ``[domain.NAME]`` tables (a category list, ``None``
+        appended when nullable; ``(lo, hi)`` bounds, or ``{"bounds": ..., "nullable": True,
+        "integer": True}``); None when the file declares no column.
+    privacy : dict
+        ``epsilon`` and ``delta`` from ``[privacy]``, where set.
+    options : dict
+        ``[options]``: further keyword arguments of :func:`polars_rap.synthesize`.
+    projection : ProjectionConfig or None
+        ``[projection]``, when the file has one.
+    """
 
     labels: list[str]
     domain: dict[str, Any] | None
     privacy: dict[str, float]
     options: dict[str, Any]
     projection: Any  # ProjectionConfig or None
+
+    def keywords(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`polars_rap.synthesize` this file sets: ``domain``,
+        ``labels``, ``[privacy]``'s ``epsilon``/``delta`` where given, ``projection`` where
+        given, and every ``[options]`` entry. ``synthesize(data, **config.keywords())``
+        runs what ``polars-rap synthesize --config`` runs."""
+        keywords: dict[str, Any] = {"domain": self.domain, "labels": list(self.labels), **self.privacy}
+        if self.projection is not None:
+            keywords["projection"] = self.projection
+        return {**keywords, **self.options}
 
 
 def option_names() -> list[str]:
@@ -79,11 +110,44 @@ def option_names() -> list[str]:
 
 
 def read_config(path: str | os.PathLike[str] | None) -> Config:
-    """Read and check the config file at ``path``; ``None`` gives an empty config.
+    r"""Read and check the config file at ``path`` (the ``--config`` of the command line).
 
-    Raises :class:`ConfigError` naming the file, the key and the fix for a missing file,
-    invalid TOML, an unknown table, key or option, an option set elsewhere (``epsilon`` in
-    ``[options]``), or a bad ``[domain.NAME]`` table.
+    Parameters
+    ----------
+    path : path-like or None
+        A TOML file in the format of this module's docstring (``polars-rap export`` writes
+        one for a bundled task, ``polars-rap init`` a template for any table). ``None``
+        gives an empty config.
+
+    Returns
+    -------
+    Config
+        ``.domain``, ``.labels``, ``.privacy``, ``.options`` and ``.projection``;
+        ``config.keywords()`` passes them all to :func:`polars_rap.synthesize`.
+
+    Raises
+    ------
+    ConfigError
+        (a ``ValueError``) naming the file, the key and the fix: a missing file, invalid
+        TOML, an unknown table, key or option (with the closest valid name), an option set
+        elsewhere (``epsilon`` in ``[options]``), a bad ``[domain.NAME]`` table, or
+        placeholders of ``polars-rap init`` still to fill in (every such column at once).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import polars_rap
+    >>> lines = ['labels = ["sex"]', "[domain.age]", 'kind = "numeric"', "bounds = [18, 99]",
+    ...          "[domain.sex]", 'kind = "categorical"', 'categories = ["F", "M"]',
+    ...          "[options]", "relaxed_rows = 500"]
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = pathlib.Path(tmp) / "spec.toml"
+    ...     _ = path.write_text("\n".join(lines))
+    ...     config = polars_rap.read_config(path)
+    >>> config.domain, config.labels, config.options
+    ({'age': (18, 99), 'sex': ['F', 'M']}, ['sex'], {'relaxed_rows': 500})
+    >>> sorted(config.keywords())
+    ['domain', 'labels', 'relaxed_rows']
     """
     if path is None:
         return Config([], None, {}, {}, None)
@@ -99,7 +163,8 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         raise ConfigError(msg) from error
     unknown = sorted(set(raw) - set(CONFIG_TABLES))
     if unknown:
-        msg = f"config {path!r} has unknown keys {unknown}; valid top-level keys are {list(CONFIG_TABLES)}"
+        msg = (f"config {path!r} has unknown keys {unknown}; valid top-level keys are "
+               f"{list(CONFIG_TABLES)}{did_you_mean(unknown, CONFIG_TABLES)}")
         raise ConfigError(msg)
     labels = raw.get("labels", [])
     if isinstance(labels, str):
@@ -137,6 +202,21 @@ def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict
             f"with kind, bounds or categories, nullable, integer; found plain values for {not_tables}"
         )
         raise ConfigError(msg)
+    for name, table in tables.items():
+        unknown = sorted(set(table) - set(COLUMN_KEYS))
+        if unknown:
+            msg = (f"config {path!r}: [domain.{toml_key(name)}] has unknown keys {unknown}; valid keys "
+                   f"are {list(COLUMN_KEYS)}{did_you_mean(unknown, COLUMN_KEYS)}")
+            raise ConfigError(msg)
+    placeholders = [name for name, table in tables.items() if _holds_todo(table)]
+    if placeholders:
+        msg = (
+            f"config {path!r}: {', '.join(repr(n) for n in placeholders)} still "
+            f"{'holds' if len(placeholders) == 1 else 'hold'} {TODO} placeholders (as polars-rap init "
+            "writes them): give each its kind and public bounds or categories, from documentation, "
+            "never from the data"
+        )
+        raise ConfigError(msg)
     declared_labels = [label for label in labels if label in tables]
     try:
         return datasets.domain_from_tables(tables, declared_labels, path)
@@ -147,8 +227,8 @@ def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict
 def _config_privacy(table: dict[str, Any], path: str) -> dict[str, float]:
     unknown = sorted(set(table) - {"epsilon", "delta"})
     if unknown:
-        msg = (f"config {path!r}: [privacy] has unknown keys {unknown}; valid keys are "
-               f"['epsilon', 'delta']{_misplaced_hint(unknown)}")
+        msg = (f"config {path!r}: [privacy] has unknown keys {unknown}; valid keys are ['epsilon', 'delta']"
+               f"{_misplaced_hint(unknown)}{did_you_mean(unknown, ['epsilon', 'delta'])}")
         raise ConfigError(msg)
     return dict(table)
 
@@ -161,9 +241,27 @@ def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
             raise ConfigError(msg)
         if name not in valid:
             msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
-                   f"{valid}{_misplaced_hint([name])}")
+                   f"{valid}{_misplaced_hint([name])}{did_you_mean([name], valid)}")
             raise ConfigError(msg)
     return dict(table)
+
+
+def did_you_mean(unknown: list[str], valid) -> str:
+    """``"; did you mean 'x'?"`` for the valid names closest to the unknown ones (difflib),
+    or ``""`` when none is close.
+
+    >>> did_you_mean(["rounds_tl"], ["rounds_lt", "rounds_mm", "seed"])
+    "; did you mean 'rounds_lt'?"
+    """
+    close = [match for name in unknown for match in difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)]
+    return f"; did you mean {' or '.join(repr(name) for name in dict.fromkeys(close))}?" if close else ""
+
+
+def _holds_todo(table: dict[str, Any]) -> bool:
+    """Whether a column table still holds a :data:`TODO` placeholder (alone or in a list;
+    ``note`` is free text and not looked at)."""
+    values = [value for key, value in table.items() if key != "note"]
+    return any(v == TODO for value in values for v in (value if isinstance(value, list) else [value]))
 
 
 def _misplaced_hint(keys: list[str]) -> str:
@@ -184,7 +282,8 @@ def _config_projection(table: Any, path: str) -> Any:
         raise ConfigError(msg)
     unknown = sorted(set(table) - set(valid))
     if unknown:
-        msg = f"config {path!r}: unknown keys {unknown} in [projection]; valid keys are {valid}"
+        msg = (f"config {path!r}: unknown keys {unknown} in [projection]; valid keys are {valid}"
+               f"{did_you_mean(unknown, valid)}")
         raise ConfigError(msg)
     try:
         return ProjectionConfig(**table)

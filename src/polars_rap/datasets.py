@@ -14,7 +14,8 @@ Tasks
     world areas of birth by public code ranges (the detailed codes are too fine for 3-way
     marginals at useful ε).
 ``adult``
-    UCI Adult (48,842 rows), label ``income>50K``; not bundled, read from ``data_dir``.
+    UCI Adult (48,842 rows, CC BY 4.0), label ``income>50K``; bundled (``data_dir`` or
+    ``POLARS_RAP_DATA_DIR`` read another copy of ``uci_adult.parquet``).
 
 Examples
 --------
@@ -55,9 +56,8 @@ __all__ = [
 ]
 
 DATA_DIR_ENV = "POLARS_RAP_DATA_DIR"
-"""Environment variable naming the folder that holds non-bundled data files."""
-
-_DEFAULT_DATA_DIR = Path("..") / "shared" / "data"
+"""Environment variable naming a folder whose copy of a task's data file is read instead of
+the bundled one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,8 +314,11 @@ def _load_acs_income_ca(spec: dict[str, Any], data_dir: Path | None) -> pl.DataF
 
 def _load_adult(spec: dict[str, Any], data_dir: Path | None) -> pl.DataFrame:
     file_name = spec["dataset"]["file"]
-    path = _resolve_data_file(file_name, data_dir)
-    raw = pl.read_parquet(path)
+    if data_dir is None and not os.environ.get(DATA_DIR_ENV):  # the bundled copy
+        with importlib.resources.as_file(importlib.resources.files("polars_rap") / "data" / file_name) as path:
+            raw = pl.read_parquet(path)
+    else:
+        raw = pl.read_parquet(_resolve_data_file(file_name, data_dir))
     strings = [name for name, dtype in raw.schema.items() if dtype == pl.String]
     frame = raw.with_columns(pl.col(strings).str.strip_chars())
     # The UCI test file writes the classes as "<=50K." / ">50K."; adult.names has no dot.
@@ -325,16 +328,14 @@ def _load_adult(spec: dict[str, Any], data_dir: Path | None) -> pl.DataFrame:
 def _resolve_data_file(file_name: str, data_dir: str | os.PathLike[str] | None) -> Path:
     if data_dir is not None:
         folder, how = Path(data_dir), "the data_dir argument"
-    elif os.environ.get(DATA_DIR_ENV):
-        folder, how = Path(os.environ[DATA_DIR_ENV]), f"${DATA_DIR_ENV}"
     else:
-        folder, how = _DEFAULT_DATA_DIR, f"the default ../shared/data (no data_dir, ${DATA_DIR_ENV} unset)"
+        folder, how = Path(os.environ[DATA_DIR_ENV]), f"${DATA_DIR_ENV}"
     path = folder / file_name
     if not path.is_file():
         msg = (
             f"data file {file_name!r} not found: looked in {folder.resolve()} (from {how}); "
             f"pass data_dir=... to load_task or set the environment variable {DATA_DIR_ENV} "
-            f"to the folder that holds it"
+            f"to the folder that holds it, or unset both to read the bundled copy"
         )
         raise FileNotFoundError(msg)
     return path
@@ -382,9 +383,9 @@ def load_task(name: str, *, data_dir: str | os.PathLike[str] | None = None) -> T
     name : str
         A name from :func:`list_tasks`.
     data_dir : path-like, optional
-        Folder holding non-bundled data files (``adult``). Defaults to the environment
-        variable ``POLARS_RAP_DATA_DIR``, else ``../shared/data`` relative to the current
-        working directory. Unused by bundled tasks.
+        Folder whose copy of ``adult``'s data file to read instead of the bundled one
+        (default: the environment variable ``POLARS_RAP_DATA_DIR`` when set). The bundled
+        files never depend on the current directory. Unused by ``acs-income-CA``.
 
     Returns
     -------
@@ -396,8 +397,8 @@ def load_task(name: str, *, data_dir: str | os.PathLike[str] | None = None) -> T
     KeyError
         Unknown task name.
     FileNotFoundError
-        A non-bundled data file is not where ``data_dir`` points; the message says where it
-        looked and how to point elsewhere.
+        ``data_dir`` (or ``POLARS_RAP_DATA_DIR``) names a folder without the data file; the
+        message says where it looked and how to point elsewhere.
     """
     if name not in TASKS:
         msg = f"unknown task {name!r}; known tasks: {list_tasks()}"

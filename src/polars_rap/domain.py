@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 
-__all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec"]
+__all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec", "check_declared"]
 
 _METADATA_KEY = b"polars_rap"
 _FORMAT_VERSION = 1
@@ -181,10 +181,14 @@ class Domain:
                 msg = f"label column {label!r} is not in the domain; columns are {names}"
                 raise ParameterError(msg)
             if not self[label].is_categorical:
+                spec = self[label]
                 msg = (
-                    f"label column {label!r} must be categorical (a list of classes); it is "
-                    f"declared numeric. Declare its classes, e.g. domain={{{label!r}: [0, 1]}}, "
-                    "or derive a categorical label first"
+                    f"label column {label!r} must be categorical (a few classes), but it is declared "
+                    f"numeric with bounds ({spec.lower:g}, {spec.upper:g}). If it takes a few values, "
+                    f"list them as its classes, e.g. domain={{{label!r}: [class, ...]}} from its "
+                    "documentation; otherwise derive a categorical label from it (e.g. "
+                    f"pl.col({label!r}) > threshold, as a new column) and name that in labels, or "
+                    f"remove {label!r} from labels"
                 )
                 raise ParameterError(msg)
         for spec in self.columns:
@@ -267,11 +271,12 @@ class Domain:
                 f"the data's columns are {list(schema)}"
             )
             raise ParameterError(msg)
+        check_declared(schema, domain, labels)
         specs = []
         for name, dtype in schema.items():
             declared = domain.get(name)
             if declared is None:
-                declared = _declared_by_dtype(name, dtype)
+                declared = _declared_by_dtype(dtype)
             specs.append(_spec_from_declaration(name, dtype, declared))
         return cls(tuple(specs), tuple(labels))
 
@@ -377,20 +382,46 @@ def _integer_flag(name: str, declared: Numeric) -> bool:
     return bool(declared.integer)
 
 
-def _declared_by_dtype(name: str, dtype: pl.DataType) -> Any:
+def _declared_by_dtype(dtype: pl.DataType) -> Categorical | None:
+    """The categories an ``Enum`` or ``Boolean`` dtype declares; None for any other dtype."""
     if isinstance(dtype, pl.Enum):
         return Categorical(dtype.categories.to_list())
     if dtype == pl.Boolean:
         return Categorical([False, True])
-    kind = "numeric" if dtype.is_numeric() else "categorical"
-    example = "(lower, upper)" if kind == "numeric" else "['a', 'b', ...]"
+    return None
+
+
+def check_declared(schema: Mapping[str, pl.DataType], domain: Mapping[str, Any] | None,
+                   labels: Sequence[str] = (), pending: Iterable[str] = ()) -> None:
+    """Raise ``ValueError`` naming *every* column of ``schema`` without a public domain: no
+    entry in ``domain``, not in ``pending`` (columns to be inferred), no ``Enum``/``Boolean``
+    dtype. Checked before any row is read."""
+    skip = {name for name, entry in (domain or {}).items() if entry is not None} | set(pending)
+    undeclared = [(name, dtype) for name, dtype in schema.items()
+                  if name not in skip and _declared_by_dtype(dtype) is None]
+    if not undeclared:
+        return
+    examples = ", ".join(f"{name!r}: {_example_entry(name, dtype, labels)}" for name, dtype in undeclared)
+    if len(undeclared) == 1:
+        name, dtype = undeclared[0]
+        head = f"column {name!r} ({dtype}) has no public domain. Declare it in domain=, e.g. "
+    else:
+        listed = ", ".join(f"{name!r} ({dtype})" for name, dtype in undeclared)
+        head = f"{len(undeclared)} columns have no public domain: {listed}. Declare each in domain=, e.g. "
     msg = (
-        f"column {name!r} ({dtype}) has no public domain. Declare it in domain=, e.g. "
-        f"domain={{{name!r}: {example}}} with values from public documentation (never from "
+        f"{head}domain={{{examples}}} with values from public documentation (never from "
         "the data itself), give it a pl.Enum dtype, learn it privately with "
         "infer_domain=True (charged to the budget), or drop the column"
     )
     raise ParameterError(msg)
+
+
+def _example_entry(name: str, dtype: pl.DataType, labels: Sequence[str]) -> str:
+    """A placeholder declaration for an undeclared column: classes for a label or a text
+    column, bounds for any other numeric one."""
+    if dtype.is_numeric() and name not in labels:
+        return "(lower, upper)"
+    return "[class, ...]" if name in labels else "['a', 'b', ...]"
 
 
 def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> ColumnSpec:
@@ -443,9 +474,11 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
     if isinstance(declared, Numeric):
         if not dtype.is_numeric():  # a Null column could not hold a synthetic number either
             msg = (
-                f"column {name!r} is declared numeric with bounds ({declared.lower}, "
-                f"{declared.upper}) but holds {dtype}; cast it to a number first "
-                f"(pl.col({name!r}).cast(pl.Float64)) or declare its categories as a list"
+                f"column {name!r} is declared numeric with bounds ({declared.lower:g}, "
+                f"{declared.upper:g}) but holds {dtype}, not numbers. Store it as numbers first "
+                f"(pl.col({name!r}).cast(pl.Float64) fails on any value that is not a number; "
+                "with strict=False such values become nulls, and the column must then be "
+                "declared nullable), or declare its categories as a list"
             )
             raise DataError(msg)
         limits = _dtype_range(dtype)

@@ -149,7 +149,7 @@ def _scaled_numeric(
         msg = (
             f"column {spec.name!r} is declared numeric but holds {column.dtype}; cast it to a "
             f"number first (pl.col({spec.name!r}).cast(pl.Float64, strict=False) turns text "
-            "into nulls) or declare it categorical"
+            "into nulls: declare it nullable then) or declare it categorical"
         )
         raise DataError(msg)
     values = column.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)

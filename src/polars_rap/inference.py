@@ -35,8 +35,8 @@ nulls is itself private, so it is not asked.
 
 from __future__ import annotations
 
-import logging
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,8 +63,6 @@ __all__ = [
     "magnitude_bin_edges",
     "needs_approximate_delta",
 ]
-
-logger = logging.getLogger(__name__)
 
 _KINDS = ("categorical", "numeric")
 _ABSENT_CANDIDATE_RATE = 0.05  # expected absent candidates kept, over the whole list
@@ -249,6 +247,8 @@ def _infer_from_candidates(name: str, counts: Mapping[Any, int], candidates: tup
     )
     tau = _threshold_for_rate(sigma, _ABSENT_CANDIDATE_RATE / len(candidates))
     kept = [c for c, v in zip(candidates, noisy, strict=True) if v >= tau]
+    if not kept:
+        _warn_all_null(name, tau)
     return Categorical(kept, nullable=True, unlisted="null")
 
 
@@ -263,7 +263,20 @@ def _infer_from_values(name: str, counts: Mapping[Any, int], rho: float, delta: 
     values = sorted(counts, key=_sort_key)
     noisy = np.array([counts[v] for v in values], dtype=np.float64) + rng.normal(0.0, sigma, len(values))
     kept = [v for v, c in zip(values, noisy, strict=True) if c >= tau]
+    if not kept:
+        _warn_all_null(name, tau)
     return Categorical(kept, nullable=True, unlisted="null")
+
+
+def _warn_all_null(name: str, threshold: float) -> None:
+    """Say that an inferred column released no category, so it comes out all null (the
+    threshold is public: it depends on the budget only)."""
+    msg = (
+        f"column {name!r}: no category cleared the privacy threshold (about {threshold:,.0f} rows "
+        "per value at this budget), so every synthetic value of it will be null. Declare its "
+        "categories from public documentation, or raise epsilon or inference_share"
+    )
+    warnings.warn(msg, UserWarning, stacklevel=5)  # the caller of synthesize
 
 
 def _sort_key(value: Any) -> tuple:
@@ -327,12 +340,6 @@ def infer_declarations(
         else:
             result = _infer_from_values(
                 request.name, counts.values[request.name], share, delta_each, ledger, rng,
-            )
-        if isinstance(result, Categorical) and not result.categories:
-            logger.warning(
-                "column %r: no category cleared the privacy threshold; every synthetic value "
-                "of it will be null (declare its categories or raise epsilon/inference_share)",
-                request.name,
             )
         declarations[request.name] = result
     return declarations

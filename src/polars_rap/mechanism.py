@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap import kernels
-from polars_rap.domain import Domain
+from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
@@ -61,6 +61,8 @@ _APPROXIMATE_DELTA_SHARE = 0.5
 """Part of delta given to thresholded category inference when a run uses it."""
 _MAX_NOISE_STD = 0.5
 """Largest planned noise std of a measured answer (a fraction in [0, 1]) a run accepts."""
+_HTML_COLUMNS = 12
+"""Columns a result's notebook view names before it says how many more there are."""
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SynthesisResult:
@@ -81,6 +83,27 @@ class SynthesisResult:
         """The released part as a :class:`~polars_rap.model.SyntheticModel`: sample more rows
         from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
         return SyntheticModel(self.relaxed, self.domain, self.report)
+
+    def __repr__(self) -> str:
+        """One line: the table's shape, the guarantee and where the rest is (the fields whole
+        would print every ledger event)."""
+        height, width = self.data.shape
+        return (f"SynthesisResult({height:,} rows x {width} columns, ({self.report.epsilon:g}, "
+                f"{self.report.delta:g})-DP over {self.report.n_rows:,} input rows, "
+                f"{self.relaxed.shape[0]:,} relaxed rows; .data, .report, .model)")
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the table's shape and columns, then the privacy report."""
+        import html
+
+        from polars_rap.report import _summary_html
+
+        height, width = self.data.shape
+        columns = ", ".join(f"{name} ({dtype})" for name, dtype in list(self.data.schema.items())[:_HTML_COLUMNS])
+        more = f", ... ({width - _HTML_COLUMNS} more)" if width > _HTML_COLUMNS else ""
+        return (f"<div><p><strong>SynthesisResult</strong>: {height:,} synthetic rows x {width} columns "
+                f"({html.escape(columns + more)}) in <code>.data</code>; more rows at no privacy cost "
+                f"from <code>.model.sample(rows)</code>.</p>{_summary_html(self.report)}</div>")
 
     def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
         """Save :attr:`model` as a directory (see :mod:`polars_rap.model`); load it back with
@@ -250,6 +273,7 @@ def synthesize(
         msg = "the data has no columns; synthesize needs at least one, with a declared domain"
         raise DataError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
+    check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)

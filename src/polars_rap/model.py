@@ -8,7 +8,7 @@ the input rows, true answers or clip counts.
 
 On disk a model is a directory of open, versioned files::
 
-    manifest.json   {"format": "polars-rap-model", "format_version": 1, "library_version",
+    manifest.json   {"format": "polars-rap-model", "format_version": 2, "library_version",
                      "created_utc", "relaxed_shape", "files": [{"name", "bytes", "sha256",
                      "content"}, ...]}
     relaxed.arrow   Arrow IPC file: one float32 column per coordinate of the relaxed matrix,
@@ -18,7 +18,14 @@ On disk a model is a directory of open, versioned files::
                     public bounds); one row per relaxed row
     domain.arrow    Arrow IPC file with no rows: the domain's Arrow schema
                     (:meth:`Domain.to_arrow_schema`), each field's spec in its metadata
-    report.json     :meth:`PrivacyReport.to_dict` as compact JSON (one line)
+    report.json     :meth:`PrivacyReport.summary_dict`: the guarantee, budget, parameters, and
+                    charges and errors by class (a few KB whatever the workload)
+    report_events.parquet, report_measurements.parquet, report_unmeasured.parquet
+                    the report's tables (:mod:`polars_rap.report_files`): the ledger, the
+                    measured queries, the unmeasured groups' bounds
+
+Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
+(:meth:`PrivacyReport.to_dict`, megabytes on the CA task); it still loads.
 
 Any Arrow reader opens the ``.arrow`` files (``pl.read_ipc``, ``pyarrow.ipc.open_file``).
 Loading checks the format name and version and each file's size and SHA-256, and names the
@@ -36,7 +43,7 @@ Examples
 ...     path = res.save(pathlib.Path(tmp) / "model")
 ...     sorted(p.name for p in path.iterdir())
 ...     model = polars_rap.load(path)
-['domain.arrow', 'manifest.json', 'relaxed.arrow', 'report.json']
+['domain.arrow', 'manifest.json', 'relaxed.arrow', 'report.json', 'report_events.parquet', 'report_measurements.parquet', 'report_unmeasured.parquet']
 >>> model.sample(1000, seed=0).schema == df.schema
 True
 """
@@ -60,14 +67,15 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.report import PrivacyReport
+from polars_rap.report_files import REPORT_FILES, report_files, report_from_files
 
 __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_VERSION"]
 
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 1
-"""The newest on-disk format this library writes and reads."""
+FORMAT_VERSION = 2
+"""The on-disk format this library writes; it reads this one and version 1."""
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
@@ -76,8 +84,10 @@ _REPORT = "report.json"
 _CONTENTS = {
     _RELAXED: "relaxed synthetic data, float32[n_relaxed, n_coords], one column per coordinate",
     _DOMAIN: "public domain: Arrow schema with per-field metadata, no rows",
-    _REPORT: "privacy report: ledger events, measured queries, noisy answers, intervals",
+    **REPORT_FILES,
 }
+_CONTENTS_V1 = {_RELAXED: _CONTENTS[_RELAXED], _DOMAIN: _CONTENTS[_DOMAIN],
+                _REPORT: "privacy report: ledger events, measured queries, noisy answers, intervals"}
 _MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS})
 
 
@@ -220,7 +230,7 @@ class SyntheticModel:
         written = [
             _write_atomic(directory / _DOMAIN, _ipc_bytes(self.domain.to_arrow_schema().empty_table())),
             _write_atomic(directory / _RELAXED, _ipc_bytes(_relaxed_table(self.relaxed, self.domain))),
-            _write_atomic(directory / _REPORT, self.report.to_json(indent=None).encode("utf-8")),
+            *(_write_atomic(directory / name, data) for name, data in report_files(self.report).items()),
         ]
         manifest = {
             "format": FORMAT_NAME,
@@ -246,13 +256,17 @@ class SyntheticModel:
             msg = f"no saved model at {str(directory)!r}: not a directory. Give the directory that save() wrote"
             raise FileNotFoundError(msg)
         manifest = _read_manifest(directory)
-        contents = {name: _read_checked(directory, name, manifest) for name in _CONTENTS}
+        expected = _CONTENTS_V1 if manifest["format_version"] == 1 else _CONTENTS
+        contents = {name: _read_checked(directory, name, manifest) for name in expected}
         domain = _domain_from_ipc(contents[_DOMAIN])
         relaxed = _relaxed_from_ipc(contents[_RELAXED], domain)
         try:
-            report = PrivacyReport.from_dict(json.loads(contents[_REPORT]))
+            if manifest["format_version"] == 1:
+                report = PrivacyReport.from_dict(json.loads(contents[_REPORT]))
+            else:
+                report = report_from_files(contents)
         except (ValueError, TypeError, KeyError) as error:
-            msg = f"{_REPORT} in {str(directory)!r} is not a valid privacy report: {error}"
+            msg = f"the report in {str(directory)!r} is not a valid privacy report: {error}"
             raise DataError(msg) from error
         return cls(relaxed, domain, report, library_version=str(manifest.get("library_version", "unknown")),
                    format_version=manifest["format_version"])
@@ -389,7 +403,7 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
             f"reads format version {FORMAT_VERSION} and older. Upgrade polars-rap"
         )
         raise DataError(msg)
-    if version != FORMAT_VERSION or isinstance(version, bool):
+    if version not in (1, FORMAT_VERSION) or isinstance(version, bool):
         msg = f"{_MANIFEST} in {str(directory)!r} has an unknown format_version {version!r}; expected {FORMAT_VERSION}"
         raise DataError(msg)
     if not isinstance(manifest.get("files"), list):

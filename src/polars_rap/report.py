@@ -232,8 +232,31 @@ class PrivacyReport:
                 raise DataError(msg)
         return cls(**values)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+    def to_json(self, indent: int | None = 2, full: bool = True) -> str:
+        """The report as JSON: :meth:`to_dict` (``full=True``) or :meth:`summary_dict`."""
+        data = self.to_dict() if full else self.summary_dict()
+        return json.dumps(data, indent=indent, default=_json_default)
+
+    def summary_dict(self) -> dict:
+        """A JSON-ready summary whose size does not grow with the workload: every field but
+        the three tables, then per mechanism the charges (count, rho, delta), per query class
+        what was measured (groups, queries, median noise std) and what was not (groups,
+        median and largest error bound), and the :meth:`summary` text as lines."""
+        tables = {"events", "measurements", "unmeasured"}
+        scalars = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in tables}
+        events = pl.DataFrame({"mechanism": [e.mechanism for e in self.events], "rho": [e.rho for e in self.events],
+                               "delta": [e.delta for e in self.events]},
+                              schema={"mechanism": pl.String, "rho": pl.Float64, "delta": pl.Float64})
+        charges = events.group_by("mechanism", maintain_order=True).agg(
+            pl.len().alias("count"), pl.col("rho").sum(), pl.col("delta").sum())
+        measured = self.measurements.group_by("query_class", maintain_order=True).agg(
+            pl.col("group").n_unique().alias("groups"), pl.len().alias("queries"),
+            pl.col("noise_std").median().alias("median_noise_std"))
+        unmeasured = self.unmeasured.group_by("query_class", maintain_order=True).agg(
+            pl.len().alias("groups"), pl.col("error_bound").median().alias("median_error_bound"),
+            pl.col("error_bound").max().alias("max_error_bound"))
+        return {**scalars, "charges": charges.to_dicts(), "measured_by_class": measured.to_dicts(),
+                "unmeasured_by_class": unmeasured.to_dicts(), "summary": self.summary().splitlines()}
 
     def summary(self) -> str:
         """A few printable lines: the guarantee, the budget, what was measured."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +34,7 @@ from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["CLASS_CODES", "LoopRecord", "run_plan"]
+__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,12 +61,16 @@ class LoopRecord:
     targets: list[np.ndarray] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
 
+    def answer_stds(self, sizes: np.ndarray) -> np.ndarray:
+        """float64[answers measured]: each answer's noise std (``sizes``: each group's answers)."""
+        return np.repeat(np.asarray(self.noise_stds, dtype=np.float64), sizes)
+
     def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
         """float64[answers measured]: each answer's weight in the projection loss, ``1 /
         std**2`` scaled to mean 1 (None when unweighted). ``sizes``: each group's answers."""
         if not inverse_variance:
             return None
-        precision = np.repeat(1.0 / np.square(np.asarray(self.noise_stds, dtype=np.float64)), sizes)
+        precision = 1.0 / np.square(self.answer_stds(sizes))
         return precision / precision.mean()
 
 
@@ -159,12 +164,14 @@ def run_plan(
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):],
             )
         groups = np.asarray(record.groups)
+        weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
         record.params, trace = project(
             record.params, queries.take_groups(groups), np.concatenate(record.targets), backend,
-            projection, anneal=step.query_class not in _CATEGORICAL_ONLY,
-            weights=record.answer_weights(queries.group_sizes[groups], inverse_variance),
+            projection, anneal=step.query_class not in _CATEGORICAL_ONLY, weights=weights,
         )
-        bar.set_postfix(cls=step.query_class, loss=f"{trace.exact_loss:.3g}", stages=trace.stages,
+        residual_rms, noise_rms = fit_figures(trace.exact_loss, record.answer_stds(queries.group_sizes[groups]),
+                                              weights)
+        bar.set_postfix(cls=step.query_class, fit=f"{residual_rms:.2g} rms, {residual_rms / noise_rms:.2f}x noise",
                         rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
         logger.debug(
             "step %d (%s): measured %d groups, %d Adam steps in %d temperature stages, "
@@ -172,6 +179,9 @@ def run_plan(
             trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
         )
     bar.close()
+    if not progress and logger.isEnabledFor(logging.INFO):  # no bar to look at: one line per class
+        for line in class_fit_lines(record, queries, plan, backend):
+            logger.info(line)
     return record
 
 
@@ -181,6 +191,47 @@ def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: 
     ``l2_sensitivity`` float64[groups], ``sizes`` int[groups] answers per group). Public."""
     sigma = np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * group_rho)
     return np.sqrt(2.0 / np.pi) * sigma * np.asarray(sizes, dtype=np.float64)
+def fit_figures(loss: float, stds: np.ndarray, weights: np.ndarray | None) -> tuple[float, float]:
+    """(residual rms, noise rms) of the projection's fit to its M measured answers.
+
+    ``loss`` is the exact loss ``sum_i w_i r_i**2`` (weights of mean 1, or all 1) and
+    ``stds`` (float64[M]) each answer's noise std; both figures are per answer, so they do not
+    grow as measurements are added (the loss does). Their ratio is the fit's residual in units
+    of the noise: near 1, the data fits the answers as well as their noise allows; with
+    inverse-variance weights it is exactly the rms of ``r_i / std_i``.
+    """
+    weights = np.ones(len(stds)) if weights is None else weights
+    residual_rms = math.sqrt(max(loss, 0.0) / len(stds))
+    noise_rms = math.sqrt(float(np.sum(weights * np.square(stds))) / len(stds))
+    return residual_rms, noise_rms
+
+
+def class_fit_lines(record: LoopRecord, queries: QuerySet, plan: list[Step], backend) -> list[str]:
+    """One line per query class: groups and answers measured, steps, and the final fit's
+    residual rms (against the noisy answers, on the relaxed data with hard thresholds) in
+    absolute terms and in units of each answer's noise std."""
+    groups = np.asarray(record.groups)
+    if len(groups) == 0:
+        return []
+    sizes = queries.group_sizes[groups]
+    answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(groups), np.inf)
+    residuals = answers.astype(np.float64) - np.concatenate(record.noisy_parts)
+    stds = record.answer_stds(sizes)
+    answer_class = np.repeat(queries.group_class[groups], sizes)
+    lines = []
+    for name, code in CLASS_CODES.items():
+        mine = answer_class == code
+        if not mine.any():
+            continue
+        residual_rms = math.sqrt(float(np.mean(np.square(residuals[mine]))))
+        relative = math.sqrt(float(np.mean(np.square(residuals[mine] / stds[mine]))))
+        steps = sum(step.query_class == name for step in plan)
+        lines.append(
+            f"{name}: {int(np.count_nonzero(queries.group_class[groups] == code))} groups "
+            f"({int(mine.sum())} answers) measured in {steps} step{'s' if steps > 1 else ''}; "
+            f"fit residual rms {residual_rms:.2g} = {relative:.2f} x the noise std"
+        )
+    return lines
 
 
 def marginal_shape(queries: QuerySet, group: int) -> tuple[int, ...]:

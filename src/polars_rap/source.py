@@ -385,7 +385,7 @@ def exact_answers(
     clip_counts: dict[str, int] = {}
     n_rows = 0
     for batch in source.batches(domain.names, batch_rows):
-        where = f"rows {n_rows:,} to {n_rows + batch.height - 1:,} of the input; reading stopped there"
+        where = f"the batch of input rows {n_rows:,} to {n_rows + batch.height - 1:,}; nothing was released"
         batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where)
         n_rows = add_counts(counts, n_rows, batch_count, batch.height)
         del batch
