@@ -293,6 +293,16 @@ def _config_projection(table: Any, path: str) -> Any:
 
 
 # ---------------------------------------------------------------- writing (export)
+OPTIONAL_TABLES = (
+    "# [privacy]          # or --epsilon / --delta on the command line",
+    "# epsilon = 1.0",
+    "# delta = 1e-9",
+    "# [options]          # keyword arguments of polars_rap.synthesize",
+    "# relaxed_rows = 1000",
+)
+"""The tables a written config leaves commented out, for its reader to fill in."""
+
+
 def config_text(task) -> str:
     """A config file for ``task``: its labels and one ``[domain.NAME]`` table per column."""
     lines = [
@@ -300,11 +310,7 @@ def config_text(task) -> str:
         "# The domain comes from public documentation (see polars_rap/data/*.toml), never from the data.",
         f"labels = {toml_value(list(task.labels))}",
         "",
-        "# [privacy]          # or --epsilon / --delta on the command line",
-        "# epsilon = 1.0",
-        "# delta = 1e-9",
-        "# [options]          # keyword arguments of polars_rap.synthesize",
-        "# relaxed_rows = 1000",
+        *OPTIONAL_TABLES,
         "",
     ]
     for name, table in task.columns_spec.items():

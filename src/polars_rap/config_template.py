@@ -32,7 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
-from polars_rap.config import TODO, toml_key, toml_value
+from polars_rap.config import OPTIONAL_TABLES, TODO, toml_key, toml_value
 
 __all__ = ["schema_of", "template_text", "write_template"]
 
@@ -62,11 +62,7 @@ def template_text(schema: Mapping[str, pl.DataType], source: str, *, typed: bool
         "",
         _commented("labels = []", "the categorical target columns, if any, e.g. [\"income\"]"),
         "",
-        "# [privacy]          # or --epsilon / --delta on the command line",
-        "# epsilon = 1.0",
-        "# delta = 1e-9",
-        "# [options]          # keyword arguments of polars_rap.synthesize",
-        "# relaxed_rows = 1000",
+        *OPTIONAL_TABLES,
         "",
     ]
     for name, dtype in schema.items():
