@@ -52,11 +52,6 @@ def flaky_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def domain(task):
-    return Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-
-
-@pytest.fixture(scope="module")
 def queries(domain):
     return build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"),
                           n_linear_thresholds=500, n_mixed_marginals=100)

@@ -25,11 +25,6 @@ FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_th
 
 
 @pytest.fixture(scope="module")
-def domain(task):
-    return Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-
-
-@pytest.fixture(scope="module")
 def queries(domain):
     return build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"),
                           n_linear_thresholds=2_000, n_mixed_marginals=500)
