@@ -28,6 +28,7 @@ import gc
 import inspect
 import itertools
 import math
+import sys
 import signal
 import weakref
 from collections.abc import Iterator
@@ -43,6 +44,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import polars_rap
+from polars_rap.errors import ParameterError
 from polars_rap import bounds, inference, kernels, mechanism, privacy, release, rounds, source
 from polars_rap.privacy import (
     BudgetExceededError,
@@ -457,7 +459,13 @@ def test_split_budget_composes_to_at_most_delta(epsilon: float, delta: float, sh
     of delta to the conversion. Deterministic; each call must finish within 5 s (tiny shares
     once made split_budget step down one ulp at a time, ~1/share steps)."""
     with watchdog(5.0):
-        split = split_budget(epsilon, delta, share)
+        try:
+            split = split_budget(epsilon, delta, share)
+        except ParameterError as error:  # refused only where delta's approximate part underflows
+            approximate = math.fsum([delta, -delta * (1.0 - share)]) / (1.0 + math.exp(min(epsilon, 709.0)))
+            assert share > 0.0 and (epsilon > 709.0 or approximate < 2.0 * sys.float_info.min)
+            assert "'epsilon' parameter is too large" in str(error)
+            return
     factor = 1.0 + math.exp(epsilon)
     composed = split.conversion_delta + factor * split.approximate_delta
     assert composed <= delta

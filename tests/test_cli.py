@@ -236,7 +236,9 @@ def test_a_domain_that_does_not_cover_the_table_is_a_parameter_error_exit_2(work
     capsys.readouterr()
     assert cli.main(args) == 2
     err = capsys.readouterr().err
-    assert "column 'SEX'" in err and "has no public domain" in err and err.count("\n") == 1
+    first, *fix = err.splitlines()  # the error, then the [domain.SEX] lines that fix it
+    assert first.startswith("polars-rap: error: column 'SEX'") and "has no public domain" in first
+    assert fix and all(line.startswith("    ") for line in fix) and "    [domain.SEX]" in fix
     assert not (tmp_path / "out.parquet").exists()
 
 

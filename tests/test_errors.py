@@ -101,3 +101,21 @@ def test_domain_constructors_raise_parameter_errors():
         pr.Categorical(["a"], unlisted="drop")
     with pytest.raises(ParameterError, match="lower < upper"):
         pr.Domain.from_mapping({"x": pl.Float64}, {"x": pr.Numeric(1, 1)})
+
+
+def test_settings_beyond_the_machine_s_memory_are_refused_by_name_before_any_work() -> None:
+    """A count check_int accepts (up to 2**62) can still need more memory than any machine
+    has; the OS would kill the process rather than raise. check_memory refuses it first."""
+    from polars_rap.parameters import check_memory
+
+    fits = dict(relaxed_rows=1000, n_coords=50, n_numeric=2, n_columns=10, rows=10_000,
+                n_linear_thresholds=20_000, n_mixed_marginals=2_000)
+    check_memory(**fits, available=2**30)
+    for name, value in (("relaxed_rows", 10**7), ("n_linear_thresholds", 10**8), ("n_mixed_marginals", 10**6),
+                        ("rows", 10**8)):
+        with pytest.raises(ParameterError, match=f"The '{name}' parameter would need about"):
+            check_memory(**{**fits, name: value}, available=2**30)
+    frame = pl.DataFrame({"x": [0.5, 1.5, 2.5] * 100, "c": ["a", "b", "a"] * 100})
+    with pytest.raises(ParameterError, match="'relaxed_rows' parameter would need about"):
+        pr.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"x": (0, 3), "c": ["a", "b"]},
+                      relaxed_rows=2**40, progress=False)

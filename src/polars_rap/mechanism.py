@@ -42,7 +42,7 @@ from polars_rap.inference import infer_declarations, inference_requests, needs_a
 from polars_rap.model import SyntheticModel
 from polars_rap.base_marginals import add_base_marginals
 from polars_rap.null_rates import add_null_rates
-from polars_rap.parameters import check_share, check_synthesis_parameters
+from polars_rap.parameters import check_memory, check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.queries import QuerySet
@@ -286,6 +286,10 @@ def synthesize(
             requests, inference_share * budget.rho, ledger, inference_rng,
         ))
     public_domain = Domain.from_mapping(source.schema, declared, labels)
+    check_memory(relaxed_rows=relaxed_rows, n_coords=public_domain.n_categorical_coords
+                 + len(public_domain.numeric_columns), n_numeric=len(public_domain.numeric_columns),
+                 n_columns=len(public_domain.columns), rows=rows, n_linear_thresholds=n_linear_thresholds,
+                 n_mixed_marginals=n_mixed_marginals)
 
     # 2. workload and plan: public values only
     queries, plan, group_counts = workload_and_plan(

@@ -9,6 +9,7 @@ int in [1, inf). Got 0".
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from polars_rap.errors import ParameterError, ParameterTypeError
 
-__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_share"]
+__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_share", "check_memory"]
 
 MAX_INT = 2**62
 """Largest count a parameter may take: far beyond any feasible run, and within int64."""
@@ -90,3 +91,37 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
     if projection is not None and not isinstance(projection, ProjectionConfig):
         msg = f"The 'projection' parameter must be a polars_rap.ProjectionConfig. Got {projection!r}"
         raise ParameterTypeError(msg)
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (0 when the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_memory(*, relaxed_rows: int, n_coords: int, n_numeric: int, n_columns: int, rows: int | None,
+                 n_linear_thresholds: int, n_mixed_marginals: int, available: int | None = None) -> None:
+    """Refuse, before any work, a setting whose arrays alone would need more than half of the
+    machine's memory (``available`` bytes; physical memory by default), naming the parameter:
+    a count that passes :func:`check_int` (up to 2**62) can still be far beyond any machine, and
+    the OS would kill the process instead of raising. Estimates, in bytes: the relaxed data
+    with its gradient, Adam's two moments and the best iterate (5 float32 copies of
+    ``relaxed_rows x n_coords``); a linear threshold's weights, indices and offsets
+    (``16 n_numeric + 64``); a mixed marginal group's queries (~ 1 KiB); the output frame
+    (8 bytes per value, ``rows x n_columns``)."""
+    available = physical_memory() if available is None else int(available)
+    if available <= 0:
+        return
+    needs = {
+        "relaxed_rows": 20 * relaxed_rows * max(n_coords, 1),
+        "n_linear_thresholds": n_linear_thresholds * (16 * n_numeric + 64),
+        "n_mixed_marginals": 1024 * n_mixed_marginals,
+        "rows": 8 * (rows or 0) * max(n_columns, 1),
+    }
+    for name, need in needs.items():
+        if need > available / 2:
+            msg = (f"The {name!r} parameter would need about {need / 2**30:.3g} GiB of memory, more than "
+                   f"half of this machine's {available / 2**30:.3g} GiB; lower it")
+            raise ParameterError(msg)
