@@ -25,7 +25,7 @@ import polars_rap  # noqa: E402
 import ray_flaky_backend  # noqa: E402  (tests/ is on sys.path: pytest's rootdir-relative import)
 from polars_rap import cli  # noqa: E402
 from polars_rap.blocks import write_parquet  # noqa: E402
-from polars_rap.domain import Domain  # noqa: E402
+from polars_rap.errors import DataError  # noqa: E402
 from polars_rap.kernels import get_backend  # noqa: E402
 from polars_rap.projection import ProjectionConfig  # noqa: E402
 from polars_rap.ray_engine import RaySource  # noqa: E402
@@ -161,7 +161,7 @@ def test_bad_input_through_ray_gives_the_in_process_errors(flaky_dir, task, doma
     bad = task.frame.with_columns(
         pl.when(pl.int_range(pl.len()) == 20_000).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))
     message = r"column 'OCCP' holds 1 values outside its declared categories.*'XXX'"
-    with pytest.raises(ValueError, match=message + r".*found in rows"):
+    with pytest.raises(DataError, match=message + r".*found in the batch of input rows 0 to [\d,]+; nothing was released"):
         exact_answers(DataSource.from_input(bad), domain, queries, get_backend("cpu"))
     with pytest.raises(ValueError, match=message + r".*found in a block of [\d,]+ rows of the Ray dataset"):
         exact_answers(RaySource.from_input(blocks_of(bad, 5)), domain, queries, get_backend("cpu"))

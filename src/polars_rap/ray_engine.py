@@ -111,7 +111,7 @@ class _AnswerTask:
         counts = np.zeros(self.queries.n_queries, dtype=np.int64)
         clip_counts: dict[str, int] = {}
         n_rows = 0
-        where = f"a block of {block.height:,} rows of the Ray dataset; the pass stopped there"
+        where = f"a block of {block.height:,} rows of the Ray dataset; nothing was released"
         for batch in block.iter_slices(self.batch_rows):
             part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where)
             n_rows = add_counts(counts, n_rows, part, batch.height)
