@@ -25,14 +25,14 @@ from collections.abc import Mapping
 from polars_rap.domain import Domain
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.strategy import Step
-from polars_rap.workload import null_rate_marginals
+from polars_rap.workload import _feature_and_label_blocks, null_rate_marginals
 
 __all__ = ["add_base_marginals", "feature_blocks"]
 
 
 def feature_blocks(domain: Domain) -> list[int]:
     """Indices of the categorical blocks that are not labels (null indicators included)."""
-    return [i for i, block in enumerate(domain.blocks) if not block.is_label]
+    return _feature_and_label_blocks(domain)[0]
 
 
 def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],

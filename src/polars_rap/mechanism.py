@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap import kernels
+from polars_rap.base_marginals import add_base_marginals
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError
