@@ -1,5 +1,5 @@
-"""The input boundary under fuzzing (issue 15): random frames and domain declarations through
-the public entry points.
+"""The input boundary under fuzzing (issue 15): random frames, domain declarations and keyword
+values through the public entry points.
 
 Each call must either return a valid release (the input's columns and dtypes, numeric values
 inside their bounds, categories from their declared lists, nulls only where declared, rho
@@ -7,14 +7,16 @@ spent within the budget) or raise :class:`~polars_rap.ParameterError` /
 :class:`~polars_rap.DataError` whose message names a column or a parameter; never another
 exception, never a hang (a watchdog ends the run with every thread's traceback).
 
-Frames mix integer, float, text, categorical, enum, boolean, date and all-null columns, with
-nulls, NaN, +-inf, -0.0, empty strings, huge and tiny values, zero columns, zero or one row,
-duplicate column names (pyarrow and pandas allow them), and go in as a DataFrame, LazyFrame
-(both also through ``.dp``), pyarrow Table, pandas DataFrame, Parquet or CSV file. Settings
-are tiny so that each call is fast. ``POLARS_RAP_FUZZ_EXAMPLES`` sets the number of cases
-(default 60, about a minute on two slow cores); ``POLARS_RAP_FUZZ_LOG=path`` appends every
-outcome (``ok`` or the error's class and message) to a file, for review after a long run.
-"""
+Frames mix integer, float, decimal, text, categorical, enum, boolean, date, datetime and
+all-null columns, with nulls, NaN, +-inf, -0.0, empty strings, huge and tiny values, zero
+columns, zero or one row, duplicate column names (pyarrow and pandas allow them), and go in as
+a DataFrame, LazyFrame (both also through ``.dp``), pyarrow Table, pandas DataFrame, Parquet
+or CSV file. Two more properties put junk into ``synthesize``'s keywords and
+``ProjectionConfig``, and run the domain constructors alone. Settings are tiny so that each
+call is fast. ``POLARS_RAP_FUZZ_EXAMPLES`` sets the number of frame cases (default 60, with
+30 keyword and 300 constructor cases: about 15 s of CPU); ``POLARS_RAP_FUZZ_LOG=path``
+appends every outcome (``ok`` or the error's class and message) to a file, for review after
+a long run."""
 
 from __future__ import annotations
 

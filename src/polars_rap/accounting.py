@@ -10,7 +10,6 @@ reads data or draws noise. :mod:`polars_rap.privacy` re-exports every public nam
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,7 +28,7 @@ _LOG_T_MIN, _LOG_T_MAX = -740.0, 700.0
 # Ulps within which libm's exp, log and log1p are taken to be (glibc documents at most 1 on
 # x86-64 and aarch64); each is nudged this far in the conservative direction.
 _LIBM_ULPS = 2
-# The largest epsilon whose e^epsilon math.exp returns as a finite float.
+# Past this epsilon math.exp overflows (e^709.78 is the largest finite float).
 _MAX_EXP = 709.0
 
 
@@ -289,21 +288,15 @@ def split_budget(epsilon: float, delta: float, approximate_share: float = 0.0) -
         raise ParameterError(msg)
     if approximate_share == 0.0:
         return BudgetSplit(epsilon, delta, rho_from_epsilon_delta(epsilon, delta), delta, 0.0)
+    if epsilon > _MAX_EXP:  # e^epsilon overflows: delta / (1 + e^epsilon) is 0 in floats, all goes to rho
+        return BudgetSplit(epsilon, delta, rho_from_epsilon_delta(epsilon, delta), delta, 0.0)
     conversion_delta = delta * (1.0 - approximate_share)
     # An upper bound on the real 1 + e^eps (math.exp is within an ulp), so that the check
     # below, done in exact rational arithmetic, proves the real-number inequality.
-    factor = math.nextafter(1.0 + math.nextafter(math.exp(min(epsilon, _MAX_EXP)), math.inf), math.inf)
+    factor = math.nextafter(1.0 + math.nextafter(math.exp(epsilon), math.inf), math.inf)
     # Share what conversion_delta's rounding left, not delta * share: an ulp of delta lost in
     # that rounding would take ~1/share one-ulp steps of approximate_delta to win back.
     approximate_delta = math.fsum([delta, -conversion_delta]) / factor
-    if epsilon > _MAX_EXP or approximate_delta < sys.float_info.min:
-        msg = (
-            f"The 'epsilon' parameter is too large for delta={delta:g} with an approximate step "
-            f"(categories inferred from the data's values): its share of delta, about "
-            f"delta / (1 + e^epsilon), is below the smallest normal float at epsilon={epsilon:g}. "
-            "Lower epsilon or raise delta, or declare those categories (or {'candidates': [...]})"
-        )
-        raise ParameterError(msg)
     while Fraction(conversion_delta) + Fraction(factor) * Fraction(approximate_delta) > Fraction(delta):
         approximate_delta = math.nextafter(approximate_delta, 0.0)  # at most a few steps
     rho = rho_from_epsilon_delta(epsilon, conversion_delta)

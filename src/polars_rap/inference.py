@@ -315,6 +315,19 @@ def infer_declarations(
     """
     if not requests:
         return {}
+    n_approximate = sum(1 for request in requests if request.is_approximate)
+    delta_each = ledger.delta_budget / n_approximate if n_approximate else 0.0
+    while n_approximate and math.fsum([delta_each] * n_approximate) > ledger.delta_budget:
+        delta_each = math.nextafter(delta_each, 0.0)  # an even split may round an ulp over
+    if n_approximate and delta_each <= 0.0:
+        names = [request.name for request in requests if request.is_approximate]
+        msg = (
+            f"the 'epsilon' parameter is too large for the 'delta' parameter to leave any delta to "
+            f"the thresholded category inference of {names}: their share, about delta / (1 + "
+            "e^epsilon), is 0 in floating point. Lower epsilon or raise delta, or declare those "
+            "columns' categories (or {'candidates': [...]})"
+        )
+        raise ParameterError(msg)
     if isinstance(batches, InferenceCounts):
         counts = batches
     else:
@@ -322,10 +335,6 @@ def infer_declarations(
         for batch in batches:
             counts.add(batch)
     share = rho / len(requests)
-    n_approximate = sum(1 for request in requests if request.is_approximate)
-    delta_each = ledger.delta_budget / n_approximate if n_approximate else 0.0
-    while n_approximate and math.fsum([delta_each] * n_approximate) > ledger.delta_budget:
-        delta_each = math.nextafter(delta_each, 0.0)  # an even split may round an ulp over
     declarations: dict[str, Categorical | Numeric] = {}
     for request in requests:
         if request.kind == "numeric":
