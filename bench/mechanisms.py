@@ -305,7 +305,7 @@ def independent(train, task_domain, labels, epsilon, delta, seed, settings, *,
         is_last = position == len(columns) - 1
         column_rho = ledger.rho_remaining if is_last else rho / len(columns)
         noisy, std = gaussian_mechanism(histogram, sensitivity, column_rho, ledger, noise_rng,
-                                        description=f"1-way marginal {name}")
+                                        description=f"1-way marginal {name}", n_rows=n_rows)
         stds[name] = std
         weights = np.clip(noisy, 0.0, None)
         total = weights.sum()

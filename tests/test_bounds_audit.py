@@ -1,7 +1,8 @@
 """Audits of the noisy binary search that refines inferred bounds (polars_rap.bounds).
 
 1. Its outputs follow their exact law: the law is computed in closed form (each comparison
-   keeps the upper half with probability Phi((threshold - prefix[mid]) / s)), and 40,000 real
+   adds discrete Gaussian noise X ~ N_Z(0, s^2) to an integer count and keeps the upper half
+   with probability P[X <= threshold - prefix[mid]], from the exact pmf), and 40,000 real
    calls pass a chi-square test against it (false-alarm rate 1e-4); the same test rejects a
    search whose noise std is off by sqrt 2 either way.
 2. That exact law meets the guarantee charged for it: on neighbouring prefix arrays (every
@@ -24,11 +25,22 @@ from polars_rap.bounds import comparison_noise_std, noisy_prefix_search
 from polars_rap.privacy import BudgetExceededError, PrivacyEvent, PrivacyLedger, delta_from_rho_epsilon
 
 DEPTH, RHO, THRESHOLD = 3, 0.5, 0.0
-STD = comparison_noise_std(RHO, 1, DEPTH)  # 1 / sqrt(2 rho / depth) = sqrt(3)
+STD = comparison_noise_std(RHO, 1, DEPTH)  # 1 / sqrt(2 rho / depth) = sqrt(3), in counts
+LAW_RHO = 0.005  # the law audit's: std sqrt(300) counts, so that the design's counts are fine
+LAW_STD = comparison_noise_std(LAW_RHO, 1, DEPTH)
 CALLS = 40_000
 ALPHA = 1e-4
-# prefix counts around the threshold, in units of the comparison std: every output is likely
-DESIGN = THRESHOLD + STD * np.array([-3.0, -0.8, -0.4, -0.2, 0.0, 0.2, 0.4, 0.8, 3.0])
+# integer prefix counts around the threshold, about these many comparison stds: every output
+# is likely
+DESIGN = np.rint(THRESHOLD + LAW_STD * np.array([-3.0, -0.8, -0.4, -0.2, 0.0, 0.2, 0.4, 0.8, 3.0]))
+
+
+def discrete_gaussian_cdf(x: float, std: float) -> float:
+    """P[N_Z(0, std^2) <= x], from the exact pmf normalised over |k| <= 12 std + 10."""
+    width = int(12 * std) + 10
+    support = np.arange(-width, width + 1, dtype=np.float64)
+    weights = np.exp(-np.square(support) / (2.0 * std * std))
+    return float(weights[support <= math.floor(x)].sum() / weights.sum())
 
 
 def exact_law(prefix: np.ndarray, threshold: float, std: float) -> np.ndarray:
@@ -41,7 +53,7 @@ def exact_law(prefix: np.ndarray, threshold: float, std: float) -> np.ndarray:
             law[low] += probability
             return
         middle = (low + high) // 2
-        up = stats.norm.cdf((threshold - prefix[middle]) / std)
+        up = discrete_gaussian_cdf(threshold - prefix[middle], std)
         walk(middle, high, probability * up)
         walk(low, middle, probability * (1.0 - up))
 
@@ -67,34 +79,34 @@ def real_outputs(rho: float, seed: int) -> np.ndarray:
 
 
 def test_search_outputs_follow_their_exact_law() -> None:
-    """40,000 searches (depth 3, rho = 0.5, std sqrt 3) over a design whose counts straddle
-    the threshold: the output frequencies pass a chi-square test (7 degrees of freedom) against
-    :func:`exact_law`; each call charged rho once. False-alarm rate 1e-4."""
-    law = exact_law(DESIGN, THRESHOLD, STD)
+    """40,000 searches (depth 3, rho = 0.005, std sqrt 300 counts) over a design whose counts
+    straddle the threshold: the output frequencies pass a chi-square test (7 degrees of
+    freedom) against :func:`exact_law`; each call charged rho once. False-alarm rate 1e-4."""
+    law = exact_law(DESIGN, THRESHOLD, LAW_STD)
     assert law.min() > 0.03 and math.isclose(law.sum(), 1.0, rel_tol=1e-12)
-    assert not chi_square_rejects(real_outputs(RHO, 11), law)
+    assert not chi_square_rejects(real_outputs(LAW_RHO, 11), law)
 
 
 @pytest.mark.parametrize(("bug", "rho"), [
-    ("std sqrt 2 too small (rho spent twice over, e.g. the 2 searches not counted)", 2.0 * RHO),
-    ("std sqrt 2 too large", 0.5 * RHO),
+    ("std sqrt 2 too small (rho spent twice over, e.g. the 2 searches not counted)", 2.0 * LAW_RHO),
+    ("std sqrt 2 too large", 0.5 * LAW_RHO),
 ])
 def test_search_law_audit_rejects_wrong_noise(bug: str, rho: float) -> None:
     """Power: searches whose std is off by sqrt 2 either way fail the same test against the
     law of the right std (over ten other seeds, every time)."""
-    assert chi_square_rejects(real_outputs(rho, 12), exact_law(DESIGN, THRESHOLD, STD)), bug
+    assert chi_square_rejects(real_outputs(rho, 12), exact_law(DESIGN, THRESHOLD, LAW_STD)), bug
 
 
 def worst_ratio_to_delta(std: float, rho: float, depth: int = DEPTH) -> float:
     """max over designs and epsilon of hockey-stick(P, Q) / delta_CKS(rho, epsilon), both
     directions: P on constant prefix counts c, Q on c + 1 (one row moved from above every edge
-    to below every edge: each count moves by 1), c over [-6, 6] stds around the threshold,
-    epsilon over (0.05, 4)."""
+    to below every edge: each count moves by 1), c over the integers nearest [-6, 6] stds
+    around the threshold, epsilon over (0.05, 4)."""
     worst = 0.0
     epsilons = np.linspace(0.05, 4.0, 40)
     deltas = [delta_from_rho_epsilon(rho, float(eps)) for eps in epsilons]
     for c in np.linspace(-6.0, 6.0, 49):
-        base = np.full(2**depth + 1, THRESHOLD + c * std)
+        base = np.full(2**depth + 1, np.rint(THRESHOLD + c * std))
         p, q = exact_law(base, THRESHOLD, std), exact_law(base + 1.0, THRESHOLD, std)
         for eps, delta in zip(epsilons, deltas, strict=True):
             factor = math.exp(float(eps))
@@ -106,8 +118,8 @@ def worst_ratio_to_delta(std: float, rho: float, depth: int = DEPTH) -> float:
 def test_search_law_meets_the_charged_guarantee() -> None:
     """The exact law of a depth-3 search charged rho = 0.5 is (eps, delta(eps))-DP at every
     epsilon of the grid, delta(eps) from the tight conversion of rho: the worst hockey-stick
-    divergence on neighbouring counts is 0.59 of it (the comparisons release one bit each,
-    less than the Gaussian counts whose composition the charge accounts for)."""
+    divergence on neighbouring counts is well below it (the comparisons release one bit each,
+    less than the discrete Gaussian counts whose composition the charge accounts for)."""
     assert worst_ratio_to_delta(STD, RHO) <= 1.0
 
 

@@ -138,15 +138,21 @@ def test_every_finite_value_lies_in_its_bin():
 
 @pytest.mark.parametrize("rate", [0.3, 1e-3, 1e-9, 8.96e-12, 1e-15])
 def test_threshold_tail_is_at_most_the_rate(rate):
+    """tau = sigma z + 1: the discrete Gaussian's tail at tau is at most the rate (summed
+    from its exact pmf), the continuous one at tau - 1 equals it (not needlessly high)."""
     sigma = 129.1
     tau = _threshold_for_rate(sigma, rate)
-    assert stats.norm.sf(tau / sigma) <= rate
-    assert stats.norm.sf(tau / sigma) >= rate * (1 - 1e-6)  # and not needlessly high
+    assert stats.norm.sf((tau - 1.0) / sigma) <= rate
+    assert stats.norm.sf((tau - 1.0) / sigma) >= rate * (1 - 1e-6)
+    support = np.arange(-int(40 * sigma), int(40 * sigma) + 1, dtype=np.float64)
+    weights = np.exp(-np.square(support) / (2 * sigma * sigma))
+    assert weights[support >= tau].sum() / weights.sum() <= rate
 
 
 def test_singleton_value_is_released_with_probability_delta():
     """The approximate step's delta, by Monte Carlo at a large delta: a value held by one row
-    is released with probability delta (binomial 6-sigma band), one held by many always."""
+    is released with its exact probability P[X >= tau - 1], X ~ N_Z(0, sigma^2) (binomial
+    6-sigma band), which is at most delta; one held by many always."""
     delta, rho, trials = 0.2, 0.05, 4000
     rng = np.random.default_rng(1)
     released = 0
@@ -155,8 +161,14 @@ def test_singleton_value_is_released_with_probability_delta():
         result = _infer_from_values("c", {"rare": 1, "common": 500}, rho, delta, ledger, rng)
         released += "rare" in result.categories
         assert "common" in result.categories
-    spread = 6 * math.sqrt(delta * (1 - delta) / trials)
-    assert abs(released / trials - delta) < spread
+    sigma = 1.0 / math.sqrt(rho)
+    tau = 1.0 + _threshold_for_rate(sigma, delta)
+    support = np.arange(-int(40 * sigma), int(40 * sigma) + 1, dtype=np.float64)
+    weights = np.exp(-np.square(support) / (2 * sigma * sigma))
+    exact = weights[1.0 + support >= tau].sum() / weights.sum()
+    assert exact <= delta
+    spread = 6 * math.sqrt(exact * (1 - exact) / trials)
+    assert abs(released / trials - exact) < spread
 
 
 # ------------------------------------------------------------------ mechanisms and ledger
@@ -185,13 +197,13 @@ def _sparse_codes(n_rows: int = 5000) -> pl.DataFrame:
 
 
 def test_sparse_column_with_no_bin_above_the_threshold_is_an_error_naming_the_fix():
-    """Nothing clears tau (about 45 rows a bin at rho = 0.01): no bounds made of noise (this
+    """Nothing clears tau (about 46 rows a bin at rho = 0.01): no bounds made of noise (this
     once gave [8.4e6, 1.2e7] for codes 1..6); an error names the column and the fix, and the
     charge for the histogram stays on the ledger."""
     frame = _sparse_codes()
     ledger = PrivacyLedger(0.01)
     with pytest.raises(ValueError, match=(
-            r"column 'code': no value range cleared the privacy threshold \(about 45 rows.*"
+            r"column 'code': no value range cleared the privacy threshold \(about 46 rows.*"
             r"Declare its bounds in domain=, e\.g\. domain=\{'code': \(lower, upper\)\}.*"
             r"raise inference_share or epsilon")):
         infer_declarations(_batches(frame), frame.schema, [InferenceRequest("code", "numeric")],

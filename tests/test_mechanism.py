@@ -4,7 +4,7 @@ import gc
 import hashlib
 import json
 import math
-import secrets
+import os
 
 import numpy as np
 import polars as pl
@@ -13,6 +13,7 @@ import pytest
 import polars_rap
 import polars_rap.mechanism as mechanism
 from polars_rap.projection import ProjectionConfig
+from polars_rap.samplers import SecureRandom
 
 FAST = dict(relaxed_rows=100, rounds_cm=3, rounds_lt=3, rounds_mm=2, n_linear_thresholds=300,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=30, max_doublings=2),
@@ -167,6 +168,8 @@ TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"],
                "t": (0.0, 10.0), "s": "numeric", "y": ["0", "1"]}
 STREAM_CONSUMERS = {"build_workload": 1, "infer_declarations": 5, "run_plan": 9, "decode": 3}
 """The mechanism's functions that receive a generator, and its position among their arguments."""
+STATES_BEFORE_EXACT_SAMPLERS = "dc5c73356b3337bd850573e0047f44e07aa197c5b49d8e5dde47a70a843a5013"
+ANSWERS_WITH_EXACT_SAMPLERS = "a8a9551be6592e9280c1c436fcf3e561db466f19b89b0699b3486bdb8f857f3d"
 
 
 def _tiny_frame(seed: int, n: int = 4000) -> pl.DataFrame:
@@ -178,6 +181,13 @@ def _tiny_frame(seed: int, n: int = 4000) -> pl.DataFrame:
         "y": rng.choice(["0", "1"], n)})
 
 
+def _state(rng) -> str:
+    """A generator's state as JSON text; a SecureRandom holds no state to show."""
+    if isinstance(rng, np.random.Generator):
+        return json.dumps(rng.bit_generator.state, sort_keys=True)
+    return repr(rng)
+
+
 def _run_capturing_streams(monkeypatch, seed):
     """A tiny run (CM measured outright, ``s`` inferred); returns it and, per consumer, the
     generator it received with its state at that moment (JSON text)."""
@@ -185,7 +195,7 @@ def _run_capturing_streams(monkeypatch, seed):
     for name, position in STREAM_CONSUMERS.items():
         def wrapper(*args, _original=getattr(mechanism, name), _name=name, _position=position, **kwargs):
             rng = args[_position]
-            seen[_name] = (rng, json.dumps(rng.bit_generator.state, sort_keys=True))
+            seen[_name] = (rng, _state(rng))
             return _original(*args, **kwargs)
         monkeypatch.setattr(mechanism, name, wrapper)
     result = polars_rap.synthesize(
@@ -197,44 +207,49 @@ def _run_capturing_streams(monkeypatch, seed):
     return result, seen
 
 
-def test_fixed_seed_keeps_every_stream_and_noisy_answer_of_before(monkeypatch):
-    """seed=3 gives the same generator states to every consumer and the same noisy answers,
-    bit for bit, as before the noise got its own OS seed (hash taken on the code before)."""
+def test_fixed_seed_keeps_every_stream_and_pins_the_noisy_answers(monkeypatch):
+    """seed=3 gives every consumer the generator state it had before the exact samplers (the
+    hash of the states was taken on the code before them), and pins the noisy answers bit for
+    bit (hash taken with the exact samplers, which read the noise generator's bits in their
+    own way: the answers changed once, with them, and are reproducible since)."""
     result, seen = _run_capturing_streams(monkeypatch, seed=3)
-    digest = hashlib.sha256()
+    states = hashlib.sha256()
     for name in sorted(seen):
-        digest.update(seen[name][1].encode())
+        states.update(seen[name][1].encode())
+    assert states.hexdigest() == STATES_BEFORE_EXACT_SAMPLERS
+    answers = hashlib.sha256()
     m = result.report.measurements
     for column in ("group", "noisy_answer", "noise_std"):
-        digest.update(m[column].to_numpy().tobytes())
-    assert digest.hexdigest() == "42846a56e402232640722ea8afb89eedc5f8a04f8f2511605e7be67351aa1328"
+        answers.update(m[column].to_numpy().tobytes())
+    assert answers.hexdigest() == ANSWERS_WITH_EXACT_SAMPLERS
 
 
-def test_release_noise_has_its_own_os_seed_apart_from_released_streams(monkeypatch):
-    """With seed=None the selection, measurement and inference noise come from a seed drawn
-    from secrets for them alone, never a child of the sequence behind the workload and
-    decoding streams (whose outputs are released). With a seed, secrets is never asked."""
-    drawn = []
+def test_release_noise_reads_the_os_cryptographic_source(monkeypatch):
+    """With seed=None the selection, measurement and inference noise come from two
+    SecureRandom sources (os.urandom, read in batches of 512 bytes and more), not from numpy
+    generators: nothing of them is a child of the seed sequence behind the workload and
+    decoding streams, whose outputs are released, nor of any seed. With a seed, they get
+    seeded generators (children of the run's seed: the research path) and no SecureRandom is
+    made."""
+    reads = []
+    real_urandom = os.urandom
 
-    def randbits(k):
-        drawn.append(k)
-        return 2**100 + 7
+    def urandom(count):
+        reads.append(count)
+        return real_urandom(count)
 
-    monkeypatch.setattr(secrets, "randbits", randbits)
+    monkeypatch.setattr(os, "urandom", urandom)
     _, seen = _run_capturing_streams(monkeypatch, seed=None)
-    assert drawn == [128]
-    released = {seen[name][0].bit_generator.seed_seq for name in ("build_workload", "decode")}
-    noise = {seen[name][0].bit_generator.seed_seq for name in ("run_plan", "infer_declarations")}
-    assert {s.entropy for s in noise} == {2**100 + 7}
-    assert len({(s.entropy, s.spawn_key) for s in noise}) == 2  # two streams, not one reused
-    for stream in released:
-        assert stream.entropy != 2**100 + 7
-        siblings = np.random.SeedSequence(stream.entropy).spawn(5)
-        states = {json.dumps(np.random.default_rng(s).bit_generator.state, sort_keys=True) for s in siblings}
-        assert seen["run_plan"][1] not in states and seen["infer_declarations"][1] not in states
+    noise = [seen[name][0] for name in ("run_plan", "infer_declarations")]
+    assert all(isinstance(stream, SecureRandom) and stream.secure for stream in noise)
+    assert noise[0] is not noise[1]
+    assert 512 in reads  # a first batch of 64 words for the noise
+    for name in ("build_workload", "decode"):
+        assert isinstance(seen[name][0], np.random.Generator)
 
-    drawn.clear()
+    made = []
+    monkeypatch.setattr(mechanism, "SecureRandom", lambda: made.append(1))
     _, seen = _run_capturing_streams(monkeypatch, seed=3)
-    assert drawn == []
+    assert made == []
     assert seen["run_plan"][0].bit_generator.seed_seq.spawn_key == (2,)
     assert seen["run_plan"][0].bit_generator.seed_seq.entropy == seen["decode"][0].bit_generator.seed_seq.entropy == 3

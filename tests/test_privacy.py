@@ -346,23 +346,63 @@ def test_gaussian_std_formula() -> None:
 
 
 def test_gaussian_mechanism_empirical_std() -> None:
-    """The sample variance of 200,000 noise draws lies in its chi-square interval.
+    """Counts / n with discrete Gaussian noise: the released answers stay on the lattice
+    (noisy_count / n), and the sample variance of 200,000 noise draws lies in its chi-square
+    interval around sigma^2 (the discrete Gaussian's variance equals sigma^2 to ~1e-75 at
+    sigma = 15 counts).
 
-    (N-1) s^2 / std^2 ~ chi2(N-1); the two-sided interval has false-alarm rate 1e-6 (and the
-    seed is fixed, so the test is deterministic). The sample mean is checked at z = 4.9
-    (two-sided 1e-6).
+    (N-1) s^2 / std^2 ~ chi2(N-1) approximately (N is large); the two-sided interval has
+    false-alarm rate 1e-6 (and the seed is fixed, so the test is deterministic). The sample
+    mean is checked at z = 4.9 (two-sided 1e-6).
     """
-    n_draws, std_true = 200_000, gaussian_noise_std(0.3, 0.02)
+    n_draws, n_rows = 200_000, 1_000
+    std_true = gaussian_noise_std(math.sqrt(2.0) / n_rows, 0.0045)
     ledger = PrivacyLedger(1.0)
-    values = np.linspace(-1.0, 1.0, n_draws)
-    noisy, std = gaussian_mechanism(values, 0.3, 0.02, ledger, np.random.default_rng(12345))
+    counts = np.arange(n_draws) % (n_rows + 1)
+    values = counts / n_rows
+    noisy, std = gaussian_mechanism(values, math.sqrt(2.0) / n_rows, 0.0045, ledger,
+                                    np.random.default_rng(12345), n_rows=n_rows)
     assert std == std_true
+    noisy_counts = noisy * n_rows
+    assert np.max(np.abs(noisy_counts - np.rint(noisy_counts))) < 1e-9  # on the lattice (1/n) Z
     noise = noisy - values
     statistic = (n_draws - 1) * noise.var(ddof=1) / std**2
     low, high = stats.chi2.ppf([0.5e-6, 1 - 0.5e-6], n_draws - 1)
     assert low <= statistic <= high
     assert abs(noise.mean()) <= 4.9 * std / math.sqrt(n_draws)
     assert noisy.dtype == np.float64 and noisy.shape == (n_draws,)
+
+
+def test_gaussian_mechanism_uses_exactly_the_charged_rho() -> None:
+    """The discrete Gaussian's sigma^2 is the exact rational Delta^2 / (2 rho) in count units,
+    so Delta^2 / (2 sigma^2) is the charged float rho to the last bit, for a marginal
+    (Delta^2 = 2) and a single query (Delta^2 = 1) at awkward rhos."""
+    from fractions import Fraction
+
+    for rho in (0.0045, 1e-7 / 3, 0.1 + 0.2, 2.0**-40 * 3):
+        for squared in (1, 2):
+            sigma2 = privacy.discrete_gaussian_sigma2(squared, rho)
+            assert Fraction(squared) / (2 * sigma2) == Fraction(rho)
+            assert float(sigma2) == pytest.approx(gaussian_noise_std(math.sqrt(squared), rho) ** 2, rel=1e-15)
+        ledger = PrivacyLedger(1.0)
+        gaussian_mechanism(np.array([3.0, 5.0]) / 7, math.sqrt(2.0) / 7, rho, ledger,
+                           np.random.default_rng(0), n_rows=7)
+        assert ledger.events == (PrivacyEvent("gaussian", rho, ""),)
+
+
+def test_gaussian_mechanism_needs_counts_and_integer_squared_sensitivity() -> None:
+    """Values that are not counts / n_rows, or an L2 sensitivity whose square (in counts) is
+    not an integer, raise ValueError naming the parameter, before anything is charged; the
+    message never echoes the values."""
+    ledger, rng = PrivacyLedger(1.0), np.random.default_rng(0)
+    with pytest.raises(ValueError, match="'values' parameter must hold integer counts") as info:
+        gaussian_mechanism(np.array([0.123456]), 1.0 / 10, 0.1, ledger, rng, n_rows=10)
+    assert "0.123" not in str(info.value)
+    with pytest.raises(ValueError, match="'l2_sensitivity' parameter times n_rows"):
+        gaussian_mechanism(np.array([0.1]), 0.3 / 10, 0.1, ledger, rng, n_rows=10)
+    with pytest.raises(ValueError, match="'n_rows' parameter"):
+        gaussian_mechanism(np.array([1.0]), 1.0, 0.1, ledger, rng, n_rows=0)
+    assert ledger.events == ()
 
 
 def test_gaussian_mechanism_charges_before_drawing() -> None:
@@ -485,9 +525,10 @@ def test_invalid_inputs_raise_value_error_naming_the_parameter(name: str) -> Non
 
 
 def test_invalid_rng_raises_type_error_and_charges_nothing() -> None:
-    """A non-Generator rng (e.g. a seed) is refused before anything is charged."""
+    """An rng that is neither a SecureRandom nor a Generator (e.g. a seed) is refused before
+    anything is charged."""
     ledger = _ledger()
-    with pytest.raises(TypeError, match="'rng' parameter must be a numpy.random.Generator"):
+    with pytest.raises(TypeError, match="'rng' parameter must be a polars_rap.samplers.SecureRandom"):
         gaussian_mechanism(np.zeros(2), 1.0, 0.1, ledger, 42)  # type: ignore[arg-type]
     assert ledger.events == ()
 

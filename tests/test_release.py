@@ -65,9 +65,10 @@ def test_bonferroni_count_is_fixed_by_the_plan_not_by_the_data():
     m = [r.measurements for r in (uniform, skewed)]
     std = m[0]["noise_std"][0]
     assert set(m[0]["noise_std"]) == set(m[1]["noise_std"]) == {std}  # same n, rho per group
-    for frame in m:  # ...not the simultaneous intervals
+    for report, frame in zip((uniform, skewed), m, strict=True):  # ...not the simultaneous intervals
         halfwidth = (frame["ci_high_simultaneous"] - frame["noisy_answer"]).to_numpy()
-        np.testing.assert_allclose(halfwidth, simultaneous_halfwidth(std, 0.95, 68), rtol=1e-12)
+        expected = simultaneous_halfwidth(std, 0.95, 68, lattice_step=1.0 / report.n_rows)  # +1 count
+        np.testing.assert_allclose(halfwidth, expected, rtol=1e-12)
 
 
 def test_bonferroni_count_is_capped_by_the_class_answers():

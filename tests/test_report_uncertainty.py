@@ -49,6 +49,31 @@ def test_unmeasured_bound_follows_its_formula():
     np.testing.assert_allclose(bounds, expected, rtol=1e-14)
 
 
+def test_discrete_noise_widens_intervals_and_bounds_by_one_count():
+    """With ``lattice_step`` = 1/n (discrete Gaussian noise on counts, whose magnitude is at
+    most a continuous one's plus one count in law), every interval is exactly one count wider
+    and an unmeasured group's bound grows by n_j / n for the selected group j it rests on."""
+    step = 1.0 / 1000
+    assert interval_halfwidth(2.0, 0.95, lattice_step=step) == interval_halfwidth(2.0, 0.95) + step
+    assert simultaneous_halfwidth(2.0, 0.9, 50, lattice_step=step) == simultaneous_halfwidth(2.0, 0.9, 50) + step
+    fields = dict(
+        round=4, query_class="CM", candidates=np.array([0, 1, 2, 3]),
+        candidate_answers=np.array([0.5, 0.5, 0.2, 0.1, 0.9, 0.3]), gumbel_scale=0.01,
+        selected=np.array([2, 1]), selected_gap=np.array([0.05, 0.02]),
+        selected_std=np.array([0.001, 0.002]), selected_size=np.array([2, 1]),
+    )
+    final = np.array([0.6, 0.4, 0.2, 0.1, 0.9, 0.35])
+    continuous = unmeasured_error_bounds(SelectionRecord(**fields), np.array([2, 1, 2, 1]), final, 0.95)
+    discrete = unmeasured_error_bounds(SelectionRecord(**fields, lattice_step=step),
+                                       np.array([2, 1, 2, 1]), final, 0.95)
+    alpha = 0.05
+    lambda1 = math.sqrt(2 * math.log(3 * 2 / alpha))
+    selected = [0.05 + 0.001 * (2 * math.sqrt(2 / math.pi) + lambda1 * math.sqrt(2)) + 2 * step,
+                0.02 + 0.002 * (1 * math.sqrt(2 / math.pi) + lambda1) + 1 * step]
+    np.testing.assert_allclose(discrete - continuous,
+                               min(selected) - min(selected[0] - 2 * step, selected[1] - step), rtol=1e-9)
+
+
 def test_unmeasured_bound_is_capped_at_the_largest_possible_error():
     record = SelectionRecord(
         round=0, query_class="LT", candidates=np.array([0, 1, 2]), candidate_answers=np.zeros(3),

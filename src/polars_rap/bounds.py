@@ -5,10 +5,11 @@ neighbours, n public. Two charged steps over counts of one pass of the data:
 
 1. **Noisy log-scale histogram** (coarse). The bins are fixed in advance (data-free): ``{0}``
    (|x| < 2**-20), and on each side of zero the magnitude bins ``(2**((k-1)/2), 2**(k/2)]``
-   for k = -39 .. 128 (factors of sqrt 2). Every bin's count gets Gaussian noise: replace-one
-   moves one row between two bins, L2 sensitivity sqrt 2, so ``rho_h``-zCDP with ``sigma =
-   1/sqrt(rho_h)``. The coarse bounds are the outer edges of the lowest and highest bins whose
-   noisy count clears ``tau = sigma * z``, z such that an empty bin clears it with
+   for k = -39 .. 128 (factors of sqrt 2). Every bin's count gets discrete Gaussian noise
+   (exact, :mod:`polars_rap.samplers`): replace-one moves one row between two bins, L2
+   sensitivity sqrt 2, so ``rho_h``-zCDP with ``sigma = 1/sqrt(rho_h)``. The coarse bounds
+   are the outer edges of the lowest and highest bins whose noisy count clears ``tau = sigma
+   * z + 1`` (:func:`threshold_for_rate`), z such that an empty bin clears it with
    probability ``1e-3 / n_bins`` (post-processing). If none does, inference stops with an
    error naming the column: no bound made of pure noise would be plausible.
 2. **Noisy binary search** (refinement). Away from zero the bins are wide (a year column
@@ -20,11 +21,11 @@ neighbours, n public. Two charged steps over counts of one pass of the data:
    farther bins included), fixed before the search from public values and earlier releases.
    Replacing one row removes at most one row from ``S_j`` and adds at most one, so
    ``prefix[j]`` moves by at most 1: each comparison's count has L2 sensitivity 1. Each gets
-   fresh Gaussian noise of std ``s = 1 / sqrt(2 rho_q)``, ``rho_q``-zCDP (Bun & Steinke
-   2016, Prop. 1.6); a search makes 10 comparisons, each chosen from the results of those
+   fresh discrete Gaussian noise of scale ``s = 1 / sqrt(2 rho_q)``, ``rho_q``-zCDP
+   (Canonne, Kamath & Steinke 2020); a search makes 10 comparisons, each chosen from the results of those
    before, so by adaptive composition the two searches cost ``2 * 10 * rho_q = rho_s``. Only
    the final cell edges are released (not the noisy counts): post-processing. ``tau_s = s *
-   z_s``, z_s such that an edge with no rows past it passes for rows with probability at most
+   z_s + 1``, z_s such that an edge with no rows past it passes for rows with probability at most
    ``1e-3`` over a search's 10 steps. A search whose every comparison saw at most ``tau_s``
    rows (the bin holds too few) keeps the bin's edge.
 
@@ -40,14 +41,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from statistics import NormalDist
 
 import numpy as np
 import polars as pl
 
 from polars_rap.domain import Numeric
-from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger, gaussian_mechanism, gaussian_noise_std
+from polars_rap.samplers import discrete_gaussian, words_from
 
 __all__ = [
     "BoundCounts", "comparison_noise_std", "infer_bounds", "magnitude_bin_edges",
@@ -122,8 +125,14 @@ class BoundCounts:
 
 
 def threshold_for_rate(sigma: float, rate: float) -> float:
-    """``sigma * z`` with ``P[N(0, 1) >= z] = rate`` (rounded up: conservative)."""
-    return math.nextafter(-sigma * NormalDist().inv_cdf(rate), math.inf)
+    """``sigma * z + 1`` with ``P[N(0, 1) >= z] = rate`` (rounded up: conservative).
+
+    The noise on counts is discrete Gaussian, X ~ N_Z(0, sigma^2), whose tail is that of
+    N(0, sigma^2) shifted by one count: P[X >= a + 1] <= P[N(0, sigma^2) >= a] for a >= 0
+    (:mod:`polars_rap.samplers`). So a count of 0 gets a noisy value at or above the
+    threshold with probability at most ``rate``.
+    """
+    return math.nextafter(-sigma * NormalDist().inv_cdf(rate) + 1.0, math.inf)
 
 
 def comparison_noise_std(rho: float, n_searches: int, depth: int) -> float:
@@ -136,18 +145,25 @@ def comparison_noise_std(rho: float, n_searches: int, depth: int) -> float:
     return gaussian_noise_std(1.0, rho / (n_searches * depth))
 
 
+def _comparison_sigma2(rho: float, n_searches: int, depth: int) -> Fraction:
+    """The exact sigma^2 = n_searches depth / (2 rho) of each comparison's discrete Gaussian:
+    its n_searches * depth comparisons (sensitivity 1) then cost exactly ``rho`` together."""
+    return Fraction(n_searches * depth) / (2 * Fraction(rho))
+
+
 def noisy_prefix_search(
     prefixes: Sequence[np.ndarray],
     threshold: float,
     rho: float,
     ledger: PrivacyLedger,
-    rng: np.random.Generator,
+    rng,
     description: str = "",
 ) -> list[int]:
     """For each prefix-count array, the last cell edge whose noisy count is at most ``threshold``.
 
-    Charges ``rho`` first, as one ``"gaussian_binary_search"`` event; each comparison's noise
-    std is :func:`comparison_noise_std` (sensitivity 1: see the module docstring).
+    Charges ``rho`` first, as one ``"gaussian_binary_search"`` event; each comparison adds
+    exact discrete Gaussian noise to its integer count, of scale :func:`comparison_noise_std`
+    (sensitivity 1: see the module docstring).
 
     Parameters
     ----------
@@ -159,7 +175,7 @@ def noisy_prefix_search(
     rho : float
         zCDP cost of all the searches together.
     ledger : PrivacyLedger
-    rng : numpy.random.Generator
+    rng : SecureRandom or numpy.random.Generator
     description : str, optional
 
     Returns
@@ -180,17 +196,15 @@ def noisy_prefix_search(
     if not (all(np.all(np.isfinite(array)) for array in arrays) and math.isfinite(threshold)):
         msg = "The 'prefixes' and 'threshold' parameters must be finite."  # never echo the counts
         raise ParameterError(msg)
-    if not isinstance(rng, np.random.Generator):
-        msg = f"The 'rng' parameter must be a numpy.random.Generator. Got {type(rng).__name__}."
-        raise ParameterTypeError(msg)
-    std = comparison_noise_std(rho, len(arrays), depth)
+    words = words_from(rng)
+    sigma2 = _comparison_sigma2(rho, len(arrays), depth)
     ledger.charge(PrivacyEvent("gaussian_binary_search", rho, description))
     found = []
     for array in arrays:
         low, high = 0, 2**depth
         while high - low > 1:
             middle = (low + high) // 2
-            if array[middle] + rng.normal(0.0, std) <= threshold:
+            if array[middle] + int(discrete_gaussian(sigma2, 1, words)[0]) <= threshold:
                 low = middle
             else:
                 high = middle
@@ -204,7 +218,7 @@ def search_threshold(rho: float) -> float:
 
 
 def infer_bounds(name: str, counts: BoundCounts, n_rows: int, dtype: pl.DataType, rho: float,
-                 ledger: PrivacyLedger, rng: np.random.Generator) -> Numeric:
+                 ledger: PrivacyLedger, rng) -> Numeric:
     """Bounds of column ``name`` from its ``counts`` over ``n_rows`` rows (public), charging
     ``rho`` in all (see the module docstring); nullable, integer rounded by ``dtype``."""
     search = search_threshold(rho * _SEARCH_SHARE) <= _MAX_CLIPPED_SHARE * n_rows
@@ -244,7 +258,7 @@ def infer_bounds(name: str, counts: BoundCounts, n_rows: int, dtype: pl.DataType
 
 
 def _search_bounds(name: str, counts: BoundCounts, low_bin: int, high_bin: int, rho: float,
-                   ledger: PrivacyLedger, rng: np.random.Generator) -> tuple[float | None, float | None]:
+                   ledger: PrivacyLedger, rng) -> tuple[float | None, float | None]:
     """The lower bound inside ``low_bin`` and the upper one inside ``high_bin`` (None: the
     search saw no cell holding rows, keep the bin's edge).
 

@@ -445,7 +445,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="labels, [domain], [options], [projection], [privacy]")
     synth.add_argument("--rows", type=_positive_int, default=None, metavar="N",
                        help="synthetic rows (default: as many as IN)")
-    synth.add_argument("--seed", type=int, default=None, help="fixed seed, for research and tests only")
+    synth.add_argument("--seed", type=int, default=None,
+                       help="fixed seed, for research and tests only (reproducible noise, not secure)")
     synth.add_argument("--model", default=None, metavar="DIR",
                        help="save the model here (sample more rows later)")
     synth.add_argument("--report-json", default=None, metavar="FILE", help="write the privacy report's JSON summary")

@@ -14,18 +14,21 @@ How a column is asked for:
     counts of sensitivity 1) when the rows are many enough for it to clip at most about 1% of
     them: :mod:`polars_rap.bounds` has the method and its derivation.
 ``{"candidates": [...]}``
-    Categories from a declared candidate list: Gaussian noise on the count of every candidate
-    (rho-zCDP, sigma = 1/sqrt(rho)); candidates whose noisy count clears
-    ``sigma * z`` (an absent candidate clears it with probability ``0.05 / n_candidates``) are
-    kept.
+    Categories from a declared candidate list: discrete Gaussian noise on the count of every
+    candidate (rho-zCDP, sigma = 1/sqrt(rho)); candidates whose noisy count clears
+    ``sigma * z + 1`` (an absent candidate clears it with probability at most ``0.05 /
+    n_candidates``) are kept.
 ``"categorical"`` (or ``infer_domain=True`` on a text dtype)
-    Categories from the data's own values, by **thresholded Gaussian counts** (a sparse
-    histogram): only values present in the data get a noisy count, and only those above
-    ``tau = 1 + sigma * z`` are kept, z with ``P[N(0, 1) >= z] = delta_c``. A value held by
-    exactly one row (the only kind present in one neighbour and absent from the other) is
-    released with probability at most ``delta_c``; on the values the neighbours share it is
-    the Gaussian mechanism. So the step is ``delta_c``-approximately rho-zCDP, and the ledger
-    records ``delta_c`` (see :func:`polars_rap.accounting.split_budget` for the composition).
+    Categories from the data's own values, by **thresholded discrete Gaussian counts** (a
+    sparse histogram): only values present in the data get a noisy count, and only those at
+    or above ``tau = 2 + sigma * z`` are kept, z with ``P[N(0, 1) >= z] = delta_c``. A value
+    held by exactly one row (the only kind present in one neighbour and absent from the
+    other) is released when its noise X ~ N_Z(0, sigma^2) has X >= 1 + sigma * z, which has
+    probability at most P[N(0, sigma^2) >= sigma * z] = ``delta_c`` (the discrete tail is the
+    continuous one shifted by one count, :mod:`polars_rap.samplers`); on the values the
+    neighbours share it is the discrete Gaussian mechanism. So the step is
+    ``delta_c``-approximately rho-zCDP, and the ledger records ``delta_c`` (see
+    :func:`polars_rap.accounting.split_budget` for the composition).
 
 Inferred columns are nullable: a categorical column's null category also receives the values
 that did not clear the threshold (a documented repair that keeps every row, counted for the
@@ -51,9 +54,11 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.privacy import (
     PrivacyEvent,
     PrivacyLedger,
+    discrete_gaussian_noise,
     gaussian_mechanism,
     gaussian_noise_std,
 )
+from polars_rap.samplers import words_from
 
 __all__ = [
     "InferenceCounts",
@@ -239,7 +244,7 @@ def _signless_zeros(column: pl.Series) -> pl.Series:
 # ------------------------------------------------------------------ mechanisms
 def _infer_from_candidates(name: str, counts: Mapping[Any, int], candidates: tuple,
                            rho: float, ledger: PrivacyLedger,
-                           rng: np.random.Generator) -> Categorical:
+                           rng) -> Categorical:
     vector = np.array([counts.get(value, 0) for value in candidates], dtype=np.float64)
     noisy, sigma = gaussian_mechanism(
         vector, math.sqrt(2.0), rho, ledger, rng,
@@ -253,15 +258,18 @@ def _infer_from_candidates(name: str, counts: Mapping[Any, int], candidates: tup
 
 
 def _infer_from_values(name: str, counts: Mapping[Any, int], rho: float, delta: float,
-                       ledger: PrivacyLedger, rng: np.random.Generator) -> Categorical:
-    """Thresholded Gaussian counts over the values present (delta-approximate rho-zCDP)."""
+                       ledger: PrivacyLedger, rng) -> Categorical:
+    """Thresholded discrete Gaussian counts over the values present (delta-approximate
+    rho-zCDP): ``tau = 1 + (sigma z + 1)``, see the module docstring."""
     sigma = gaussian_noise_std(math.sqrt(2.0), rho)
     tau = 1.0 + _threshold_for_rate(sigma, delta)
+    words = words_from(rng)  # checked before the charge
     ledger.charge(PrivacyEvent(
         "gaussian_threshold", rho, f"categories of {name!r} (thresholded noisy counts)", delta=delta,
     ))
     values = sorted(counts, key=_sort_key)
-    noisy = np.array([counts[v] for v in values], dtype=np.float64) + rng.normal(0.0, sigma, len(values))
+    noise = discrete_gaussian_noise(2, rho, len(values), words)  # sensitivity sqrt 2, as sigma
+    noisy = np.array([counts[v] for v in values], dtype=np.int64) + noise
     kept = [v for v, c in zip(values, noisy, strict=True) if c >= tau]
     if not kept:
         _warn_all_null(name, tau)
@@ -289,7 +297,7 @@ def infer_declarations(
     requests: Sequence[InferenceRequest],
     rho: float,
     ledger: PrivacyLedger,
-    rng: np.random.Generator,
+    rng,
 ) -> dict[str, Categorical | Numeric]:
     """Learn the requested columns' domains in one pass over ``batches``, charging ``ledger``.
 
@@ -306,7 +314,8 @@ def infer_declarations(
     ledger : PrivacyLedger
         Charged before each release; its ``delta_budget`` is split evenly over the
         data-values (approximate) requests.
-    rng : numpy.random.Generator
+    rng : SecureRandom or numpy.random.Generator
+        The OS's cryptographic source (real releases) or a seeded generator (research).
 
     Returns
     -------

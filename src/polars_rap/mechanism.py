@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import secrets
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -41,7 +40,6 @@ from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
-from polars_rap.base_marginals import add_base_marginals
 from polars_rap.null_rates import add_null_rates
 from polars_rap.parameters import check_memory, check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
@@ -50,6 +48,7 @@ from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
 from polars_rap.report import PrivacyReport
 from polars_rap.rounds import CLASS_CODES, run_plan
+from polars_rap.samplers import SecureRandom
 from polars_rap.source import exact_answers, open_source
 from polars_rap.strategy import Step, Strategy, group_shares, resolve_strategy
 from polars_rap.workload import build_workload, group_sensitivities
@@ -171,9 +170,11 @@ def synthesize(
         Rows of synthetic data (default: as many as the input).
     seed : int, optional
         Seed for reproducible research and tests: every stream (workload, initial relaxed
-        data, noise, decoding, inference noise) is a child of it. Leave ``None`` for real
-        releases: the noise (selection, measurement and inference) then comes from its own
-        generator, seeded by 128 bits of :func:`secrets.randbits` drawn for it alone, apart
+        data, noise, decoding, inference noise) is a child of it, and the exact noise
+        samplers read their random bits from a seeded PCG64 generator, which is **not
+        secure** (predictable from its outputs; the seed is known). Leave ``None`` for real
+        releases: the noise (selection, measurement and inference) then reads the operating
+        system's cryptographic source (:class:`~polars_rap.samplers.SecureRandom`), apart
         from the streams whose outputs are released (workload, initial data, decoding).
     backend : {"auto", "cpu", "cuda"}
         Kernel backend; ``"auto"`` picks CUDA when available, else the CPU.
@@ -279,8 +280,8 @@ def synthesize(
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
     workload_rng, init_rng, noise_rng, decode_rng, inference_rng = np.random.default_rng(seed).spawn(5)
-    if seed is None:  # a release: the noise shares no seed with streams whose outputs are released
-        noise_rng, inference_rng = _secret_generators(2)
+    if seed is None:  # a release: the noise reads the OS's cryptographic source, no seed at all
+        noise_rng, inference_rng = SecureRandom(), SecureRandom()
     if requests:  # one private pass over the inferred columns, charged before the domain exists
         declared.update(infer_declarations(
             source.inference_counts(requests), source.schema,
@@ -319,7 +320,7 @@ def synthesize(
                                   len(public_domain.numeric_columns), init_rng)
     record = run_plan(
         plan, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, params,
-        backend_module, projection, noise_rng, selection_share=selection_share,
+        backend_module, projection, noise_rng, n_rows=n_rows, selection_share=selection_share,
         inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
         size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware,
         progress=sys.stderr.isatty() if progress is None else progress,
@@ -438,7 +439,3 @@ def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
         raise DataError(msg)
 
 
-def _secret_generators(count: int) -> list[np.random.Generator]:
-    """``count`` independent generators spawned from one 128-bit seed drawn from the OS's
-    cryptographic source for them alone: no other stream of the run derives from it."""
-    return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128))).spawn(count)

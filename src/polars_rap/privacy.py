@@ -6,15 +6,19 @@ them. Neighbouring datasets differ by replacing one row; n is public. The (epsil
 <-> rho conversions and the budget split live in :mod:`polars_rap.accounting` and are
 re-exported here, so ``from polars_rap.privacy import split_budget`` keeps working.
 
-The samplers are floating-point (NumPy's Gaussian and Gumbel); such samplers are attackable in
-principle (Mironov 2012) until a discrete sampler replaces them. A fixed seed is for
-reproducible research and tests, never for real releases.
+Both mechanisms are sampled *exactly*, with no floating-point noise (:mod:`polars_rap.samplers`,
+:mod:`polars_rap.selection`): the Gaussian mechanism adds discrete Gaussian noise to the
+integer counts behind the answers (Canonne, Kamath & Steinke 2020), and the top-K draws the
+Gumbel top-K law as K exact peeling exponential mechanisms. ``rng`` is a
+:class:`~polars_rap.samplers.SecureRandom` (the OS's cryptographic source: real releases) or a
+seeded :class:`numpy.random.Generator` (reproducible research and tests, **not secure**).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -28,12 +32,14 @@ from polars_rap.accounting import (
     rho_from_epsilon_delta_loose,
     split_budget,
 )
+from polars_rap.samplers import discrete_gaussian, words_from
+from polars_rap.selection import exponential_top_k, selection_epsilon
 
 __all__ = [
     "BudgetExceededError", "BudgetSplit", "PrivacyEvent", "PrivacyLedger",
-    "delta_from_rho_epsilon", "epsilon_from_rho_delta", "gaussian_mechanism",
-    "gaussian_noise_std", "gumbel_scale", "gumbel_top_k", "rho_from_epsilon_delta",
-    "rho_from_epsilon_delta_loose", "split_budget",
+    "delta_from_rho_epsilon", "discrete_gaussian_noise", "discrete_gaussian_sigma2",
+    "epsilon_from_rho_delta", "gaussian_mechanism", "gaussian_noise_std", "gumbel_scale",
+    "gumbel_top_k", "rho_from_epsilon_delta", "rho_from_epsilon_delta_loose", "split_budget",
 ]  # fmt: skip
 
 # The correctly rounded remainder lies within half its ulp of the exact one, so the float that
@@ -51,13 +57,6 @@ def _finite_vector(name: str, values: object) -> np.ndarray:
         msg = f"The '{name}' parameter must hold only finite values; map NaN/inf before this call."
         raise ValueError(msg)
     return array
-
-
-def _generator(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        msg = f"The 'rng' parameter must be a numpy.random.Generator. Got {type(rng).__name__}."
-        raise TypeError(msg)
-    return rng
 
 
 # ---------------------------------------------------------------- ledger
@@ -286,43 +285,134 @@ def gaussian_noise_std(l2_sensitivity: float, rho: float) -> float:
     return l2_sensitivity / math.sqrt(2.0 * _float("rho", rho))
 
 
+def discrete_gaussian_sigma2(sensitivity_squared: int, rho: float) -> Fraction:
+    """sigma^2 = Delta^2 / (2 rho) as an exact rational, Delta^2 in count units (an int).
+
+    Adding independent discrete Gaussian noise N_Z(0, sigma^2) to each coordinate of an
+    integer-valued query whose neighbouring values differ by an integer vector of squared L2
+    norm at most Delta^2 is (Delta^2 / (2 sigma^2))-zCDP (Canonne, Kamath & Steinke 2020,
+    §2: the same rho as the continuous Gaussian of the same sigma). With sigma^2 this exact
+    rational, that rho is exactly the float ``rho`` charged: nothing is lost to rounding.
+
+    Examples
+    --------
+    >>> discrete_gaussian_sigma2(2, 0.25)
+    Fraction(4, 1)
+
+    A marginal (Delta^2 = 2 counts^2) of n = 1000 rows at rho = 0.0045: the count-unit sigma
+    is the answer-unit std times n, and Delta^2 / (2 sigma^2) gives back rho exactly.
+
+    >>> sigma2 = discrete_gaussian_sigma2(2, 0.0045)
+    >>> Fraction(2) / (2 * sigma2) == Fraction(0.0045)
+    True
+    >>> sigma_count = gaussian_noise_std(math.sqrt(2.0) / 1000, 0.0045) * 1000
+    >>> abs(sigma_count**2 / float(sigma2) - 1.0) < 1e-14
+    True
+    """
+    if isinstance(sensitivity_squared, bool) or not isinstance(sensitivity_squared, (int, np.integer)) \
+            or sensitivity_squared < 1:
+        msg = ("The 'sensitivity_squared' parameter must be an int >= 1 (the squared L2 "
+               f"sensitivity of integer counts). Got {sensitivity_squared!r}.")
+        raise ValueError(msg)
+    return Fraction(int(sensitivity_squared)) / (2 * Fraction(_float("rho", rho)))
+
+
+def discrete_gaussian_noise(sensitivity_squared: int, rho: float, size: int, rng) -> np.ndarray:
+    """int64[size]: independent N_Z(0, sigma^2) draws, sigma^2 = :func:`discrete_gaussian_sigma2`.
+
+    Draws only: the caller charges its own event first (e.g. a thresholded or adaptive count
+    release). ``rng``: a :class:`~polars_rap.samplers.SecureRandom` or a seeded
+    :class:`numpy.random.Generator` (research only).
+    """
+    return discrete_gaussian(discrete_gaussian_sigma2(sensitivity_squared, rho), size, words_from(rng))
+
+
 def gaussian_mechanism(
     values: np.ndarray,
     l2_sensitivity: float,
     rho: float,
     ledger: PrivacyLedger,
-    rng: np.random.Generator,
+    rng,
     description: str = "",
     round: int | None = None,
+    *,
+    n_rows: int = 1,
 ) -> tuple[np.ndarray, float]:
-    """Release one group of query answers with Gaussian noise, charging ``rho`` first.
+    """Release one group of counts (or answers = counts / n_rows) with discrete Gaussian noise.
+
+    The noise is exact: ``values * n_rows`` are integer counts, each gets an independent
+    draw of the discrete Gaussian N_Z(0, sigma^2) with sigma = ``l2_sensitivity * n_rows /
+    sqrt(2 rho)`` in count units, and the released answer is ``noisy_count / n_rows`` (n is
+    public, so the division is post-processing). Replace-one neighbours change the counts by
+    an integer vector of squared L2 norm Delta^2 = (``l2_sensitivity * n_rows``)^2 (1 for one
+    query, 2 for the cells of a marginal), so the release is Delta^2 / (2 sigma^2) = ``rho``
+    zCDP exactly (:func:`discrete_gaussian_sigma2`), the rho of the continuous Gaussian
+    mechanism; ``rho`` is charged to ``ledger`` before any noise is drawn.
+
+    The noise's variance is below sigma^2 (CKS 2020); ``std`` reports sigma, the
+    conservative figure, and its tails are those of N(0, sigma^2) widened by one count:
+    P[|X| >= a + 1] <= P[|N(0, sigma^2)| >= a] for a >= 0 (:mod:`polars_rap.samplers`).
 
     Parameters
     ----------
     values : float64[m]
-        True answers of one query group (read the real data).
+        True answers of one query group (read the real data): integer counts divided by
+        ``n_rows``.
     l2_sensitivity : float
-        L2 sensitivity of the whole vector (replace-one: 1/n for one query, sqrt(2)/n for all
-        cells of a marginal).
+        L2 sensitivity of the whole vector in the units of ``values`` (replace-one: 1/n for
+        one query, sqrt(2)/n for all cells of a marginal). Times ``n_rows``, its square must
+        be an integer (the counts' own squared sensitivity).
     rho : float
         zCDP cost, charged to ``ledger`` as a ``"gaussian"`` event before any noise is drawn.
     ledger : PrivacyLedger
-    rng : numpy.random.Generator
+    rng : SecureRandom or numpy.random.Generator
+        The OS's cryptographic source (real releases) or a seeded generator (research).
     description : str, optional
     round : int or None, optional
+    n_rows : int, optional
+        The public count the answers are fractions of (1: ``values`` are counts).
 
     Returns
     -------
     noisy : float64[m]
-        ``values + N(0, std^2)``, independent per entry.
+        ``(values * n_rows + X) / n_rows``, X ~ N_Z(0, sigma^2) independent per entry.
     std : float
-        The noise std, ``l2_sensitivity / sqrt(2 rho)`` (public).
+        The noise scale sigma in the units of ``values``, ``l2_sensitivity / sqrt(2 rho)``
+        (public).
     """
     array = _finite_vector("values", values)
+    n_rows = _int_at_least("n_rows", n_rows, 1)
+    counts = _counts(array, n_rows)
+    sensitivity_squared = _count_sensitivity_squared(l2_sensitivity, n_rows)
     std = gaussian_noise_std(l2_sensitivity, rho)
-    rng = _generator(rng)
+    words = words_from(rng)
     ledger.charge(PrivacyEvent("gaussian", rho, description, round))
-    return array + rng.normal(0.0, std, size=array.shape), std
+    noise = discrete_gaussian(discrete_gaussian_sigma2(sensitivity_squared, rho), len(counts), words)
+    return (counts + noise) / n_rows, std
+
+
+def _counts(values: np.ndarray, n_rows: int) -> np.ndarray:
+    """int64: ``values * n_rows`` as the integer counts they must be (within float rounding)."""
+    scaled = values * n_rows
+    counts = np.rint(scaled)
+    if not np.all(np.abs(scaled - counts) <= 1e-9 * np.maximum(1.0, np.abs(counts))):
+        # Never echo the values: they are computed from the private data.
+        msg = (f"The 'values' parameter must hold integer counts divided by n_rows={n_rows}: the "
+               "discrete Gaussian mechanism adds integer noise to integer counts.")
+        raise ValueError(msg)
+    return counts.astype(np.int64)
+
+
+def _count_sensitivity_squared(l2_sensitivity: float, n_rows: int) -> int:
+    """The integer (l2_sensitivity * n_rows)^2: sqrt(2)/n * n squares to 2 only up to rounding."""
+    squared = (_float("l2_sensitivity", l2_sensitivity) * n_rows) ** 2
+    rounded = round(squared)
+    if rounded < 1 or abs(squared - rounded) > 1e-9 * rounded:
+        msg = ("The 'l2_sensitivity' parameter times n_rows must be the L2 sensitivity of integer "
+               f"counts, whose square is an integer (e.g. 1 or sqrt(2)). Got {l2_sensitivity!r} "
+               f"with n_rows={n_rows}.")
+        raise ValueError(msg)
+    return int(rounded)
 
 
 def gumbel_scale(l1_sensitivity: float, rho: float, k: int) -> float:
@@ -333,6 +423,9 @@ def gumbel_scale(l1_sensitivity: float, rho: float, k: int) -> float:
     2021). Spending rho over k of them, k eps'^2 / 8 = rho, so eps' = sqrt(8 rho / k) and::
 
         b = 2 Delta1 / eps' = Delta1 sqrt(k / (2 rho))
+
+    eps' is :func:`polars_rap.selection.selection_epsilon` (the largest float with
+    k eps'^2 / 8 <= rho exactly), the one :func:`gumbel_top_k` samples with.
 
     The factor 2 stays because the L1-error scores do not all move in one direction. The
     paper's Def. 9 as printed, Gumbel(K / sqrt(2 rho n)), is off: with Delta1 = 1/n it should
@@ -358,8 +451,7 @@ def gumbel_scale(l1_sensitivity: float, rho: float, k: int) -> float:
     0.0447214
     """
     l1_sensitivity = _float("l1_sensitivity", l1_sensitivity)
-    rho = _float("rho", rho)
-    return l1_sensitivity * math.sqrt(_int_at_least("k", k, 1) / (2.0 * rho))
+    return 2.0 * l1_sensitivity / selection_epsilon(_float("rho", rho), _int_at_least("k", k, 1))
 
 
 def gumbel_top_k(
@@ -368,17 +460,21 @@ def gumbel_top_k(
     l1_sensitivity: float,
     rho: float,
     ledger: PrivacyLedger,
-    rng: np.random.Generator,
+    rng,
     description: str = "",
     round: int | None = None,
 ) -> np.ndarray:
-    """Select k candidates by one-shot report-noisy-top-k with Gumbel noise (rho-zCDP).
+    """Select k candidates with the law of one-shot Gumbel top-k, sampled exactly (rho-zCDP).
 
-    Charges ``rho`` (a ``"gumbel_top_k"`` event) first, adds Gumbel noise of scale
-    :func:`gumbel_scale` to each score, and releases only the indices of the k largest noisy
-    scores; the noisy scores are neither returned nor kept. If ``k >= n_candidates`` every index
-    is returned and nothing is charged: selecting everything does not depend on the data, so it
-    reveals nothing.
+    Charges ``rho`` (a ``"gumbel_top_k"`` event) first, then draws the k indices that adding
+    Gumbel noise of scale b = :func:`gumbel_scale` to each score and keeping the k largest
+    would give, in law: k peeling exponential mechanisms of eps' = 2 Delta1 / b, sampled
+    with exact rational arithmetic (:func:`polars_rap.selection.exponential_top_k`; no noisy
+    score is ever formed). The scores are used as the exact rationals their floats are, so
+    ``l1_sensitivity`` must bound how far those floats move between neighbours (exact
+    integer-grid scores make that so; see :mod:`polars_rap.rounds`). Only the indices are
+    released. If ``k >= n_candidates`` every index is returned and nothing is charged:
+    selecting everything does not depend on the data, so it reveals nothing.
 
     Parameters
     ----------
@@ -391,23 +487,23 @@ def gumbel_top_k(
     rho : float
         zCDP cost of the selection.
     ledger : PrivacyLedger
-    rng : numpy.random.Generator
+    rng : SecureRandom or numpy.random.Generator
+        The OS's cryptographic source (real releases) or a seeded generator (research).
     description : str, optional
     round : int or None, optional
 
     Returns
     -------
     int64[min(k, n_candidates)]
-        Selected indices, in decreasing noisy-score order (sorted ascending when all are taken).
+        Selected indices, in draw order (the order of decreasing noisy score in the Gumbel
+        view; sorted ascending when all are taken).
     """
     array = _finite_vector("scores", scores)
-    scale = gumbel_scale(l1_sensitivity, rho, k)
-    rng = _generator(rng)
+    gumbel_scale(l1_sensitivity, rho, k)  # validates the three
+    words = words_from(rng)
     event = PrivacyEvent("gumbel_top_k", rho, description, round)  # validates before any work
     n_candidates = array.shape[0]
     if k >= n_candidates:
         return np.arange(n_candidates, dtype=np.int64)
     ledger.charge(event)
-    noisy = array + rng.gumbel(0.0, scale, size=n_candidates)
-    top = np.argpartition(-noisy, k - 1)[:k]
-    return top[np.argsort(-noisy[top], kind="stable")].astype(np.int64)
+    return exponential_top_k(array, k, float(l1_sensitivity), selection_epsilon(rho, k), words)

@@ -60,9 +60,10 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     sizes = queries.group_sizes[groups] if groups else np.zeros(0, dtype=np.int64)
     noisy = np.concatenate(noisy_parts) if noisy_parts else np.zeros(0)
     std = np.repeat(np.asarray(stds, dtype=np.float64), sizes)
-    halfwidth = interval_halfwidth(std, confidence)
+    # The noise is discrete Gaussian on counts: intervals widen by one count (1/n)
+    halfwidth = interval_halfwidth(std, confidence, lattice_step=1.0 / n_rows)
     n_bonferroni = bonferroni_answers(plan, queries)
-    joint_halfwidth = simultaneous_halfwidth(std, confidence, n_bonferroni)
+    joint_halfwidth = simultaneous_halfwidth(std, confidence, n_bonferroni, lattice_step=1.0 / n_rows)
     # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
     all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module)
 

@@ -37,25 +37,33 @@ def _check_confidence(confidence: float) -> float:
     return float(confidence)
 
 
-def interval_halfwidth(noise_std, confidence: float):
-    """Half-width ``z * std`` of the two-sided interval at ``confidence`` (per query)."""
+def interval_halfwidth(noise_std, confidence: float, lattice_step: float = 0.0):
+    """Half-width ``z * std + lattice_step`` of the two-sided interval at ``confidence``.
+
+    ``lattice_step`` is one count in the answers' units (1/n) when the noise is discrete
+    Gaussian on counts: its magnitude is stochastically below a continuous Gaussian's of the
+    same sigma plus one count, P[|X| >= a + 1] <= P[|N(0, sigma^2)| >= a] for a >= 0
+    (:mod:`polars_rap.samplers`), so the widened interval covers at least ``confidence``.
+    0.0: continuous Gaussian noise.
+    """
     z = NormalDist().inv_cdf(0.5 + _check_confidence(confidence) / 2.0)
-    return z * noise_std
+    return z * noise_std + lattice_step
 
 
-def simultaneous_halfwidth(noise_std, confidence: float, n_answers: int):
+def simultaneous_halfwidth(noise_std, confidence: float, n_answers: int, lattice_step: float = 0.0):
     """Half-width of intervals that hold *all together* at ``confidence`` (Bonferroni).
 
-    With ``z`` at ``1 - alpha / (2 M)`` for M = ``n_answers``, each Gaussian answer's interval
-    ``a ± z std`` misses with probability alpha / M, its noise being fresh after the adaptive
-    selections before it; so at most M answers all cover their true values with probability
-    at least ``confidence`` = 1 - alpha. M must be fixed before any selection (an upper bound
-    on the answers measured, e.g. :func:`polars_rap.release.bonferroni_answers`), never the
-    count the noisy selections produced.
+    With ``z`` at ``1 - alpha / (2 M)`` for M = ``n_answers``, each answer's interval
+    ``a ± (z std + lattice_step)`` misses with probability at most alpha / M (see
+    :func:`interval_halfwidth`), its noise being fresh after the adaptive selections before
+    it; so at most M answers all cover their true values with probability at least
+    ``confidence`` = 1 - alpha. M must be fixed before any selection (an upper bound on the
+    answers measured, e.g. :func:`polars_rap.release.bonferroni_answers`), never the count
+    the noisy selections produced.
     """
     alpha = 1.0 - _check_confidence(confidence)
     z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * max(int(n_answers), 1)))
-    return z * noise_std
+    return z * noise_std + lattice_step
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -66,8 +74,9 @@ class SelectionRecord:
     the candidates' queries concatenated in group order) are the current synthetic data's
     expected answers the scores were computed against; ``gumbel_scale`` is b; ``selected``
     (int64[K]) the groups picked, with the L1 distance from their noisy answers to those
-    synthetic answers (``selected_gap``), their per-answer noise std and their sizes.
-    All of it is released values or post-processing of them.
+    synthetic answers (``selected_gap``), their per-answer noise std and their sizes;
+    ``lattice_step`` is one count in answer units (1/n) for discrete Gaussian measurements
+    (0.0 for continuous ones). All of it is released values or post-processing of them.
     """
 
     round: int
@@ -79,6 +88,7 @@ class SelectionRecord:
     selected_gap: np.ndarray
     selected_std: np.ndarray
     selected_size: np.ndarray
+    lattice_step: float = 0.0
 
     @property
     def unmeasured(self) -> np.ndarray:
@@ -98,11 +108,17 @@ def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
 
     * ``max_C G <= b (log C + lambda2)``, lambda2 = log(3 / alpha) (Gumbel max tail);
     * ``-G_r <= b log log(3 / alpha)`` (Gumbel lower tail, for this r);
-    * for every j in S, ``s_j <= gap_j + std_j (n_j sqrt(2/pi) + lambda1 sqrt(n_j))`` where
-      gap_j = ||y_j - q_j(D_t)||_1 for the noisy answers y_j: the L1 norm of n_j Gaussian
-      errors is sqrt(n_j)-Lipschitz, so it exceeds its mean ``std sqrt(2/pi) n_j`` by
-      ``lambda1 std sqrt(n_j)`` with probability at most exp(-lambda1^2 / 2);
-      lambda1 = sqrt(2 log(3K / alpha)) covers all K at once.
+    * for every j in S, ``s_j <= gap_j + std_j (n_j sqrt(2/pi) + lambda1 sqrt(n_j)) + n_j
+      lattice_step`` where gap_j = ||y_j - q_j(D_t)||_1 for the noisy answers y_j: the L1
+      norm of n_j Gaussian errors is sqrt(n_j)-Lipschitz, so it exceeds its mean ``std
+      sqrt(2/pi) n_j`` by ``lambda1 std sqrt(n_j)`` with probability at most
+      exp(-lambda1^2 / 2); lambda1 = sqrt(2 log(3K / alpha)) covers all K at once. Discrete
+      Gaussian errors are, in magnitude, stochastically below Gaussian ones plus one count
+      each (:func:`interval_halfwidth`), hence the ``n_j lattice_step`` term.
+
+    The selection's law is that of one-shot Gumbel top-K of scale b whether it is sampled by
+    Gumbel noise or, as here, by exact peeling exponential mechanisms: the bound is a
+    statement about that law, the Gumbel variables only a device of its proof.
 
     Taking the smallest j and the triangle inequality to the returned data D,
     ``||q_r(D) - q_r(data)||_1 <= ||q_r(D) - q_r(D_t)||_1 + bound``. Each bound holds with
@@ -129,7 +145,7 @@ def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
     size = record.selected_size.astype(np.float64)
     selected_error = record.selected_gap + record.selected_std * (
         size * math.sqrt(2.0 / math.pi) + lambda1 * np.sqrt(size)
-    )
+    ) + size * record.lattice_step
     gumbel_terms = record.gumbel_scale * (math.log(len(record.candidates)) + lambda2 + lower_tail)
     sizes = group_sizes[record.candidates]
     drift = group_l1(final_answers - record.candidate_answers, sizes)
@@ -161,8 +177,9 @@ class PrivacyReport:
         ``confidence`` for that query), ``ci_low_simultaneous``/``ci_high_simultaneous``
         (Bonferroni over ``parameters["bonferroni_answers"]``, the most answers the plan can
         measure: all intervals hold together at ``confidence``), ``synthetic_answer`` (on
-        the returned data) and ``error_bound``: ``|synthetic - noisy| + z std``, an upper
-        bound on the returned data's error on that query at ``confidence``.
+        the returned data) and ``error_bound``: ``|synthetic - noisy| + z std + 1/n``, an
+        upper bound on the returned data's error on that query at ``confidence`` (the
+        intervals' half-width is ``z std + 1/n``: one count more, for the discrete noise).
     confidence : float
         Coverage of the intervals and bounds.
     parameters : dict

@@ -10,7 +10,11 @@ projected onto every measurement so far, warm-started. The last measurement of t
 charges exactly what is left, so the ledger closes to the last float.
 
 Only the true answers are private; they are read here only through the two charged
-mechanisms (``gumbel_top_k``, ``gaussian_mechanism``). Everything recorded is released.
+mechanisms (``gumbel_top_k``, ``gaussian_mechanism``). Everything recorded is released. Both
+sample exactly (:mod:`polars_rap.samplers`): measurements add discrete Gaussian noise to the
+true counts (answers times the public n), and selection scores are exact floats in count
+units (:func:`selection_scores`) so that their stated sensitivity holds for the very numbers
+the exact exponential mechanisms read.
 """
 
 from __future__ import annotations
@@ -29,12 +33,12 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
 
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
-from polars_rap.queries import QueryClass, QuerySet, group_l1
+from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines"]
+__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "selection_scores"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +71,12 @@ class LoopRecord:
 
     def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
         """float64[answers measured]: each answer's weight in the projection loss, ``1 /
-        std**2`` scaled to mean 1 (None when unweighted). ``sizes``: each group's answers."""
+        std**2`` scaled to mean 1 (None when unweighted). ``sizes``: each group's answers.
+
+        std is the discrete Gaussian's scale sigma, not its variance's root: the variance is
+        below sigma^2 by a relative 8 pi^2 sigma^2 exp(-2 pi^2 sigma^2) or so (2e-7 at sigma
+        = 1 count, 1e-74 at 3), the same for every answer to that precision, and the weights
+        are relative, so sigma^2 is the simple and (for intervals) conservative choice."""
         if not inverse_variance:
             return None
         precision = 1.0 / np.square(self.answer_stds(sizes))
@@ -84,8 +93,9 @@ def run_plan(
     params: RelaxedParams,
     backend,
     projection: ProjectionConfig,
-    rng: np.random.Generator,
+    rng,
     *,
+    n_rows: int,
     selection_share: float,
     inverse_variance: bool,
     shrinkage: bool = False,
@@ -94,8 +104,10 @@ def run_plan(
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
-    per-group sensitivities float64[n_groups]); charges ``ledger`` for every release and
-    returns what was released. ``rng`` draws all the noise. ``shrinkage`` projects onto
+    per-group sensitivities float64[n_groups], answers being counts over ``n_rows``, public);
+    charges ``ledger`` for every release and returns what was released. ``rng`` (a
+    :class:`~polars_rap.samplers.SecureRandom`, or a seeded generator for research) draws all
+    the noise. ``shrinkage`` projects onto
     shrunk categorical marginals (post-processing of the released answers);
     ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
     measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
@@ -116,16 +128,17 @@ def run_plan(
         chosen_by_gumbel = k < len(candidates)
         if chosen_by_gumbel:
             synthetic = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(candidates), np.inf)
-            errors = group_l1(true_answers[queries.group_query_indices(candidates)] - synthetic,
-                              queries.group_sizes[candidates])
-            selection_l1 = float(l1_sensitivity[candidates].max())
+            true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
+            sizes = queries.group_sizes[candidates]
+            errors = selection_scores(true_counts, synthetic, sizes, n_rows)
+            selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
             measure_rho = (1.0 - selection_share) * step_rho
-            if noise_aware:  # public: it moves every score by a constant of the plan
-                errors = errors - expected_noise_l1(
-                    l2_sensitivity[candidates], queries.group_sizes[candidates], measure_rho / k)
+            if noise_aware:  # public, and whole counts below the scores' grid: still exact
+                noise_counts = expected_noise_l1(l2_sensitivity[candidates], sizes, measure_rho / k) * n_rows
+                errors = errors - np.rint(np.minimum(noise_counts, float(n_rows) * sizes))
             selected_local = gumbel_top_k(
-                errors, k, selection_l1, selection_share * step_rho, ledger, rng,
-                description=f"{step.query_class} selection", round=index,
+                errors, k, float(np.rint(selection_l1 * n_rows)), selection_share * step_rho, ledger,
+                rng, description=f"{step.query_class} selection", round=index,
             )
         else:  # selecting every candidate reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
@@ -145,7 +158,7 @@ def run_plan(
             start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
             noisy, std = gaussian_mechanism(
                 true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
-                description=f"{step.query_class} group {group}", round=index,
+                description=f"{step.query_class} group {group}", round=index, n_rows=n_rows,
             )
             record.groups.append(int(group))
             record.rounds.append(index)
@@ -161,7 +174,7 @@ def run_plan(
             record.selections[step.query_class] = _selection_record(
                 index, step.query_class, queries, candidates, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_share * step_rho, k),
-                record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):],
+                record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
             )
         groups = np.asarray(record.groups)
         weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
@@ -191,6 +204,8 @@ def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: 
     ``l2_sensitivity`` float64[groups], ``sizes`` int[groups] answers per group). Public."""
     sigma = np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * group_rho)
     return np.sqrt(2.0 / np.pi) * sigma * np.asarray(sizes, dtype=np.float64)
+
+
 def fit_figures(loss: float, stds: np.ndarray, weights: np.ndarray | None) -> tuple[float, float]:
     """(residual rms, noise rms) of the projection's fit to its M measured answers.
 
@@ -240,8 +255,33 @@ def marginal_shape(queries: QuerySet, group: int) -> tuple[int, ...]:
     return tuple(int(queries.column_sizes[c]) for c in queries.group_columns[start:stop])
 
 
+def selection_scores(true_counts: np.ndarray, synthetic: np.ndarray, sizes: np.ndarray,
+                     n_rows: int) -> np.ndarray:
+    """float64[n_groups]: each group's L1 error in count units, exact floats.
+
+    Score of group g: sum over its queries j of |c_j - r_j / 2**bits|, with c_j the true
+    count (float64 holding an integer) and r_j = rint(n s_j 2**bits) the synthetic answer s_j
+    (clipped to [0, 1]) on a grid of 2**-bits counts: a post-processing of public values,
+    fixed before the true counts are read. Every term and sum is an integer multiple of
+    2**-bits below 2**53 of them (``bits`` is chosen for that from n and the largest group),
+    so the floats are exact; replacing one row moves c by one in at most two cells of a
+    marginal (one for a single query), so a score moves by at most 2 (1) exactly.
+    ``sizes``: int64[n_groups], queries per group, concatenated in group order.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if len(sizes) == 0:
+        return np.zeros(0)
+    largest = int(sizes.max())
+    bits = max(0, 52 - (n_rows * (largest + 1) + largest).bit_length())
+    scale = float(1 << bits)
+    grid = np.rint(np.clip(np.asarray(synthetic, dtype=np.float64), 0.0, 1.0) * (n_rows * scale))
+    terms = np.abs(np.asarray(true_counts, dtype=np.float64) * scale - grid).astype(np.int64)
+    sums = np.add.reduceat(terms, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+    return sums.astype(np.float64) / scale
+
+
 def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,
-                      selected_local, scale, noisy_parts, stds) -> SelectionRecord:
+                      selected_local, scale, noisy_parts, stds, lattice_step) -> SelectionRecord:
     """Keep what a Gumbel round released and compared against, for the unmeasured bounds."""
     sizes = queries.group_sizes[candidates]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -254,5 +294,5 @@ def _selection_record(round_index, class_name, queries: QuerySet, candidates, sy
         candidate_answers=np.asarray(synthetic, dtype=np.float64), gumbel_scale=float(scale),
         selected=np.asarray(candidates[selected_local], dtype=np.int64),
         selected_gap=gaps, selected_std=np.asarray(stds, dtype=np.float64),
-        selected_size=np.asarray(sizes[selected_local], dtype=np.int64),
+        selected_size=np.asarray(sizes[selected_local], dtype=np.int64), lattice_step=lattice_step,
     )
