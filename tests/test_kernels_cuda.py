@@ -290,15 +290,18 @@ def _null_problem():
     return module
 
 
-@pytest.mark.parametrize(("dtype", "sigma"), [(np.float64, 3.0), (np.float64, np.inf),
-                                              (np.float32, 3.0)], ids=["f64-3", "f64-inf", "f32-3"])
-def test_nullable_halfspaces_match_reference(dtype, sigma):
-    """Halfspaces over nullable numerics (the expectation over their null indicators):
-    answers, loss and gradient, null-code coordinates included, equal the reference."""
+@pytest.mark.parametrize(("dtype", "sigma", "wide"),
+                         [(np.float64, 3.0, False), (np.float64, np.inf, False),
+                          (np.float32, 3.0, False), (np.float64, 3.0, True)],
+                         ids=["f64-3", "f64-inf", "f32-3", "wide-f64-3"])
+def test_nullable_halfspaces_match_reference(dtype, sigma, wide):
+    """Halfspaces over nullable numerics (the expectation over their null indicators; wide:
+    more nullable columns than the exact ones, the rest at their expected value): answers,
+    loss and gradient, null-code coordinates included, equal the reference."""
     problem = _null_problem()
     rng = np.random.default_rng(5)
-    queries = problem.null_queries()
-    X = problem.relaxed(rng, N_ROWS, dtype)
+    queries = problem.wide_queries() if wide else problem.null_queries()
+    X = (problem.wide_relaxed if wide else problem.relaxed)(rng, N_ROWS, dtype)
     targets = rng.random(queries.n_queries)
     np.testing.assert_allclose(cuda_kernels.answers_relaxed(X, queries, sigma),
                                reference.answers_relaxed(X, queries, sigma),
@@ -307,7 +310,7 @@ def test_nullable_halfspaces_match_reference(dtype, sigma):
     expected_loss, expected_grad = reference.loss_and_grad(X, queries, targets, sigma)
     assert loss == pytest.approx(expected_loss, rel=TOLERANCE[dtype])
     _assert_grad_close(grad, expected_grad, TOLERANCE[dtype])
-    assert np.abs(grad[:, [c for c in problem.NULL_COORD if c >= 0]]).max() > 0.0
+    assert np.abs(grad[:, [c for c in queries.null_coord if c >= 0]]).max() > 0.0
 
 
 def test_null_probability_zero_gives_the_plain_factor_to_the_bit():

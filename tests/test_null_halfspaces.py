@@ -18,7 +18,7 @@ import pytest
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode, encode
 from polars_rap.kernels import cpu, reference
-from polars_rap.queries import MAX_NULLABLE_PER_HALFSPACE, QueryClass, QuerySet
+from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QueryClass, QuerySet
 from polars_rap.workload import build_workload, linear_thresholds
 
 BACKENDS = {"reference": reference, "cpu": cpu}
@@ -72,6 +72,30 @@ def relaxed(rng, n_rows, dtype=np.float64):
     return X.astype(dtype)
 
 
+# Wide: the label, then 6 nullable numerics (indicator blocks 1..6): halfspaces over more
+# nullable columns than EXACT_NULLABLE_PER_HALFSPACE, the rest at their expected value.
+WIDE_NUMERIC = EXACT_NULLABLE_PER_HALFSPACE + 2
+WIDE_SIZES = [2] + [2] * WIDE_NUMERIC
+WIDE_NULL_COORD = [2 + 2 * j + 1 for j in range(WIDE_NUMERIC)]
+
+
+def wide_queries() -> QuerySet:
+    """A marginal group and single queries over halfspaces reading 6 and 5 nullable columns
+    (in and out of stored order), beside a plain prefix-free query."""
+    every = list(range(WIDE_NUMERIC))
+    weights = [0.5, -0.4, 0.3, 0.45, -0.35, 0.4]
+    spec = [([0], [(every, weights, 0.3)]), ([1], [(every, weights, 0.3)]),
+            ([1], [(every[::-1][:5], [0.3, -0.5, 0.4, 0.2, 0.5], 0.25)]),
+            ([], [(every, [0.2] * WIDE_NUMERIC, 0.5), ([], [], 0.0)]), ([0], [])]
+    return QuerySet.from_lists(spec, [2, 1, 1, 1], [[0], [], [], []], WIDE_SIZES, WIDE_NUMERIC,
+                               null_coord=WIDE_NULL_COORD)
+
+
+def wide_relaxed(rng, n_rows, dtype=np.float64):
+    blocks = [rng.dirichlet(np.ones(k), size=n_rows) for k in WIDE_SIZES]
+    return np.hstack([*blocks, rng.random((n_rows, WIDE_NUMERIC))]).astype(dtype)
+
+
 def _assert_close(actual, expected, rtol):
     scale = max(float(np.max(np.abs(expected), initial=0.0)), 1e-30)
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale)
@@ -91,11 +115,13 @@ def _central_differences(kernels, X, queries, targets, sigma, step=1e-6):
 # ----------------------------------------------------------------------------- gradients
 @pytest.mark.parametrize("backend", list(BACKENDS))
 @pytest.mark.parametrize("sigma", [3.0, 30.0])
-def test_gradient_matches_central_finite_differences(backend, sigma):
-    """The gradient (numerics and null-code probabilities alike) is that of the loss."""
+@pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])
+def test_gradient_matches_central_finite_differences(backend, sigma, wide):
+    """The gradient (numerics and null-code probabilities alike) is that of the loss, also
+    for halfspaces with nullable columns past the exact ones (wide)."""
     rng = np.random.default_rng(0)
-    queries = null_queries()
-    X = relaxed(rng, 7)
+    queries = wide_queries() if wide else null_queries()
+    X = wide_relaxed(rng, 5) if wide else relaxed(rng, 7)
     targets = rng.random(queries.n_queries)
     kernels = BACKENDS[backend]
     _, grad = kernels.loss_and_grad(X, queries, targets, sigma)
@@ -123,12 +149,14 @@ def test_hard_thresholds_keep_the_gradient_through_null_probabilities(backend):
 # ------------------------------------------------------------------------ backend agreement
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("sigma", [3.0, 1e4, np.inf])
-def test_cpu_matches_reference(sigma, dtype):
+@pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])
+def test_cpu_matches_reference(sigma, dtype, wide):
     """CPU answers, loss and gradient equal the reference's, on both CPU paths (marginal
     groups walked as a whole, and every query through CSR)."""
     rng = np.random.default_rng(2)
-    queries = null_queries()
-    X = relaxed(rng, 300, dtype)  # several row blocks
+    queries = wide_queries() if wide else null_queries()
+    # several row blocks
+    X = wide_relaxed(rng, 300, dtype) if wide else relaxed(rng, 300, dtype)
     targets = rng.random(queries.n_queries)
     rtol = 1e-5 if dtype == np.float32 else 1e-10
     _assert_close(cpu.answers_relaxed(X, queries, sigma),
@@ -145,22 +173,25 @@ def test_cpu_matches_reference(sigma, dtype):
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))
-def test_hard_relaxed_answers_on_one_hot_data_equal_exact_answers(backend):
+@pytest.mark.parametrize("wide", [False, True], ids=["narrow", "wide"])
+def test_hard_relaxed_answers_on_one_hot_data_equal_exact_answers(backend, wide):
     """On a one-hot relaxed matrix, sigma = inf gives the exact answers of the data it
     stands for, nulls read as 0 — to the bit (the null pattern's dot product leaves the
-    null entries out, as a 0 adds nothing)."""
+    null entries out, as a 0 adds nothing; past the exact ones, (1 - q) x is x or 0)."""
     rng = np.random.default_rng(3)
-    queries = null_queries()
+    queries = wide_queries() if wide else null_queries()
+    sizes, null_coord = (WIDE_SIZES, WIDE_NULL_COORD) if wide else (COLUMN_SIZES, NULL_COORD)
     n_rows = 64
-    codes = np.stack([rng.integers(0, k, size=n_rows) for k in COLUMN_SIZES], axis=1)
+    codes = np.stack([rng.integers(0, k, size=n_rows) for k in sizes], axis=1)
     X = np.zeros((n_rows, queries.n_coords))
-    starts = np.cumsum(COLUMN_SIZES) - COLUMN_SIZES
+    starts = np.cumsum(sizes) - sizes
     for b, start in enumerate(starts):
         X[np.arange(n_rows), start + codes[:, b]] = 1.0
-    X[:, queries.numeric_offset:] = np.round(rng.random((n_rows, N_NUMERIC)), 2)
+    X[:, queries.numeric_offset:] = np.round(rng.random((n_rows, queries.n_numeric)), 2)
     numerics = X[:, queries.numeric_offset:].copy()
-    numerics[codes[:, 2] == 1, 0] = 0.0
-    numerics[codes[:, 3] == 1, 1] = 0.0
+    for j, coord in enumerate(null_coord):
+        if coord >= 0:
+            numerics[X[:, coord] == 1.0, j] = 0.0
     kernels = BACKENDS[backend]
     exact = kernels.answers_exact(codes.astype(np.int32), numerics, queries)
     np.testing.assert_array_equal(kernels.answers_relaxed(X, queries, np.inf),
@@ -250,21 +281,16 @@ def _with(queries, **changes):
     return dataclasses.replace(queries, **changes)
 
 
-@pytest.mark.parametrize("case", ["cap", "twice", "indicator", "not a null code", "shape"])
+@pytest.mark.parametrize("case", ["twice", "indicator", "not a null code", "shape"])
 def test_unsupported_null_structures_are_refused(case):
-    """Every backend refuses, before any kernel runs, what the relaxation cannot sum exactly:
-    more than the cap of nullable columns in one halfspace, one nullable column in two
-    halfspaces of a query, a halfspace beside its column's own null indicator, and a
-    null_coord that is not the null code of a two-code block."""
-    n_numeric = MAX_NULLABLE_PER_HALFSPACE + 1
+    """Every backend refuses, before any kernel runs, what the product form cannot relax
+    faithfully: one nullable column in two halfspaces of a query, a halfspace beside its
+    column's own null indicator; and a null_coord that is not the null code of a two-code
+    block."""
+    n_numeric = 3
     sizes = [2] * n_numeric
     null_coord = [2 * j + 1 for j in range(n_numeric)]
-    every = list(range(n_numeric))
-    halfspace = (every, [0.3] * n_numeric, 0.5)
-    if case == "cap":
-        spec = [([], [halfspace])]
-        pattern = "at most"
-    elif case == "twice":
+    if case == "twice":
         spec = [([], [([0], [1.0], 0.5), ([0, 1], [1.0, 1.0], 0.5)])]
         pattern = "appears twice"
     elif case == "indicator":
@@ -286,16 +312,19 @@ def test_unsupported_null_structures_are_refused(case):
             kernels.answers_relaxed(X, queries, 3.0)
 
 
-def test_linear_thresholds_over_too_many_nullable_columns_are_refused_at_build():
-    """The LT builder spans every numeric column, so it says at once when more than the cap
-    are nullable, naming them."""
-    n = MAX_NULLABLE_PER_HALFSPACE + 1
+def test_linear_thresholds_span_any_number_of_nullable_columns():
+    """Inferred domains make every numeric column nullable; linear thresholds over more of
+    them than the exact count build and relax (the rest at their expected value)."""
+    n = EXACT_NULLABLE_PER_HALFSPACE + 2
     names = [f"x{j}" for j in range(n)]
     domain = Domain.from_mapping({**{name: pl.Float64 for name in names}, "y": pl.Int64},
                                  {**{name: {"bounds": (0, 1), "nullable": True} for name in names},
                                   "y": [0, 1]}, ["y"])
-    with pytest.raises(ValueError, match="x4"):
-        linear_thresholds(domain, 3, np.random.default_rng(0))
+    queries = linear_thresholds(domain, 3, np.random.default_rng(0))
+    assert np.all(queries.null_coord >= 0)
+    X = np.random.default_rng(1).random((4, queries.n_coords))
+    np.testing.assert_allclose(cpu.answers_relaxed(X, queries, 3.0),
+                               reference.answers_relaxed(X, queries, 3.0), rtol=1e-6)
 
 
 def test_query_sets_of_different_null_layouts_are_not_concatenated():

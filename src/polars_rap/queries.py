@@ -23,9 +23,15 @@ nullable entry of the halfspace in stored order), and each pattern's dot product
 term by term with the null entries left out, so that at ``sigma = inf`` it is the exact
 answer's dot product of that pattern to the bit. A halfspace without nullable columns has the
 single pattern ``S = {}`` of weight 1: the plain factor, bit for bit. Exact answers need
-nothing of this (a null row sits at 0 already). At most ``MAX_NULLABLE_PER_HALFSPACE``
-nullable columns per halfspace (the cost grows as ``2^|J_h|``); a nullable column appears in
-at most one halfspace of a query, and a query never also holds a coordinate of that column's
+nothing of this (a null row sits at 0 already).
+
+The sum has ``2^|J_h|`` terms, so it runs exactly over the first
+``EXACT_NULLABLE_PER_HALFSPACE`` nullable entries of a halfspace (stored order) only; each
+further nullable column enters every pattern's dot product at its expected value
+``(1 - q_j) x_j`` (exact when ``q_j`` is 0 or 1; at ``sigma = inf`` its gradient is zero, like
+a numeric's). Linear thresholds span every numeric column, and inferred domains make every
+numeric column nullable, so such halfspaces do occur. A nullable column appears in at most
+one halfspace of a query, and a query never also holds a coordinate of that column's
 null-indicator block (the product form would treat dependent factors as independent).
 
 Layout of the relaxed matrix ``X`` (``float32[n_rows, n_coords]``): first one block of
@@ -51,14 +57,15 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "MAX_NULLABLE_PER_HALFSPACE", "QueryClass", "QuerySet", "categorical_layout", "group_l1",
+    "EXACT_NULLABLE_PER_HALFSPACE", "QueryClass", "QuerySet", "categorical_layout", "group_l1",
 ]
 
-#: Most nullable numeric columns one halfspace may read: its relaxed value sums
-#: ``2 ** count`` null patterns, each a dot product over the halfspace (README, Backends,
-#: "Nullable numeric columns in thresholds", has the measured cost: 16x a plain halfspace's
-#: at 4, 31x at 5).
-MAX_NULLABLE_PER_HALFSPACE = 4
+#: Nullable numeric columns of one halfspace whose null patterns are summed exactly (the
+#: first ones in stored order): ``2 ** count`` patterns, each a dot product over the
+#: halfspace. Further nullable columns enter at their expected value. README, Backends,
+#: "Nullable numeric columns in thresholds", has the measured cost (16-24x a plain
+#: halfspace's at 4 exact columns; all 6 exact measured 66x).
+EXACT_NULLABLE_PER_HALFSPACE = 4
 
 
 class QueryClass:
@@ -183,17 +190,6 @@ class QuerySet:
     @property
     def n_coords(self) -> int:
         return self.numeric_offset + self.n_numeric
-
-    @property
-    def has_nullable_numerics(self) -> bool:
-        """Whether any numeric column is nullable (``null_coord >= 0``)."""
-        return bool(np.any(self.null_coord >= 0))
-
-    def halfspace_null_counts(self) -> np.ndarray:
-        """int64[n_halfspaces]: the number of nullable numeric columns each halfspace reads."""
-        nullable = self.null_coord[self.theta_index] >= 0
-        owner = np.repeat(np.arange(len(self.tau), dtype=np.int64), np.diff(self.theta_offsets))
-        return np.bincount(owner[nullable], minlength=len(self.tau)).astype(np.int64)
 
     @property
     def group_sizes(self) -> np.ndarray:

@@ -29,13 +29,7 @@ import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
-from polars_rap.queries import (
-    MAX_NULLABLE_PER_HALFSPACE,
-    QueryClass,
-    QuerySet,
-    _offsets,
-    categorical_layout,
-)
+from polars_rap.queries import QueryClass, QuerySet, _offsets, categorical_layout
 
 __all__ = [
     "categorical_marginals",
@@ -195,16 +189,6 @@ def linear_thresholds(domain: Domain, n_queries: int, rng: np.random.Generator) 
     n_numeric = len(domain.numeric_columns)
     layout = _layout(domain)
     _, labels = _feature_and_label_blocks(domain)
-    nullable = [spec.name for spec in domain.numeric_columns if spec.nullable]
-    if n_queries > 0 and len(nullable) > MAX_NULLABLE_PER_HALFSPACE:
-        msg = (
-            f"linear thresholds span every numeric column, and {len(nullable)} of them are "
-            f"nullable ({nullable}); at most {MAX_NULLABLE_PER_HALFSPACE} nullable columns per "
-            "halfspace are supported (its relaxed value sums 2**count null patterns). Fill the "
-            "nulls of some of these columns and declare them not nullable, or leave linear "
-            "thresholds out of the workload"
-        )
-        raise ValueError(msg)
     if n_numeric == 0 or n_queries <= 0:
         return _assemble(layout, [], [], [], [], [], [], [], QueryClass.LINEAR_THRESHOLD, [], [], [])
     theta = rng.standard_normal((n_queries, n_numeric)) / math.sqrt(n_numeric)

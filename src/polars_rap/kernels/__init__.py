@@ -10,8 +10,9 @@ Halfspaces over nullable numeric columns (``QuerySet.null_coord >= 0``) are rela
 expectation over the columns' null indicators, as decoding realises them (a null reads as
 scaled 0): a sum over null patterns weighted by the null-code probabilities of the row, with
 gradients to the numerics and to those probabilities (``polars_rap.queries`` has the formula;
-at most ``MAX_NULLABLE_PER_HALFSPACE`` nullable columns per halfspace). Exact answers are
-unchanged: a null row is encoded at 0 already.
+exact over the first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns of a halfspace, further
+ones at their expected value). Exact answers are unchanged: a null row is encoded at 0
+already.
 
 ``get_backend(name)`` returns the module. Backends are imported on first use, so that a
 missing optional dependency (Numba, CUDA) only matters to whoever asks for that backend.

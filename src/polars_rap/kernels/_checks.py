@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polars_rap.queries import MAX_NULLABLE_PER_HALFSPACE, QuerySet
+from polars_rap.queries import QuerySet
 
 _QUERY_DTYPES = {
     "cat_offsets": np.int64,
@@ -121,10 +121,10 @@ def check_queries(queries: QuerySet) -> None:
 
 def _check_nullable_numerics(queries: QuerySet) -> None:
     """``null_coord`` points at code 1 of a distinct two-code block per nullable column, and
-    the halfspaces over nullable columns stay within what the relaxation sums exactly (see
-    ``polars_rap.queries``): at most ``MAX_NULLABLE_PER_HALFSPACE`` per halfspace, each
-    nullable column in at most one halfspace of a query, and never beside a coordinate of its
-    own null-indicator block. Costs nothing when no numeric column is nullable."""
+    the halfspaces over nullable columns keep the independence the relaxation's product form
+    assumes (see ``polars_rap.queries``): each nullable column in at most one halfspace of a
+    query, and never beside a coordinate of its own null-indicator block. Costs nothing when
+    no numeric column is nullable."""
     null_coord = queries.null_coord
     if null_coord.shape != (queries.n_numeric,):
         msg = (
@@ -153,17 +153,6 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
             "queries.null_coord must point at code 1 (null) of a two-code null-indicator block, "
             "a different block for each nullable numeric column (build the queries with "
             "polars_rap.workload, which reads the layout off the domain)"
-        )
-        raise ValueError(msg)
-    counts = queries.halfspace_null_counts()
-    if len(counts) and counts.max() > MAX_NULLABLE_PER_HALFSPACE:
-        h = int(np.argmax(counts))
-        msg = (
-            f"halfspace {h} reads {int(counts[h])} nullable numeric columns; at most "
-            f"{MAX_NULLABLE_PER_HALFSPACE} are supported (its relaxed value sums 2**count null "
-            "patterns). Declare fewer numeric columns nullable (fill their nulls first), or "
-            f"drop numeric columns so that a linear threshold spans at most "
-            f"{MAX_NULLABLE_PER_HALFSPACE} nullable ones"
         )
         raise ValueError(msg)
     # (query, nullable column) of every theta entry over a nullable column

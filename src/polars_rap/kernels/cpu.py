@@ -18,7 +18,9 @@ checks its inputs once on the host, transposes the data so that rows are the con
   product of the other factors from prefix and suffix products (never a division).
 
 A halfspace over nullable numeric columns is the expectation over their null indicators
-(``polars_rap.queries``): ``_halfspace_value`` sums its null patterns, and ``_null_halfspace_grad``
+(``polars_rap.queries``): ``_halfspace_value`` sums the null patterns of its first
+``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns (further ones at their expected value
+``(1 - q) x``), and ``_null_halfspace_grad``
 recomputes them in the backward pass (derivatives with respect to the numerics and to the
 null-code probabilities). A halfspace without nullable columns takes the plain path, unchanged.
 
@@ -39,7 +41,7 @@ from polars_rap.kernels._checks import (
     check_relaxed_call,
     check_weights,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 __all__ = ["answers_exact", "answers_relaxed", "loss_and_grad"]
 
@@ -51,6 +53,8 @@ _EXACT_ROW_BLOCK = 1024
 _REDUCTION_FASTMATH = {"reassoc"}
 #: Work chunks per thread in the CSR loops (load balance against scratch reuse).
 _CHUNKS_PER_THREAD = 8
+#: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).
+_EXACT_NULLS = EXACT_NULLABLE_PER_HALFSPACE
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -139,7 +143,8 @@ def _halfspace_factor(dot, tau, sigma, nb, value, slope):
 
 @njit(cache=True)
 def _null_count(null_coord, theta_offsets, theta_index, h):
-    """Number of nullable numeric columns halfspace h reads (its null patterns: 2 ** count)."""
+    """Number of nullable numeric columns halfspace h reads; the first ``_EXACT_NULLS`` of
+    them make its null patterns."""
     count = 0
     for t in range(theta_offsets[h], theta_offsets[h + 1]):
         if null_coord[theta_index[t]] >= 0:
@@ -151,27 +156,35 @@ def _null_count(null_coord, theta_offsets, theta_index, h):
 def _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
                  mask, r0, nb, dot):
     """dot[:nb] = theta_h . x with the nullable entries whose bit is set in ``mask`` left out
-    (x_j := 0), term by term as ``_halfspace_dot`` (which it equals for ``mask == 0``)."""
+    (x_j := 0) and those past the first ``_EXACT_NULLS`` nullable ones at ``(1 - q_j) x_j``,
+    term by term as ``_halfspace_dot`` (which it equals for ``mask == 0`` and at most
+    ``_EXACT_NULLS`` nullable entries)."""
     for i in range(nb):
         dot[i] = 0.0
     k = 0
     for t in range(theta_offsets[h], theta_offsets[h + 1]):
-        if null_coord[theta_index[t]] >= 0:
-            is_null = (mask >> k) & 1
-            k += 1
-            if is_null:
-                continue
         weight = np.float64(theta_weight[t])
         source = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+        coord = null_coord[theta_index[t]]
+        if coord >= 0:
+            k += 1
+            if k > _EXACT_NULLS:  # expected value
+                q = XT[coord, r0 : r0 + nb]
+                for i in range(nb):
+                    dot[i] += weight * ((1.0 - np.float64(q[i])) * np.float64(source[i]))
+                continue
+            if (mask >> (k - 1)) & 1:
+                continue
         for i in range(nb):
             dot[i] += weight * np.float64(source[i])
 
 
 @njit(cache=True)
 def _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, left_out, r0, nb, out):
-    """out[:nb] = prod over the nullable entries k != left_out of halfspace h of q_k (bit k of
-    ``mask`` set: null) or 1 - q_k; ``left_out = -1`` gives the pattern's probability, and
-    ``left_out = k`` its derivative with respect to q_k up to the sign (+ if bit k is set)."""
+    """out[:nb] = prod over the pattern-making nullable entries k != left_out of halfspace h
+    (the first ``_EXACT_NULLS``) of q_k (bit k of ``mask`` set: null) or 1 - q_k;
+    ``left_out = -1`` gives the pattern's probability, and ``left_out = k`` its derivative
+    with respect to q_k up to the sign (+ if bit k is set)."""
     for i in range(nb):
         out[i] = 1.0
     k = 0
@@ -179,6 +192,8 @@ def _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, left_ou
         coord = null_coord[theta_index[t]]
         if coord < 0:
             continue
+        if k == _EXACT_NULLS:
+            break
         if k != left_out:
             source = XT[coord, r0 : r0 + nb]
             if (mask >> k) & 1:
@@ -206,7 +221,7 @@ def _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index,
     hard = np.isinf(sigma)
     for i in range(nb):
         value[i] = 0.0
-    for mask in range(1 << n_null):
+    for mask in range(1 << min(n_null, _EXACT_NULLS)):
         _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
                      mask, r0, nb, dot)
         _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb, slope)
@@ -227,13 +242,15 @@ def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_in
     """grad[:, :nb] += coefficient * d value_h / dX for a halfspace h over nullable columns
     (value as in ``_halfspace_value``), pattern by pattern: each pattern's probability times
     its slope times theta for the entries it keeps, and its s times the derivative of its
-    probability for each null-code coordinate (also at sigma = inf, where the value is linear
-    in the probabilities). ``scratch``: float64[3, >= nb]."""
+    probability for each pattern-making null-code coordinate (also at sigma = inf, where the
+    value is linear in those probabilities); an entry at its expected value ``(1 - q) x``
+    gets the slope times theta times ``1 - q`` (numeric) and ``-x`` (null code), not at
+    sigma = inf. ``scratch``: float64[3, >= nb]."""
     n_null = _null_count(null_coord, theta_offsets, theta_index, h)
     hard = np.isinf(sigma)
     threshold = np.float64(tau[h])
     s_values, chance, term = scratch[0], scratch[1], scratch[2]
-    for mask in range(1 << n_null):
+    for mask in range(1 << min(n_null, _EXACT_NULLS)):
         _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
                      mask, r0, nb, s_values)
         _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb, chance)
@@ -250,21 +267,31 @@ def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_in
         k = 0
         for t in range(theta_offsets[h], theta_offsets[h + 1]):
             coord = null_coord[theta_index[t]]
+            weight = np.float64(theta_weight[t])
+            x_target = grad[numeric_offset + theta_index[t]]
+            if coord >= 0 and k >= _EXACT_NULLS:  # at its expected value (1 - q) x
+                if not hard:
+                    x = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+                    q = XT[coord, r0 : r0 + nb]
+                    q_target = grad[coord]
+                    for i in range(nb):
+                        x_target[i] += term[i] * weight * (1.0 - np.float64(q[i]))
+                        q_target[i] += term[i] * weight * -np.float64(x[i])
+                k += 1
+                continue
             is_null = False
             if coord >= 0:
                 is_null = ((mask >> k) & 1) == 1
                 _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, k, r0, nb,
                                 chance)
-                target = grad[coord]
+                q_target = grad[coord]
                 sign = 1.0 if is_null else -1.0
                 for i in range(nb):
-                    target[i] += sign * coefficient[i] * s_values[i] * chance[i]
+                    q_target[i] += sign * coefficient[i] * s_values[i] * chance[i]
                 k += 1
             if not hard and not is_null:
-                target = grad[numeric_offset + theta_index[t]]
-                weight = np.float64(theta_weight[t])
                 for i in range(nb):
-                    target[i] += term[i] * weight
+                    x_target[i] += term[i] * weight
 
 
 @njit(cache=True)

@@ -22,7 +22,8 @@ projection (paper Alg. 1, ``projection.project``) with its Adam loop on the devi
 
 A halfspace over nullable numeric columns is the expectation over their null indicators
 (``polars_rap.queries``): ``_gpu_halfspace_value`` sums its null patterns (bit masks over its
-nullable entries, each a dot product with those entries left out, weighted by the pattern's
+first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable entries, each a dot product with those entries
+left out and any further nullable entry at ``(1 - q) x``, weighted by the pattern's
 probability from the null-code coordinates), and ``_gpu_null_halfspace_grad`` recomputes them
 for the gradient with respect to the numerics and the null-code probabilities. A halfspace
 without nullable columns takes the plain path, unchanged.
@@ -69,7 +70,7 @@ from polars_rap.kernels._checks import (
     check_targets,
     check_weights,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 if TYPE_CHECKING:
     from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
 __all__ = ["answers_exact", "answers_relaxed", "is_available", "loss_and_grad", "project"]
 
 _SIMULATED = bool(numba.config.ENABLE_CUDASIM)
+#: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).
+_EXACT_NULLS = EXACT_NULLABLE_PER_HALFSPACE
 
 
 def is_available() -> bool:
@@ -130,7 +133,8 @@ def _gpu_margin(values, r, h, column_start, theta_offsets, theta_index, theta_we
 
 @cuda.jit(device=True)
 def _gpu_null_count(null_coord, theta_offsets, theta_index, h):
-    """Number of nullable numeric columns halfspace ``h`` reads (2 ** count null patterns)."""
+    """Number of nullable numeric columns halfspace ``h`` reads (the first ``_EXACT_NULLS``
+    make its null patterns)."""
     count = 0
     for t in range(theta_offsets[h], theta_offsets[h + 1]):
         if null_coord[theta_index[t]] >= 0:
@@ -142,31 +146,37 @@ def _gpu_null_count(null_coord, theta_offsets, theta_index, h):
 def _gpu_pattern_margin(values, r, h, column_start, null_coord, theta_offsets, theta_index,
                         theta_weight, tau, mask):
     """``_gpu_margin`` with the nullable entries whose bit is set in ``mask`` left out
-    (x_j := 0), in the same order: equal to it for ``mask == 0``."""
+    (x_j := 0) and those past the first ``_EXACT_NULLS`` at ``(1 - q_j) x_j``, in the same
+    order: equal to it for ``mask == 0`` and at most ``_EXACT_NULLS`` nullable entries."""
     dot = 0.0
     k = 0
     for t in range(theta_offsets[h], theta_offsets[h + 1]):
-        if null_coord[theta_index[t]] >= 0:
-            is_null = (mask >> k) & 1
-            k += 1
-            if is_null != 0:
-                continue
         x = numba.float64(values[column_start + theta_index[t], r])
+        coord = null_coord[theta_index[t]]
+        if coord >= 0:
+            k += 1
+            if k > _EXACT_NULLS:  # expected value
+                x = (1.0 - numba.float64(values[coord, r])) * x
+            elif (mask >> (k - 1)) & 1:
+                continue
         dot += _gpu_mul_rn(numba.float64(theta_weight[t]), x)
     return numba.float64(tau[h]) - dot
 
 
 @cuda.jit(device=True)
 def _gpu_pattern_weight(values, r, h, null_coord, theta_offsets, theta_index, mask, left_out):
-    """float64 product over the nullable entries ``k != left_out`` of halfspace ``h`` of
-    ``q_k`` (bit ``k`` of ``mask`` set: null) or ``1 - q_k``: the pattern's probability for
-    ``left_out = -1``, its derivative in ``q_k`` up to the sign for ``left_out = k``."""
+    """float64 product over the pattern-making nullable entries ``k != left_out`` of
+    halfspace ``h`` (the first ``_EXACT_NULLS``) of ``q_k`` (bit ``k`` of ``mask`` set: null)
+    or ``1 - q_k``: the pattern's probability for ``left_out = -1``, its derivative in
+    ``q_k`` up to the sign for ``left_out = k``."""
     weight = 1.0
     k = 0
     for t in range(theta_offsets[h], theta_offsets[h + 1]):
         coord = null_coord[theta_index[t]]
         if coord < 0:
             continue
+        if k == _EXACT_NULLS:
+            break
         if k != left_out:
             q = numba.float64(values[coord, r])
             if (mask >> k) & 1:
@@ -386,7 +396,8 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                                  theta_weight, tau)
             return _gpu_threshold(margin, sig)
         value = zero
-        for mask in range(1 << n_null):
+        n_exact = n_null if n_null < _EXACT_NULLS else _EXACT_NULLS
+        for mask in range(1 << n_exact):
             margin = _gpu_pattern_margin(XT, r, h, numeric_offset, null_coord, theta_offsets,
                                          theta_index, theta_weight, tau, mask)
             s, _ = _gpu_threshold(margin, sig)
@@ -400,10 +411,13 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                                  slice_index):
         """grad_slices[slice_index, :, r] += coefficient * d value_h / d XT[:, r] for a
         halfspace over nullable columns, pattern by pattern: probability x slope x theta for
-        the entries it keeps (not at sigma = inf), and value x d probability / d q_k for
-        each null-code coordinate (also at sigma = inf: the value is linear in the q_k)."""
+        the entries it keeps (not at sigma = inf), and value x d probability / d q_k for each
+        pattern-making null-code coordinate (also at sigma = inf: the value is linear in those
+        q_k); an entry at its expected value ``(1 - q) x`` gets slope x theta x ``(1 - q)``
+        (numeric) and ``-x`` (null code), not at sigma = inf."""
         n_null = _gpu_null_count(null_coord, theta_offsets, theta_index, h)
-        for mask in range(1 << n_null):
+        n_exact = n_null if n_null < _EXACT_NULLS else _EXACT_NULLS
+        for mask in range(1 << n_exact):
             margin = _gpu_pattern_margin(XT, r, h, numeric_offset, null_coord, theta_offsets,
                                          theta_index, theta_weight, tau, mask)
             s, slope = _gpu_threshold(margin, sig)
@@ -412,6 +426,14 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
             k = 0
             for t in range(theta_offsets[h], theta_offsets[h + 1]):
                 coord = null_coord[theta_index[t]]
+                if coord >= 0 and k >= _EXACT_NULLS:  # at its expected value (1 - q) x
+                    if sig != 0.0:
+                        change = term * real(theta_weight[t])
+                        x_coord = numeric_offset + theta_index[t]
+                        grad_slices[slice_index, x_coord, r] += change * (one - real(XT[coord, r]))
+                        grad_slices[slice_index, coord, r] += change * -real(XT[x_coord, r])
+                    k += 1
+                    continue
                 is_null = False
                 if coord >= 0:
                     is_null = ((mask >> k) & 1) == 1

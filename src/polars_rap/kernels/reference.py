@@ -9,7 +9,9 @@ irrelevant here. The formulas are those of ``polars_rap.queries`` (design.md §3
 A halfspace over nullable numeric columns is relaxed as the expectation over their null
 indicators (``polars_rap.queries``): a sum over null patterns ``S`` (bit masks over the
 halfspace's nullable entries) of ``pi_S * s(sigma (tau - theta . x|S))``, where ``x|S`` zeroes
-the null entries and ``pi_S = prod_{S} q_j prod_{not S} (1 - q_j)``.
+the null entries and ``pi_S = prod_{S} q_j prod_{not S} (1 - q_j)``. Patterns run over the
+first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable entries; further ones enter every pattern's dot
+product as ``(1 - q_j) x_j``, their expected value.
 
 Every halfspace dot product ``theta_h . x`` is accumulated in float64, term by term in the
 stored order, from the float32 weights upcast (a pattern's null entries left out); the fast
@@ -26,21 +28,25 @@ from polars_rap.kernels._checks import (
     check_relaxed_call,
     check_weights,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 __all__ = ["answers_exact", "answers_relaxed", "loss_and_grad"]
 
 
 def _dot(values: np.ndarray, queries: QuerySet, h: int, numeric_start: int,
-         skip: frozenset = frozenset()) -> np.ndarray:
+         skip: frozenset = frozenset(), present: dict | None = None) -> np.ndarray:
     """float64[n_rows]: ``theta_h . x`` for every row, accumulated term by term, leaving out
-    the theta entries (indices into ``theta_index``) in ``skip``."""
+    the theta entries (indices into ``theta_index``) in ``skip`` and scaling the value of an
+    entry ``t`` in ``present`` by ``present[t]`` (float64[n_rows])."""
     dot = np.zeros(values.shape[0], dtype=np.float64)
     for t in range(queries.theta_offsets[h], queries.theta_offsets[h + 1]):
         if t in skip:
             continue
         column = numeric_start + int(queries.theta_index[t])
-        dot += np.float64(queries.theta_weight[t]) * values[:, column].astype(np.float64)
+        x = values[:, column].astype(np.float64)
+        if present is not None and t in present:
+            x = present[t] * x
+        dot += np.float64(queries.theta_weight[t]) * x
     return dot
 
 
@@ -64,7 +70,8 @@ def _halfspace_factor(X: np.ndarray, queries: QuerySet, h: int, sigma: np.float6
     ``d value / d X[:, column] = coefficient * weight`` (several entries may share a column).
 
     Without nullable columns: ``s(sigma (tau - theta . x))``, each theta entry's derivative
-    its slope times its weight. With nullable ones: the sum over null patterns."""
+    its slope times its weight. With nullable ones: the sum over null patterns of the first
+    ``EXACT_NULLABLE_PER_HALFSPACE``, the others at their expected value."""
     entries = range(queries.theta_offsets[h], queries.theta_offsets[h + 1])
     nullable = [t for t in entries if queries.null_coord[queries.theta_index[t]] >= 0]
     tau = np.float64(queries.tau[h])
@@ -72,29 +79,37 @@ def _halfspace_factor(X: np.ndarray, queries: QuerySet, h: int, sigma: np.float6
         value, slope = _threshold(tau - _dot(X, queries, h, queries.numeric_offset), sigma)
         return value, [(queries.numeric_offset + int(queries.theta_index[t]), slope,
                         np.float64(queries.theta_weight[t])) for t in entries]
-    null_columns = [int(queries.null_coord[queries.theta_index[t]]) for t in nullable]
-    q = [X[:, c].astype(np.float64) for c in null_columns]
+    null_column = {t: int(queries.null_coord[queries.theta_index[t]]) for t in nullable}
+    q = {t: X[:, null_column[t]].astype(np.float64) for t in nullable}
+    exact, expected = nullable[:EXACT_NULLABLE_PER_HALFSPACE], nullable[EXACT_NULLABLE_PER_HALFSPACE:]
+    present = {t: 1.0 - q[t] for t in expected}  # P(not null) scales x_j
     n_rows = X.shape[0]
     value = np.zeros(n_rows)
     x_coefficient = {t: np.zeros(n_rows) for t in entries}
-    q_coefficient = [np.zeros(n_rows) for _ in nullable]
-    for mask in range(1 << len(nullable)):
-        is_null = [bool(mask >> k & 1) for k in range(len(nullable))]
-        chance = [q[k] if is_null[k] else 1.0 - q[k] for k in range(len(nullable))]
+    q_coefficient = {t: np.zeros(n_rows) for t in nullable}
+    for mask in range(1 << len(exact)):
+        is_null = [bool(mask >> k & 1) for k in range(len(exact))]
+        chance = [q[t] if null else 1.0 - q[t] for t, null in zip(exact, is_null, strict=True)]
         weight = np.prod(chance, axis=0)  # pi_S
-        null_entries = frozenset(t for t, null in zip(nullable, is_null, strict=True) if null)
-        s, slope = _threshold(tau - _dot(X, queries, h, queries.numeric_offset, null_entries),
-                              sigma)
+        null_entries = frozenset(t for t, null in zip(exact, is_null, strict=True) if null)
+        dot = _dot(X, queries, h, queries.numeric_offset, null_entries, present)
+        s, slope = _threshold(tau - dot, sigma)
         value += weight * s
         for t in entries:
-            if t not in null_entries:
-                x_coefficient[t] += weight * slope
-        for k in range(len(nullable)):  # d pi_S / d q_k: the other chances, signed
-            others = np.prod([chance[l] for l in range(len(nullable)) if l != k] or [1.0], axis=0)
-            q_coefficient[k] += (s * others) if is_null[k] else -(s * others)
+            if t in null_entries:
+                continue
+            x_coefficient[t] += weight * slope * (present[t] if t in present else 1.0)
+        for t in expected:  # d (1 - q) x / d q = -x
+            x = X[:, queries.numeric_offset + int(queries.theta_index[t])].astype(np.float64)
+            q_coefficient[t] += weight * slope * -x
+        for k, t in enumerate(exact):  # d pi_S / d q_k: the other chances, signed
+            others = np.prod([chance[l] for l in range(len(exact)) if l != k] or [1.0], axis=0)
+            q_coefficient[t] += (s * others) if is_null[k] else -(s * others)
     derivatives = [(queries.numeric_offset + int(queries.theta_index[t]), x_coefficient[t],
                     np.float64(queries.theta_weight[t])) for t in entries]
-    derivatives += [(c, q_coefficient[k], np.float64(1.0)) for k, c in enumerate(null_columns)]
+    derivatives += [(null_column[t], q_coefficient[t],
+                     np.float64(queries.theta_weight[t]) if t in present else np.float64(1.0))
+                    for t in nullable]
     return value, derivatives
 
 
