@@ -279,6 +279,61 @@ def test_results_are_deterministic(problem):
     np.testing.assert_array_equal(first[1], second[1])
 
 
+# ------------------------------------------------------------------- nullable numerics
+def _null_problem():
+    """The nullable-numerics problem of ``test_null_halfspaces.py`` (halfspaces reading 0, 1
+    and 2 nullable columns, in marginal groups and single queries)."""
+    path = Path(__file__).with_name("test_null_halfspaces.py")
+    spec = importlib.util.spec_from_file_location("null_halfspaces_problem", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("dtype", "sigma", "wide"),
+                         [(np.float64, 3.0, False), (np.float64, np.inf, False),
+                          (np.float32, 3.0, False), (np.float64, 3.0, True)],
+                         ids=["f64-3", "f64-inf", "f32-3", "wide-f64-3"])
+def test_nullable_halfspaces_match_reference(dtype, sigma, wide):
+    """Halfspaces over nullable numerics (the expectation over their null indicators; wide:
+    more nullable columns than the exact ones, the rest at their expected value): answers,
+    loss and gradient, null-code coordinates included, equal the reference."""
+    problem = _null_problem()
+    rng = np.random.default_rng(5)
+    queries = problem.wide_queries() if wide else problem.null_queries()
+    X = (problem.wide_relaxed if wide else problem.relaxed)(rng, N_ROWS, dtype)
+    targets = rng.random(queries.n_queries)
+    np.testing.assert_allclose(cuda_kernels.answers_relaxed(X, queries, sigma),
+                               reference.answers_relaxed(X, queries, sigma),
+                               rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+    loss, grad = cuda_kernels.loss_and_grad(X, queries, targets, sigma)
+    expected_loss, expected_grad = reference.loss_and_grad(X, queries, targets, sigma)
+    assert loss == pytest.approx(expected_loss, rel=TOLERANCE[dtype])
+    _assert_grad_close(grad, expected_grad, TOLERANCE[dtype])
+    assert np.abs(grad[:, [c for c in queries.null_coord if c >= 0]]).max() > 0.0
+
+
+def test_null_probability_zero_gives_the_plain_factor_to_the_bit():
+    """With q = 0 everywhere the device's answers and (non-null-code) gradient are those of
+    the same queries without nullable columns, bit for bit."""
+    import dataclasses
+
+    problem = _null_problem()
+    rng = np.random.default_rng(6)
+    queries = problem.null_queries()
+    plain = dataclasses.replace(queries, null_coord=np.full(queries.n_numeric, -1, np.int32))
+    X = problem.relaxed(rng, N_ROWS, np.float32)
+    X[:, [5, 7]], X[:, [6, 8]] = 1.0, 0.0
+    targets = rng.random(queries.n_queries)
+    np.testing.assert_array_equal(cuda_kernels.answers_relaxed(X, queries, 3.0),
+                                  cuda_kernels.answers_relaxed(X, plain, 3.0))
+    loss, grad = cuda_kernels.loss_and_grad(X, queries, targets, 3.0)
+    plain_loss, plain_grad = cuda_kernels.loss_and_grad(X, plain, targets, 3.0)
+    assert loss == plain_loss
+    keep = [c for c in range(queries.n_coords) if c not in (6, 8)]
+    np.testing.assert_array_equal(grad[:, keep], plain_grad[:, keep])
+
+
 # ------------------------------------------------------------------------------ edge cases
 def _check_all_three(queries, column_sizes, n_numeric, rng, sigma=3.0):
     codes, numerics = real_data(rng, column_sizes, n_numeric)

@@ -46,9 +46,16 @@ logger = logging.getLogger(__name__)
 
 
 def _layout(domain: Domain) -> dict:
+    slices = block_slices(domain)
+    # code 1 of a nullable numeric column's indicator block is "null" (polars_rap.encoding)
+    null_coord = [
+        slices[domain.block_index(spec.name, indicator=True)].start + 1 if spec.nullable else -1
+        for spec in domain.numeric_columns
+    ]
     return dict(
-        slices=block_slices(domain),
+        slices=slices,
         n_numeric=len(domain.numeric_columns),
+        null_coord=np.asarray(null_coord, dtype=np.int32),
         **categorical_layout(domain.block_sizes),
     )
 
@@ -110,6 +117,7 @@ def _assemble(
         column_sizes=layout["column_sizes"],
         numeric_offset=layout["numeric_offset"],
         n_numeric=layout["n_numeric"],
+        null_coord=layout["null_coord"],
     )
 
 

@@ -6,6 +6,14 @@ Every backend module defines::
     answers_relaxed(X, queries, sigma)             -> float32[n_queries]
     loss_and_grad(X, queries, targets, sigma)      -> (float, dL/dX like X)
 
+Halfspaces over nullable numeric columns (``QuerySet.null_coord >= 0``) are relaxed as the
+expectation over the columns' null indicators, as decoding realises them (a null reads as
+scaled 0): a sum over null patterns weighted by the null-code probabilities of the row, with
+gradients to the numerics and to those probabilities (``polars_rap.queries`` has the formula;
+exact over the first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns of a halfspace, further
+ones at their expected value). Exact answers are unchanged: a null row is encoded at 0
+already.
+
 ``get_backend(name)`` returns the module. Backends are imported on first use, so that a
 missing optional dependency (Numba, CUDA) only matters to whoever asks for that backend.
 """

@@ -28,6 +28,7 @@ _QUERY_DTYPES = {
     "coord_column": np.int32,
     "coord_code": np.int32,
     "column_sizes": np.int32,
+    "null_coord": np.int32,
 }
 
 
@@ -116,6 +117,74 @@ def check_queries(queries: QuerySet) -> None:
     _check_range("cat_coords", queries.cat_coords, numeric_offset)
     _check_range("theta_index", queries.theta_index, queries.n_numeric)
     _check_range("group_columns", queries.group_columns, n_columns)
+    _check_nullable_numerics(queries)
+
+
+def _check_nullable_numerics(queries: QuerySet) -> None:
+    """``null_coord`` points at code 1 of a distinct two-code block per nullable column, and
+    the halfspaces over nullable columns keep the independence the relaxation's product form
+    assumes (see ``polars_rap.queries``): each nullable column in at most one halfspace of a
+    query, and never beside a coordinate of its own null-indicator block. Costs nothing when
+    no numeric column is nullable."""
+    null_coord = queries.null_coord
+    if null_coord.shape != (queries.n_numeric,):
+        msg = (
+            f"queries.null_coord must have one entry per numeric column ({queries.n_numeric}); "
+            f"got shape {null_coord.shape}"
+        )
+        raise ValueError(msg)
+    nullable = np.flatnonzero(null_coord >= 0)
+    if len(nullable) == 0:
+        if np.any(null_coord != -1):
+            msg = f"queries.null_coord must hold -1 or a coordinate; found {int(null_coord.min())}"
+            raise ValueError(msg)
+        return
+    coords = null_coord[nullable]
+    if np.any((null_coord < -1) | (null_coord >= queries.numeric_offset)):
+        msg = (
+            f"queries.null_coord must hold -1 or a categorical coordinate in "
+            f"[0, {queries.numeric_offset}); found values in [{int(null_coord.min())}, "
+            f"{int(null_coord.max())}]"
+        )
+        raise ValueError(msg)
+    blocks = queries.coord_column[coords]
+    if (np.any(queries.coord_code[coords] != 1) or np.any(queries.column_sizes[blocks] != 2)
+            or len(np.unique(blocks)) != len(blocks)):
+        msg = (
+            "queries.null_coord must point at code 1 (null) of a two-code null-indicator block, "
+            "a different block for each nullable numeric column (build the queries with "
+            "polars_rap.workload, which reads the layout off the domain)"
+        )
+        raise ValueError(msg)
+    # (query, nullable column) of every theta entry over a nullable column
+    n_halfspaces = len(queries.tau)
+    query_of_halfspace = np.repeat(np.arange(queries.n_queries, dtype=np.int64),
+                                   np.diff(queries.halfspace_offsets))
+    halfspace_of_entry = np.repeat(np.arange(n_halfspaces, dtype=np.int64),
+                                   np.diff(queries.theta_offsets))
+    reads_null = null_coord[queries.theta_index] >= 0
+    entry_query = query_of_halfspace[halfspace_of_entry[reads_null]]
+    entry_column = queries.theta_index[reads_null].astype(np.int64)
+    pairs = entry_query * queries.n_numeric + entry_column
+    if len(np.unique(pairs)) != len(pairs):
+        msg = (
+            "a nullable numeric column appears twice in the halfspaces of one query; its null "
+            "indicator would be counted as independent of itself. Use it in one halfspace per "
+            "query (and once in that halfspace's theta)"
+        )
+        raise ValueError(msg)
+    n_columns = len(queries.column_sizes)
+    indicator_pairs = entry_query * n_columns + queries.coord_column[null_coord[entry_column]]
+    query_of_coord = np.repeat(np.arange(queries.n_queries, dtype=np.int64),
+                               np.diff(queries.cat_offsets))
+    coord_pairs = query_of_coord * n_columns + queries.coord_column[queries.cat_coords]
+    if np.intersect1d(indicator_pairs, coord_pairs).size:
+        msg = (
+            "a query holds a coordinate of a nullable numeric column's null-indicator block and "
+            "a halfspace over that column; the relaxation multiplies factors as independent, "
+            "which these are not. Split the query, or leave the indicator out"
+        )
+        raise ValueError(msg)
 
 
 def check_real_data(

@@ -17,6 +17,13 @@ checks its inputs once on the host, transposes the data so that rows are the con
   gradient is reverse-mode through the same prefix products; for a CSR query it is the
   product of the other factors from prefix and suffix products (never a division).
 
+A halfspace over nullable numeric columns is the expectation over their null indicators
+(``polars_rap.queries``): ``_halfspace_value`` sums the null patterns of its first
+``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns (further ones at their expected value
+``(1 - q) x``), and ``_null_halfspace_grad``
+recomputes them in the backward pass (derivatives with respect to the numerics and to the
+null-code probabilities). A halfspace without nullable columns takes the plain path, unchanged.
+
 Halfspace dot products are accumulated in float64, term by term, without fast-math, exactly as
 in ``reference``: hard thresholds agree to the bit. Only the row sums of the relaxed answers
 use the ``reassoc`` flag, so that they vectorise.
@@ -35,7 +42,7 @@ from polars_rap.kernels._checks import (
     check_relaxed_call,
     check_weights,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 __all__ = ["answers_exact", "answers_relaxed", "loss_and_grad"]
 
@@ -47,6 +54,8 @@ _EXACT_ROW_BLOCK = 1024
 _REDUCTION_FASTMATH = {"reassoc"}
 #: Work chunks per thread in the CSR loops (load balance against scratch reuse).
 _CHUNKS_PER_THREAD = 8
+#: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).
+_EXACT_NULLS = EXACT_NULLABLE_PER_HALFSPACE
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -134,8 +143,162 @@ def _halfspace_factor(dot, tau, sigma, nb, value, slope):
 
 
 @njit(cache=True)
-def _query_block(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets, theta_offsets,
-                 theta_index, theta_weight, tau, sigma, q, r0, nb, product, dot, value, slope):
+def _null_count(null_coord, theta_offsets, theta_index, h):
+    """Number of nullable numeric columns halfspace h reads; the first ``_EXACT_NULLS`` of
+    them make its null patterns."""
+    count = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        if null_coord[theta_index[t]] >= 0:
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
+                 mask, r0, nb, dot):
+    """dot[:nb] = theta_h . x with the nullable entries whose bit is set in ``mask`` left out
+    (x_j := 0) and those past the first ``_EXACT_NULLS`` nullable ones at ``(1 - q_j) x_j``,
+    term by term as ``_halfspace_dot`` (which it equals for ``mask == 0`` and at most
+    ``_EXACT_NULLS`` nullable entries)."""
+    for i in range(nb):
+        dot[i] = 0.0
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        weight = np.float64(theta_weight[t])
+        source = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+        coord = null_coord[theta_index[t]]
+        if coord >= 0:
+            k += 1
+            if k > _EXACT_NULLS:  # expected value
+                q = XT[coord, r0 : r0 + nb]
+                for i in range(nb):
+                    dot[i] += weight * ((1.0 - np.float64(q[i])) * np.float64(source[i]))
+                continue
+            if (mask >> (k - 1)) & 1:
+                continue
+        for i in range(nb):
+            dot[i] += weight * np.float64(source[i])
+
+
+@njit(cache=True)
+def _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, left_out, r0, nb, out):
+    """out[:nb] = prod over the pattern-making nullable entries k != left_out of halfspace h
+    (the first ``_EXACT_NULLS``) of q_k (bit k of ``mask`` set: null) or 1 - q_k;
+    ``left_out = -1`` gives the pattern's probability, and ``left_out = k`` its derivative
+    with respect to q_k up to the sign (+ if bit k is set)."""
+    for i in range(nb):
+        out[i] = 1.0
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        coord = null_coord[theta_index[t]]
+        if coord < 0:
+            continue
+        if k == _EXACT_NULLS:
+            break
+        if k != left_out:
+            source = XT[coord, r0 : r0 + nb]
+            if (mask >> k) & 1:
+                for i in range(nb):
+                    out[i] *= np.float64(source[i])
+            else:
+                for i in range(nb):
+                    out[i] *= 1.0 - np.float64(source[i])
+        k += 1
+
+
+@njit(cache=True)
+def _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
+                     tau, h, sigma, r0, nb, dot, value, slope):
+    """value[:nb] = relaxed factor of halfspace h on rows r0 .. r0 + nb. Without nullable
+    columns: s(sigma (tau - theta . x)), with its slope in slope[:nb]. With them: the sum over
+    null patterns of their probability times the pattern's s; slope[:nb] is scratch then (the
+    gradient recomputes the patterns: ``_null_halfspace_grad``). Returns the null count."""
+    n_null = _null_count(null_coord, theta_offsets, theta_index, h)
+    threshold = np.float64(tau[h])
+    if n_null == 0:
+        _halfspace_dot(XT, numeric_offset, theta_offsets, theta_index, theta_weight, h, r0, nb, dot)
+        _halfspace_factor(dot, threshold, sigma, nb, value, slope)
+        return 0
+    hard = np.isinf(sigma)
+    for i in range(nb):
+        value[i] = 0.0
+    for mask in range(1 << min(n_null, _EXACT_NULLS)):
+        _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
+                     mask, r0, nb, dot)
+        _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb, slope)
+        for i in range(nb):
+            if hard:
+                s = 1.0 if threshold - dot[i] >= 0.0 else 0.0
+            else:
+                z = sigma * (threshold - dot[i])
+                e = np.exp(-abs(z))
+                s = (1.0 if z >= 0.0 else e) / (1.0 + e)
+            value[i] += slope[i] * s
+    return n_null
+
+
+@njit(cache=True)
+def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_index,
+                         theta_weight, tau, h, sigma, coefficient, r0, nb, scratch, grad):
+    """grad[:, :nb] += coefficient * d value_h / dX for a halfspace h over nullable columns
+    (value as in ``_halfspace_value``), pattern by pattern: each pattern's probability times
+    its slope times theta for the entries it keeps, and its s times the derivative of its
+    probability for each pattern-making null-code coordinate (also at sigma = inf, where the
+    value is linear in those probabilities); an entry at its expected value ``(1 - q) x``
+    gets the slope times theta times ``1 - q`` (numeric) and ``-x`` (null code), not at
+    sigma = inf. ``scratch``: float64[3, >= nb]."""
+    n_null = _null_count(null_coord, theta_offsets, theta_index, h)
+    hard = np.isinf(sigma)
+    threshold = np.float64(tau[h])
+    s_values, chance, term = scratch[0], scratch[1], scratch[2]
+    for mask in range(1 << min(n_null, _EXACT_NULLS)):
+        _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
+                     mask, r0, nb, s_values)
+        _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb, chance)
+        for i in range(nb):
+            if hard:
+                s_values[i] = 1.0 if threshold - s_values[i] >= 0.0 else 0.0
+                term[i] = 0.0
+            else:
+                z = sigma * (threshold - s_values[i])
+                e = np.exp(-abs(z))
+                s = (1.0 if z >= 0.0 else e) / (1.0 + e)
+                s_values[i] = s
+                term[i] = coefficient[i] * chance[i] * (-sigma * s * (1.0 - s))
+        k = 0
+        for t in range(theta_offsets[h], theta_offsets[h + 1]):
+            coord = null_coord[theta_index[t]]
+            weight = np.float64(theta_weight[t])
+            x_target = grad[numeric_offset + theta_index[t]]
+            if coord >= 0 and k >= _EXACT_NULLS:  # at its expected value (1 - q) x
+                if not hard:
+                    x = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+                    q = XT[coord, r0 : r0 + nb]
+                    q_target = grad[coord]
+                    for i in range(nb):
+                        x_target[i] += term[i] * weight * (1.0 - np.float64(q[i]))
+                        q_target[i] += term[i] * weight * -np.float64(x[i])
+                k += 1
+                continue
+            is_null = False
+            if coord >= 0:
+                is_null = ((mask >> k) & 1) == 1
+                _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, k, r0, nb,
+                                chance)
+                q_target = grad[coord]
+                sign = 1.0 if is_null else -1.0
+                for i in range(nb):
+                    q_target[i] += sign * coefficient[i] * s_values[i] * chance[i]
+                k += 1
+            if not hard and not is_null:
+                for i in range(nb):
+                    x_target[i] += term[i] * weight
+
+
+@njit(cache=True)
+def _query_block(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfspace_offsets,
+                 theta_offsets, theta_index, theta_weight, tau, sigma, q, r0, nb, product, dot,
+                 value, slope):
     """product[:nb] = relaxed value of query q on rows r0 .. r0 + nb."""
     for i in range(nb):
         product[i] = 1.0
@@ -144,8 +307,8 @@ def _query_block(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets,
         for i in range(nb):
             product[i] *= source[i]
     for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
-        _halfspace_dot(XT, numeric_offset, theta_offsets, theta_index, theta_weight, h, r0, nb, dot)
-        _halfspace_factor(dot, np.float64(tau[h]), sigma, nb, value, slope)
+        _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
+                         tau, h, sigma, r0, nb, dot, value, slope)
         for i in range(nb):
             product[i] *= value[i]
 
@@ -158,17 +321,17 @@ def _scale(a, b, nb, out):
 
 
 @njit(cache=True)
-def _group_halfspaces(XT, numeric_offset, halfspace_offsets, theta_offsets, theta_index,
-                      theta_weight, tau, sigma, q0, r0, nb, dot, values, slopes, product):
+def _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
+                      theta_index, theta_weight, tau, sigma, q0, r0, nb, dot, values, slopes,
+                      product):
     """Factors of the halfspaces of query q0 into values[h]/slopes[h]; their product."""
     for i in range(nb):
         product[i] = 1.0
     h0 = halfspace_offsets[q0]
     for j in range(halfspace_offsets[q0 + 1] - h0):
-        _halfspace_dot(XT, numeric_offset, theta_offsets, theta_index, theta_weight, h0 + j,
-                       r0, nb, dot)
         value = values[j]
-        _halfspace_factor(dot, np.float64(tau[h0 + j]), sigma, nb, value, slopes[j])
+        _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index,
+                         theta_weight, tau, h0 + j, sigma, r0, nb, dot, value, slopes[j])
         for i in range(nb):
             product[i] *= value[i]
 
@@ -253,8 +416,8 @@ def _exact_csr_kernel(codes_t, numerics_t, cat_offsets, cat_coords, halfspace_of
 
 # ------------------------------------------------------------------------- relaxed answers
 @njit(parallel=True, cache=True, fastmath=_REDUCTION_FASTMATH)
-def _relaxed_marginal_kernel(XT, numeric_offset, halfspace_offsets, theta_offsets, theta_index,
-                             theta_weight, tau, sigma, group_offsets, group_column_offsets,
+def _relaxed_marginal_kernel(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
+                             theta_index, theta_weight, tau, sigma, group_offsets, group_column_offsets,
                              group_columns, column_sizes, block_starts, groups, max_halfspaces,
                              row_block, out):
     """out[q] (row sums) for every query of ``groups``, walking each group's cells in
@@ -276,8 +439,9 @@ def _relaxed_marginal_kernel(XT, numeric_offset, halfspace_offsets, theta_offset
         sig = np.float64(sigma[q0])
         for r0 in range(0, n_rows, row_block):
             nb = min(row_block, n_rows - r0)
-            _group_halfspaces(XT, numeric_offset, halfspace_offsets, theta_offsets, theta_index,
-                              theta_weight, tau, sig, q0, r0, nb, dot, values, slopes, prefix[0])
+            _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
+                              theta_index, theta_weight, tau, sig, q0, r0, nb, dot, values,
+                              slopes, prefix[0])
             for t in range(k - 1):
                 index[t] = 0
                 _scale(prefix[t], XT[block_starts[group_columns[c0 + t]], r0 : r0 + nb], nb,
@@ -309,9 +473,9 @@ def _relaxed_marginal_kernel(XT, numeric_offset, halfspace_offsets, theta_offset
 
 
 @njit(parallel=True, cache=True, fastmath=_REDUCTION_FASTMATH)
-def _relaxed_csr_kernel(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets,
-                        theta_offsets, theta_index, theta_weight, tau, sigma, queries, n_chunks,
-                        row_block, out):
+def _relaxed_csr_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
+                        halfspace_offsets, theta_offsets, theta_index, theta_weight, tau, sigma,
+                        queries, n_chunks, row_block, out):
     """out[q] (row sums) for every q in ``queries``, chunks of queries in parallel."""
     n_rows = XT.shape[1]
     n_items = len(queries)
@@ -324,9 +488,10 @@ def _relaxed_csr_kernel(XT, numeric_offset, cat_offsets, cat_coords, halfspace_o
             nb = min(row_block, n_rows - r0)
             for a in range(lo, hi):
                 q = queries[a]
-                _query_block(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets,
-                             theta_offsets, theta_index, theta_weight, tau, np.float64(sigma[q]),
-                             q, r0, nb, scratch[0], scratch[1], scratch[2], scratch[3])
+                _query_block(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
+                             halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
+                             np.float64(sigma[q]), q, r0, nb, scratch[0], scratch[1],
+                             scratch[2], scratch[3])
                 product = scratch[0]
                 total = 0.0
                 for i in range(nb):
@@ -338,10 +503,10 @@ def _relaxed_csr_kernel(XT, numeric_offset, cat_offsets, cat_coords, halfspace_o
 
 # -------------------------------------------------------------------------------- gradient
 @njit(cache=True)
-def _marginal_group_grad(XT, numeric_offset, halfspace_offsets, theta_offsets, theta_index,
-                         theta_weight, tau, sig, group_offsets, group_column_offsets,
+def _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
+                         theta_index, theta_weight, tau, sig, group_offsets, group_column_offsets,
                          group_columns, column_sizes, block_starts, weights, g, r0, nb,
-                         prefix, adjoint, index, dot, values, slopes, others, grad):
+                         prefix, adjoint, index, dot, values, slopes, others, null_scratch, grad):
     """grad[:, :nb] += d/dX of sum_q weights[q] * value_q over the cells of group g, on rows
     r0 .. r0 + nb: reverse mode through the prefix products of the forward walk.
 
@@ -354,8 +519,9 @@ def _marginal_group_grad(XT, numeric_offset, halfspace_offsets, theta_offsets, t
     k = group_column_offsets[g + 1] - c0
     last_start = block_starts[group_columns[c0 + k - 1]]
     last_size = column_sizes[group_columns[c0 + k - 1]]
-    _group_halfspaces(XT, numeric_offset, halfspace_offsets, theta_offsets, theta_index,
-                      theta_weight, tau, sig, q0, r0, nb, dot, values, slopes, prefix[0])
+    _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
+                      theta_index, theta_weight, tau, sig, q0, r0, nb, dot, values, slopes,
+                      prefix[0])
     adjoint[:k, :nb] = 0.0
     for t in range(k - 1):
         index[t] = 0
@@ -393,23 +559,32 @@ def _marginal_group_grad(XT, numeric_offset, halfspace_offsets, theta_offsets, t
         for u in range(t, k - 1):
             c = block_starts[group_columns[c0 + u]] + index[u]
             _scale(prefix[u], XT[c, r0 : r0 + nb], nb, prefix[u + 1])
-    if np.isinf(sig):
-        return  # hard thresholds: zero derivative
-    # adjoint[0] is dL/dh for h = product of the halfspace factors
+    # adjoint[0] is dL/dh for h = product of the halfspace factors. Hard thresholds have no
+    # derivative through the numerics, but a halfspace over nullable columns still has one
+    # through its null-code probabilities.
+    hard = np.isinf(sig)
     h0 = halfspace_offsets[q0]
     n_halfspaces = halfspace_offsets[q0 + 1] - h0
     head = adjoint[0]
     for i in range(nb):
         others[i] = head[i]  # times the factors before halfspace j
     for j in range(n_halfspaces):
-        slope = slopes[j]
-        for i in range(nb):
-            dot[i] = others[i] * slope[i]
-        for l in range(j + 1, n_halfspaces):
-            value = values[l]
+        has_nulls = _null_count(null_coord, theta_offsets, theta_index, h0 + j) > 0
+        if has_nulls or not hard:
+            slope = slopes[j]
             for i in range(nb):
-                dot[i] *= value[i]
-        _add_theta(theta_offsets, theta_index, theta_weight, numeric_offset, h0 + j, dot, nb, grad)
+                dot[i] = others[i] if has_nulls else others[i] * slope[i]
+            for l in range(j + 1, n_halfspaces):
+                value = values[l]
+                for i in range(nb):
+                    dot[i] *= value[i]
+            if has_nulls:
+                _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_index,
+                                     theta_weight, tau, h0 + j, sig, dot, r0, nb, null_scratch,
+                                     grad)
+            else:
+                _add_theta(theta_offsets, theta_index, theta_weight, numeric_offset, h0 + j,
+                           dot, nb, grad)
         value = values[j]
         for i in range(nb):
             others[i] *= value[i]
@@ -426,9 +601,9 @@ def _add_theta(theta_offsets, theta_index, theta_weight, numeric_offset, h, coef
 
 
 @njit(cache=True)
-def _csr_query_grad(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets,
+def _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfspace_offsets,
                     theta_offsets, theta_index, theta_weight, tau, sig, w, q, r0, nb,
-                    factors, slopes, suffix, prefix, dot, grad):
+                    factors, slopes, suffix, prefix, dot, null_scratch, grad):
     """grad[:, :nb] += w * d value_q / dX on rows r0 .. r0 + nb (products of the other
     factors from prefix and suffix products)."""
     n_cat = cat_offsets[q + 1] - cat_offsets[q]
@@ -440,9 +615,8 @@ def _csr_query_grad(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offse
         for i in range(nb):
             factor[i] = source[i]
     for f in range(n_cat, n_factors):
-        _halfspace_dot(XT, numeric_offset, theta_offsets, theta_index, theta_weight,
-                       h0 + f - n_cat, r0, nb, dot)
-        _halfspace_factor(dot, np.float64(tau[h0 + f - n_cat]), sig, nb, factors[f], slopes[f])
+        _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
+                         tau, h0 + f - n_cat, sig, r0, nb, dot, factors[f], slopes[f])
     suffix[n_factors, :nb] = 1.0
     prefix[:nb] = w
     for f in range(n_factors - 1, -1, -1):
@@ -454,6 +628,12 @@ def _csr_query_grad(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offse
             target = grad[cat_coords[cat_offsets[q] + f]]
             for i in range(nb):
                 target[i] += prefix[i] * after[i]
+        elif _null_count(null_coord, theta_offsets, theta_index, h0 + f - n_cat) > 0:
+            for i in range(nb):
+                dot[i] = prefix[i] * after[i]
+            _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_index,
+                                 theta_weight, tau, h0 + f - n_cat, sig, dot, r0, nb,
+                                 null_scratch, grad)
         elif not hard:
             slope = slopes[f]
             for i in range(nb):
@@ -466,8 +646,9 @@ def _csr_query_grad(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offse
 
 
 @njit(parallel=True, cache=True)
-def _grad_kernel(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets, theta_offsets,
-                 theta_index, theta_weight, tau, sigma, group_offsets, group_column_offsets,
+def _grad_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfspace_offsets,
+                 theta_offsets, theta_index, theta_weight, tau, sigma, group_offsets,
+                 group_column_offsets,
                  group_columns, column_sizes, block_starts, groups, queries, weights,
                  max_factors, max_halfspaces, max_group_columns, row_block, grad_out):
     """grad_out[r, :] = sum_q weights[q] d value_q(row r) / d X[r, :], parallel over blocks
@@ -486,21 +667,23 @@ def _grad_kernel(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets,
         prefix = np.empty((max(max_group_columns, 1), row_block), dtype=np.float64)
         adjoint = np.empty_like(prefix)
         index = np.zeros(max(max_group_columns, 1), dtype=np.int64)
+        null_scratch = np.empty((3, row_block), dtype=np.float64)
         for a in range(len(groups)):
             g = groups[a]
             group_sigma = np.float64(sigma[group_offsets[g]])
-            _marginal_group_grad(XT, numeric_offset, halfspace_offsets, theta_offsets,
-                                 theta_index, theta_weight, tau, group_sigma,
+            _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets,
+                                 theta_offsets, theta_index, theta_weight, tau, group_sigma,
                                  group_offsets, group_column_offsets, group_columns, column_sizes,
                                  block_starts, weights, g, r0, nb, prefix, adjoint, index, dot,
-                                 factors, slopes, others, grad)
+                                 factors, slopes, others, null_scratch, grad)
         for a in range(len(queries)):
             q = queries[a]
             if weights[q] == 0.0:
                 continue
-            _csr_query_grad(XT, numeric_offset, cat_offsets, cat_coords, halfspace_offsets,
-                            theta_offsets, theta_index, theta_weight, tau, np.float64(sigma[q]),
-                            weights[q], q, r0, nb, factors, slopes, suffix, others, dot, grad)
+            _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
+                            halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
+                            np.float64(sigma[q]), weights[q], q, r0, nb, factors, slopes, suffix,
+                            others, dot, null_scratch, grad)
         for i in range(nb):
             for c in range(n_coords):
                 grad_out[r0 + i, c] = grad[c, i]
@@ -578,14 +761,15 @@ def _relaxed_sums(XT, queries: QuerySet, sigma, groups, csr) -> np.ndarray:
     out = np.zeros(queries.n_queries, dtype=np.float64)
     if len(groups):
         _relaxed_marginal_kernel(
-            XT, queries.numeric_offset, queries.halfspace_offsets, queries.theta_offsets,
+            XT, queries.numeric_offset, queries.null_coord, queries.halfspace_offsets,
+            queries.theta_offsets,
             queries.theta_index, queries.theta_weight, queries.tau, sigma, queries.group_offsets,
             queries.group_column_offsets, queries.group_columns, queries.column_sizes,
             _block_starts(queries), groups, _max_halfspaces(queries), _RELAXED_ROW_BLOCK, out,
         )
     if len(csr):
         _relaxed_csr_kernel(
-            XT, queries.numeric_offset, queries.cat_offsets, queries.cat_coords,
+            XT, queries.numeric_offset, queries.null_coord, queries.cat_offsets, queries.cat_coords,
             queries.halfspace_offsets, queries.theta_offsets, queries.theta_index,
             queries.theta_weight, queries.tau, sigma, csr, _n_chunks(len(csr)),
             _RELAXED_ROW_BLOCK, out,
@@ -621,7 +805,7 @@ def _relaxed(X, queries: QuerySet, sigma, targets, *, structured: bool = True, q
     grad = np.empty_like(X)
     n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
     _grad_kernel(
-        XT, queries.numeric_offset, queries.cat_offsets, queries.cat_coords,
+        XT, queries.numeric_offset, queries.null_coord, queries.cat_offsets, queries.cat_coords,
         queries.halfspace_offsets, queries.theta_offsets, queries.theta_index,
         queries.theta_weight, queries.tau, sigma, queries.group_offsets,
         queries.group_column_offsets, queries.group_columns, queries.column_sizes,

@@ -20,6 +20,14 @@ projection (paper Alg. 1, ``projection.project``) with its Adam loop on the devi
   ``e / (1 + e)^2``, ``e = exp(-|z|)``, which keeps small slopes that ``1 - s`` would round
   away in float32.
 
+A halfspace over nullable numeric columns is the expectation over their null indicators
+(``polars_rap.queries``): ``_gpu_halfspace_value`` sums its null patterns (bit masks over its
+first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable entries, each a dot product with those entries
+left out and any further nullable entry at ``(1 - q) x``, weighted by the pattern's
+probability from the null-code coordinates), and ``_gpu_null_halfspace_grad`` recomputes them
+for the gradient with respect to the numerics and the null-code probabilities. A halfspace
+without nullable columns takes the plain path, unchanged.
+
 The relaxed matrix lives on the device transposed, ``XT`` = ``[n_coords, n_rows]``, so that
 threads of a warp (consecutive rows) read and write consecutive addresses.
 
@@ -63,7 +71,7 @@ from polars_rap.kernels._checks import (
     check_targets,
     check_weights,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 if TYPE_CHECKING:
     from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams
@@ -71,6 +79,8 @@ if TYPE_CHECKING:
 __all__ = ["answers_exact", "answers_relaxed", "is_available", "loss_and_grad", "project"]
 
 _SIMULATED = bool(numba.config.ENABLE_CUDASIM)
+#: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).
+_EXACT_NULLS = EXACT_NULLABLE_PER_HALFSPACE
 
 
 def is_available() -> bool:
@@ -120,6 +130,62 @@ def _gpu_margin(values, r, h, column_start, theta_offsets, theta_index, theta_we
         x = numba.float64(values[column_start + theta_index[t], r])
         dot += _gpu_mul_rn(numba.float64(theta_weight[t]), x)
     return numba.float64(tau[h]) - dot
+
+
+@cuda.jit(device=True)
+def _gpu_null_count(null_coord, theta_offsets, theta_index, h):
+    """Number of nullable numeric columns halfspace ``h`` reads (the first ``_EXACT_NULLS``
+    make its null patterns)."""
+    count = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        if null_coord[theta_index[t]] >= 0:
+            count += 1
+    return count
+
+
+@cuda.jit(device=True)
+def _gpu_pattern_margin(values, r, h, column_start, null_coord, theta_offsets, theta_index,
+                        theta_weight, tau, mask):
+    """``_gpu_margin`` with the nullable entries whose bit is set in ``mask`` left out
+    (x_j := 0) and those past the first ``_EXACT_NULLS`` at ``(1 - q_j) x_j``, in the same
+    order: equal to it for ``mask == 0`` and at most ``_EXACT_NULLS`` nullable entries."""
+    dot = 0.0
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        x = numba.float64(values[column_start + theta_index[t], r])
+        coord = null_coord[theta_index[t]]
+        if coord >= 0:
+            k += 1
+            if k > _EXACT_NULLS:  # expected value
+                x = (1.0 - numba.float64(values[coord, r])) * x
+            elif (mask >> (k - 1)) & 1:
+                continue
+        dot += _gpu_mul_rn(numba.float64(theta_weight[t]), x)
+    return numba.float64(tau[h]) - dot
+
+
+@cuda.jit(device=True)
+def _gpu_pattern_weight(values, r, h, null_coord, theta_offsets, theta_index, mask, left_out):
+    """float64 product over the pattern-making nullable entries ``k != left_out`` of
+    halfspace ``h`` (the first ``_EXACT_NULLS``) of ``q_k`` (bit ``k`` of ``mask`` set: null)
+    or ``1 - q_k``: the pattern's probability for ``left_out = -1``, its derivative in
+    ``q_k`` up to the sign for ``left_out = k``."""
+    weight = 1.0
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        coord = null_coord[theta_index[t]]
+        if coord < 0:
+            continue
+        if k == _EXACT_NULLS:
+            break
+        if k != left_out:
+            q = numba.float64(values[coord, r])
+            if (mask >> k) & 1:
+                weight *= q
+            else:
+                weight *= 1.0 - q
+        k += 1
+    return weight
 
 
 @cuda.jit(device=True)
@@ -320,6 +386,68 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
         return s, real(-sig) * (e / (denominator * denominator))
 
     @cuda.jit(device=True)
+    def _gpu_halfspace_value(XT, r, h, numeric_offset, theta_offsets, theta_index, theta_weight,
+                             tau, null_coord, sig):
+        """(value, slope) of halfspace ``h`` on row ``r``: ``_gpu_threshold`` of its margin
+        without nullable columns; with them, the sum over null patterns of probability times
+        value, and a zero slope (``_gpu_null_halfspace_grad`` gives its gradient)."""
+        n_null = _gpu_null_count(null_coord, theta_offsets, theta_index, h)
+        if n_null == 0:
+            margin = _gpu_margin(XT, r, h, numeric_offset, theta_offsets, theta_index,
+                                 theta_weight, tau)
+            return _gpu_threshold(margin, sig)
+        value = zero
+        n_exact = n_null if n_null < _EXACT_NULLS else _EXACT_NULLS
+        for mask in range(1 << n_exact):
+            margin = _gpu_pattern_margin(XT, r, h, numeric_offset, null_coord, theta_offsets,
+                                         theta_index, theta_weight, tau, mask)
+            s, _ = _gpu_threshold(margin, sig)
+            weight = _gpu_pattern_weight(XT, r, h, null_coord, theta_offsets, theta_index, mask, -1)
+            value += real(weight) * s
+        return value, zero
+
+    @cuda.jit(device=True)
+    def _gpu_null_halfspace_grad(XT, r, h, numeric_offset, theta_offsets, theta_index,
+                                 theta_weight, tau, null_coord, sig, coefficient, grad_slices,
+                                 slice_index):
+        """grad_slices[slice_index, :, r] += coefficient * d value_h / d XT[:, r] for a
+        halfspace over nullable columns, pattern by pattern: probability x slope x theta for
+        the entries it keeps (not at sigma = inf), and value x d probability / d q_k for each
+        pattern-making null-code coordinate (also at sigma = inf: the value is linear in those
+        q_k); an entry at its expected value ``(1 - q) x`` gets slope x theta x ``(1 - q)``
+        (numeric) and ``-x`` (null code), not at sigma = inf."""
+        n_null = _gpu_null_count(null_coord, theta_offsets, theta_index, h)
+        n_exact = n_null if n_null < _EXACT_NULLS else _EXACT_NULLS
+        for mask in range(1 << n_exact):
+            margin = _gpu_pattern_margin(XT, r, h, numeric_offset, null_coord, theta_offsets,
+                                         theta_index, theta_weight, tau, mask)
+            s, slope = _gpu_threshold(margin, sig)
+            weight = _gpu_pattern_weight(XT, r, h, null_coord, theta_offsets, theta_index, mask, -1)
+            term = coefficient * real(weight) * slope
+            k = 0
+            for t in range(theta_offsets[h], theta_offsets[h + 1]):
+                coord = null_coord[theta_index[t]]
+                if coord >= 0 and k >= _EXACT_NULLS:  # at its expected value (1 - q) x
+                    if sig != 0.0:
+                        change = term * real(theta_weight[t])
+                        x_coord = numeric_offset + theta_index[t]
+                        grad_slices[slice_index, x_coord, r] += change * (one - real(XT[coord, r]))
+                        grad_slices[slice_index, coord, r] += change * -real(XT[x_coord, r])
+                    k += 1
+                    continue
+                is_null = False
+                if coord >= 0:
+                    is_null = ((mask >> k) & 1) == 1
+                    others = _gpu_pattern_weight(XT, r, h, null_coord, theta_offsets,
+                                                 theta_index, mask, k)
+                    change = coefficient * s * real(others)
+                    grad_slices[slice_index, coord, r] += change if is_null else -change
+                    k += 1
+                if sig != 0.0 and not is_null:
+                    coord = numeric_offset + theta_index[t]
+                    grad_slices[slice_index, coord, r] += term * real(theta_weight[t])
+
+    @cuda.jit(device=True)
     def _gpu_block_sum(shared, value):
         """Sum of ``value`` over the block (tree reduction; every thread gets the total)."""
         tid = cuda.threadIdx.x
@@ -338,7 +466,7 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
     @cuda.jit(fastmath=relaxed_fastmath)
     def _relaxed_sums_kernel(XT, n_rows, n_queries, numeric_offset, cat_offsets, cat_coords,
                              halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
-                             sigma, partials, halt):
+                             null_coord, sigma, partials, halt):
         """partials[segment, q] = sum over the segment's rows of the relaxed value of q."""
         if halt[0] != 0.0:
             return
@@ -356,9 +484,9 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                 for p in range(cat_offsets[q], cat_offsets[q + 1]):
                     value *= real(XT[cat_coords[p], r])
                 for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
-                    margin = _gpu_margin(XT, r, h, numeric_offset, theta_offsets, theta_index,
-                                         theta_weight, tau)
-                    factor, _ = _gpu_threshold(margin, sig)
+                    factor, _ = _gpu_halfspace_value(XT, r, h, numeric_offset, theta_offsets,
+                                                     theta_index, theta_weight, tau, null_coord,
+                                                     sig)
                     value *= factor
                 total += numba.float64(value)
             total = _gpu_block_sum(shared, total)
@@ -394,8 +522,8 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
 
     @cuda.jit(fastmath=relaxed_fastmath)
     def _grad_kernel(XT, n_rows, n_queries, numeric_offset, cat_offsets, cat_coords,
-                     halfspace_offsets, theta_offsets, theta_index, theta_weight, tau, sigma,
-                     weights, grad_slices, halt):
+                     halfspace_offsets, theta_offsets, theta_index, theta_weight, tau, null_coord,
+                     sigma, weights, grad_slices, halt):
         """grad_slices[s, :, r] = sum over the queries q of slice s of
         weights[q] * d value_q(row r) / d XT[:, r]; one thread per (slice, row)."""
         if halt[0] != 0.0:
@@ -421,21 +549,25 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                 for f in range(n_cat):
                     factors[f] = real(XT[cat_coords[c0 + f], r])
                 for f in range(n_cat, n_factors):
-                    margin = _gpu_margin(XT, r, h0 + f - n_cat, numeric_offset, theta_offsets,
-                                         theta_index, theta_weight, tau)
-                    factors[f], slopes[f] = _gpu_threshold(margin, sig)
+                    factors[f], slopes[f] = _gpu_halfspace_value(
+                        XT, r, h0 + f - n_cat, numeric_offset, theta_offsets, theta_index,
+                        theta_weight, tau, null_coord, sig)
                 suffix[n_factors] = one
                 for f in range(n_factors - 1, -1, -1):
                     suffix[f] = suffix[f + 1] * factors[f]
                 prefix = real(weight)  # times the factors before f
                 for f in range(n_factors):
                     others = prefix * suffix[f + 1]
+                    h = h0 + f - n_cat
                     if f < n_cat:
                         coord = cat_coords[c0 + f]
                         grad_slices[s, coord, r] += others
+                    elif _gpu_null_count(null_coord, theta_offsets, theta_index, h) > 0:
+                        _gpu_null_halfspace_grad(XT, r, h, numeric_offset, theta_offsets,
+                                                 theta_index, theta_weight, tau, null_coord, sig,
+                                                 others, grad_slices, s)
                     elif sig != 0.0:
                         coefficient = others * slopes[f]
-                        h = h0 + f - n_cat
                         for t in range(theta_offsets[h], theta_offsets[h + 1]):
                             coord = numeric_offset + theta_index[t]
                             grad_slices[s, coord, r] += coefficient * real(theta_weight[t])
@@ -537,7 +669,8 @@ class _DeviceQueries:
         self.n_numeric = int(queries.n_numeric)
         self.n_coords = queries.n_coords
         for name in ("cat_offsets", "cat_coords", "coord_column", "coord_code",
-                     "halfspace_offsets", "theta_offsets", "theta_index", "theta_weight", "tau"):
+                     "halfspace_offsets", "theta_offsets", "theta_index", "theta_weight", "tau",
+                     "null_coord"):
             setattr(self, name, _upload(getattr(queries, name)))
         n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
         most = int(n_factors.max(initial=0))
@@ -547,7 +680,7 @@ class _DeviceQueries:
     def csr(self) -> tuple:
         """The arguments every relaxed kernel takes after ``numeric_offset``."""
         return (self.cat_offsets, self.cat_coords, self.halfspace_offsets, self.theta_offsets,
-                self.theta_index, self.theta_weight, self.tau)
+                self.theta_index, self.theta_weight, self.tau, self.null_coord)
 
 
 class _RelaxedWorkspace:
