@@ -132,12 +132,12 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
             f"queries.null_coord must have one entry per numeric column ({queries.n_numeric}); "
             f"got shape {null_coord.shape}"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     nullable = np.flatnonzero(null_coord >= 0)
     if len(nullable) == 0:
         if np.any(null_coord != -1):
             msg = f"queries.null_coord must hold -1 or a coordinate; found {int(null_coord.min())}"
-            raise ValueError(msg)
+            raise ParameterError(msg)
         return
     coords = null_coord[nullable]
     if np.any((null_coord < -1) | (null_coord >= queries.numeric_offset)):
@@ -146,7 +146,7 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
             f"[0, {queries.numeric_offset}); found values in [{int(null_coord.min())}, "
             f"{int(null_coord.max())}]"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     blocks = queries.coord_column[coords]
     if (np.any(queries.coord_code[coords] != 1) or np.any(queries.column_sizes[blocks] != 2)
             or len(np.unique(blocks)) != len(blocks)):
@@ -155,7 +155,7 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
             "a different block for each nullable numeric column (build the queries with "
             "polars_rap.workload, which reads the layout off the domain)"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     # (query, nullable column) of every theta entry over a nullable column
     n_halfspaces = len(queries.tau)
     query_of_halfspace = np.repeat(np.arange(queries.n_queries, dtype=np.int64),
@@ -172,7 +172,7 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
             "indicator would be counted as independent of itself. Use it in one halfspace per "
             "query (and once in that halfspace's theta)"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
     n_columns = len(queries.column_sizes)
     indicator_pairs = entry_query * n_columns + queries.coord_column[null_coord[entry_column]]
     query_of_coord = np.repeat(np.arange(queries.n_queries, dtype=np.int64),
@@ -184,7 +184,7 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
             "a halfspace over that column; the relaxation multiplies factors as independent, "
             "which these are not. Split the query, or leave the indicator out"
         )
-        raise ValueError(msg)
+        raise ParameterError(msg)
 
 
 def check_real_data(
