@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap import kernels
-from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.domain import Domain
 from polars_rap.quality_stats import TableStats, association, ks_distance, ks_points
 from polars_rap.queries import QueryClass
 from polars_rap.report import PrivacyReport
@@ -296,11 +296,7 @@ def _privacy_input(model) -> PrivacyReport:
 def _domain_mapping(domain) -> dict[str, Any] | None:
     """The ``domain=`` mapping (a CSV file's column types come from it)."""
     if isinstance(domain, Domain):
-        return {
-            c.name: Categorical(c.categories, nullable=c.nullable) if c.is_categorical
-            else Numeric(c.lower, c.upper, nullable=c.nullable, integer=c.integer)
-            for c in domain.columns
-        }
+        return {c.name: c.declaration() for c in domain.columns}
     return None if domain is None else dict(domain)
 
 
