@@ -20,16 +20,18 @@ With ``t = (x - lower) / (upper - lower)`` in ``[0, 1]`` (``x`` clipped to the b
 capital gains) each get a slab of width ``w = min(ATOM_WIDTH, 0.5 / m)`` of ``u`` to
 themselves: the map is
 
-    u = F(x) = (1 - m w) g(t(x)) + w #{i : a_i < x} + (w / 2) 1[x is an atom],
+    u = F(x) = (1 - m w) g(t(x)) + w #{i : a_i < x} + c(x) 1[x is an atom],
 
-so a value equal to ``a_k`` sits at the centre of slab ``k`` = ``[(1 - m w) g(t(a_k)) +
-(k - 1) w, (1 - m w) g(t(a_k)) + k w]``, and every other value maps strictly increasingly
-around the slabs. Decoding inverts it: a ``u`` inside slab ``k`` gives exactly ``a_k`` (so an
+so a value equal to ``a_k`` sits in slab ``k`` = ``[(1 - m w) g(t(a_k)) + (k - 1) w,
+(1 - m w) g(t(a_k)) + k w]``: at its centre (``c = w / 2``), or at the bound itself for an
+atom at a bound (``c = 0`` at ``lower``, where ``u = 0``; ``c = w`` at ``upper``, where
+``u = 1``), where the projection's clipping to ``[0, 1]`` holds mass exactly. Every other
+value maps strictly increasingly around the slabs. Decoding inverts it: a ``u`` inside slab ``k`` gives exactly ``a_k`` (so an
 atom survives even when the projection puts its mass anywhere in the slab), any other ``u``
 gives ``g^-1((u - w #{slabs below u}) / (1 - m w))`` in units. ``F`` is nondecreasing, so a
 threshold ``u <= tau`` is a threshold ``x <= F^-1(tau)`` in units: the kernels need no
 change, and a fraction ``m w`` of the thresholds falls in slabs, where it separates ``x <
-a_k`` from ``x <= a_k``.
+a_k`` from ``x <= a_k`` (in the first half of an interior slab).
 """
 
 from __future__ import annotations
@@ -84,8 +86,8 @@ def to_unit(values: np.ndarray, spec) -> np.ndarray:
         return u
     width = atom_width(atoms.size)
     below = np.searchsorted(atoms, x, side="left")  # atoms strictly below x
-    is_atom = np.isin(x, atoms)
-    return (1.0 - atoms.size * width) * u + width * below + 0.5 * width * is_atom
+    offset = np.where(x == spec.lower, 0.0, np.where(x == spec.upper, width, 0.5 * width))
+    return (1.0 - atoms.size * width) * u + width * below + offset * np.isin(x, atoms)
 
 
 def from_unit(u: np.ndarray, spec) -> np.ndarray:
