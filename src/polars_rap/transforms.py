@@ -11,8 +11,8 @@ With ``t = (x - lower) / (upper - lower)`` in ``[0, 1]`` (``x`` clipped to the b
 - ``"linear"`` (the default): ``g(t) = t``;
 - ``"log"``: ``g(t) = log1p(K t) / log1p(K)`` with ``K = LOG_RANGE = 1000``: the log of
   ``x - lower`` measured in thousandths of the range, plus one, so that ``x = lower`` maps to
-  0 and ``x = upper`` to 1. The first thousandth of the range takes about 10% of ``u``, each
-  decade above it about 33%; for skewed columns (money, counts, weights) thresholds then
+  0 and ``x = upper`` to 1. The first thousandth of the range takes 10% of ``u``, each decade
+  above it a quarter to a third; for skewed columns (money, counts, weights) thresholds then
   land where the rows are;
 - ``"sqrt"``: ``g(t) = sqrt(t)``, a milder stretch of the low end.
 
