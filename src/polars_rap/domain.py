@@ -293,9 +293,10 @@ class Domain:
         """Build the domain of a frame with ``schema`` from the user's ``domain=`` mapping.
 
         Each entry is a list of categories (categorical), a ``(lower, upper)`` tuple
-        (numeric), a ``{"bounds": (lo, hi), "nullable": bool, "integer": bool}`` or
-        ``{"categories": [...], "nullable": bool}`` table, or a :class:`Categorical` /
-        :class:`Numeric`. Columns absent from the mapping must have an ``Enum`` or
+        (numeric; ``date``/``datetime``/``timedelta`` bounds for temporal columns), a
+        ``{"bounds": (lo, hi), "nullable": bool, "integer": bool, "scale": str, "atoms":
+        [...]}`` or ``{"categories": [...], "nullable": bool}`` table, or a
+        :class:`Categorical` / :class:`Numeric`. Columns absent from the mapping must have an ``Enum`` or
         ``Boolean`` dtype, whose categories are declared by the dtype itself.
         """
         domain = dict(domain or {})
