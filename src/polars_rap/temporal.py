@@ -33,6 +33,11 @@ __all__ = [
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MICROSECOND = dt.timedelta(microseconds=1)
+_DATE_RANGE = ((dt.date.min - _EPOCH_DATE).days, (dt.date.max - _EPOCH_DATE).days)
+_DATETIME_RANGE = tuple(
+    (moment.replace(tzinfo=dt.timezone.utc) - _EPOCH) // _MICROSECOND
+    for moment in (dt.datetime.min + dt.timedelta(days=1), dt.datetime.max - dt.timedelta(days=1))
+)  # a day inside Python's range, so that showing it in any time zone stays inside too
 
 
 def is_temporal(dtype: pl.DataType) -> bool:
@@ -105,15 +110,18 @@ def bound_to_internal(value: object, dtype: pl.DataType, column: str, what: str 
 
 def internal_to_bound(value: float, dtype: pl.DataType) -> dt.date | dt.datetime | dt.timedelta:
     """Inverse of :func:`bound_to_internal`: a ``date`` (Date), a ``datetime`` (Datetime; in
-    the column's time zone when it has one, else naive) or a ``timedelta`` (Duration).
+    the column's time zone when it has one, else naive) or a ``timedelta`` (Duration); a value
+    past what Python's ``date``/``datetime`` hold (years 1 to 9999) is clamped to it.
 
     >>> internal_to_bound(18262.0, pl.Date)
     datetime.date(2020, 1, 1)
     """
     whole = int(round(value))
-    if dtype == pl.Date:
+    if dtype == pl.Date:  # clamped to what Python's date holds (years 1 to 9999)
+        whole = min(max(whole, _DATE_RANGE[0]), _DATE_RANGE[1])
         return _EPOCH_DATE + dt.timedelta(days=whole)
     if isinstance(dtype, pl.Datetime):
+        whole = min(max(whole, _DATETIME_RANGE[0]), _DATETIME_RANGE[1])
         instant = _EPOCH + whole * _MICROSECOND
         if dtype.time_zone:
             return instant.astimezone(ZoneInfo(dtype.time_zone))
