@@ -117,21 +117,25 @@ def test_exact_answers_in_the_mapped_coordinate_are_prefix_counts_in_units():
 
 
 def test_declared_atoms_survive_synthesis_exactly():
+    """An interior atom (40 hours) and one at a log-scaled column's lower bound (no gain) keep
+    about their real share of rows, exactly; mixed marginals measure single-column prefixes.
+    (Without the declarations, seeds 0-2 of these settings gave 0.47, 0.09 and 0.0 of rows at
+    exactly 40 hours, against 0.51 in the data.)"""
     rng = np.random.default_rng(0)
-    n_rows = 4000
+    n_rows = 2000
     hours = np.where(rng.random(n_rows) < 0.5, 40, rng.integers(1, 99, n_rows))
     gain = np.where(rng.random(n_rows) < 0.85, 0, rng.integers(1000, 20000, n_rows))
     frame = pl.DataFrame({"hours": hours, "gain": gain, "y": rng.choice(["a", "b"], n_rows)})
     domain = {"hours": {"bounds": (1, 99), "atoms": [40]},
               "gain": {"bounds": (0, 99_999), "scale": "log", "atoms": [0]}, "y": ["a", "b"]}
     result = polars_rap.synthesize(frame, epsilon=10.0, delta=1e-8, domain=domain, labels=["y"],
-                                   relaxed_rows=100, rounds_lt=5, n_linear_thresholds=500, rounds_mm=5,
-                                   n_mixed_marginals=200, seed=0,
-                                   progress=False)
+                                   relaxed_rows=64, rounds_lt=2, n_linear_thresholds=100, rounds_mm=6,
+                                   n_mixed_marginals=100, seed=0, progress=False)
     data = result.data
     assert data.schema == frame.schema
-    assert (data["hours"] == 40).mean() == pytest.approx(0.5 + 0.5 / 98, abs=0.1)
-    assert (data["gain"] == 0).mean() == pytest.approx(0.85, abs=0.1)
+    assert (data["hours"] == 40).mean() == pytest.approx((hours == 40).mean(), abs=0.1)
+    assert (data["gain"] == 0).mean() == pytest.approx((gain == 0).mean(), abs=0.1)
+    assert data["hours"].n_unique() > 10 and (data["gain"] > 1000).any()  # the continuous parts remain
     assert result.domain["gain"].atoms == (0.0,) and result.domain["gain"].scale == "log"
 
 
