@@ -9,7 +9,15 @@ through ``bench.run`` (a fresh subprocess, the headline suite's split, evaluatio
 ``bench/results/ablation_<name>.csv``. The table (``ablation_<name>.md``) gives the mean over
 seeds of each metric per dataset and step, beside the paper's algorithm (the headline suite's
 ``rap++paper`` rows at the same ε and seeds) and each step's ratio to it. A step with no
-keywords is the default, whose rows are the headline suite's ``rap++`` rows (not rerun here).
+keywords is the default, whose rows are the headline suite's ``rap++`` rows (not rerun here),
+except in the ablations of ``RERUN_DEFAULT``, whose metrics are newer than those rows.
+
+A step's keywords may hold ``"domain_updates"``: per dataset, keys merged into numeric
+columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``scale`` or
+``atoms``). Such a step runs on the datasets it names only; the other keywords go to
+``synthesize`` (``--synthesize``).
+
+    python -m bench.ablations --run numeric       # declared scales and atoms (issue #14)
 """
 
 from __future__ import annotations
@@ -75,6 +83,23 @@ STEPS["cm_selection"] = [
       "strategy": {**PLANNED, "noise_aware": True, "class_k": {"CM": 5}, "base_share": 0.1}},
      "every feature x label marginal measured outright first with 10% of the budget (AIM's one-ways)"),
 ]
+ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
+ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}
+STEPS["numeric"] = [
+    ("planned default", {}, "the default planned strategy, every numeric column on a linear scale "
+                            "(rerun here: the headline rows predate the numeric metric)"),
+    ("+ declared scales",
+     {"domain_updates": {"adult": ADULT_LOG, "acs-income-CA": {"JWMNP": {"scale": "sqrt"}}}},
+     "Adult's capital-gain, capital-loss and fnlwgt on the log scale, CA's JWMNP (commute "
+     "minutes, 1-200) on the square-root scale: the threshold workload and the projection follow "
+     "the declared map, so thresholds land where the rows are (polars_rap.transforms)"),
+    ("+ atoms at 0 (Adult)",
+     {"domain_updates": {"adult": {**ADULT_LOG, **ADULT_ATOMS}}},
+     "capital-gain and capital-loss also declare the atom 0 (held by about 92% and 95% of the "
+     "rows): a slab of the coordinate that decodes to exactly 0; CA has no such column"),
+]
+RERUN_DEFAULT = {"numeric"}
+"""Ablations whose default step is run again (its metrics are not in the headline rows)."""
 FINDINGS: dict[str, list[str]] = {
     "strategy": [
         "outright, shares by rounds: kept. Not paying for a selection that picks every CM group "
@@ -138,29 +163,52 @@ EPSILONS = (1.0,)
 SEEDS = (0, 1, 2)
 DATASETS = ("acs-income-CA", "adult")
 METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "seconds")
+NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
+
+
+def metrics(name: str) -> tuple[str, ...]:
+    """The table's metrics: the numeric metric too where the ablation is about it."""
+    return (*METRICS[:3], *NUMERIC_METRICS, *METRICS[3:]) if name == "numeric" else METRICS
+
+
+def step_command(name: str, step: dict, epsilons: Sequence[float], seeds: Sequence[int]) -> list[str] | None:
+    """The ``bench.run`` command of one step (None: the default, taken from the headline rows)."""
+    if not step and name not in RERUN_DEFAULT:
+        return None
+    synthesize = {key: value for key, value in step.items() if key != "domain_updates"}
+    updates = step.get("domain_updates")
+    datasets = [d for d in DATASETS if d in updates] if updates else list(DATASETS)
+    command = [sys.executable, "-m", "bench.run", "--suite", "headline", "--mechanisms", "rap++",
+               "--datasets", *datasets, "--epsilons", *map(str, epsilons), "--seeds", *map(str, seeds),
+               "--out", str(RESULTS / f"ablation_{name}.csv"),
+               "--plots-dir", str(RESULTS / "plots" / f"ablation_{name}")]
+    if synthesize:
+        command += ["--synthesize", json.dumps(synthesize)]
+    if updates:
+        command += ["--domain-updates", json.dumps(updates)]
+    return command
 
 
 def run(name: str, epsilons: Sequence[float], seeds: Sequence[int]) -> None:
     """Every step's runs (``bench.run`` skips those already in the CSV; a step another
     ablation ran, with the same keywords, is not rerun)."""
-    out = RESULTS / f"ablation_{name}.csv"
-    for label, synthesize, _ in STEPS[name]:
-        if not synthesize or any(synthesize in STEPS[other][i][1:2] for other in STEPS if other != name
-                                 for i in range(len(STEPS[other]))):
-            continue  # the default (the headline suite's rap++ rows) or another ablation's step
+    for label, step, _ in STEPS[name]:
+        command = step_command(name, step, epsilons, seeds)
+        ran_elsewhere = bool(step) and any(step == other_step for other in STEPS if other != name
+                                           for _, other_step, _ in STEPS[other])
+        if command is None or ran_elsewhere:  # the headline rows, or another ablation's CSV
+            continue
         print(f"== {label}", flush=True)
-        command = [sys.executable, "-m", "bench.run", "--suite", "headline", "--mechanisms", "rap++",
-                   "--datasets", *DATASETS, "--epsilons", *map(str, epsilons), "--seeds", *map(str, seeds),
-                   "--out", str(out), "--plots-dir", str(RESULTS / "plots" / f"ablation_{name}")]
-        if synthesize:
-            command += ["--synthesize", json.dumps(synthesize)]
         subprocess.run(command, check=True)
 
 
 def _step_of(parameters: str, name: str) -> str | None:
-    synthesize = json.loads(parameters).get("synthesize") or {}
+    parsed = json.loads(parameters)
+    step_keys = {**(parsed.get("synthesize") or {})}
+    if parsed.get("domain_updates"):
+        step_keys["domain_updates"] = parsed["domain_updates"]
     for label, step, _ in STEPS[name]:
-        if synthesize == step:
+        if step_keys == step:
             return label
     return None
 
@@ -178,14 +226,15 @@ def table(name: str) -> pl.DataFrame:
         points, on=["dataset", "epsilon", "seed"])
     paper = (headline.filter(pl.col("mechanism") == "rap++paper")
              .with_columns(pl.lit("paper (rap++paper, headline.csv)").alias("step")))
-    default = [label for label, step, _ in STEPS[name] if not step]
+    default = [label for label, step, _ in STEPS[name] if not step and name not in RERUN_DEFAULT]
     planned = (headline.filter(pl.col("mechanism") == "rap++")
                .with_columns(pl.lit(default[0] if default else None, dtype=pl.String).alias("step"))
                .filter(pl.col("step").is_not_null()))
     frame = pl.concat([paper.select(rows.columns), rows, planned.select(rows.columns)], how="vertical_relaxed")
     order = {"paper (rap++paper, headline.csv)": 0, **{s[0]: i + 1 for i, s in enumerate(STEPS[name])}}
+    columns = metrics(name)
     means = (frame.group_by("dataset", "epsilon", "step")
-             .agg(*(pl.col(m).mean() for m in METRICS), pl.col("seed").n_unique().alias("seeds"))
+             .agg(*(pl.col(m).mean() for m in columns), pl.col("seed").n_unique().alias("seeds"))
              .with_columns(pl.col("step").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
              .sort("dataset", "epsilon", "_order"))
     base = means.filter(pl.col("_order") == 0).select(
@@ -193,7 +242,7 @@ def table(name: str) -> pl.DataFrame:
     return (means.join(base, on=["dataset", "epsilon"], how="left")
             .with_columns(*((pl.col(f"{c}_mean_error") / pl.col(f"_{c}_mean_error")).round(3).alias(f"{c}_vs_paper")
                             for c in ERROR_CLASSES))
-            .select("dataset", "epsilon", "step", *METRICS, *(f"{c}_vs_paper" for c in ERROR_CLASSES), "seeds"))
+            .select("dataset", "epsilon", "step", *columns, *(f"{c}_vs_paper" for c in ERROR_CLASSES), "seeds"))
 
 
 def write_table(name: str) -> Path:

@@ -11,8 +11,13 @@ timeout (``--no-resume`` starts the file over, keeping the old one as ``<out>.ba
 
 Datasets: the task's public domain from its committed TOML (:mod:`polars_rap.datasets`), an
 80/20 split with ``train_test_split(seed=0)``, δ = 1/n_train². Every mechanism is scored on
-the same benchmark workload (``workload_errors(train, synthetic, domain, seed=0)``) and by
+the same benchmark workload (``workload_errors(train, synthetic, domain, seed=0)``), by the
+numeric metric (``numeric_summary``: the mean over numeric columns of the Kolmogorov–Smirnov
+distance and of the decile error, as a fraction of the declared range; issue #14) and by
 logistic-regression macro F1 on the test rows, beside the same model trained on real rows.
+``--domain-updates`` (ablations) changes the declared domain that polars-rap's own
+mechanisms synthesize with, per dataset (e.g. a column's ``scale`` or ``atoms``); the scores
+always use the task's committed domain.
 
 Binned mechanisms (rap-binned, AIM, MST) try every bins value of the suite (10/20/30/50)
 at the suite's tuning point (ε = 1, seed 0) and then run, at every other ε and seed, only
@@ -69,6 +74,8 @@ SAME_FIT_AS = {"aim-fixed-sampler": "aim", "mst-fixed-sampler": "mst",
                "aim-opendp-fixed-sampler": "aim-opendp"}
 """Companion rows come out of their parent's fit, so they share its bins choice."""
 PEER_TIME_CAP_S = 1800.0
+DOMAIN_UPDATE_MECHANISMS = ("rap++", "rap++paper", "rap++mm", "rap++fixed-sigma")
+"""The mechanisms that synthesize with ``--domain-updates`` (polars-rap on numeric columns)."""
 
 SUITES: dict[str, dict[str, Any]] = {
     "headline": {
@@ -104,12 +111,15 @@ SUITES: dict[str, dict[str, Any]] = {
 COLUMNS = (
     "dataset", "mechanism", "parameters", "epsilon", "delta", "seed", "n_train", "status",
     "message", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
-    "LT_mean_error", "LT_max_error", "macro_f1", "accuracy", "real_macro_f1", "real_accuracy",
-    "seconds", "peak_rss_mib", "load_1m_at_start", "details", "machine", "version", "commit", "date",
+    "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "macro_f1", "accuracy",
+    "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start", "details",
+    "machine", "version", "commit", "date",
 )
 FLOAT_COLUMNS = ("epsilon", "delta", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
-                 "LT_mean_error", "LT_max_error", "macro_f1", "accuracy", "real_macro_f1",
-                 "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start")
+                 "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "macro_f1",
+                 "accuracy", "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start")
+NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
+"""Issue #14's numeric metric (``polars_rap.evaluation.numeric_summary``), in every row."""
 DONE_STATUSES = ("ok", "timeout")
 ERROR_CLASSES = ("CM", "MM", "LT")
 
@@ -164,6 +174,8 @@ def mechanism_parameters(suite: dict[str, Any], mechanism: str, bins: int | None
         parameters["bins"] = suite["independent_bins"]
         return parameters
     parameters.update(synthesize=dict(suite["synthesize"]), projection=dict(suite["projection"]))
+    if suite.get("domain_updates") and mechanism in DOMAIN_UPDATE_MECHANISMS:
+        parameters["domain_updates"] = json.loads(json.dumps(suite["domain_updates"]))  # a deep copy
     if mechanism == "rap++mm":
         parameters["rounds_mm"] = suite["rounds_mm"]
     if mechanism == "rap-binned":
@@ -282,6 +294,25 @@ def prepare_dataset(name: str, train_rows: int | None):
     return train, test, task
 
 
+def updated_domain(task_domain: dict[str, Any], updates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``task_domain`` with each numeric column named in ``updates`` (column -> keys such as
+    ``{"scale": "log", "atoms": [0]}``) declared in the table form with those keys set.
+
+    >>> updated_domain({"gain": (0, 99999), "sex": ["F", "M"]}, {"gain": {"scale": "log"}})
+    {'gain': {'bounds': (0, 99999), 'scale': 'log'}, 'sex': ['F', 'M']}
+    """
+    out = dict(task_domain)
+    for column, keys in updates.items():
+        declared = task_domain.get(column)
+        if isinstance(declared, tuple):
+            declared = {"bounds": declared}
+        if not isinstance(declared, dict) or "bounds" not in declared:
+            msg = f"domain update {keys!r} names {column!r}, which is not a numeric column of the task"
+            raise ValueError(msg)
+        out[column] = {**declared, **keys}
+    return out
+
+
 def _warm_up(train, task, mechanism: str) -> None:
     """Compile (or load from Numba's cache) the kernels outside the timed region."""
     if mechanism in PEERS or mechanism == "independent":
@@ -316,9 +347,10 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     real = evaluation.ml_utility_for_domain(train, test, label, domain)
     row.update(real_macro_f1=real["macro_f1"], real_accuracy=real["accuracy"])
+    synthesis_domain = updated_domain(task.domain, parameters.get("domain_updates", {}).get(spec["dataset"], {}))
     try:
         _warm_up(train, task, spec["mechanism"])
-        run = MECHANISMS[spec["mechanism"]](train, task.domain, task.labels, float(spec["epsilon"]),
+        run = MECHANISMS[spec["mechanism"]](train, synthesis_domain, task.labels, float(spec["epsilon"]),
                                             delta, int(spec["seed"]), dict(parameters))
     except Exception as error:  # a failed fit is a row, not a gap
         import traceback
@@ -337,6 +369,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
             for query_class in errors.iter_rows(named=True):
                 item[f"{query_class['query_class']}_mean_error"] = query_class["mean_error"]
                 item[f"{query_class['query_class']}_max_error"] = query_class["max_error"]
+            item.update(evaluation.numeric_summary(train, result.data, domain))  # every mechanism
             if result.relaxed is not None:  # what the projection reached, before decoding
                 relaxed_errors = evaluation.relaxed_workload_errors(
                     train, result.relaxed, domain, seed=0, **parameters.get("eval", {}))
@@ -358,14 +391,30 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def append_row(path: Path, row: dict[str, Any]) -> None:
-    """Append one row to the results CSV (header first when the file is new)."""
+    """Append one row to the results CSV (header first when the file is new). A file written
+    before a column was added is first rewritten with the current header, its old rows empty
+    in the new columns, so that every line has the header's fields."""
     path.parent.mkdir(parents=True, exist_ok=True)
     is_new = not path.is_file() or path.stat().st_size == 0
+    if not is_new:
+        with path.open(newline="") as handle:
+            header = next(csv.reader(handle), [])
+        if header != list(COLUMNS):
+            old = read_results(path)
+            with path.open("w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+                writer.writeheader()
+                for old_row in old.iter_rows(named=True):
+                    writer.writerow({c: _csv_cell(old_row[c]) for c in COLUMNS})
     with path.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         if is_new:
             writer.writeheader()
-        writer.writerow({c: ("" if row.get(c) is None else row[c]) for c in COLUMNS})
+        writer.writerow({c: _csv_cell(row.get(c)) for c in COLUMNS})
+
+
+def _csv_cell(value: Any) -> Any:
+    return "" if value is None else value
 
 
 def _child_timeout(spec: dict[str, Any]) -> float | None:
@@ -469,7 +518,8 @@ def _summary_line(row: dict[str, Any]) -> str:
     text = (f"{row['dataset']:14s} {name:22s} eps={row['epsilon']:<5g} seed={row['seed']} "
             f"{row['status']:7s} {number('seconds', '7.1f')}s F1 {number('macro_f1', '.3f')} "
             f"CM {number('CM_mean_error', '.4f')} MM {number('MM_mean_error', '.4f')} "
-            f"LT {number('LT_mean_error', '.4f')} peak {number('peak_rss_mib', '.0f')} MiB")
+            f"LT {number('LT_mean_error', '.4f')} KS {number('numeric_ks_mean', '.3f')} "
+            f"peak {number('peak_rss_mib', '.0f')} MiB")
     if row["status"] != "ok" and row.get("message"):
         text += f"\n    {str(row['message'])[:300]}"
     return text
@@ -538,7 +588,8 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     frame = with_variants(results)
     ok = pl.col("status") == "ok"
     means = [pl.col(c).filter(ok).mean().alias(c) for c in
-             (*(f"{k}_mean_error" for k in ERROR_CLASSES), "macro_f1", "real_macro_f1", "seconds", "peak_rss_mib")]
+             (*(f"{k}_mean_error" for k in ERROR_CLASSES), *NUMERIC_METRICS, "macro_f1", "real_macro_f1",
+              "seconds", "peak_rss_mib")]
     table = (
         frame.group_by("dataset", "epsilon", "variant")
         .agg(pl.col("mechanism").first(), *means, ok.sum().alias("runs_ok"), pl.len().alias("runs"),
@@ -551,7 +602,7 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
         pl.format("{} ({})", status, pl.col("other_status")))
     return table.select(
         "dataset", "epsilon", pl.col("variant").alias("mechanism"),
-        *(pl.col(f"{k}_mean_error") for k in ERROR_CLASSES), "macro_f1", "real_macro_f1",
+        *(pl.col(f"{k}_mean_error") for k in ERROR_CLASSES), *NUMERIC_METRICS, "macro_f1", "real_macro_f1",
         "seconds", "peak_rss_mib", status.alias("runs"),
     )
 
@@ -565,14 +616,16 @@ TARGETS = {
                      ">=", 0.0),
     "time_vs_AIM": ("seconds ÷ smartnoise AIM's seconds (the shipped fit; a fit stopped at the time cap counts at "
                     "the cap, so with AIM_timeouts > 0 this is an upper bound)", "<=", 0.2),
+    "KS_vs_AIM": ("mean Kolmogorov-Smirnov distance over numeric columns ÷ AIM's (the best of smartnoise's "
+                  "and OpenDP's, shipped and fixed sampler; issue #14)", "<=", 0.5),
 }
-"""Issues #4 and #20's headline targets: column -> (meaning, comparison, threshold)."""
+"""Issues #4, #20 and #14's headline targets: column -> (meaning, comparison, threshold)."""
 
 
 def targets_table(results: pl.DataFrame) -> pl.DataFrame:
-    """Issue #4's targets per dataset × ε, for rap++ (the default), rap++paper and rap++mm,
-    from the means over seeds of ok runs (best bins for binned mechanisms): the four ratios
-    or differences of :data:`TARGETS` and ``met``, how many of those that could be computed
+    """The targets (issues #4, #14, #20) per dataset × ε, for rap++ (the default), rap++paper
+    and rap++mm, from the means over seeds of ok runs (best bins for binned mechanisms): the
+    ratios or differences of :data:`TARGETS` and ``met``, how many of those that could be computed
     hold. A missing peer leaves its cells empty.
 
     AIM's seconds also count its fits stopped at the time cap (at the cap: a lower bound on
@@ -581,7 +634,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     variants = with_variants(results)
     frame = variants.filter(pl.col("status") == "ok")
     means = (frame.group_by("dataset", "epsilon", "mechanism")
-             .agg(pl.col("MM_mean_error", "CM_mean_error", "macro_f1", "seconds").mean()))
+             .agg(pl.col("MM_mean_error", "CM_mean_error", "numeric_ks_mean", "macro_f1", "seconds").mean()))
 
     def best(mechanisms: tuple[str, ...], column: str, how: str) -> pl.DataFrame:
         part = means.filter(pl.col("mechanism").is_in(mechanisms))
@@ -595,6 +648,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     peers = (best(PEERS, "MM_mean_error", "min")
              .join(best(AIM_PEERS, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(best(AIM_PEERS, "macro_f1", "max"), on=["dataset", "epsilon"], how="full", coalesce=True)
+             .join(best(AIM_PEERS, "numeric_ks_mean", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(aim_time, on=["dataset", "epsilon"], how="full", coalesce=True))
     ours = means.filter(pl.col("mechanism").is_in(("rap++", "rap++paper", "rap++mm")))
     table = ours.join(peers, on=["dataset", "epsilon"], how="left").with_columns(
@@ -602,6 +656,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
         (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM"),
         (pl.col("macro_f1") - pl.col("_macro_f1_aim")).alias("F1_minus_AIM"),
         (pl.col("seconds") / pl.col("_seconds_aim")).alias("time_vs_AIM"),
+        (pl.col("numeric_ks_mean") / pl.col("_numeric_ks_mean_aim")).alias("KS_vs_AIM"),
     )
     checks = [(pl.col(c) <= t) if op == "<=" else (pl.col(c) >= t) for c, (_, op, t) in TARGETS.items()]
     met = pl.sum_horizontal(*(check.fill_null(False).cast(pl.Int64) for check in checks))
@@ -804,6 +859,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--synthesize", type=json.loads, default=None, metavar="JSON",
                         help="synthesize keywords merged over the suite's (an ablation), e.g. "
                              "'{\"strategy\": {\"name\": \"planned\", \"outright\": false}}'")
+    parser.add_argument("--domain-updates", type=json.loads, default=None, metavar="JSON",
+                        help="per dataset, keys merged into numeric columns' declared domains for "
+                             "polars-rap's mechanisms (an ablation), e.g. "
+                             "'{\"adult\": {\"capital-gain\": {\"scale\": \"log\", \"atoms\": [0]}}}'")
     parser.add_argument("--plots-only", action="store_true", help="only redraw plots and the table from --out")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -819,6 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite = SUITES[args.suite]
     if args.synthesize:
         suite = {**suite, "synthesize": {**suite["synthesize"], **args.synthesize}}
+    if args.domain_updates:
+        suite = {**suite, "domain_updates": args.domain_updates}
     out = args.out or RESULTS / f"{args.suite}.csv"
     plots_dir = args.plots_dir or (RESULTS / "plots" if args.suite == "headline" else RESULTS / "plots" / args.suite)
     if not args.plots_only:
@@ -840,7 +901,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tuning = bins_table(results)
     out.with_suffix(".md").write_text(
         table_markdown(table, title=f"{args.suite} suite ({out.name})") + "\n"
-        + "## Targets (issue #4)\n\n"
+        + "## Targets (issues #4, #14, #20)\n\n"
         + "".join(f"- `{c}` {op} {t:g}: {meaning}\n" for c, (meaning, op, t) in TARGETS.items())
         + "- `met`: targets held of those computable; `AIM_timeouts`: AIM fits stopped at the cap\n\n"
         + table_markdown(targets_table(results)) + "\n"

@@ -372,6 +372,7 @@ def test_one_child_runs_tiny_rap_plus_plus_and_reports_a_full_row():
     assert row["n_train"] == 600 and row["delta"] == 1.0 / 600**2
     assert 0.0 <= row["CM_mean_error"] <= 1.0 and 0.0 <= row["LT_mean_error"] <= 1.0
     assert 0.0 <= row["macro_f1"] <= 1.0 and row["peak_rss_mib"] > 50
+    assert 0.0 <= row["numeric_ks_mean"] <= 1.0 and 0.0 <= row["numeric_decile_error"] <= 1.0
     assert json.loads(row["parameters"]) == parameters
 
 

@@ -1,5 +1,6 @@
 """The command line end to end on a 2,000-row CA sample: outputs, saved models, exit codes."""
 
+import datetime
 import functools
 import json
 import os
@@ -301,7 +302,9 @@ def test_readme_config_example_is_a_valid_config(tmp_path):
     (tmp_path / "readme.toml").write_text(example)
     config = cli._read_config(str(tmp_path / "readme.toml"))
     assert config.labels == ["PINCP_gt_50000"] and config.privacy == {"epsilon": 1.0, "delta": 1e-9}
-    assert config.domain == {"AGEP": (17, 99), "SEX": [1, 2]}
+    assert config.domain == {
+        "AGEP": (17, 99), "PINCP": {"bounds": (0, 1500000), "scale": "log", "atoms": [0]},
+        "BIRTHDATE": (datetime.date(1900, 1, 1), datetime.date(2025, 12, 31)), "SEX": [1, 2]}
     assert config.options == {"relaxed_rows": 1000, "rounds_lt": 50} and config.projection.max_steps == 60
 
 

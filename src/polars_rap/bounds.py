@@ -34,7 +34,8 @@ with half of the column's ``rho`` (the histogram taking the other half), only wh
 is at most 1% of the rows (``n`` is public); otherwise the histogram takes all of ``rho`` and
 the coarse bounds stand, as they did before the search existed. Integer columns round
 refined bounds inwards (no integer value lies between them and the cell edge) and coarse ones
-outwards. Values beyond the bounds are clipped, as with declared bounds.
+outwards; so do date, datetime and duration columns, counted in whole days or microseconds
+(:mod:`polars_rap.temporal`) and returned as ``date``/``datetime``/``timedelta`` bounds. Values beyond the bounds are clipped, as with declared bounds.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from polars_rap.domain import Numeric
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.samplers import discrete_gaussian, words_from
+from polars_rap.temporal import internal_to_bound, is_temporal
 
 __all__ = [
     "BoundCounts", "comparison_noise_std", "infer_bounds", "magnitude_bin_edges",
@@ -246,7 +248,7 @@ def infer_bounds(name: str, counts: BoundCounts, n_rows: int, dtype: pl.DataType
     refined = (None, None)
     if search:
         refined = _search_bounds(name, counts, low_bin, high_bin, rho - histogram_rho, ledger, rng)
-    integer = dtype.is_integer()
+    integer = dtype.is_integer() or is_temporal(dtype)  # temporal: whole days or microseconds
     outer = (math.floor(coarse[0]), math.ceil(coarse[1])) if integer else coarse
     lower = outer[0] if refined[0] is None else (math.ceil(refined[0]) if integer else refined[0])
     upper = outer[1] if refined[1] is None else (math.floor(refined[1]) if integer else refined[1])
@@ -254,6 +256,8 @@ def infer_bounds(name: str, counts: BoundCounts, n_rows: int, dtype: pl.DataType
         lower, upper = outer
     if lower >= upper:
         upper = lower + 1.0
+    if is_temporal(dtype):  # counted in internal units; declared as dates, datetimes, durations
+        return Numeric(internal_to_bound(lower, dtype), internal_to_bound(upper, dtype), nullable=True)
     return Numeric(float(lower), float(upper), nullable=True)
 
 

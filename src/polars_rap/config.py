@@ -15,6 +15,14 @@ projection) and the one ``polars-rap export`` writes.
     bounds = [17, 99]
     nullable = false                 # the default; true keeps a null indicator
     integer = false                  # the default; true: whole numbers out (int dtypes imply it)
+    [domain.PINCP]
+    kind = "numeric"
+    bounds = [0, 1500000]
+    scale = "log"                    # "linear" (default), "log" or "sqrt": where thresholds go
+    atoms = [0]                      # values many rows hold exactly, kept exactly
+    [domain.BIRTH]
+    kind = "numeric"                 # a date column: bounds (and atoms) are TOML dates
+    bounds = [1900-01-01, 2025-12-31]
     [domain.SEX]
     kind = "categorical"
     categories = [1, 2]
@@ -27,6 +35,7 @@ projection) and the one ``polars-rap export`` writes.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import inspect
 import json
@@ -325,9 +334,17 @@ def toml_key(key: str) -> str:
 
 
 def toml_value(value: Any) -> str:
-    """A TOML literal of a str, bool, int, finite float or list of them (JSON escapes are TOML's)."""
+    """A TOML literal of a str, bool, int, finite float, date, datetime or list of them (JSON
+    escapes are TOML's).
+
+    >>> import datetime
+    >>> toml_value([datetime.date(1990, 1, 1), 2.5, "a"])
+    '[1990-01-01, 2.5, "a"]'
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, datetime.date):  # TOML local dates and (local or offset) datetimes
+        return value.isoformat()
     if isinstance(value, (int, str)) or (isinstance(value, float) and math.isfinite(value)):
         return json.dumps(value)
     if isinstance(value, (list, tuple)):

@@ -31,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import datetime
 import importlib.resources
 import os
 import tomllib
@@ -144,21 +145,24 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
             if not isinstance(table.get(flag, False), bool):
                 msg = f"spec file {spec_file!r}: column {name!r} has a non-boolean {flag!r} (write true or false)"
                 raise ParameterError(msg)
-        if "integer" in table and kind != "numeric":
-            msg = (f"spec file {spec_file!r}: column {name!r}: 'integer' applies to numeric columns "
-                   f"(kind = \"numeric\"), not to kind = {kind!r}; remove it")
-            raise ParameterError(msg)
+        for key in _NUMERIC_ONLY:
+            if key in table and kind != "numeric":
+                msg = (f"spec file {spec_file!r}: column {name!r}: {key!r} applies to numeric columns "
+                       f"(kind = \"numeric\"), not to kind = {kind!r}; remove it")
+                raise ParameterError(msg)
         if kind == "numeric":
             bounds = table.get("bounds")
             if (
                 not isinstance(bounds, list)
                 or len(bounds) != 2
-                or not all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+                or not (all(_is_number(b) for b in bounds) or all(_is_date(b) for b in bounds))
                 or not bounds[0] < bounds[1]
             ):
-                msg = f"spec file {spec_file!r}: numeric column {name!r} needs bounds = [lo, hi] with lo < hi; found {bounds!r}"
+                msg = (f"spec file {spec_file!r}: numeric column {name!r} needs bounds = [lo, hi] with "
+                       f"lo < hi, both numbers or both TOML dates/datetimes (1990-01-01); found {bounds!r}")
                 raise ParameterError(msg)
-            if table.get("integer", False) and not all(float(b).is_integer() for b in bounds):
+            _check_transform(table, name, spec_file)
+            if table.get("integer", False) and not all(_is_number(b) and float(b).is_integer() for b in bounds):
                 msg = (f"spec file {spec_file!r}: column {name!r} is declared integer but its bounds "
                        f"{bounds!r} are not whole numbers; write whole-number bounds or drop 'integer'")
                 raise ParameterError(msg)
@@ -172,10 +176,38 @@ def _check_spec(spec: dict[str, Any], spec_file: str) -> None:
                 raise ParameterError(msg)
 
 
+_NUMERIC_ONLY = ("integer", "scale", "atoms")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_date(value: Any) -> bool:
+    return isinstance(value, datetime.date)  # TOML dates and datetimes (a datetime is a date)
+
+
+def _check_transform(table: dict[str, Any], name: str, spec_file: str) -> None:
+    """``scale`` one of the scales, ``atoms`` a list of numbers or dates (checked further by
+    :class:`~polars_rap.domain.Domain`, which knows the column's dtype)."""
+    from polars_rap.transforms import SCALES
+
+    scale = table.get("scale", "linear")
+    if scale not in SCALES:
+        msg = f"spec file {spec_file!r}: column {name!r} has scale = {scale!r}; it must be one of {list(SCALES)}"
+        raise ValueError(msg)
+    atoms = table.get("atoms", [])
+    if not isinstance(atoms, list) or not all(_is_number(a) or _is_date(a) for a in atoms):
+        msg = (f"spec file {spec_file!r}: column {name!r} needs atoms = [values, ...] (numbers or TOML "
+               f"dates), e.g. atoms = [0]; found {atoms!r}")
+        raise ValueError(msg)
+
+
 def domain_from_tables(columns: dict[str, dict[str, Any]], labels: list[str], source: str) -> dict[str, Any]:
     """The ``domain=`` mapping of TOML column tables (``kind``, ``bounds`` or
     ``categories``, optional ``nullable`` and, for numeric columns, ``integer``, both
-    defaulting to false), checked first.
+    defaulting to false, ``scale`` and ``atoms``), checked first. Bounds and atoms of a date or
+    datetime column are TOML dates (``1990-01-01``) or datetimes (``1990-01-01T00:00:00``).
 
     ``labels`` must name categorical tables; ``source`` names the file in error messages,
     which raise ``ValueError`` naming the column and the rule.
@@ -186,6 +218,9 @@ def domain_from_tables(columns: dict[str, dict[str, Any]], labels: list[str], so
     {'age': (0, 120), 'sex': [1, 2, None]}
     >>> domain_from_tables({"age": {"kind": "numeric", "bounds": [18, 99], "integer": True}}, [], "c.toml")
     {'age': {'bounds': (18, 99), 'integer': True}}
+    >>> domain_from_tables({"gain": {"kind": "numeric", "bounds": [0, 99999], "scale": "log",
+    ...                              "atoms": [0]}}, [], "c.toml")
+    {'gain': {'bounds': (0, 99999), 'scale': 'log', 'atoms': [0]}}
     """
     _check_spec({"dataset": {"labels": list(labels)}, "columns": columns}, source)
     return _domain_from_columns(columns)
@@ -199,6 +234,10 @@ def _domain_from_columns(columns: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if table["kind"] == "numeric":
             bounds = (table["bounds"][0], table["bounds"][1])
             flags = {key: True for key in ("nullable", "integer") if table.get(key, False)}
+            if table.get("scale", "linear") != "linear":
+                flags["scale"] = table["scale"]
+            if table.get("atoms"):
+                flags["atoms"] = list(table["atoms"])
             domain[name] = {"bounds": bounds, **flags} if flags else bounds
         else:
             categories = list(table["categories"])

@@ -14,6 +14,12 @@ one is an error for the curator, naming the column and the fix.
 A numeric column is *integer* when its dtype is an integer type or it is declared
 ``integer=True`` (e.g. ages stored as Float64): its decoded values are whole numbers, still in
 the column's dtype, and its bounds must be whole numbers.
+
+Dates, datetimes and durations are numeric columns with bounds given as ``date``,
+``datetime`` or ``timedelta`` objects; inside, a :class:`ColumnSpec` holds them as whole days
+or microseconds (:mod:`polars_rap.temporal`). A numeric column may also declare a ``scale``
+(``"linear"``, ``"log"``, ``"sqrt"``) and ``atoms`` (values many rows hold exactly): the
+public map between its units and its coordinate in ``[0, 1]`` (:mod:`polars_rap.transforms`).
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from polars_rap import temporal
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+from polars_rap.transforms import MAX_ATOMS, SCALES
 
 __all__ = ["Categorical", "Numeric", "Domain", "ColumnSpec", "check_declared"]
 
@@ -93,24 +101,54 @@ class Numeric:
     sensitivity hold). ``nullable=True`` adds a null-indicator so the null rate survives;
     ``integer=True`` makes decoded values whole numbers (integer dtypes imply it).
 
+    ``scale`` (``"linear"``, ``"log"`` or ``"sqrt"``) and ``atoms`` (values that many rows
+    hold exactly, kept exactly) set the public map to the column's coordinate in ``[0, 1]``,
+    where thresholds are drawn and values decoded (:mod:`polars_rap.transforms`). Bounds and
+    atoms of a Date, Datetime or Duration column are ``date``, ``datetime`` or ``timedelta``
+    objects, kept as given (:mod:`polars_rap.temporal`); other bounds become floats.
+
     Examples
     --------
     >>> Numeric(17, 95)
-    Numeric(lower=17.0, upper=95.0, nullable=False, integer=False)
+    Numeric(lower=17.0, upper=95.0, nullable=False, integer=False, scale='linear', atoms=())
     >>> Numeric(18, 99, integer=True).integer
     True
+    >>> Numeric(0, 100_000, scale="log", atoms=[0]).atoms
+    (0.0,)
     """
 
-    lower: float
-    upper: float
+    lower: Any
+    upper: Any
     nullable: bool = False
     integer: bool = False
+    scale: str = "linear"
+    atoms: tuple = ()
 
-    def __init__(self, lower: float, upper: float, nullable: bool = False, integer: bool = False) -> None:
-        object.__setattr__(self, "lower", _number("lower", lower))
-        object.__setattr__(self, "upper", _number("upper", upper))
+    def __init__(self, lower: Any, upper: Any, nullable: bool = False, integer: bool = False,
+                 scale: str = "linear", atoms: Iterable = ()) -> None:
+        object.__setattr__(self, "lower", _bound_value(lower))
+        object.__setattr__(self, "upper", _bound_value(upper))
         object.__setattr__(self, "nullable", bool(nullable))
         object.__setattr__(self, "integer", integer)  # checked with the column's name (Domain)
+        if scale not in SCALES:
+            msg = f"The 'scale' parameter must be one of {list(SCALES)}. Got {scale!r}"
+            raise ParameterError(msg)
+        object.__setattr__(self, "scale", scale)
+        if isinstance(atoms, (str, bytes)) or not isinstance(atoms, Iterable):
+            msg = f"The 'atoms' parameter must be a list of values, e.g. [0]. Got {atoms!r}"
+            raise ParameterTypeError(msg)
+        object.__setattr__(self, "atoms", tuple(_bound_value(a) for a in atoms))
+
+
+def _bound_value(value: Any) -> Any:
+    """A bound or atom as stored: a temporal object as given, anything else as a float (a
+    bad value is refused later, with the column's name)."""
+    if temporal.is_temporal_value(value) or isinstance(value, (bool, np.bool_)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +157,10 @@ class ColumnSpec:
 
     ``kind`` is ``"categorical"`` or ``"numeric"``; ``dtype`` is the Polars dtype the
     synthetic column gets (the input's dtype); ``integer`` is the declared flag of a numeric
-    column (:attr:`is_integer` adds what an integer dtype implies).
+    column (:attr:`is_integer` adds what an integer or temporal dtype implies). ``lower``,
+    ``upper`` and ``atoms`` (sorted) are floats in the column's internal units: its own units,
+    or days / microseconds for temporal dtypes (:mod:`polars_rap.temporal`); ``scale`` and
+    ``atoms`` define its map to ``[0, 1]`` (:mod:`polars_rap.transforms`).
     """
 
     name: str
@@ -131,6 +172,8 @@ class ColumnSpec:
     nullable: bool = False
     unlisted: str = "error"
     integer: bool = False
+    scale: str = "linear"
+    atoms: tuple = ()
 
     @property
     def is_categorical(self) -> bool:
@@ -143,8 +186,27 @@ class ColumnSpec:
 
     @property
     def is_integer(self) -> bool:
-        """Whether decoded values are whole numbers: declared ``integer`` or an integer dtype."""
-        return self.integer or self.dtype.is_integer()
+        """Whether decoded values are whole numbers: declared ``integer``, an integer dtype, or
+        a temporal one (whole days or microseconds)."""
+        return self.integer or self.dtype.is_integer() or self.is_temporal
+
+    @property
+    def is_temporal(self) -> bool:
+        """Whether the column is a Date, Datetime or Duration (held in internal units)."""
+        return temporal.is_temporal(self.dtype)
+
+    def declaration(self) -> "Categorical | Numeric":
+        """The :class:`Categorical` or :class:`Numeric` that declares this column (temporal
+        bounds and atoms as ``date``/``datetime``/``timedelta`` objects)."""
+        if self.is_categorical:
+            return Categorical(self.categories, nullable=self.nullable, unlisted=self.unlisted)
+        if self.is_temporal:
+            lower, upper = (temporal.internal_to_bound(v, self.dtype) for v in (self.lower, self.upper))
+            atoms = [temporal.internal_to_bound(v, self.dtype) for v in self.atoms]
+        else:
+            lower, upper, atoms = self.lower, self.upper, list(self.atoms)
+        return Numeric(lower, upper, nullable=self.nullable, integer=self.integer, scale=self.scale,
+                       atoms=atoms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,9 +311,10 @@ class Domain:
         """Build the domain of a frame with ``schema`` from the user's ``domain=`` mapping.
 
         Each entry is a list of categories (categorical), a ``(lower, upper)`` tuple
-        (numeric), a ``{"bounds": (lo, hi), "nullable": bool, "integer": bool}`` or
-        ``{"categories": [...], "nullable": bool}`` table, or a :class:`Categorical` /
-        :class:`Numeric`. Columns absent from the mapping must have an ``Enum`` or
+        (numeric; ``date``/``datetime``/``timedelta`` bounds for temporal columns), a
+        ``{"bounds": (lo, hi), "nullable": bool, "integer": bool, "scale": str, "atoms":
+        [...]}`` or ``{"categories": [...], "nullable": bool}`` table, or a
+        :class:`Categorical` / :class:`Numeric`. Columns absent from the mapping must have an ``Enum`` or
         ``Boolean`` dtype, whose categories are declared by the dtype itself.
         """
         domain = dict(domain or {})
@@ -295,8 +358,10 @@ class Domain:
                 meta["categories"] = list(spec.categories)
                 meta["unlisted"] = spec.unlisted
             else:
-                meta["bounds"] = [spec.lower, spec.upper]
+                meta["bounds"] = [spec.lower, spec.upper]  # internal units (days/us if temporal)
                 meta["integer"] = spec.integer
+                meta["scale"] = spec.scale
+                meta["atoms"] = list(spec.atoms)
             metadata = {**(arrow_field.metadata or {}), _METADATA_KEY: json.dumps(meta)}
             fields.append(arrow_field.with_metadata(metadata))
         schema_meta = {_METADATA_KEY: json.dumps({"format_version": _FORMAT_VERSION})}
@@ -320,8 +385,12 @@ class Domain:
                     unlisted=meta.get("unlisted", "error"),
                 )
             else:
-                declared = Numeric(*meta["bounds"], nullable=meta["nullable"],
-                                   integer=meta.get("integer", False))  # absent before issue 14
+                bounds, atoms = meta["bounds"], meta.get("atoms", [])  # scale, atoms: absent before
+                if temporal.is_temporal(dtype):
+                    bounds = [temporal.internal_to_bound(v, dtype) for v in bounds]
+                    atoms = [temporal.internal_to_bound(v, dtype) for v in atoms]
+                declared = Numeric(*bounds, nullable=meta["nullable"], integer=meta.get("integer", False),
+                                   scale=meta.get("scale", "linear"), atoms=atoms)  # issue 14
             specs.append(_spec_from_declaration(arrow_field.name, dtype, declared))
             if meta.get("label"):
                 labels.append(arrow_field.name)
@@ -329,20 +398,6 @@ class Domain:
 
 
 # ---------------------------------------------------------------- helpers
-def _number(name: str, value: Any) -> float:
-    """``float(value)``, or a :class:`ParameterTypeError` naming the parameter."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        msg = f"The {name!r} parameter must be a number. Got {value!r}"
-        raise ParameterTypeError(msg) from None
-
-
-def _is_bound(value: Any) -> bool:
-    """A real number a bound may be (NumPy's and ``Decimal`` too), not a bool."""
-    return isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, (bool, np.bool_))
-
-
 def _of_column(name: str, build, *args) -> Any:
     """``build(*args)`` (a :class:`Numeric` or :class:`Categorical`); its
     :class:`ParameterError` says which column's declaration it comes from."""
@@ -365,18 +420,18 @@ def _dtype_range(dtype: pl.DataType) -> tuple[float, float] | None:
     return None
 
 
-def _integer_flag(name: str, declared: Numeric) -> bool:
-    """``declared.integer``, checked: a bool, and whole-number bounds when True (bounds that
-    are not finite are refused by :func:`_check_spec`, with their own message)."""
+def _integer_flag(name: str, declared: Numeric, lower: float, upper: float) -> bool:
+    """``declared.integer``, checked: a bool, and whole-number bounds (``lower``, ``upper``)
+    when True (bounds that are not finite are refused by :func:`_check_spec`)."""
     if not isinstance(declared.integer, (bool, np.bool_)):
         msg = f"column {name!r}: 'integer' must be True or False. Got {declared.integer!r}"
         raise ParameterTypeError(msg)
-    bounds = (declared.lower, declared.upper)
+    bounds = (lower, upper)
     if declared.integer and all(map(math.isfinite, bounds)) and any(v != math.floor(v) for v in bounds):
         msg = (
-            f"column {name!r} is declared integer but its bounds ({declared.lower}, "
-            f"{declared.upper}) are not whole numbers; declare whole-number bounds, e.g. "
-            f"({math.floor(declared.lower)}, {math.ceil(declared.upper)}), or drop 'integer'"
+            f"column {name!r} is declared integer but its bounds ({lower}, "
+            f"{upper}) are not whole numbers; declare whole-number bounds, e.g. "
+            f"({math.floor(lower)}, {math.ceil(upper)}), or drop 'integer'"
         )
         raise ParameterError(msg)
     return bool(declared.integer)
@@ -396,6 +451,14 @@ def check_declared(schema: Mapping[str, pl.DataType], domain: Mapping[str, Any] 
     """Raise ``ValueError`` naming *every* column of ``schema`` without a public domain: no
     entry in ``domain``, not in ``pending`` (columns to be inferred), no ``Enum``/``Boolean``
     dtype. Checked before any row is read."""
+    times = [name for name, dtype in schema.items() if dtype == pl.Time]
+    if times:
+        msg = (
+            f"column {times[0]!r} holds {pl.Time}, which polars-rap does not support (dates, "
+            "datetimes and durations are); cast it to a Duration since midnight "
+            f"(pl.col({times[0]!r}).cast(pl.Duration)) or to a number, or drop the column"
+        )
+        raise ParameterError(msg)
     skip = {name for name, entry in (domain or {}).items() if entry is not None} | set(pending)
     undeclared = [(name, dtype) for name, dtype in schema.items()
                   if name not in skip and _declared_by_dtype(dtype) is None]
@@ -419,9 +482,27 @@ def check_declared(schema: Mapping[str, pl.DataType], domain: Mapping[str, Any] 
 def _example_entry(name: str, dtype: pl.DataType, labels: Sequence[str]) -> str:
     """A placeholder declaration for an undeclared column: classes for a label or a text
     column, bounds for any other numeric one."""
+    if temporal.is_temporal(dtype) and name not in labels:
+        return _TEMPORAL_EXAMPLES[type(dtype).__name__ if dtype != pl.Date else "Date"]
     if dtype.is_numeric() and name not in labels:
         return "(lower, upper)"
     return "[class, ...]" if name in labels else "['a', 'b', ...]"
+
+
+_TEMPORAL_EXAMPLES = {
+    "Date": "(date(1990, 1, 1), date(2025, 12, 31))",
+    "Datetime": "(datetime(1990, 1, 1), datetime(2025, 12, 31, 23, 59))",
+    "Duration": "(timedelta(0), timedelta(days=365))",
+}
+_NUMERIC_KEYS = ("integer", "scale", "atoms")
+
+
+def _is_bound(value: Any) -> bool:
+    """A real number (NumPy's and ``Decimal`` too, not a bool) or a date/datetime/timedelta:
+    what a tuple of bounds holds."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (numbers.Real, decimal.Decimal)) or temporal.is_temporal_value(value)
 
 
 def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> ColumnSpec:
@@ -433,11 +514,14 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
                 msg = f"column {name!r}: 'bounds' must be a pair (lower, upper). Got {bounds!r}"
                 raise ParameterTypeError(msg)
-            declared_obj: Any = _of_column(name, Numeric, *bounds, nullable, declared.pop("integer", False))
-        elif "categories" in declared and "integer" in declared:
+            options = {key: declared.pop(key) for key in _NUMERIC_KEYS if key in declared}
+            declared_obj: Any = _of_column(name, Numeric, *bounds, nullable, **options)
+        elif "categories" in declared and any(key in declared for key in _NUMERIC_KEYS):
+            keys = " and ".join(repr(key) for key in _NUMERIC_KEYS if key in declared)
+            verb = "apply" if " and " in keys else "applies"
             msg = (
-                f"column {name!r}: 'integer' applies to numeric bounds, not to categories; "
-                "categories are decoded as declared. Remove 'integer'"
+                f"column {name!r}: {keys} {verb} to numeric bounds, not to categories; "
+                f"categories are decoded as declared. Remove {keys}"
             )
             raise ParameterError(msg)
         elif "categories" in declared:
@@ -453,7 +537,8 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
         if len(declared) != 2 or not all(_is_bound(v) for v in declared):
             msg = (
                 f"domain entry for {name!r} is a tuple {declared!r}; a tuple means numeric "
-                "(lower, upper) bounds. Give categories as a list, e.g. ['a', 'b']"
+                "(lower, upper) bounds (numbers, or dates/datetimes/timedeltas for a temporal "
+                "column). Give categories as a list, e.g. ['a', 'b']"
             )
             raise ParameterTypeError(msg)
         declared = Numeric(*declared)
@@ -472,7 +557,7 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             nullable=declared.nullable, unlisted=declared.unlisted,
         )
     if isinstance(declared, Numeric):
-        if not dtype.is_numeric():  # a Null column could not hold a synthetic number either
+        if not (dtype.is_numeric() or temporal.is_temporal(dtype)):  # nor a Null column
             msg = (
                 f"column {name!r} is declared numeric with bounds ({declared.lower:g}, "
                 f"{declared.upper:g}) but holds {dtype}, not numbers. Store it as numbers first "
@@ -481,11 +566,13 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
                 "declared nullable), or declare its categories as a list"
             )
             raise DataError(msg)
+        lower, upper = (_internal(name, dtype, v, "bound") for v in (declared.lower, declared.upper))
+        atoms = tuple(sorted(_internal(name, dtype, v, "atom") for v in declared.atoms))
         limits = _dtype_range(dtype)
-        finite = math.isfinite(declared.lower) and math.isfinite(declared.upper)  # else _check_spec says so
-        if limits is not None and finite and not (limits[0] <= declared.lower and declared.upper <= limits[1]):
+        finite = math.isfinite(lower) and math.isfinite(upper)  # else _check_spec says so
+        if limits is not None and finite and not (limits[0] <= lower and upper <= limits[1]):
             msg = (
-                f"column {name!r} is declared with bounds ({declared.lower}, {declared.upper}) but "
+                f"column {name!r} is declared with bounds ({lower}, {upper}) but "
                 f"holds {dtype}, which holds values in [{limits[0]}, {limits[1]}] only; "
                 f"cast it to a wider type first (pl.col({name!r}).cast(pl.Float64)) or narrow the bounds"
             )
@@ -494,15 +581,30 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
             name,
             "numeric",
             dtype,
-            lower=declared.lower,
-            upper=declared.upper,
+            lower=lower,
+            upper=upper,
             nullable=declared.nullable,
-            integer=_integer_flag(name, declared),
+            integer=_integer_flag(name, declared, lower, upper),
+            scale=declared.scale,
+            atoms=atoms,
         )
     msg = (
         f"domain entry for {name!r} must be a list of categories, a (lower, upper) tuple, "
         f"a dict with 'bounds' or 'categories', or Categorical/Numeric. Got {declared!r}"
     )
+    raise ParameterTypeError(msg)
+
+
+def _internal(name: str, dtype: pl.DataType, value: Any, what: str) -> float:
+    """A declared bound or atom as a float in the column's internal units, or a ParameterTypeError
+    naming the column (text, a bool, a date for a number column, a number for a date one)."""
+    if temporal.is_temporal(dtype):
+        return temporal.bound_to_internal(value, dtype, name, what)
+    if isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    hint = (" Dates and times need a Date/Datetime/Duration column: cast it first"
+            if temporal.is_temporal_value(value) else "")
+    msg = f"column {name!r} holds {dtype}, so its {what} must be a number. Got {value!r}.{hint}"
     raise ParameterTypeError(msg)
 
 
@@ -529,3 +631,36 @@ def _check_spec(spec: ColumnSpec) -> None:
             f"Got ({spec.lower}, {spec.upper})"
         )
         raise ParameterError(msg)
+    if spec.scale not in SCALES:
+        msg = f"column {spec.name!r}: 'scale' must be one of {list(SCALES)}. Got {spec.scale!r}"
+        raise ParameterError(msg)
+    _check_atoms(spec)
+
+
+def _check_atoms(spec: ColumnSpec) -> None:
+    """Atoms: at most ``MAX_ATOMS``, distinct, inside the bounds, whole for integer columns."""
+    atoms = spec.atoms
+    shown = _shown_values(spec, atoms)
+    if len(atoms) > MAX_ATOMS:
+        msg = (f"column {spec.name!r} declares {len(atoms)} atoms, more than {MAX_ATOMS}: atoms are "
+               "the few values many rows hold exactly (e.g. 0); declare a categorical column instead")
+        raise ParameterError(msg)
+    if len(set(atoms)) != len(atoms):
+        msg = f"column {spec.name!r} declares repeated atoms: {shown}"
+        raise ParameterError(msg)
+    outside = [a for a in atoms if not (math.isfinite(a) and spec.lower <= a <= spec.upper)]
+    if outside:
+        msg = (f"column {spec.name!r}: atoms {_shown_values(spec, outside)} lie outside its bounds "
+               f"{_shown_values(spec, [spec.lower, spec.upper])}; an atom is a value inside the bounds")
+        raise ParameterError(msg)
+    if spec.is_integer and any(a != math.floor(a) for a in atoms):
+        msg = (f"column {spec.name!r} is integer but its atoms {shown} are not all whole numbers; "
+               "an integer column can only hold whole values")
+        raise ParameterError(msg)
+
+
+def _shown_values(spec: ColumnSpec, values) -> list:
+    """``values`` (internal units) as the user declared them, for messages."""
+    if spec.is_temporal:
+        return [temporal.internal_to_bound(v, spec.dtype) for v in values]
+    return [float(v) for v in values]

@@ -3,12 +3,16 @@
 Real data becomes ``codes`` (``int32[n_rows, n_blocks]``: one category code per categorical
 block of the domain, the null being the last code of a nullable column, and 0/1 for the null
 indicator of a nullable numeric column) and ``numerics`` (``float64[n_rows, n_numeric]``,
-scaled to ``[0, 1]`` by the public bounds and clipped; a null counts as 0, its lower bound).
+clipped to the public bounds and mapped to ``[0, 1]`` by the column's public map: linear by
+default, or its declared scale and atoms, :mod:`polars_rap.transforms`; a null counts as 0).
+Dates, datetimes and durations are read in whole days or microseconds first
+(:mod:`polars_rap.temporal`).
 These are per-row maps that keep every row, so ``n`` is unchanged (design.md §5).
 
 Relaxed synthetic data is ``float32[n_relaxed, n_coords]``: probabilities per categorical
-block, then the scaled numerics. Decoding samples categories from those probabilities and maps
-numerics back to their units and dtypes (integers rounded, values inside the bounds).
+block, then the mapped numerics. Decoding samples categories from those probabilities and maps
+numerics back to their units and dtypes by the inverse map (atoms exactly, integers and
+temporal values rounded to whole units, values inside the bounds).
 
 Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one of two ways:
 
@@ -33,10 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from polars_rap import temporal
 from polars_rap.domain import ColumnSpec, Domain
 from polars_rap.errors import DataError, ParameterError
+from polars_rap.temporal import format_internal
+from polars_rap.transforms import from_unit, to_unit
 
-__all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "block_slices"]
+__all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "block_slices",
+           "numeric_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,9 +150,11 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
     return codes.to_numpy().astype(np.int32, copy=False)
 
 
-def _scaled_numeric(
-    column: pl.Series, spec: ColumnSpec, clip_counts: dict[str, int] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def numeric_values(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
+    """float64[n_rows]: a numeric ``column`` in its internal units (temporal dtypes in days or
+    microseconds), NaN for a null; not clipped. Text raises a :class:`DataError` naming the column."""
+    if spec.is_temporal and temporal.is_temporal(column.dtype):
+        return temporal.to_internal(column).to_numpy().astype(np.float64, copy=True)
     if not (column.dtype.is_numeric() or column.dtype == pl.Null):
         msg = (
             f"column {spec.name!r} is declared numeric but holds {column.dtype}; cast it to a "
@@ -152,7 +162,26 @@ def _scaled_numeric(
             "into nulls: declare it nullable then) or declare it categorical"
         )
         raise DataError(msg)
-    values = column.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+    return column.cast(pl.Float64).to_numpy().astype(np.float64, copy=True)
+
+
+def bounds_text(spec: ColumnSpec) -> str:
+    """The bounds for the curator's log: ``[17, 99]``, or ``[1990-01-01, 2025-12-31]``."""
+    if spec.is_temporal:
+        return f"[{format_internal(spec.lower, spec.dtype)}, {format_internal(spec.upper, spec.dtype)}]"
+    return f"[{spec.lower:g}, {spec.upper:g}]"
+
+
+def _bounds_literal(spec: ColumnSpec) -> str:
+    """The bounds as Python source, for a suggested ``domain=`` entry."""
+    declared = spec.declaration()
+    return f"({declared.lower!r}, {declared.upper!r})" if spec.is_temporal else f"({spec.lower:g}, {spec.upper:g})"
+
+
+def _scaled_numeric(
+    column: pl.Series, spec: ColumnSpec, clip_counts: dict[str, int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    values = numeric_values(column, spec)
     n_infinite = int(np.count_nonzero(np.isinf(values)))
     if n_infinite:
         msg = (
@@ -167,7 +196,7 @@ def _scaled_numeric(
         msg = (
             f"column {spec.name!r} holds {int(is_null.sum())} nulls/NaN but is declared "
             f"without them. Declare it nullable (domain={{{spec.name!r}: {{'bounds': "
-            f"({spec.lower:g}, {spec.upper:g}), 'nullable': True}}}}) so the null rate is "
+            f"{_bounds_literal(spec)}, 'nullable': True}}}}) so the null rate is "
             "kept, or fill the nulls first"
         )
         raise DataError(msg)
@@ -178,10 +207,10 @@ def _scaled_numeric(
     elif n_clipped:
         # Curator-only diagnostic: this count reads the data and is never released.
         logger.warning(
-            "column %r: %d values outside the declared bounds [%g, %g] were clipped",
-            spec.name, n_clipped, spec.lower, spec.upper,
+            "column %r: %d values outside the declared bounds %s were clipped",
+            spec.name, n_clipped, bounds_text(spec),
         )
-    scaled = (np.clip(values, spec.lower, spec.upper) - spec.lower) / (spec.upper - spec.lower)
+    scaled = to_unit(values, spec)
     scaled[is_null] = 0.0
     return scaled, is_null.astype(np.int32)
 
@@ -278,12 +307,14 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
             block = domain.block_index(spec.name)
             columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)
         else:
-            scaled = sample.numerics[:, numeric_index[spec.name]]
-            values = spec.lower + scaled * (spec.upper - spec.lower)
+            values = from_unit(sample.numerics[:, numeric_index[spec.name]], spec)
             if spec.is_integer:
                 values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
             values = np.clip(values, spec.lower, spec.upper)
-            series = pl.Series(spec.name, values)
+            if spec.is_temporal:
+                series = temporal.from_internal(spec.name, values, spec.dtype)
+            else:
+                series = pl.Series(spec.name, values)
             if spec.nullable:
                 is_null = sample.codes[:, domain.block_index(spec.name, indicator=True)] == 1
                 series = pl.select(

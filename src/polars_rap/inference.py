@@ -7,7 +7,7 @@ sensitive data into a release. Replace-one neighbours, n public.
 
 How a column is asked for:
 
-``"numeric"`` (or ``infer_domain=True`` on a numeric dtype)
+``"numeric"`` (or ``infer_domain=True`` on a numeric, date, datetime or duration dtype)
     Bounds from a **noisy log-scale histogram** over fixed bins (rho-zCDP, sensitivity
     sqrt 2), whose outer bins clearing a threshold give coarse bounds (an error naming the
     column when none does), refined by a **noisy binary search** inside those bins (Gaussian
@@ -59,6 +59,7 @@ from polars_rap.privacy import (
     gaussian_noise_std,
 )
 from polars_rap.samplers import words_from
+from polars_rap.temporal import is_temporal, to_internal
 
 __all__ = [
     "InferenceCounts",
@@ -126,7 +127,7 @@ def inference_requests(
         if request is None and entry is None and (infer_domain is True or name in named):
             if isinstance(dtype, pl.Enum) or dtype == pl.Boolean:
                 continue  # the dtype declares the categories
-            is_numeric = dtype.is_numeric() and name not in labels
+            is_numeric = (dtype.is_numeric() or is_temporal(dtype)) and name not in labels
             request = InferenceRequest(name, "numeric" if is_numeric else "categorical")
         elif request is None and name in named:
             msg = (
@@ -142,7 +143,7 @@ def inference_requests(
                     f"{{'candidates': [...]}} in domain=, or declare its classes"
                 )
                 raise ParameterError(msg)
-            if request.kind == "numeric" and not dtype.is_numeric():
+            if request.kind == "numeric" and not (dtype.is_numeric() or is_temporal(dtype)):
                 msg = (
                     f"column {name!r} is to be inferred as numeric but holds {dtype}; cast it "
                     f"to a number first or infer it as 'categorical'"
@@ -217,7 +218,7 @@ class InferenceCounts:
         for request in self.requests:
             column = batch.get_column(request.name)
             if request.kind == "numeric":
-                values = column.cast(pl.Float64).to_numpy()
+                values = (to_internal(column) if is_temporal(column.dtype) else column.cast(pl.Float64)).to_numpy()
                 values = values[np.isfinite(values)]  # nulls/NaN: the null indicator; inf: encode refuses
                 self.bounds[request.name].add(values)
             else:

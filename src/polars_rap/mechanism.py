@@ -151,7 +151,9 @@ def synthesize(
         The (ε, δ)-DP guarantee (replace-one neighbours, the row count is public).
     domain : mapping
         Public domain of each column: a list of categories (``None`` in it declares nulls),
-        ``(lower, upper)`` bounds, ``{"bounds": (lo, hi), "nullable": True}``, or
+        ``(lower, upper)`` bounds (dates, datetimes or timedeltas for temporal columns),
+        ``{"bounds": (lo, hi), "nullable": True, "scale": "log", "atoms": [0]}`` (a declared
+        scale and exact values: :mod:`polars_rap.transforms`), or
         :class:`~polars_rap.Categorical` / :class:`~polars_rap.Numeric`. ``Enum`` and
         ``Boolean`` columns may be left out. Never derive it from the data itself: to learn
         a column's domain from the data, privately, give ``"numeric"``, ``"categorical"``

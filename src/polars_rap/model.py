@@ -14,8 +14,8 @@ On disk a model is a directory of open, versioned files::
     relaxed.arrow   Arrow IPC file: one float32 column per coordinate of the relaxed matrix,
                     named ``SEX=1`` (a category's probability), ``FER=null`` (a declared null
                     category), ``JWMNP is null`` / ``JWMNP is not null`` (the null indicator of
-                    a nullable numeric column), ``AGEP`` (a numeric scaled to [0, 1] by its
-                    public bounds); one row per relaxed row
+                    a nullable numeric column), ``AGEP`` (a numeric mapped to [0, 1] by its
+                    public bounds, scale and atoms); one row per relaxed row
     domain.arrow    Arrow IPC file with no rows: the domain's Arrow schema
                     (:meth:`Domain.to_arrow_schema`), each field's spec in its metadata
     report.json     :meth:`PrivacyReport.summary_dict`: the guarantee, budget, parameters, and
@@ -106,7 +106,8 @@ class SyntheticModel:
     ----------
     relaxed : np.ndarray
         float32[n_relaxed, n_coords]: per relaxed row, the probabilities of each categorical
-        block's codes, then the numerics scaled to [0, 1] by their public bounds (the layout of
+        block's codes, then the numerics mapped to [0, 1] by their public bounds and declared
+        scale and atoms (the layout of
         :func:`coordinate_names`).
     domain : Domain
         The public schema: column names, dtypes, categories, bounds, labels.

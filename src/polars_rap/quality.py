@@ -297,11 +297,7 @@ def _privacy_input(model) -> PrivacyReport:
 def _domain_mapping(domain) -> dict[str, Any] | None:
     """The ``domain=`` mapping (a CSV file's column types come from it)."""
     if isinstance(domain, Domain):
-        return {
-            c.name: Categorical(c.categories, nullable=c.nullable) if c.is_categorical
-            else Numeric(c.lower, c.upper, nullable=c.nullable, integer=c.integer)
-            for c in domain.columns
-        }
+        return {c.name: c.declaration() for c in domain.columns}
     return None if domain is None else dict(domain)
 
 

@@ -5,10 +5,12 @@ associations and workload errors follow exactly (:mod:`polars_rap.quality`).
 
 - a categorical column: the count of each declared category (and of the null);
 - a numeric column: the null count, a histogram over its public bounds (for the plots) and,
-  for the Kolmogorov–Smirnov distance, the counts of values below and at or below each
-  distinct synthetic value. Both empirical CDFs are step functions; between two consecutive
-  synthetic values the synthetic CDF is constant while the real one rises, so the largest
-  gap is reached at a synthetic value or just below one, and :func:`ks_distance` is exact;
+  for the Kolmogorov–Smirnov distance, an :class:`EmpiricalCdf`: the counts of values below
+  and at or below each distinct synthetic value. Both empirical CDFs are step functions;
+  between two consecutive synthetic values the synthetic CDF is constant while the real one
+  rises, so the largest gap is reached at a synthetic value or just below one, and
+  :func:`ks_statistic` is exact (the one KS implementation: :mod:`polars_rap.evaluation`'s
+  numeric metric uses it too);
 - a pair of columns: a contingency table (categorical × categorical), per-category counts,
   sums and sums of squares (categorical × numeric), co-moment sums (numeric × numeric), from
   which :func:`association` gives Cramér's V, the correlation ratio or Pearson's r;
@@ -16,6 +18,8 @@ associations and workload errors follow exactly (:mod:`polars_rap.quality`).
   uniform sample of rows (the ones with the smallest uniform keys).
 
 Numeric values are clipped to their declared bounds, as synthesis sees them; NaN is a null.
+Temporal columns are read in days or microseconds (:mod:`polars_rap.temporal`); pair
+statistics use values scaled linearly by the bounds, whatever the column's declared scale.
 """
 
 from __future__ import annotations
@@ -27,9 +31,11 @@ import polars as pl
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
+from polars_rap.encoding import numeric_values as _internal_values
 from polars_rap.queries import QuerySet
 
-__all__ = ["TableStats", "association", "bin_edges", "ks_distance", "ks_points", "pair_sums"]
+__all__ = ["EmpiricalCdf", "TableStats", "association", "bin_edges", "ks_distance", "ks_points",
+           "ks_statistic", "pair_sums"]
 
 N_BINS = 60
 """Most histogram bins over a numeric column's bounds, for the plots."""
@@ -43,10 +49,57 @@ def ks_points(frame: pl.DataFrame, domain: Domain) -> dict[str, np.ndarray]:
 
 
 def numeric_values(column: pl.Series, spec) -> np.ndarray:
-    """float64[n_present]: the non-null, non-NaN values of ``column``, clipped to its bounds."""
-    values = column.cast(pl.Float64).to_numpy().astype(np.float64, copy=False)
+    """float64[n_present]: the non-null, non-NaN values of ``column`` in its internal units
+    (days or microseconds for temporal dtypes), clipped to its bounds."""
+    values = _internal_values(column, spec)
     values = values[~np.isnan(values)]
     return np.clip(values, spec.lower, spec.upper)
+
+
+class EmpiricalCdf:
+    """Counts of values below and at or below each of sorted ``points`` (float64[m]), added
+    batch by batch: the empirical CDF at and just below every point, without keeping values.
+
+    >>> cdf = EmpiricalCdf(np.array([1.0, 2.0]))
+    >>> cdf.add(np.array([0.5, 1.0, 2.0, 3.0]))
+    >>> cdf.n_values, cdf.at()
+    (4, (array([0.5 , 0.75]), array([0.25, 0.5 ])))
+    """
+
+    def __init__(self, points: np.ndarray) -> None:
+        self.points = np.asarray(points, dtype=np.float64)
+        self.n_values = 0
+        self.below = np.zeros(self.points.size + 1)
+        self.at_or_below = np.zeros(self.points.size + 1)
+
+    def add(self, values: np.ndarray) -> None:
+        """Count float64 ``values`` (no NaN)."""
+        # A value v counts in "at or below p" for every point p >= v, in "below p" for p > v.
+        self.at_or_below += np.bincount(np.searchsorted(self.points, values, "left"), minlength=self.points.size + 1)
+        self.below += np.bincount(np.searchsorted(self.points, values, "right"), minlength=self.points.size + 1)
+        self.n_values += values.size
+
+    def at(self) -> tuple[np.ndarray, np.ndarray]:
+        """float64[m] each: the fraction of values at or below, and below, each point."""
+        count = max(self.n_values, 1)
+        return np.cumsum(self.at_or_below)[:-1] / count, np.cumsum(self.below)[:-1] / count
+
+
+def ks_statistic(real: EmpiricalCdf, synthetic: EmpiricalCdf) -> float:
+    """sup |F_real - F_synthetic| when both count values at the same points, which include
+    every distinct synthetic value (see the module docstring); 1 when only one has values, 0
+    when neither has.
+
+    >>> real, synthetic = EmpiricalCdf(np.array([1.0, 2.0])), EmpiricalCdf(np.array([1.0, 2.0]))
+    >>> real.add(np.array([1.0, 1.5, 3.0])); synthetic.add(np.array([1.0, 2.0]))
+    >>> round(ks_statistic(real, synthetic), 6)
+    0.333333
+    """
+    if not (real.n_values and synthetic.n_values):
+        return float(bool(real.n_values) != bool(synthetic.n_values))
+    real_le, real_lt = real.at()
+    synthetic_le, synthetic_lt = synthetic.at()
+    return float(max(np.abs(real_le - synthetic_le).max(), np.abs(real_lt - synthetic_lt).max()))
 
 
 class TableStats:
@@ -76,8 +129,7 @@ class TableStats:
         self.null_counts = {c.name: 0 for c in domain.numeric_columns}
         self.edges = {c.name: bin_edges(c) for c in domain.numeric_columns}
         self.histograms = {c.name: np.zeros(self.edges[c.name].size - 1) for c in domain.numeric_columns}
-        self.below = {name: np.zeros(len(p) + 1) for name, p in points.items()}
-        self.at_or_below = {name: np.zeros(len(p) + 1) for name, p in points.items()}
+        self.cdfs = {name: EmpiricalCdf(p) for name, p in points.items()}
         self.pair_totals: dict[tuple[str, str], np.ndarray] = {}
         self.answer_counts = None if queries is None else np.zeros(queries.n_queries)
         self.sample: pl.DataFrame | None = None
@@ -92,12 +144,11 @@ class TableStats:
                 self.category_counts[spec.name] += np.bincount(codes, minlength=spec.n_codes)
                 columns[spec.name] = (codes, None)
             else:
-                j = self.domain.numeric_columns.index(spec)
                 present = np.ones(batch.height, dtype=bool)
                 if spec.nullable:
                     present = encoded.codes[:, self.domain.block_index(spec.name, indicator=True)] == 0
                 self._add_numeric(spec, batch.get_column(spec.name))
-                columns[spec.name] = (encoded.numerics[:, j], present)
+                columns[spec.name] = (_linear(batch.get_column(spec.name), spec), present)
         self._add_pairs(columns)
         if self.answer_counts is not None:
             answers = self.backend.answers_exact(encoded.codes, encoded.numerics, self.queries)
@@ -110,10 +161,7 @@ class TableStats:
         values = numeric_values(column, spec)
         self.null_counts[spec.name] += column.len() - values.size
         self.histograms[spec.name] += np.histogram(values, bins=self.edges[spec.name])[0]
-        points = self.points[spec.name]
-        # A value v counts in "at or below p" for every point p >= v, in "below p" for p > v.
-        self.at_or_below[spec.name] += np.bincount(np.searchsorted(points, values, "left"), minlength=points.size + 1)
-        self.below[spec.name] += np.bincount(np.searchsorted(points, values, "right"), minlength=points.size + 1)
+        self.cdfs[spec.name].add(values)
 
     def _add_pairs(self, columns: dict) -> None:
         names = self.domain.names
@@ -145,10 +193,12 @@ class TableStats:
             return float(self.category_counts[spec.name][-1] / self.n_rows) if spec.nullable else 0.0
         return self.null_counts[spec.name] / self.n_rows
 
-    def cdf_at(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """float64[m] each: the fraction of non-null values at or below, and below, each point."""
-        present = max(self.n_rows - self.null_counts[name], 1)
-        return (np.cumsum(self.at_or_below[name])[:-1] / present, np.cumsum(self.below[name])[:-1] / present)
+
+def _linear(column: pl.Series, spec) -> np.ndarray:
+    """float64[n_rows]: ``column`` clipped and scaled linearly to [0, 1] by its bounds (a null
+    as 0), for pair statistics in the column's own units whatever its declared map."""
+    values = np.clip(_internal_values(column, spec), spec.lower, spec.upper)
+    return np.nan_to_num((values - spec.lower) / (spec.upper - spec.lower), nan=0.0)
 
 
 def pair_sums(spec_a, values_a, present_a, spec_b, values_b, present_b) -> np.ndarray:
@@ -211,11 +261,5 @@ def association(spec_a, spec_b, sums: np.ndarray) -> tuple[str, float]:
 
 
 def ks_distance(name: str, real: TableStats, synthetic: TableStats) -> float:
-    """sup |F_real - F_synthetic| over non-null values; 1 when only one table has any, 0 when neither."""
-    has_real = real.n_rows > real.null_counts[name]
-    has_synthetic = synthetic.n_rows > synthetic.null_counts[name]
-    if not (has_real and has_synthetic):
-        return float(has_real != has_synthetic)
-    real_le, real_lt = real.cdf_at(name)
-    synthetic_le, synthetic_lt = synthetic.cdf_at(name)
-    return float(max(np.abs(real_le - synthetic_le).max(), np.abs(real_lt - synthetic_lt).max()))
+    """sup |F_real - F_synthetic| over non-null values of column ``name`` (:func:`ks_statistic`)."""
+    return ks_statistic(real.cdfs[name], synthetic.cdfs[name])

@@ -36,7 +36,8 @@ null-indicator block (the product form would treat dependent factors as independ
 
 Layout of the relaxed matrix ``X`` (``float32[n_rows, n_coords]``): first one block of
 probabilities per categorical column (``n_categorical_coords`` coordinates in all), then one
-coordinate per numeric column, scaled to ``[0, 1]`` by the column's public bounds.
+coordinate per numeric column, mapped to ``[0, 1]`` by the column's public bounds (and its
+declared scale and atoms, :mod:`polars_rap.transforms`).
 ``numeric_offset == n_categorical_coords`` is where the numeric block starts.
 
 Real data is read as ``codes`` (``int32[n_rows, n_categorical_columns]``, one category code per

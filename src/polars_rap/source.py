@@ -19,6 +19,7 @@ encoded and counted by a kernel backend, and only the per-query counts survive t
 
 from __future__ import annotations
 
+import datetime
 import logging
 import numbers
 import os
@@ -31,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.domain import Categorical, Domain, Numeric
-from polars_rap.encoding import encode
+from polars_rap.encoding import bounds_text, encode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
@@ -239,15 +240,19 @@ def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = Non
 # ---------------------------------------------------------------- CSV types
 _CSV_RULE = (
     "int bounds or int categories: Int64; other numeric bounds or number categories, and "
-    "'numeric' inference: Float64; True/False categories: Boolean; anything else: text"
+    "'numeric' inference: Float64; date bounds: Date (YYYY-MM-DD); datetime bounds: "
+    "Datetime (ISO 8601, microseconds; UTC when the bounds carry a time zone); True/False "
+    "categories: Boolean; anything else: text"
 )
 
 
 def csv_dtype(entry: object) -> pl.DataType:
     """The dtype a CSV column gets from its ``domain=`` entry alone (never from the rows).
 
-    Bounds ``(lo, hi)`` of Python ints (as TOML ``bounds = [17, 99]`` gives) mean Int64, other
-    bounds and :class:`~polars_rap.domain.Numeric` (which holds floats) Float64; categories
+    Bounds ``(lo, hi)`` of Python ints (as TOML ``bounds = [17, 99]`` gives) mean Int64, date
+    bounds (TOML ``1990-01-01``) Date, datetime bounds Datetime in microseconds (in UTC when
+    they are aware), other bounds and a :class:`~polars_rap.domain.Numeric` of numbers
+    (which holds floats) Float64; categories
     (a list, ``{"categories": ...}``, ``{"candidates": ...}``, a
     :class:`~polars_rap.domain.Categorical`) take the type they share: Boolean for bools,
     Int64 for ints, Float64 for numbers, text otherwise; ``"numeric"`` inference is Float64.
@@ -255,6 +260,8 @@ def csv_dtype(entry: object) -> pl.DataType:
 
     >>> csv_dtype((17, 99)), csv_dtype((0, 1.5)), csv_dtype([1, 2, None]), csv_dtype(["a", 1])
     (Int64, Float64, Int64, String)
+    >>> csv_dtype((datetime.date(1990, 1, 1), datetime.date(2025, 12, 31)))
+    Date
     """
     if isinstance(entry, Mapping):
         for key in ("bounds", "categories", "candidates"):
@@ -263,7 +270,9 @@ def csv_dtype(entry: object) -> pl.DataType:
         return pl.String
     if isinstance(entry, tuple):
         return _bounds_dtype(entry)
-    if isinstance(entry, Numeric) or (isinstance(entry, str) and entry == "numeric"):
+    if isinstance(entry, Numeric):
+        return _bounds_dtype((entry.lower, entry.upper)) if isinstance(entry.lower, datetime.date) else pl.Float64
+    if isinstance(entry, str) and entry == "numeric":
         return pl.Float64
     if isinstance(entry, Categorical):
         return _categories_dtype(entry.categories)
@@ -284,6 +293,10 @@ def _bounds_dtype(bounds: object) -> pl.DataType:
     values = list(bounds) if isinstance(bounds, (tuple, list)) else []
     if values and all(_is_int(v) for v in values):
         return pl.Int64
+    if values and all(isinstance(v, datetime.datetime) for v in values):
+        return pl.Datetime("us", "UTC" if any(v.tzinfo is not None for v in values) else None)
+    if values and all(isinstance(v, datetime.date) for v in values):
+        return pl.Date
     return pl.Float64  # a malformed entry is refused by Domain, naming the column
 
 
@@ -313,6 +326,10 @@ def scan_csv(path: str | os.PathLike, domain: Mapping[str, object] | None = None
         if dtype == pl.Boolean:  # through an Enum: codes 0/1, and a failed cast names the column
             words = pl.col(name).str.to_lowercase().cast(pl.Enum(["false", "true"]), strict=True)
             casts.append(words.to_physical().cast(pl.Boolean))
+        elif dtype == pl.Date:
+            casts.append(pl.col(name).str.to_date("%Y-%m-%d", strict=True))
+        elif isinstance(dtype, pl.Datetime):
+            casts.append(pl.col(name).str.to_datetime(time_unit="us", time_zone=dtype.time_zone, strict=True))
         elif dtype != pl.String:
             casts.append(pl.col(name).cast(dtype, strict=True))
     return text.with_columns(casts)
@@ -449,8 +466,7 @@ def _log_clipped(clip_counts: dict[str, int], domain: Domain) -> None:
     never released."""
     for name, n_clipped in clip_counts.items():
         if n_clipped:
-            spec = domain[name]
             logger.warning(
-                "column %r: %d values outside the declared bounds [%g, %g] were clipped",
-                name, n_clipped, spec.lower, spec.upper,
+                "column %r: %d values outside the declared bounds %s were clipped",
+                name, n_clipped, bounds_text(domain[name]),
             )

@@ -12,11 +12,13 @@ Three classes (paper §5.1, design.md §3), all class-conditional when the domai
 - null rates (NR, :mod:`polars_rap.null_rates`): a nullable column's block times each label,
   for the blocks the other classes leave unmeasured.
 
-Thresholds are drawn on numerics scaled to ``[0, 1]`` by their *public* bounds, never from the
-data. For LT the normal is ``theta ~ N(0, I) / sqrt(d)`` as in the paper, but the threshold is
-``tau = theta . u`` for a uniform point ``u`` of the unit box rather than ``tau ~ N(0, 1)``:
-on ``[0, 1]`` coordinates ``theta . x`` spans only about ``±0.8 sqrt(d)``, so most ``N(0, 1)``
-thresholds would cut nothing. ``theta . u`` always lies inside the range of ``theta . x``.
+Thresholds are drawn on numerics mapped to ``[0, 1]`` by their *public* bounds and map (scale
+and atoms, :mod:`polars_rap.transforms`), never from the data: a threshold uniform in the mapped
+coordinate follows a declared ``"log"`` or ``"sqrt"`` scale in the column's units. For LT the
+normal is ``theta ~ N(0, I) / sqrt(d)`` as in the paper, but the threshold is ``tau = theta .
+u`` for a uniform point ``u`` of the unit box rather than ``tau ~ N(0, 1)``: on ``[0, 1]``
+coordinates ``theta . x`` spans only about ``±0.8 sqrt(d)``, so most ``N(0, 1)`` thresholds
+would cut nothing. ``theta . u`` always lies inside the range of ``theta . x``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
 from polars_rap.errors import ParameterError
 from polars_rap.queries import QueryClass, QuerySet, _offsets, categorical_layout
+from polars_rap.temporal import format_internal
+from polars_rap.transforms import from_unit
 
 __all__ = [
     "categorical_marginals",
@@ -166,7 +170,8 @@ def null_rate_marginals(domain: Domain, blocks: list[int],
 def mixed_marginals(domain: Domain, n_groups: int, rng: np.random.Generator) -> QuerySet:
     """``n_groups`` random class-conditional mixed marginals: two numeric prefixes
     ``x_i <= t_i, x_j <= t_j`` (one numeric column if there is only one) × every value of one
-    label, with thresholds uniform on the scaled ``[0, 1]`` range."""
+    label, with thresholds uniform on the mapped ``[0, 1]`` coordinate (uniform in the
+    column's units for a linear scale)."""
     n_numeric = len(domain.numeric_columns)
     features, labels = _feature_and_label_blocks(domain)
     if n_numeric == 0 or n_groups <= 0:
@@ -272,10 +277,16 @@ def describe_queries(queries: QuerySet, domain: Domain, indices: np.ndarray) -> 
             lo, hi = queries.theta_offsets[h], queries.theta_offsets[h + 1]
             index, weight, tau = queries.theta_index[lo:hi], queries.theta_weight[lo:hi], queries.tau[h]
             if len(index) == 1 and weight[0] == 1.0:
-                spec = numeric[index[0]]
-                parts.append(f"{spec.name}<={spec.lower + float(tau) * (spec.upper - spec.lower):.4g}")
+                parts.append(f"{numeric[index[0]].name}<={_threshold_text(numeric[index[0]], float(tau))}")
             else:
                 terms = " + ".join(f"{w:.3g}*{numeric[j].name}~" for j, w in zip(index, weight, strict=True))
                 parts.append(f"{terms} <= {float(tau):.3g}")
         out.append(" & ".join(parts) if parts else "all rows")
     return out
+
+
+def _threshold_text(spec, tau: float) -> str:
+    """The threshold ``tau`` of the mapped coordinate in the column's units: ``u <= tau`` holds
+    exactly when ``x <= F^-1(tau)`` (:mod:`polars_rap.transforms`)."""
+    value = float(from_unit(np.array([tau]), spec)[0])
+    return format_internal(value, spec.dtype) if spec.is_temporal else f"{value:.4g}"
