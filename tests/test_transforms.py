@@ -149,7 +149,7 @@ def test_declared_atoms_survive_synthesis_exactly():
     ({"bounds": (0, 10), "atoms": [k / 4 for k in range(22)]}, ValueError, r"declares 22 atoms, more than 20"),
     ({"bounds": (0, 10), "integer": True, "atoms": [0.5]}, ValueError, r"integer but its atoms \[0.5\] are not all whole"),
     ({"bounds": (0, 10), "atoms": "0"}, TypeError, r"'atoms' parameter must be a list"),
-    ({"bounds": (0, 10), "atoms": ["zero"]}, TypeError, r"column 'x' holds Float64, so its atom must be a number"),
+    ({"bounds": (0, 10), "atoms": ["zero"]}, TypeError, r"column 'x': The 'atoms' parameter must hold numbers"),
     ({"categories": [1, 2], "scale": "log"}, ValueError, r"column 'x': 'scale' applies to numeric bounds"),
 ])
 def test_bad_scale_and_atom_declarations_name_the_column(entry, error, message):

@@ -52,7 +52,7 @@ from polars_rap.errors import ParameterError, ParameterTypeError
 __all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO"]
 
 CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
-COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "note")
+COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "scale", "atoms", "note")
 """Keys of a ``[domain.NAME]`` table (``note`` is free text, as in the bundled spec files)."""
 TODO = "TODO"
 """The placeholder ``polars-rap init`` writes where only a person can fill in public values."""
@@ -208,7 +208,7 @@ def _config_domain(tables: dict[str, Any], labels: list[str], path: str) -> dict
     if not_tables:
         msg = (
             f"config {path!r}: each column needs its own table, e.g. [domain.{not_tables[0]}] "
-            f"with kind, bounds or categories, nullable, integer; found plain values for {not_tables}"
+            f"with kind, bounds or categories, nullable, integer, scale, atoms; found plain values for {not_tables}"
         )
         raise ConfigError(msg)
     for name, table in tables.items():

@@ -126,8 +126,8 @@ class Numeric:
 
     def __init__(self, lower: Any, upper: Any, nullable: bool = False, integer: bool = False,
                  scale: str = "linear", atoms: Iterable = ()) -> None:
-        object.__setattr__(self, "lower", _bound_value(lower))
-        object.__setattr__(self, "upper", _bound_value(upper))
+        object.__setattr__(self, "lower", _bound_value("lower", lower))
+        object.__setattr__(self, "upper", _bound_value("upper", upper))
         object.__setattr__(self, "nullable", bool(nullable))
         object.__setattr__(self, "integer", integer)  # checked with the column's name (Domain)
         if scale not in SCALES:
@@ -137,18 +137,23 @@ class Numeric:
         if isinstance(atoms, (str, bytes)) or not isinstance(atoms, Iterable):
             msg = f"The 'atoms' parameter must be a list of values, e.g. [0]. Got {atoms!r}"
             raise ParameterTypeError(msg)
-        object.__setattr__(self, "atoms", tuple(_bound_value(a) for a in atoms))
+        object.__setattr__(self, "atoms", tuple(_bound_value("atoms", a) for a in atoms))
 
 
-def _bound_value(value: Any) -> Any:
-    """A bound or atom as stored: a temporal object as given, anything else as a float (a
-    bad value is refused later, with the column's name)."""
-    if temporal.is_temporal_value(value) or isinstance(value, (bool, np.bool_)):
+def _bound_value(name: str, value: Any) -> Any:
+    """A bound or atom as stored: a date, datetime or timedelta as given (checked against the
+    column's dtype later, with its name), a number as a float; anything else is a
+    :class:`ParameterTypeError` naming the parameter."""
+    if temporal.is_temporal_value(value):
         return value
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return value
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    kind = "hold numbers" if name == "atoms" else "be a number"
+    msg = f"The {name!r} parameter must {kind} (or dates, datetimes or timedeltas). Got {value!r}"
+    raise ParameterTypeError(msg) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,11 +403,11 @@ class Domain:
 
 
 # ---------------------------------------------------------------- helpers
-def _of_column(name: str, build, *args) -> Any:
-    """``build(*args)`` (a :class:`Numeric` or :class:`Categorical`); its
+def _of_column(name: str, build, *args, **kwargs) -> Any:
+    """``build(*args, **kwargs)`` (a :class:`Numeric` or :class:`Categorical`); its
     :class:`ParameterError` says which column's declaration it comes from."""
     try:
-        return build(*args)
+        return build(*args, **kwargs)
     except ParameterError as error:
         raise type(error)(f"column {name!r}: {error}") from error
 
