@@ -245,9 +245,10 @@ def test_expected_noise_l1_is_the_mean_absolute_gaussian_times_cells() -> None:
 
 
 def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, monkeypatch) -> None:
-    """With noise_aware, every score a Gumbel round sees is the plain L1 error minus the
-    candidate's public expected noise norm at the round's per-group ρ; the Gumbel charge and
-    its sensitivity are unchanged (the shift is public)."""
+    """With noise_aware, every score a Gumbel round sees (in counts) is the plain L1 error
+    minus the candidate's public expected noise norm at the round's per-group ρ, rounded to
+    whole counts, exactly; the Gumbel charge and its sensitivity are unchanged (the shift is
+    public)."""
     seen: dict[bool, list] = {False: [], True: []}
     real = rounds.gumbel_top_k
 
@@ -276,8 +277,10 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
     in_class = queries.group_class == rounds.CLASS_CODES[first_selection.query_class]
     l2 = group_sensitivities(queries, rows.height)[1][in_class]
     measure_rho = aware[3] / 0.5 * (1 - 0.5) / 5  # the Gumbel charge is half the step's ρ
-    np.testing.assert_allclose(plain[0] - aware[0],
-                               rounds.expected_noise_l1(l2, queries.group_sizes[in_class], measure_rho), rtol=1e-9)
+    sizes = queries.group_sizes[in_class]
+    shift_counts = np.rint(np.minimum(rounds.expected_noise_l1(l2, sizes, measure_rho) * rows.height,
+                                      float(rows.height) * sizes))  # whole counts: the scores stay exact
+    np.testing.assert_array_equal(plain[0] - aware[0], shift_counts)
     cm_rounds = [i for i, step in enumerate(plan) if step.query_class == "CM"]
     assert cm_rounds and all(not plan[i].outright for i in cm_rounds)
 
