@@ -87,7 +87,8 @@ ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-lo
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}
 STEPS["numeric"] = [
     ("planned default", {}, "the default planned strategy, every numeric column on a linear scale "
-                            "(rerun here: the headline rows predate the numeric metric)"),
+                            "(the headline suite's rap++ rows, rerun after the merge of the numeric "
+                            "metric, exact samplers and nullable halfspaces)"),
     ("+ declared scales",
      {"domain_updates": {"adult": ADULT_LOG, "acs-income-CA": {"JWMNP": {"scale": "sqrt"}}}},
      "Adult's capital-gain, capital-loss and fnlwgt on the log scale, CA's JWMNP (commute "
@@ -98,7 +99,7 @@ STEPS["numeric"] = [
      "capital-gain and capital-loss also declare the atom 0 (held by about 92% and 95% of the "
      "rows): a slab of the coordinate that decodes to exactly 0; CA has no such column"),
 ]
-RERUN_DEFAULT = {"numeric"}
+RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
 FINDINGS: dict[str, list[str]] = {
     "strategy": [
