@@ -388,3 +388,29 @@ def test_git_commit_names_head_and_marks_uncommitted_changes(tmp_path):
     assert host.git_commit(tmp_path) == head
     (tmp_path / "results.csv").write_text("a\n2\n")
     assert host.git_commit(tmp_path) == head + "-dirty"
+
+
+# ------------------------------------------------------------------ reruns (bench/rerun.py)
+
+
+def test_a_rerun_replaces_only_its_mechanism_at_its_points_and_compares_paired_seeds(tmp_path):
+    from bench import rerun
+
+    def row(mechanism, epsilon, seed, error):
+        return {"dataset": "adult", "mechanism": mechanism, "epsilon": epsilon, "seed": seed,
+                "parameters": "{}", "status": "ok", "CM_mean_error": error, "LT_mean_error": 2 * error}
+
+    suite = tmp_path / "headline.csv"
+    for r in [row("rap++", 1.0, 0, 0.4), row("rap++", 1.0, 1, 0.6), row("rap++", 5.0, 0, 0.2),
+              row("aim", 1.0, 0, 0.3)]:
+        run.append_row(suite, r)
+    new_rows = _as_results([row("rap++", 1.0, 0, 0.1), row("rap++", 1.0, 1, 0.3)])
+    table = rerun.compare(run.read_results(suite), new_rows, "rap++")
+    assert table.height == 1 and table["seeds"].to_list() == [2]
+    only = table.row(0, named=True)
+    assert math.isclose(only["CM_mean_error old"], 0.5) and math.isclose(only["CM_mean_error new"], 0.2)
+    assert only["LT_mean_error new/old"] == 0.4
+    assert rerun.splice(suite, new_rows, "rap++") == 2
+    after = run.read_results(suite).sort("mechanism", "epsilon", "seed")
+    assert after.select("mechanism", "epsilon", "seed", "CM_mean_error").rows() == [
+        ("aim", 1.0, 0, 0.3), ("rap++", 1.0, 0, 0.1), ("rap++", 1.0, 1, 0.3), ("rap++", 5.0, 0, 0.2)]

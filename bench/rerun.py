@@ -1,0 +1,95 @@
+"""Replace one mechanism's rows of a suite CSV by a rerun's, and record what changed.
+
+When a change to the library changes a mechanism's output (a correctness fix, new metrics),
+its suite rows are rerun into a separate CSV; this module compares the two sets of rows (mean
+over seeds per dataset × ε, old / new and their ratio) into a committed Markdown note, then
+puts the new rows in place of the old ones, so the headline table and every ablation that
+reads the suite's default rows see the current library::
+
+    python -m bench.rerun --new bench/results/rerun_rap.csv --mechanism rap++ \
+        --why "merge of exact samplers, nullable halfspaces and the numeric metric" \
+        --note bench/results/rerun_2026-11-23.md
+    python -m bench.run --plots-only             # redraw headline.md and the plots
+
+The old rows stay in git history; only runs present in both files are compared, and only the
+(dataset, ε, seed) points the rerun holds are replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from bench.run import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown
+
+__all__ = ["compare", "splice"]
+
+KEY = ("dataset", "epsilon", "seed")
+METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "numeric_ks_mean", "seconds")
+
+
+def compare(old: pl.DataFrame, new: pl.DataFrame, mechanism: str) -> pl.DataFrame:
+    """Dataset × ε: mean over the seeds both hold of each metric, old, new and new / old."""
+    def means(frame: pl.DataFrame) -> pl.DataFrame:
+        return (frame.filter((pl.col("mechanism") == mechanism) & (pl.col("status") == "ok"))
+                .group_by("dataset", "epsilon").agg(*(pl.col(m).mean() for m in METRICS),
+                                                   pl.col("seed").n_unique().alias("seeds")))
+
+    shared = (old.filter(pl.col("mechanism") == mechanism).select(KEY)
+              .join(new.filter(pl.col("mechanism") == mechanism).select(KEY), on=list(KEY)))
+    before = means(old.join(shared, on=list(KEY)))
+    after = means(new.join(shared, on=list(KEY)))
+    joined = before.join(after, on=["dataset", "epsilon"], suffix="_new")
+    columns = []
+    for metric in METRICS:
+        columns += [pl.col(metric).alias(f"{metric} old"), pl.col(f"{metric}_new").alias(f"{metric} new"),
+                    (pl.col(f"{metric}_new") / pl.col(metric)).round(3).alias(f"{metric} new/old")]
+    return joined.select("dataset", "epsilon", *columns, "seeds_new").rename({"seeds_new": "seeds"}).sort(
+        "dataset", "epsilon")
+
+
+def splice(suite_csv: Path, new: pl.DataFrame, mechanism: str) -> int:
+    """Rewrite ``suite_csv`` with ``mechanism``'s rows at the rerun's points replaced by the
+    rerun's rows (other rows untouched, in order); returns the number of rows replaced."""
+    old = read_results(suite_csv)
+    rows = new.filter(pl.col("mechanism") == mechanism)
+    points = rows.select(KEY).unique()
+    replaced = old.join(points, on=list(KEY), how="semi").filter(pl.col("mechanism") == mechanism)
+    kept = old.join(replaced.select(KEY).with_columns(pl.lit(mechanism).alias("mechanism")),
+                    on=[*KEY, "mechanism"], how="anti")
+    merged = pl.concat([kept, rows.select(COLUMNS)], how="vertical_relaxed")
+    with suite_csv.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in merged.iter_rows(named=True):
+            writer.writerow({c: "" if row[c] is None else row[c] for c in COLUMNS})
+    return replaced.height
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite-csv", type=Path, default=RESULTS / "headline.csv")
+    parser.add_argument("--new", type=Path, required=True, help="the rerun's results CSV")
+    parser.add_argument("--mechanism", required=True)
+    parser.add_argument("--why", required=True, help="what changed in the library, for the note")
+    parser.add_argument("--note", type=Path, required=True, help="Markdown note to write")
+    parser.add_argument("--finding", default="", help="one line on what the rerun showed")
+    args = parser.parse_args(argv)
+    old, new = read_results(args.suite_csv), read_results(args.new)
+    table = compare(old, new, args.mechanism)
+    args.note.write_text(
+        f"# Rerun of `{args.mechanism}` in {args.suite_csv.name}: {args.why}\n\n"
+        f"Mean over seeds of the old rows (before the rerun) and the new ones ({args.new.name}), "
+        "same split, seeds and evaluation.\n\n" + table_markdown(table) + "\n"
+        + (f"\n{args.finding}\n" if args.finding else ""))
+    count = splice(args.suite_csv, new, args.mechanism)
+    print(f"note -> {args.note}; {count} row(s) of {args.mechanism} replaced in {args.suite_csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
