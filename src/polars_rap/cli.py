@@ -86,7 +86,7 @@ from pathlib import Path
 from typing import Any
 
 from polars_rap.cli_hints import toml_hints
-from polars_rap.config import Config, ConfigError, config_text, option_names, read_config
+from polars_rap.config import Config, ConfigError, config_text, read_config
 from polars_rap.errors import DataError, ParameterError
 
 __all__ = ["main"]

@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap import kernels
-from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.quality_stats import TableStats, association, ks_distance, ks_points
 from polars_rap.queries import QueryClass
