@@ -39,8 +39,8 @@ from pathlib import Path
 import polars as pl
 
 from bench.run import (
-    ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, append_row, canonical_json,
-    completed_keys, execute, read_results, run_key, table_markdown,
+    ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, append_row, completed_keys,
+    execute, read_results, run_key, table_markdown,
 )
 
 DATASET = "acs-income-CA"

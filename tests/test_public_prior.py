@@ -13,7 +13,6 @@ from polars_rap import DataError, ParameterError, ProjectionConfig, cli, evaluat
 from polars_rap.domain import Domain
 from polars_rap.public_prior import (
     DEFAULT_PUBLIC_USES,
-    PublicTable,
     check_public_use,
     fit_to_public,
     open_public,
