@@ -318,7 +318,7 @@ def synthesize(
                  + len(public_domain.numeric_columns), n_numeric=len(public_domain.numeric_columns),
                  n_columns=len(public_domain.columns), rows=rows, n_linear_thresholds=n_linear_thresholds,
                  n_mixed_marginals=n_mixed_marginals)
-    # the public table, read freely (no charge) and checked before any sensitive row is read
+    # the public table, read freely (no charge) and checked before the pass over the sensitive rows
     public_table = None if public_source is None else read_public(public_source, public_domain)
 
     # 2. workload and plan: public values only
