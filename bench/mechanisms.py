@@ -177,6 +177,8 @@ def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, proje
     report = result.report
     details = {"rho_budget": report.rho_budget, "rho_spent": report.rho_spent,
                "rounds": report.parameters.get("rounds")}
+    if report.public_data is not None:  # rows, hash, uses, James-Stein factors (issue 19)
+        details["public_data"] = report.public_data
     return MechanismRun(result.data, "ok", seconds, None, details, "", relaxed=result.relaxed)
 
 
@@ -215,6 +217,20 @@ def rap_plus_plus_fixed_sigma(train, task_domain, labels, epsilon, delta, seed, 
                           projection=fixed, rounds_mm=0, strategy="paper")
     details = {**run.parameters, "sigma": fixed.sigma_initial, "max_steps": fixed.max_steps}
     return dataclasses.replace(run, parameters=details)
+
+
+def rap_plus_plus_public(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
+    """polars-rap's default with a public table as a prior (issue 19): ``settings["public"]``
+    names the table (:func:`bench.public_prior.public_table`: ``"matched"``, the other states;
+    ``"mismatched"``, a very different one) and ``settings["public_use"]`` its uses."""
+    import dataclasses
+
+    from bench.public_prior import public_table
+
+    public = public_table(settings["public"], train.columns)
+    run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0,
+                          public=public, public_use=list(settings["public_use"]))
+    return dataclasses.replace(run, parameters={**run.parameters, "public_rows": public.height})
 
 
 def rap_binned(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
@@ -396,6 +412,7 @@ MECHANISMS: dict[str, Callable[..., MechanismRun]] = {
     "rap-binned": rap_binned,
     "independent": independent,
     "rap++fixed-sigma": rap_plus_plus_fixed_sigma,
+    "rap++public": rap_plus_plus_public,
     **{name: _peer(name) for name in PEER_MECHANISMS},
 }
 """Mechanism name -> function, in the order the suites run them."""

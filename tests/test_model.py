@@ -57,7 +57,8 @@ def test_saved_directory_holds_only_the_released_values(result, saved):
     assert {p.name for p in saved.iterdir()} == MODEL_FILES
     manifest = json.loads((saved / "manifest.json").read_text())
     assert set(manifest) == {"format", "format_version", "library", "library_version",
-                             "created_utc", "relaxed_shape", "files"}
+                             "created_utc", "relaxed_shape", "public_data", "files"}
+    assert manifest["public_data"] is None  # no public table shaped this model
     assert {f["name"] for f in manifest["files"]} == MODEL_FILES - {"manifest.json"}
     relaxed = pa.ipc.open_file(saved / "relaxed.arrow").read_all()
     assert relaxed.column_names == coordinate_names(result.domain)

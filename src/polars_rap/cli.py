@@ -3,7 +3,8 @@
 Commands
 --------
 ``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
-[--seed S] [--model DIR] [--report-json FILE] [--json] [--full] [--quiet] [--overwrite] [--engine E]``
+[--seed S] [--model DIR] [--report-json FILE] [--json] [--full] [--quiet] [--overwrite] [--engine E]
+[--public TABLE]``
     Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats). A CSV
     file's column types come from the config's domain, never from its rows
     (:func:`polars_rap.source.csv_dtype`). ``--engine ray`` reads IN (Parquet files, a
@@ -12,6 +13,9 @@ Commands
     the report's JSON summary; ``--json`` prints that summary on stdout and nothing else
     there, otherwise a few lines of text. ``--full``: the whole report as JSON instead of the
     summary (every ledger charge, measured query and unmeasured bound; megabytes).
+    ``--public TABLE`` (or ``public = "TABLE"`` at the top of the config) gives a public table
+    of IN's columns or a subset, used as a prior at no privacy cost (``[options] public_use``
+    says how; :mod:`polars_rap.public_prior`).
 ``polars-rap init IN -o spec.toml [--overwrite]``
     A config template for IN from its schema alone (no value is read): one ``[domain.NAME]``
     table per column, TODO where public bounds, categories and labels must be filled in.
@@ -191,6 +195,9 @@ def _synthesize(args: argparse.Namespace) -> int:
         options["seed"] = args.seed
     if args.engine is not None:
         options["engine"] = args.engine
+    public = args.public if args.public is not None else config.public
+    if public is not None:
+        options["public"] = public
     _check_backend(options)
     if options.get("engine") == "ray":
         _check_ray_extra()
@@ -456,6 +463,9 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     synth.add_argument("--engine", choices=["auto", "polars", "ray"], default=None,
                        help="ray: read IN (Parquet files, folder or URI) per block on a Ray cluster")
+    synth.add_argument("--public", default=None, metavar="TABLE",
+                       help="a public table (.parquet, .csv, .arrow/.ipc) of IN's columns or a subset, used "
+                            "as a prior at no privacy cost (overrides the config's public = \"...\")")
     synth.set_defaults(run=_synthesize)
 
     init = commands.add_parser("init", parents=[common],

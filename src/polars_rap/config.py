@@ -7,6 +7,7 @@ projection) and the one ``polars-rap export`` writes.
 :func:`config_text` writes a bundled task's config. The format::
 
     labels = ["PINCP_gt_50000"]      # categorical target columns (before the first [table])
+    public = "other_states.parquet"  # optional: a public table as a prior (relative to this file)
     [privacy]                        # optional; --epsilon / --delta win
     epsilon = 1.0
     delta = 1e-9
@@ -51,7 +52,7 @@ from polars_rap.errors import ParameterError, ParameterTypeError
 
 __all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO"]
 
-CONFIG_TABLES = ("labels", "privacy", "domain", "options", "projection")
+CONFIG_TABLES = ("labels", "public", "privacy", "domain", "options", "projection")
 COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "scale", "atoms", "note")
 """Keys of a ``[domain.NAME]`` table (``note`` is free text, as in the bundled spec files)."""
 TODO = "TODO"
@@ -63,6 +64,7 @@ SET_ELSEWHERE = {
     "domain": "the [domain] tables",
     "labels": "the top-level labels = [...]",
     "projection": "the [projection] table",
+    "public": 'the top-level public = "path" (before the first [table])',
     "progress": "--quiet",
 }
 
@@ -91,6 +93,10 @@ class Config:
         ``[options]``: further keyword arguments of :func:`polars_rap.synthesize`.
     projection : ProjectionConfig or None
         ``[projection]``, when the file has one.
+    public : str or None
+        The top-level ``public``: the path of a public table used as a prior
+        (``synthesize(public=...)``), made absolute (a relative path is relative to the
+        config file's folder); None when absent. ``[options] public_use`` says how it is used.
     """
 
     labels: list[str]
@@ -98,6 +104,7 @@ class Config:
     privacy: dict[str, float]
     options: dict[str, Any]
     projection: Any  # ProjectionConfig or None
+    public: str | None = None
 
     def keywords(self) -> dict[str, Any]:
         """The keyword arguments of :func:`polars_rap.synthesize` this file sets: ``domain``,
@@ -107,6 +114,8 @@ class Config:
         keywords: dict[str, Any] = {"domain": self.domain, "labels": list(self.labels), **self.privacy}
         if self.projection is not None:
             keywords["projection"] = self.projection
+        if self.public is not None:
+            keywords["public"] = self.public
         return {**keywords, **self.options}
 
 
@@ -131,7 +140,7 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     Returns
     -------
     Config
-        ``.domain``, ``.labels``, ``.privacy``, ``.options`` and ``.projection``;
+        ``.domain``, ``.labels``, ``.privacy``, ``.options``, ``.projection`` and ``.public``;
         ``config.keywords()`` passes them all to :func:`polars_rap.synthesize`.
 
     Raises
@@ -187,7 +196,20 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         privacy=_config_privacy(_table(raw, "privacy", path), path),
         options=_config_options(_table(raw, "options", path), path),
         projection=_config_projection(raw.get("projection"), path),
+        public=_config_public(raw.get("public"), config_path),
     )
+
+
+def _config_public(value: Any, config_path: Path) -> str | None:
+    """The top-level ``public`` as an absolute path (relative to the config file's folder)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        msg = (f"config {str(config_path)!r}: public must be the path of a public table, e.g. "
+               f'public = "public.parquet" (before the first [table]). Got {value!r}')
+        raise ConfigError(msg)
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else (config_path.parent / path).resolve())
 
 
 def _table(raw: dict[str, Any], name: str, path: str) -> dict[str, Any]:

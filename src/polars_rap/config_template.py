@@ -61,6 +61,7 @@ def template_text(schema: Mapping[str, pl.DataType], source: str, *, typed: bool
         f"# Then: polars-rap synthesize {source} -o synthetic.parquet --config {config_name} --epsilon 1 --delta 1e-9",
         "",
         _commented("labels = []", "the categorical target columns, if any, e.g. [\"income\"]"),
+        _commented('# public = "public.parquet"', "a public table of the same columns, a prior (free)"),
         "",
         *OPTIONAL_TABLES,
         "",

@@ -54,6 +54,7 @@ __all__ = [
     "domain_from_tables",
     "load_task",
     "train_test_split",
+    "preprocess_acs_income",
 ]
 
 DATA_DIR_ENV = "POLARS_RAP_DATA_DIR"
@@ -341,6 +342,17 @@ def _load_acs_income_ca(spec: dict[str, Any], data_dir: Path | None) -> pl.DataF
     resource = importlib.resources.files("polars_rap") / "data" / spec["dataset"]["file"]
     with importlib.resources.as_file(resource) as path:
         raw = pl.read_parquet(path)
+    return preprocess_acs_income(raw)
+
+
+def preprocess_acs_income(raw: pl.DataFrame) -> pl.DataFrame:
+    """The ``acs-income-CA`` task's per-row preprocessing of a raw ACS 2018 person table
+    (the layout of ``acs2018_1yr_person_<ST>.parquet``, any state): NaN as null, the label
+    ``PINCP_gt_50000``, Int32 codes, OCCP and POBP recoded to their public groups, ST and
+    PINCP dropped. No row is dropped. Another state's table so preprocessed fits the task's
+    domain (e.g. as a public table for ``synthesize(public=...)``); select the task's
+    columns in order with ``frame.select(TASKS["acs-income-CA"].features + labels)``.
+    """
     frame = _nan_to_null(raw).with_columns(
         (pl.col("PINCP") > 50_000).alias("PINCP_gt_50000"),
         # Codes and whole minutes: Float64 in the file only because blanks were NaN.

@@ -3,7 +3,8 @@
 :func:`synthesize` wires the named parts together:
 
 1. *inputs*: check the parameters, read the schema, privately infer the domains asked for
-   (:mod:`polars_rap.inference`, charged first), build the public domain and the workload;
+   (:mod:`polars_rap.inference`, charged first), build the public domain and the workload,
+   and read the public table when one is given (:mod:`polars_rap.public_prior`; free);
 2. *plan*: the strategy (:mod:`polars_rap.strategy`) turns public counts into steps, each
    with its share of the budget (``strategy="paper"``: the paper's even split over
    interleaved rounds; ``"planned"``, the default: a budget per query class), and a first
@@ -44,6 +45,8 @@ from polars_rap.null_rates import add_null_rates
 from polars_rap.parameters import check_memory, check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
+from polars_rap.public_prior import PublicTable, check_public_use, fit_to_public, open_public, read_public
+from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
 from polars_rap.report import PrivacyReport
@@ -137,6 +140,8 @@ def synthesize(
     strategy: str | Strategy | Mapping[str, Any] = "planned",
     progress: bool | None = None,
     engine: str = "auto",
+    public: pl.DataFrame | pl.LazyFrame | str | os.PathLike | None = None,
+    public_use: Sequence[str] | None = None,
 ) -> SynthesisResult:
     """Differentially private synthetic data with RAP++.
 
@@ -218,6 +223,22 @@ def synthesize(
         ``ray.data.Dataset`` or Parquet paths/URIs), with the same answers, report and rows
         as in process; needs ``pip install 'polars-rap[ray]'``. ``"auto"`` (default): Ray
         for a Ray Dataset, else Polars.
+    public : DataFrame, LazyFrame or path to a Parquet/CSV/IPC file, optional
+        A *public* table that resembles the sensitive one (last year's release, another
+        state's survey), used as a prior (:mod:`polars_rap.public_prior`). It costs no
+        budget, so it must truly be public: never a table derived from the sensitive rows.
+        It is encoded with the declared domain, never replaces it: its columns are the
+        data's or a subset (a missing column is filled from the domain uniformly, and a log
+        line says so), and a value outside the domain is a ``DataError`` naming the column.
+        The report records its row count and a content hash (``report.public_data``), never
+        its rows.
+    public_use : sequence of str, optional
+        What the public table is used for (default ``["init"]``): ``"init"``, the relaxed
+        rows start from a sample of its rows; ``"fit"``, they are first fitted to its answers
+        on the whole workload; ``"targets"``, each measured answer is pulled toward the
+        public answer by a James-Stein factor, which lets the measurement win where the two
+        differ beyond its noise (:mod:`polars_rap.public_targets`); ``"selection"``, each
+        class's first selection scores against its answers. Only with ``public``.
 
     Returns
     -------
@@ -233,7 +254,8 @@ def synthesize(
     DataError
         Data that do not fit the declared domain (an undeclared category, null or infinity, a
         column of the wrong dtype or missing), no rows, or too few rows for the plan's noise.
-        The message is for the curator; it never enters a release.
+        The message is for the curator; it never enters a release. A ``public`` table that does
+        not fit the domain raises it too ("the public table: ...").
     BudgetExceededError
         A charge would exceed the budget (a bug if it happens: the plan stays within it).
     FileNotFoundError
@@ -270,6 +292,7 @@ def synthesize(
         labels = [labels]
     projection = projection or ProjectionConfig()
     backend_module = kernels.resolve_backend(backend)
+    public_uses = check_public_use(public, public_use)
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
     source = open_source(data, domain, engine)  # a CSV's dtypes come from the domain, never its rows
@@ -278,6 +301,7 @@ def synthesize(
         raise DataError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
+    public_source = None if public is None else open_public(public, domain, list(source.schema))
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
@@ -294,6 +318,8 @@ def synthesize(
                  + len(public_domain.numeric_columns), n_numeric=len(public_domain.numeric_columns),
                  n_columns=len(public_domain.columns), rows=rows, n_linear_thresholds=n_linear_thresholds,
                  n_mixed_marginals=n_mixed_marginals)
+    # the public table, read freely (no charge) and checked before the pass over the sensitive rows
+    public_table = None if public_source is None else read_public(public_source, public_domain)
 
     # 2. workload and plan: public values only
     queries, plan, group_counts = workload_and_plan(
@@ -318,13 +344,13 @@ def synthesize(
 
     # 4. select, measure, project
     l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
-    params = RelaxedParams.random(relaxed_rows, public_domain.block_sizes,
-                                  len(public_domain.numeric_columns), init_rng)
+    params, prior = _starting_point(public_table, public_uses, public_domain, queries, relaxed_rows,
+                                    backend_module, projection, init_rng)
     record = run_plan(
         plan, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, params,
         backend_module, projection, noise_rng, n_rows=n_rows, selection_share=selection_share,
         inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
-        size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware,
+        size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware, prior=prior,
         progress=sys.stderr.isatty() if progress is None else progress,
     )
     del true_answers
@@ -344,11 +370,43 @@ def synthesize(
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
             strategy=strategy.describe(), decoding=strategy.decoding,
         ),
+        public_data=_public_record(public_table, public_uses, prior),
     )
     return SynthesisResult(synthetic_frame, report, public_domain, relaxed)
 
 
 # ---------------------------------------------------------------- helpers
+def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domain: Domain, queries: QuerySet,
+                    relaxed_rows: int, backend, projection: ProjectionConfig,
+                    rng: np.random.Generator) -> tuple[RelaxedParams, PublicPrior | None]:
+    """The relaxed rows the loop starts from (uniformly random, or from the public table) and
+    the public answers the loop uses (None without ``"targets"`` or ``"selection"``).
+    Public values only: nothing here reads the sensitive rows or charges the budget."""
+    if public_table is not None and "init" in uses:
+        params = public_table.relaxed_params(relaxed_rows, domain, rng)
+    else:
+        params = RelaxedParams.random(relaxed_rows, domain.block_sizes, len(domain.numeric_columns), rng)
+    if public_table is None or not {"fit", "targets", "selection"} & set(uses):
+        return params, None
+    answers = public_table.answers(queries, domain, backend)
+    if "fit" in uses:
+        params = fit_to_public(params, queries, answers, backend, projection)
+    if not {"targets", "selection"} & set(uses):
+        return params, None
+    return params, PublicPrior(answers, targets="targets" in uses, selection="selection" in uses)
+
+
+def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None) -> dict | None:
+    """The report's record of the public table (:meth:`PublicTable.record`), with the mean
+    James-Stein factor per class when its answers were targets; None without one."""
+    if public_table is None:
+        return None
+    record = public_table.record(uses)
+    if prior is not None and prior.targets:
+        record["target_factors"] = dict(prior.factors)
+    return record
+
+
 def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generator, *,
                       rounds_cm: int | None, rounds_lt: int, rounds_mm: int, queries_per_round: int,
                       n_mixed_marginals: int, n_linear_thresholds: int,

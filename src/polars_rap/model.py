@@ -8,9 +8,11 @@ the input rows, true answers or clip counts.
 
 On disk a model is a directory of open, versioned files::
 
-    manifest.json   {"format": "polars-rap-model", "format_version": 2, "library_version",
-                     "created_utc", "relaxed_shape", "files": [{"name", "bytes", "sha256",
-                     "content"}, ...]}
+    manifest.json   {"format": "polars-rap-model", "format_version": 3, "library_version",
+                     "created_utc", "relaxed_shape", "public_data", "files": [{"name", "bytes",
+                     "sha256", "content"}, ...]}; ``public_data`` is the record of the public
+                    table the synthesis started from (row count, content hash, columns, uses;
+                    :attr:`PrivacyReport.public_data`), or null
     relaxed.arrow   Arrow IPC file: one float32 column per coordinate of the relaxed matrix,
                     named ``SEX=1`` (a category's probability), ``FER=null`` (a declared null
                     category), ``JWMNP is null`` / ``JWMNP is not null`` (the null indicator of
@@ -25,7 +27,9 @@ On disk a model is a directory of open, versioned files::
                     measured queries, the unmeasured groups' bounds
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
-(:meth:`PrivacyReport.to_dict`, megabytes on the CA task); it still loads.
+(:meth:`PrivacyReport.to_dict`, megabytes on the CA task); version 2 (before issue 19) had no
+record of a public table, which older readers would drop unseen (hence version 3). Both still
+load (a version-2 model's ``report.public_data`` is None).
 
 Any Arrow reader opens the ``.arrow`` files (``pl.read_ipc``, ``pyarrow.ipc.open_file``).
 Loading checks the format name and version and each file's size and SHA-256, and names the
@@ -74,8 +78,9 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 2
-"""The on-disk format this library writes; it reads this one and version 1."""
+FORMAT_VERSION = 3
+"""The on-disk format this library writes; it reads this one and versions 1 and 2."""
+_READABLE_VERSIONS = (1, 2, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
@@ -240,6 +245,7 @@ class SyntheticModel:
             "library_version": self.library_version,
             "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "relaxed_shape": list(self.relaxed.shape),
+            "public_data": self.report.public_data,
             "files": [
                 {"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                  "content": _CONTENTS[name]}
@@ -404,7 +410,7 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
             f"reads format version {FORMAT_VERSION} and older. Upgrade polars-rap"
         )
         raise DataError(msg)
-    if version not in (1, FORMAT_VERSION) or isinstance(version, bool):
+    if version not in _READABLE_VERSIONS or isinstance(version, bool):
         msg = f"{_MANIFEST} in {str(directory)!r} has an unknown format_version {version!r}; expected {FORMAT_VERSION}"
         raise DataError(msg)
     if not isinstance(manifest.get("files"), list):

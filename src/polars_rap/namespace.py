@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,11 +31,14 @@ class DataFrameDP:
         rows: int | None = None,
         seed: int | None = None,
         backend: str = "auto",
+        public: pl.DataFrame | pl.LazyFrame | str | os.PathLike | None = None,
         **options: Any,
     ) -> SynthesisResult:
-        """RAP++ synthetic data of this frame; see :func:`polars_rap.synthesize`."""
+        """RAP++ synthetic data of this frame; see :func:`polars_rap.synthesize` (``public``: a
+        public table of this frame's columns or a subset, a prior at no privacy cost)."""
         return synthesize(self._frame, epsilon=epsilon, delta=delta, domain=domain,
-                          labels=labels, rows=rows, seed=seed, backend=backend, **options)
+                          labels=labels, rows=rows, seed=seed, backend=backend, public=public,
+                          **options)
 
 
 @pl.api.register_lazyframe_namespace("dp")
@@ -54,8 +58,11 @@ class LazyFrameDP:
         rows: int | None = None,
         seed: int | None = None,
         backend: str = "auto",
+        public: pl.DataFrame | pl.LazyFrame | str | os.PathLike | None = None,
         **options: Any,
     ) -> SynthesisResult:
-        """RAP++ synthetic data of this lazy frame; see :func:`polars_rap.synthesize`."""
+        """RAP++ synthetic data of this lazy frame; see :func:`polars_rap.synthesize` (``public``:
+        a public table of its columns or a subset, a prior at no privacy cost)."""
         return synthesize(self._frame, epsilon=epsilon, delta=delta, domain=domain,
-                          labels=labels, rows=rows, seed=seed, backend=backend, **options)
+                          labels=labels, rows=rows, seed=seed, backend=backend, public=public,
+                          **options)

@@ -49,11 +49,12 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
 
 def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],
                  record: LoopRecord, synthetic_frame: pl.DataFrame, backend_module,
-                 confidence: float, parameters: dict) -> PrivacyReport:
+                 confidence: float, parameters: dict, public_data: dict | None = None) -> PrivacyReport:
     """The :class:`~polars_rap.report.PrivacyReport` of a run: the ledger's events, one row
     per measured answer (noisy answer, std, intervals, the returned rows' answer, error
     bound) and the unmeasured groups' bounds. ``parameters`` gains ``bonferroni_answers``
-    (see :func:`bonferroni_answers`)."""
+    (see :func:`bonferroni_answers`); ``public_data`` is the public table's record, if any
+    (:meth:`polars_rap.public_prior.PublicTable.record`)."""
     groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
     stds, selections = record.noise_stds, record.selections
     query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
@@ -93,7 +94,7 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
         measurements=measurements, confidence=confidence,
         parameters={**parameters, "bonferroni_answers": n_bonferroni},
         conversion_delta=budget.conversion_delta, approximate_delta=budget.approximate_delta,
-        unmeasured=unmeasured, unmeasured_note=note,
+        unmeasured=unmeasured, unmeasured_note=note, public_data=public_data,
     )
 
 

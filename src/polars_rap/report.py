@@ -196,6 +196,13 @@ class PrivacyReport:
         queries at ``confidence`` (see :func:`unmeasured_error_bounds`).
     unmeasured_note : str
         Which groups have no bound, and why.
+    public_data : dict or None
+        The public table the synthesis used as a prior (``synthesize(public=...)``), or None:
+        ``rows``, ``sha256`` (of its content as encoded for the domain), ``columns`` it held,
+        ``filled_columns`` it lacked, ``uses``, ``rho_charged`` (always 0.0: public data is
+        free) and, when its answers were targets, ``target_factors`` (per query class, the
+        mean James-Stein factor: 1 the measurements alone, 0 the public answers). Never a row
+        or a value of it.
     """
 
     epsilon: float
@@ -211,6 +218,7 @@ class PrivacyReport:
     approximate_delta: float
     unmeasured: pl.DataFrame
     unmeasured_note: str
+    public_data: dict | None = None
 
     def to_dict(self) -> dict:
         """A JSON-ready dict of the whole report, one key per field, in field order.
@@ -306,6 +314,8 @@ class PrivacyReport:
                 )
         if self.unmeasured_note:
             lines.append(f"  {self.unmeasured_note}")
+        if self.public_data:
+            lines.append(public_data_line(self.public_data))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -322,6 +332,22 @@ class PrivacyReport:
     def _repr_html_(self) -> str:
         """A notebook's view: the guarantee as a small table and :meth:`summary`."""
         return _summary_html(self)
+
+
+def public_data_line(record: Mapping[str, Any]) -> str:
+    """One line on the public table a synthesis used (its record in ``report.public_data``).
+
+    >>> public_data_line({"rows": 1200, "sha256": "ab12" * 16, "columns": ["a", "b"],
+    ...                   "filled_columns": ["c"], "uses": ["init"], "rho_charged": 0.0})
+    'public prior: 1,200 rows (sha256 ab12ab12ab12...), 2 columns, filled: c; used for init; no budget charged'
+    """
+    filled = record.get("filled_columns") or []
+    factors = record.get("target_factors") or {}
+    return (f"public prior: {record['rows']:,} rows (sha256 {str(record['sha256'])[:12]}...), "
+            f"{len(record.get('columns', []))} columns" + (f", filled: {', '.join(filled)}" if filled else "")
+            + f"; used for {', '.join(record.get('uses', []))}"
+            + ("; target factors " + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()) if factors else "")
+            + "; no budget charged")
 
 
 def _summary_html(report: PrivacyReport, title: str = "Privacy report") -> str:

@@ -70,7 +70,8 @@ def report_from_files(contents: Mapping[str, bytes]) -> PrivacyReport:
             msg = f"{name} is not a readable Parquet file: {error}"
             raise DataError(msg) from error
     values["events"] = tuple(PrivacyEvent(**row) for row in values["events"].iter_rows(named=True))
-    missing = sorted(fields - set(values))
+    required = {f.name for f in dataclasses.fields(PrivacyReport) if f.default is dataclasses.MISSING}
+    missing = sorted(required - set(values))  # a field with a default (public_data) may be absent
     if missing:
         msg = f"{REPORT_JSON} lacks the keys {missing}, which a PrivacyReport requires"
         raise DataError(msg)

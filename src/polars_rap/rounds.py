@@ -33,6 +33,7 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
 
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
+from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
@@ -101,6 +102,7 @@ def run_plan(
     shrinkage: bool = False,
     size_exponent: float = 0.0,
     noise_aware: bool = False,
+    prior: PublicPrior | None = None,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
@@ -111,7 +113,9 @@ def run_plan(
     shrunk categorical marginals (post-processing of the released answers);
     ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
     measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
-    candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`)."""
+    candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`).
+    ``prior`` (public answers, :mod:`polars_rap.public_targets`) may pull the projection's
+    targets toward them and let each class's first selection score against them."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -128,6 +132,9 @@ def run_plan(
         chosen_by_gumbel = k < len(candidates)
         if chosen_by_gumbel:
             synthetic = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(candidates), np.inf)
+            if prior is not None:  # public values: the scores' sensitivity is unchanged
+                synthetic = prior.reference_answers(step.query_class, queries.group_query_indices(candidates),
+                                                    synthetic)
             true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
             sizes = queries.group_sizes[candidates]
             errors = selection_scores(true_counts, synthetic, sizes, n_rows)
@@ -178,8 +185,11 @@ def run_plan(
             )
         groups = np.asarray(record.groups)
         weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
+        targets = np.concatenate(record.targets)
+        if prior is not None and prior.targets:  # post-processing of the noisy answers
+            targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
         record.params, trace = project(
-            record.params, queries.take_groups(groups), np.concatenate(record.targets), backend,
+            record.params, queries.take_groups(groups), targets, backend,
             projection, anneal=step.query_class not in _CATEGORICAL_ONLY, weights=weights,
         )
         residual_rms, noise_rms = fit_figures(trace.exact_loss, record.answer_stds(queries.group_sizes[groups]),

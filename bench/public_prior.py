@@ -1,0 +1,275 @@
+"""Ablation of a public table as a prior (issue 19): acs-income-CA with and without one.
+
+    python -m bench.public_prior                       # every condition, ε 0.1/0.25/1, seeds 0-2
+    python -m bench.public_prior --conditions none matched/init --epsilons 0.25 --seeds 0
+    python -m bench.public_prior --table-only          # table and plot from the CSV
+    python -m bench.public_prior --smoke               # 300 rows, one ε and seed, into a temp folder
+
+Private: the ``acs-income-CA`` task's training rows (``bench.run``'s 80/20 split with seed 0,
+δ = 1/n_train², the headline suite's evaluation workload, logistic-regression macro F1 on the
+test rows). Public: the same preprocessing (:func:`polars_rap.datasets.preprocess_acs_income`)
+of the ACS 2018 person tables in ``../shared/data`` (``--data-dir``):
+
+- ``matched``: the 50 other states' and Puerto Rico's rows (260,818), a table like CA's;
+- ``mismatched``: Puerto Rico's alone (1,608 rows): 12% of its workers earn over $50,000
+  (CA: 43%), 87% were born in a US territory, 5% abroad (CA: 32%), a very different table.
+
+Each condition (``CONDITIONS``) is polars-rap's default (``rap++``) with or without
+``synthesize(public=..., public_use=...)``; every run goes through ``bench.run`` (a fresh
+``python -m bench.run --one`` process, one tidy row appended at once to
+``bench/results/public_prior.csv``; a rerun skips the rows already there). The table
+(``public_prior.md``) gives the mean over seeds per condition and ε with each error's ratio to
+the run without a public table, and the issue's targets; the plot
+(``plots/public_prior/error_vs_epsilon.png``) CM, MM, LT error and macro F1 against ε, one
+line per condition (mean, min-max bars over seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import polars as pl
+
+from bench.run import (
+    ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, append_row, completed_keys,
+    execute, read_results, run_key, table_markdown,
+)
+
+DATASET = "acs-income-CA"
+DATA_ENV = "POLARS_RAP_ACS_DIR"
+"""Environment variable naming the folder of ``acs2018_1yr_person_<ST>.parquet`` (set by
+``--data-dir`` for the child processes); default ``../shared/data`` beside the repository."""
+PRIVATE_STATE = "CA"
+MISMATCHED_STATE = "PR"
+CONDITIONS: dict[str, tuple[str, tuple[str, ...]] | None] = {
+    "none": None,
+    "matched/init": ("matched", ("init",)),
+    "matched/init+fit": ("matched", ("init", "fit")),
+    "matched/init+targets": ("matched", ("init", "targets")),
+    "matched/init+fit+targets+selection": ("matched", ("init", "fit", "targets", "selection")),
+    "mismatched/init": ("mismatched", ("init",)),
+    "mismatched/init+targets": ("mismatched", ("init", "targets")),
+}
+"""Condition name -> (public table, its uses), or None for no public table."""
+EPSILONS = (0.1, 0.25, 1.0)
+SEEDS = (0, 1, 2)
+OUT = RESULTS / "public_prior.csv"
+PLOTS = RESULTS / "plots" / "public_prior"
+METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "seconds")
+SMOKE = {"train_rows": 300, "synthesize": {"relaxed_rows": 50, "rounds_lt": 2, "n_linear_thresholds": 200},
+         "projection": {"max_steps": 5}, "eval": {"n_mixed_marginals": 200, "n_linear_thresholds": 2_000}}
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get(DATA_ENV) or REPO_ROOT.parent / "shared" / "data")
+
+
+@lru_cache(maxsize=2)
+def _public_frame(kind: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    from polars_rap.datasets import preprocess_acs_income
+
+    folder = data_dir()
+    files = sorted(folder.glob("acs2018_1yr_person_*.parquet"))
+    if kind == "matched":
+        files = [f for f in files if not f.stem.endswith(f"_{PRIVATE_STATE}")]
+    elif kind == "mismatched":
+        files = [f for f in files if f.stem.endswith(f"_{MISMATCHED_STATE}")]
+    else:
+        msg = f"unknown public table {kind!r}; choose 'matched' or 'mismatched'"
+        raise ValueError(msg)
+    if not files:
+        msg = f"no acs2018_1yr_person_<ST>.parquet files for the {kind} public table in {folder} (--data-dir)"
+        raise FileNotFoundError(msg)
+    return pl.concat([preprocess_acs_income(pl.read_parquet(f)).select(columns) for f in files])
+
+
+def public_table(kind: str, columns: Sequence[str]) -> pl.DataFrame:
+    """The ``matched`` (every state but CA) or ``mismatched`` (PR) public table, preprocessed
+    as the CA task, with ``columns`` in order."""
+    return _public_frame(kind, tuple(columns))
+
+
+def parameters(condition: str, smoke: bool) -> dict:
+    """The ``parameters`` column of a run: the headline suite's (``SMOKE``'s for a smoke run)
+    and, with a public table, which one and its uses."""
+    suite = SUITES["headline"]
+    base = SMOKE if smoke else {"train_rows": suite["train_rows"], "synthesize": dict(suite["synthesize"]),
+                                "projection": dict(suite["projection"]), "eval": dict(suite["eval"])}
+    planned = json.loads(json.dumps(base))
+    if CONDITIONS[condition] is not None:
+        kind, uses = CONDITIONS[condition]
+        planned.update(public=kind, public_use=list(uses))
+    return planned
+
+
+def plan(conditions: Sequence[str], epsilons: Sequence[float], seeds: Sequence[int], smoke: bool) -> list[dict]:
+    """Every run, seed by seed and ε by ε (so that a partial run has whole comparisons)."""
+    return [{"dataset": DATASET, "mechanism": "rap++" if CONDITIONS[c] is None else "rap++public",
+             "epsilon": float(e), "seed": int(s), "parameters": parameters(c, smoke)}
+            for s in seeds for e in epsilons for c in conditions]
+
+
+def condition_of(parameters_json: str) -> str:
+    """The condition name of a row, from its parameters."""
+    parsed = json.loads(parameters_json)
+    if "public" not in parsed:
+        return "none"
+    return f"{parsed['public']}/{'+'.join(parsed['public_use'])}"
+
+
+def run(specs: list[dict], out: Path, quiet: bool) -> None:
+    done = completed_keys(read_results(out))
+    todo = [s for s in specs if run_key(s["dataset"], s["mechanism"], s["parameters"], s["epsilon"], s["seed"])
+            not in done]
+    for index, spec in enumerate(todo, 1):
+        started = time.perf_counter()
+        for row in execute(spec):
+            append_row(out, row)
+            if not quiet:
+                print(f"[{index}/{len(todo)}] {condition_of(row['parameters']):36s} eps={row['epsilon']:<5g} "
+                      f"seed={row['seed']} {row['status']:6s} CM {row.get('CM_mean_error')} "
+                      f"MM {row.get('MM_mean_error')} LT {row.get('LT_mean_error')} F1 {row.get('macro_f1')} "
+                      f"({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+def summary(results: pl.DataFrame) -> pl.DataFrame:
+    """Mean over seeds per condition and ε, with each error's ratio to ``none`` at that ε."""
+    ok = results.filter(pl.col("status") == "ok").with_columns(
+        pl.col("parameters").map_elements(condition_of, return_dtype=pl.String).alias("condition"))
+    order = {name: i for i, name in enumerate(CONDITIONS)}
+    means = (ok.group_by("condition", "epsilon")
+             .agg(*(pl.col(m).mean() for m in METRICS), pl.col("real_macro_f1").mean(),
+                  pl.col("seed").n_unique().alias("seeds"))
+             .with_columns(pl.col("condition").replace_strict(order, default=len(order)).alias("_order"))
+             .sort("epsilon", "_order").drop("_order"))
+    base = means.filter(pl.col("condition") == "none").select(
+        "epsilon", *(pl.col(f"{c}_mean_error").alias(f"_{c}") for c in ERROR_CLASSES))
+    return (means.join(base, on="epsilon", how="left")
+            .with_columns(*((pl.col(f"{c}_mean_error") / pl.col(f"_{c}")).round(3).alias(f"{c}_vs_none")
+                            for c in ERROR_CLASSES),
+                          (pl.col("real_macro_f1") - pl.col("macro_f1")).round(4).alias("F1_gap_to_real"))
+            .select("condition", "epsilon", *METRICS, *(f"{c}_vs_none" for c in ERROR_CLASSES),
+                    "F1_gap_to_real", "seeds"))
+
+
+def targets(table: pl.DataFrame) -> list[str]:
+    """The issue's targets, each with what the table shows (or that its rows are missing)."""
+    lines = []
+
+    def row(condition: str, epsilon: float) -> dict | None:
+        found = table.filter((pl.col("condition") == condition) & (pl.col("epsilon") == epsilon))
+        return found.row(0, named=True) if found.height else None
+
+    for condition in (c for c in CONDITIONS if c.startswith("matched/")):
+        r = row(condition, 0.25)
+        if r is None:
+            continue
+        met = (r["CM_vs_none"] is not None and r["CM_vs_none"] <= 0.5 and r["MM_vs_none"] is not None
+               and r["MM_vs_none"] <= 0.5 and abs(r["F1_gap_to_real"]) <= 0.02)
+        lines.append(f"{condition} at ε = 0.25: CM {r['CM_vs_none']}x, MM {r['MM_vs_none']}x of none (target ≤ 0.5); "
+                     f"F1 {r['F1_gap_to_real']} below real (target ≤ 0.02): {'met' if met else 'not met'}")
+    for condition in (c for c in CONDITIONS if c.startswith("mismatched/")):
+        r = row(condition, 1.0)
+        if r is None:
+            continue
+        met = all(r[f"{c}_vs_none"] is not None and r[f"{c}_vs_none"] <= 1.0 for c in ERROR_CLASSES)
+        lines.append(f"{condition} at ε = 1: CM {r['CM_vs_none']}x, MM {r['MM_vs_none']}x, LT {r['LT_vs_none']}x "
+                     f"of none (target ≤ 1, no worse): {'met' if met else 'not met'}")
+    return lines or ["no rows at the targets' points yet"]
+
+
+def figure(results: pl.DataFrame):
+    """CM, MM, LT mean error and macro F1 against ε, one line per condition (mean over seeds,
+    min-max bars); a matplotlib Figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = results.filter(pl.col("status") == "ok").with_columns(
+        pl.col("parameters").map_elements(condition_of, return_dtype=pl.String).alias("variant"))
+    order = {name: i for i, name in enumerate(CONDITIONS)}
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
+    for axis, metric in zip(axes, (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1"), strict=True):
+        stats = (ok.filter(pl.col(metric).is_not_null()).group_by("variant", "epsilon")
+                 .agg(pl.col(metric).mean().alias("mean"), pl.col(metric).min().alias("low"),
+                      pl.col(metric).max().alias("high"))
+                 .with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_order"))
+                 .sort("_order", "epsilon").drop("_order"))
+        _draw_mean_range(axis, stats)
+        is_error = metric != "macro_f1"
+        axis.set(xscale="log", yscale="log" if is_error else "linear", xlabel="ε",
+                 ylabel="mean |q(D) − q(D̂)|" if is_error else "macro F1 (train synthetic, test real)",
+                 title=f"{DATASET}: {metric.split('_')[0] if is_error else 'macro F1'}")
+        if not is_error and ok.height:
+            axis.axhline(ok["real_macro_f1"].mean(), color="grey", linestyle="--", label="real data")
+        _epsilon_ticks(axis, stats)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def write_outputs(out: Path, plots: Path) -> tuple[Path, Path] | None:
+    results = read_results(out)
+    if results.filter(pl.col("status") == "ok").height == 0:
+        return None
+    table = summary(results)
+    present = set(table["condition"])
+    text = ("# Public table as a prior (bench/public_prior.py; mean over seeds)\n\n"
+            + "\n".join(f"- **{name}**: " + ("no public table (polars-rap's default)" if spec is None else
+                                          f"public table {spec[0]}, public_use {list(spec[1])}")
+                        for name, spec in CONDITIONS.items() if name in present)
+            + f"\n\nPrivate: {DATASET} training rows; matched public: every other state's table "
+            f"(and PR); mismatched: {MISMATCHED_STATE} alone.\n\n" + table_markdown(table)
+            + "\n## Targets (issue 19)\n\n" + "\n".join(f"- {line}" for line in targets(table)) + "\n")
+    markdown = out.with_suffix(".md")
+    markdown.write_text(text)
+    plots.mkdir(parents=True, exist_ok=True)
+    png = plots / "error_vs_epsilon.png"
+    fig = figure(results)
+    fig.savefig(png, dpi=110)
+    return markdown, png
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.public_prior", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conditions", nargs="+", choices=list(CONDITIONS), default=list(CONDITIONS))
+    parser.add_argument("--epsilons", nargs="+", type=float, default=EPSILONS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=SEEDS)
+    parser.add_argument("--data-dir", type=Path, help="folder of acs2018_1yr_person_<ST>.parquet "
+                                                      "(default ../shared/data beside the repository)")
+    parser.add_argument("--out", type=Path, help=f"results CSV (default {OUT.relative_to(REPO_ROOT)})")
+    parser.add_argument("--plots-dir", type=Path, help=f"plot folder (default {PLOTS.relative_to(REPO_ROOT)})")
+    parser.add_argument("--smoke", action="store_true",
+                        help="300 training rows, tiny settings, the largest ε and first seed only, into "
+                             "a temporary folder: checks the script runs, measures nothing")
+    parser.add_argument("--table-only", action="store_true", help="only write the table and plot from --out")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    if args.data_dir is not None:
+        os.environ[DATA_ENV] = str(args.data_dir.resolve())  # read by the child processes
+    smoke_dir = Path(tempfile.gettempdir()) / "polars_rap_public_prior_smoke"  # never committed
+    out = args.out or (smoke_dir / "public_prior.csv" if args.smoke else OUT)
+    plots = args.plots_dir or (smoke_dir if args.smoke else PLOTS)
+    if not args.table_only:
+        epsilons, seeds = ([max(args.epsilons)], args.seeds[:1]) if args.smoke else (args.epsilons, args.seeds)
+        run(plan(args.conditions, epsilons, seeds, args.smoke), out, args.quiet)
+    written = write_outputs(out, plots)
+    if written is None:
+        print(f"no ok rows in {out}; nothing to tabulate", file=sys.stderr)
+        return 1
+    print(f"table -> {written[0]}; plot -> {written[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

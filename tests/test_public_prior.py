@@ -1,0 +1,351 @@
+"""A public table as a prior (issue 19): validation, no budget, its record, its use, the CLI."""
+
+import hashlib
+import json
+import logging
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap
+from polars_rap import DataError, ParameterError, ProjectionConfig, cli, evaluation, kernels
+from polars_rap.domain import Domain
+from polars_rap.public_prior import (
+    DEFAULT_PUBLIC_USES,
+    check_public_use,
+    fit_to_public,
+    open_public,
+    read_public,
+    touches_columns,
+)
+from polars_rap.public_targets import PublicPrior, james_stein_toward
+from polars_rap.queries import QueryClass
+from polars_rap.workload import build_workload
+
+COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "PINCP_gt_50000"]
+LABELS = ["PINCP_gt_50000"]
+FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
+            projection=ProjectionConfig(max_steps=8), progress=False)
+RECORD_KEYS = {"rows", "sha256", "columns", "filled_columns", "uses", "rho_charged"}
+
+
+@pytest.fixture(scope="module")
+def declared(task):
+    return {name: task.domain[name] for name in COLUMNS}
+
+
+@pytest.fixture(scope="module")
+def private(task):
+    return task.frame.select(COLUMNS).sample(1500, seed=3)
+
+
+@pytest.fixture(scope="module")
+def public(task):
+    """Rows of the same table that are not in ``private``: a matched public table."""
+    return task.frame.select(COLUMNS).sample(1200, seed=11)
+
+
+@pytest.fixture(scope="module")
+def domain(private, declared):
+    return Domain.from_mapping(private.schema, declared, LABELS)
+
+
+def run(private, declared, **options):
+    return polars_rap.synthesize(private, epsilon=1.0, delta=1e-7, domain=declared, labels=LABELS,
+                                 seed=0, **{**FAST, **options})
+
+
+# ------------------------------------------------------------------ validation
+def test_a_value_outside_the_domain_is_a_data_error_naming_the_column_and_the_fix(private, declared):
+    bad = private.head(200).with_columns(pl.when(pl.int_range(pl.len()) == 5).then(3).otherwise(pl.col("SEX"))
+                                         .cast(pl.Int32).alias("SEX"))
+    with pytest.raises(DataError, match=r"the public table: column 'SEX' holds 1 values outside its declared "
+                                        r"categories, e\.g\. \[3\]\. Add them to the column's category list"):
+        run(private, declared, public=bad)
+
+
+def test_an_undeclared_null_in_the_public_table_is_a_data_error_naming_the_column(private, declared):
+    bad = private.head(50).with_columns(pl.lit(None, dtype=pl.Int32).alias("MAR"))
+    with pytest.raises(DataError, match=r"the public table: column 'MAR' holds 50 nulls.*Add None to its categories"):
+        run(private, declared, public=bad)
+
+
+def test_a_column_the_data_lacks_is_a_data_error_that_says_to_drop_it(private, declared):
+    extra = private.head(50).with_columns(pl.lit(1).alias("ST"))
+    with pytest.raises(DataError, match=r"the public table has columns the synthesized data does not: \['ST'\].*"
+                                        r"public\.drop\(\['ST'\]\)"):
+        run(private, declared, public=extra)
+
+
+def test_a_public_table_without_rows_or_shared_columns_is_refused(private, declared):
+    with pytest.raises(DataError, match="the public table has no rows"):
+        run(private, declared, public=private.clear())
+    with pytest.raises(DataError, match="the public table has none of the data's columns"):
+        open_public(pl.DataFrame(), None, COLUMNS)
+
+
+def test_a_subset_of_columns_is_filled_from_the_domain_and_logged(private, public, declared, caplog):
+    with caplog.at_level(logging.INFO, logger="polars_rap.public_prior"):
+        result = run(private, declared, public=public.drop("MAR", "AGEP"))
+    assert "columns ['AGEP', 'MAR'] are missing from it and filled from the domain uniformly" in caplog.text
+    record = result.report.public_data
+    assert record["filled_columns"] == ["AGEP", "MAR"]
+    assert record["columns"] == ["SEX", "SCHL", "RAC1P", "PINCP_gt_50000"]
+    assert result.data.schema == private.schema
+
+
+def test_public_settings_are_checked(private, declared):
+    with pytest.raises(ParameterError, match="'public_use' parameter must name at least one of.*did you mean 'targets'"):
+        run(private, declared, public=private, public_use=["target"])
+    with pytest.raises(ParameterError, match="'public_use' parameter needs a public table"):
+        run(private, declared, public_use=["init"])
+    with pytest.raises(TypeError, match="'public' parameter must be a polars DataFrame"):
+        run(private, declared, public=42)
+    with pytest.raises(FileNotFoundError):
+        run(private, declared, public="/no/such/public.parquet")
+    assert check_public_use(private, None) == DEFAULT_PUBLIC_USES == ("init",)
+    assert check_public_use(private, "fit") == ("fit",)
+
+
+# ------------------------------------------------------------------ privacy: free, recorded, never its rows
+def test_the_public_table_charges_nothing_the_ledger_is_the_same_to_the_last_float(private, public, declared):
+    without = run(private, declared).report
+    for uses in (["init"], ["init", "fit", "targets", "selection"]):
+        with_public = run(private, declared, public=public, public_use=uses).report
+        assert [(e.mechanism, e.rho, e.round, e.delta) for e in with_public.events] == \
+               [(e.mechanism, e.rho, e.round, e.delta) for e in without.events]
+        assert with_public.rho_spent == without.rho_spent == with_public.rho_budget
+        assert with_public.public_data["rho_charged"] == 0.0
+    assert without.public_data is None
+
+
+def test_the_report_records_row_count_and_content_hash_never_rows(private, public, declared, domain, tmp_path):
+    result = run(private, declared, public=public, public_use=["init", "targets"])
+    record = result.report.public_data
+    assert set(record) == RECORD_KEYS | {"target_factors"}
+    assert record["rows"] == public.height and record["uses"] == ["init", "targets"]
+    assert len(record["sha256"]) == 64 and int(record["sha256"], 16) >= 0
+    assert set(record["target_factors"]) <= {"CM", "MM", "LT", "NR"}
+    assert all(0.0 <= factor <= 1.0 for factor in record["target_factors"].values())
+    assert f"public prior: {public.height:,} rows (sha256 {record['sha256'][:12]}" in result.report.summary()
+    # the same content read as a frame, a LazyFrame or a file has one hash; other content another
+    path = tmp_path / "public.parquet"
+    public.write_parquet(path)
+    hashes = {read_public(open_public(source, declared, COLUMNS), domain).sha256
+              for source in (public, public.lazy(), str(path))}
+    assert hashes == {record["sha256"]}
+    assert read_public(open_public(public.head(100), declared, COLUMNS), domain).sha256 != record["sha256"]
+    # only that record: the summary and the whole report are no larger than without a public table
+    plain = run(private, declared).report
+    assert len(json.dumps(result.report.public_data)) < 600
+    assert result.report.measurements.height == plain.measurements.height
+
+
+def test_saved_models_carry_the_record_and_a_format_2_model_still_loads(private, public, declared, tmp_path):
+    result = run(private, declared, public=public)
+    saved = result.save(tmp_path / "model")
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert manifest["format_version"] == 3 and manifest["public_data"] == result.report.public_data
+    assert set(manifest["public_data"]) == RECORD_KEYS
+    loaded = polars_rap.load(saved)
+    assert loaded.report.public_data == result.report.public_data
+    assert "public prior: 1,200 rows" in loaded.report.summary()
+    # format 2 (before issue 19): no record in the manifest or the report; it loads, without one
+    summary = json.loads((saved / "report.json").read_text())
+    del summary["public_data"]
+    data = json.dumps(summary).encode()
+    (saved / "report.json").write_bytes(data)
+    for entry in manifest["files"]:
+        if entry["name"] == "report.json":
+            entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    del manifest["public_data"]
+    manifest["format_version"] = 2
+    (saved / "manifest.json").write_text(json.dumps(manifest))
+    old = polars_rap.load(saved)
+    assert old.format_version == 2 and old.report.public_data is None
+
+
+# ------------------------------------------------------------------ the prior is used
+def test_initial_relaxed_rows_are_softened_public_rows(public, domain):
+    table = read_public(open_public(public, None, COLUMNS), domain)
+    params = table.relaxed_params(500, domain, np.random.default_rng(0))
+    relaxed = params.relaxed()
+    start = 0
+    for b, size in enumerate(domain.block_sizes):
+        block = relaxed[:, start:start + size]
+        assert np.allclose(block.sum(axis=1), 1.0, atol=1e-5)
+        assert np.allclose(block.max(axis=1), 0.95 + 0.05 / size, atol=1e-5)  # softened one-hot
+        shares = np.bincount(block.argmax(axis=1), minlength=size) / 500
+        public_shares = np.bincount(table.codes[:, b], minlength=size) / table.n_rows
+        assert np.abs(shares - public_shares).max() < 0.08  # a 500-row sample of 1,200 rows
+        start += size
+    ages = relaxed[:, domain.n_categorical_coords]
+    assert set(np.round(ages, 6)) <= set(np.round(table.numerics[:, 0].astype(np.float32), 6))
+
+
+def test_a_column_no_query_measures_keeps_the_public_tables_distribution(private, public, declared):
+    """With no categorical marginal measured, nothing but the starting point shapes SEX: the
+    public table's (all 2 here), not the uniform start's."""
+    skewed = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"))
+    options = dict(rounds_cm=0, epsilon=0.3)
+    with_public = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0,
+                                        public=skewed, **{**FAST, **options})
+    without = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0,
+                                    **{**FAST, **options})
+    assert (with_public.data["SEX"] == 2).mean() > 0.9
+    assert 0.3 < (without.data["SEX"] == 2).mean() < 0.7
+
+
+def test_public_equal_to_private_makes_the_cm_error_at_small_epsilon_clearly_lower(private, declared, domain):
+    def cm_error(**options):
+        result = polars_rap.synthesize(private, epsilon=0.25, delta=1e-7, domain=declared, labels=LABELS,
+                                       seed=1, **{**FAST, **options})
+        errors = evaluation.workload_errors(private, result.data, domain, seed=0, classes=("CM",))
+        return errors["mean_error"][0]
+
+    without = cm_error()
+    with_public = cm_error(public=private, public_use=["init", "targets"])
+    assert with_public < 0.6 * without, (with_public, without)
+
+
+def test_a_wrong_public_table_loses_to_the_measurements(private, public, declared):
+    """Targets pull toward the public answers only as far as the noise allows: at a large
+    epsilon the marginals over a column the public table gets wrong follow the measurements."""
+    wrong = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"))
+    result = polars_rap.synthesize(private, epsilon=8.0, delta=1e-7, domain=declared, labels=LABELS, seed=0,
+                                   public=wrong, public_use=["init", "targets"], **FAST)
+    share = (result.data["SEX"] == 2).mean()
+    assert abs(share - (private["SEX"] == 2).mean()) < 0.1, share
+    assert result.report.public_data["target_factors"]["CM"] < 1.0  # the right tables were still pulled in
+
+
+def test_james_stein_pulls_within_the_noise_and_lets_a_clear_difference_win():
+    public = np.full(20, 0.05)
+    noisy_near = public + np.random.default_rng(0).normal(0, 0.01, 20)
+    estimate, factor = james_stein_toward(noisy_near, public, np.full(20, 0.01))
+    assert factor < 0.3 and np.abs(estimate - public).max() < np.abs(noisy_near - public).max()
+    far = public + 0.2
+    estimate, factor = james_stein_toward(far, public, np.full(20, 0.01))
+    assert factor > 0.99 and np.allclose(estimate, far, atol=1e-3)
+    two = np.array([0.3, 0.7])
+    assert james_stein_toward(two, np.array([0.5, 0.5]), np.full(2, 0.1))[1] == 1.0  # too few to pool
+
+
+def test_public_answers_exist_only_for_queries_over_columns_the_table_holds(public, domain):
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"),
+                             n_mixed_marginals=20, n_linear_thresholds=30, max_marginal_cells=None)
+    backend = kernels.get_backend("cpu")
+    full = read_public(open_public(public, None, COLUMNS), domain)
+    answers = full.answers(queries, domain, backend)
+    assert not np.isnan(answers).any()
+    assert np.allclose(answers, backend.answers_exact(full.codes, full.numerics, queries))
+    partial = read_public(open_public(public.drop("MAR"), None, COLUMNS), domain)
+    answers = partial.answers(queries, domain, backend)
+    mar = domain.block_index("MAR")
+    reads_mar = np.array([mar in queries.coord_column[queries.cat_coords[a:b]]
+                          for a, b in zip(queries.cat_offsets[:-1], queries.cat_offsets[1:], strict=True)])
+    assert np.array_equal(np.isnan(answers), reads_mar)
+    assert np.array_equal(touches_columns(queries, partial.filled_blocks, partial.filled_numeric), reads_mar)
+    lt = queries.query_class == QueryClass.LINEAR_THRESHOLD  # every LT query reads AGEP, the one numeric
+    assert touches_columns(queries, np.zeros(len(domain.blocks), bool), np.ones(1, bool))[lt].all()
+
+
+def test_fit_moves_the_relaxed_rows_toward_the_public_answers(public, domain):
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM",), n_mixed_marginals=0,
+                             n_linear_thresholds=0, max_marginal_cells=None)
+    backend = kernels.get_backend("cpu")
+    table = read_public(open_public(public, None, COLUMNS), domain)
+    answers = table.answers(queries, domain, backend)
+    from polars_rap.projection import RelaxedParams
+
+    start = RelaxedParams.random(80, domain.block_sizes, 1, np.random.default_rng(0))
+    fitted = fit_to_public(start, queries, answers, backend, ProjectionConfig(max_steps=30))
+
+    def distance(params):
+        return np.abs(backend.answers_relaxed(params.relaxed(), queries, np.inf) - answers).mean()
+
+    assert distance(fitted) < 0.5 * distance(start)
+
+
+def test_selection_scores_against_public_answers_in_each_class_first_round_only():
+    prior = PublicPrior(np.array([0.1, np.nan, 0.3]), selection=True)
+    relaxed = np.array([0.5, 0.5, 0.5])
+    assert prior.reference_answers("LT", np.arange(3), relaxed).tolist() == [0.1, 0.5, 0.3]
+    assert prior.reference_answers("LT", np.arange(3), relaxed).tolist() == [0.5, 0.5, 0.5]
+    assert prior.reference_answers("CM", np.arange(3), relaxed).tolist() == [0.1, 0.5, 0.3]
+    assert PublicPrior(np.zeros(3)).reference_answers("MM", np.arange(3), relaxed) is relaxed
+
+
+# ------------------------------------------------------------------ entry points
+def test_the_namespaces_pass_the_public_table(private, public, declared):
+    options = dict(epsilon=1.0, delta=1e-7, domain=declared, labels=LABELS, seed=0, **FAST)
+    eager = private.dp.synthesize(public=public, **options)
+    lazy = private.lazy().dp.synthesize(public=public.lazy(), **options)
+    assert eager.report.public_data == lazy.report.public_data
+    assert eager.report.public_data["rows"] == public.height
+
+
+def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    private.write_parquet(tmp_path / "private.parquet")
+    public.write_parquet(folder / "public.parquet")
+    public.head(300).write_parquet(tmp_path / "other.parquet")
+    tables = "\n".join(
+        f"[domain.{name}]\nkind = \"numeric\"\nbounds = {list(declared[name])}" if isinstance(declared[name], tuple)
+        else f"[domain.{name}]\nkind = \"categorical\"\ncategories = {json.dumps(declared[name])}"
+        for name in COLUMNS)
+    options = ('[options]\nrelaxed_rows = 60\nrounds_lt = 2\nn_linear_thresholds = 100\n'
+               'public_use = ["init", "targets"]\n[projection]\nmax_steps = 5\n')
+    config = folder / "spec.toml"
+    config.write_text(f'labels = {json.dumps(LABELS)}\npublic = "public.parquet"\n\n{tables}\n{options}')
+
+    def synthesize(config_path, *flags):
+        return cli.main(["synthesize", str(tmp_path / "private.parquet"), "-o", str(tmp_path / "out.parquet"),
+                         "--epsilon", "1", "--delta", "1e-7", "--config", str(config_path), "--seed", "0",
+                         "--json", "--quiet", "--overwrite", *flags])
+
+    capsys.readouterr()
+    assert synthesize(config) == 0  # public.parquet is found beside the config, not in the working directory
+    record = json.loads(capsys.readouterr().out)["public_data"]
+    assert record["rows"] == public.height and record["uses"] == ["init", "targets"]
+    assert synthesize(config, "--public", str(tmp_path / "other.parquet")) == 0  # the flag wins
+    assert json.loads(capsys.readouterr().out)["public_data"]["rows"] == 300
+    misplaced = tmp_path / "misplaced.toml"
+    misplaced.write_text(f"labels = {json.dumps(LABELS)}\n\n{tables}\n"
+                         + options.replace("[options]\n", '[options]\npublic = "public.parquet"\n'))
+    assert synthesize(misplaced) == 2
+    assert "set 'public' with the top-level public = \"path\"" in capsys.readouterr().err
+    bad = tmp_path / "bad.parquet"
+    public.head(20).with_columns(pl.lit(9, dtype=pl.Int32).alias("SEX")).write_parquet(bad)
+    assert synthesize(config, "--public", str(bad)) == 3
+    assert "the public table: column 'SEX'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the benchmark's public tables
+def test_the_benchmarks_public_tables_take_the_task_preprocessing_and_fit_its_domain(tmp_path, monkeypatch, task):
+    import importlib.resources
+    import sys
+    from pathlib import Path
+
+    monkeypatch.setattr(sys, "path", [str(Path(__file__).resolve().parents[1]), *sys.path])  # bench/: not a package
+    from bench import public_prior as bench
+
+    resource = importlib.resources.files("polars_rap") / "data" / "acs2018_1yr_person_CA.parquet"
+    with importlib.resources.as_file(resource) as path:
+        raw = pl.read_parquet(path)
+    for state, rows in (("CA", raw.head(40)), ("NY", raw.slice(40, 30)), ("PR", raw.slice(70, 20))):
+        rows.write_parquet(tmp_path / f"acs2018_1yr_person_{state}.parquet")
+    monkeypatch.setenv(bench.DATA_ENV, str(tmp_path))
+    bench._public_frame.cache_clear()
+    domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+    matched = bench.public_table("matched", task.frame.columns)
+    mismatched = bench.public_table("mismatched", task.frame.columns)
+    bench._public_frame.cache_clear()
+    assert matched.height == 50 and mismatched.height == 20  # every state but CA; PR alone
+    assert matched.columns == task.frame.columns and matched.schema == task.frame.schema
+    assert read_public(open_public(matched, task.domain, task.frame.columns), domain).filled_columns == ()
+    names = [bench.condition_of(json.dumps(spec["parameters"]))
+             for spec in bench.plan(list(bench.CONDITIONS), [0.25], [0], smoke=True)]
+    assert names == list(bench.CONDITIONS)
