@@ -38,7 +38,8 @@ from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "selection_scores"]
+__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "noise_shift_counts",
+           "selection_scores"]
 
 logger = logging.getLogger(__name__)
 
@@ -133,9 +134,10 @@ def run_plan(
             errors = selection_scores(true_counts, synthetic, sizes, n_rows)
             selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
             measure_rho = (1.0 - selection_share) * step_rho
+            shift = None
             if noise_aware:  # public, and whole counts below the scores' grid: still exact
-                noise_counts = expected_noise_l1(l2_sensitivity[candidates], sizes, measure_rho / k) * n_rows
-                errors = errors - np.rint(np.minimum(noise_counts, float(n_rows) * sizes))
+                shift = noise_shift_counts(l2_sensitivity[candidates], sizes, measure_rho / k, n_rows)
+                errors = errors - shift
             selected_local = gumbel_top_k(
                 errors, k, float(np.rint(selection_l1 * n_rows)), selection_share * step_rho, ledger,
                 rng, description=f"{step.query_class} selection", round=index,
@@ -175,6 +177,7 @@ def run_plan(
                 index, step.query_class, queries, candidates, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_share * step_rho, k),
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
+                None if shift is None else shift / n_rows,
             )
         groups = np.asarray(record.groups)
         weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
@@ -204,6 +207,20 @@ def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: 
     ``l2_sensitivity`` float64[groups], ``sizes`` int[groups] answers per group). Public."""
     sigma = np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * group_rho)
     return np.sqrt(2.0 / np.pi) * sigma * np.asarray(sizes, dtype=np.float64)
+
+
+def noise_shift_counts(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: float,
+                       n_rows: int) -> np.ndarray:
+    """float64[groups]: what a noise-aware score subtracts from each group's L1 error (count
+    units): its :func:`expected_noise_l1` at ``group_rho``, in counts, capped at the group's
+    largest possible error (``n_rows * cells``) and rounded to whole counts.
+
+    Whole counts lie on the grid of :func:`selection_scores` (a multiple of ``2**-bits``,
+    below ``n_rows * (cells + 1)``), so ``score - shift`` is exact too; the shift is public
+    (sizes, sensitivities, the planned rho and n), so it leaves the score's sensitivity as is.
+    """
+    noise_counts = expected_noise_l1(l2_sensitivity, sizes, group_rho) * n_rows
+    return np.rint(np.minimum(noise_counts, float(n_rows) * np.asarray(sizes, dtype=np.float64)))
 
 
 def fit_figures(loss: float, stds: np.ndarray, weights: np.ndarray | None) -> tuple[float, float]:
@@ -281,8 +298,10 @@ def selection_scores(true_counts: np.ndarray, synthetic: np.ndarray, sizes: np.n
 
 
 def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,
-                      selected_local, scale, noisy_parts, stds, lattice_step) -> SelectionRecord:
-    """Keep what a Gumbel round released and compared against, for the unmeasured bounds."""
+                      selected_local, scale, noisy_parts, stds, lattice_step,
+                      shift=None) -> SelectionRecord:
+    """Keep what a Gumbel round released and compared against, for the unmeasured bounds
+    (``shift``: float64[candidates] subtracted from the errors, answer units, or None)."""
     sizes = queries.group_sizes[candidates]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     gaps = np.array([
@@ -295,4 +314,5 @@ def _selection_record(round_index, class_name, queries: QuerySet, candidates, sy
         selected=np.asarray(candidates[selected_local], dtype=np.int64),
         selected_gap=gaps, selected_std=np.asarray(stds, dtype=np.float64),
         selected_size=np.asarray(sizes[selected_local], dtype=np.int64), lattice_step=lattice_step,
+        candidate_shift=None if shift is None else np.asarray(shift, dtype=np.float64),
     )
