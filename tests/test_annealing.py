@@ -5,6 +5,7 @@ tables, the report, and default plans left exactly as they were."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 
 import numpy as np
@@ -358,11 +359,12 @@ def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
     assert result.data.height == rows.height and result.data.schema == rows.schema
 
 
-def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch) -> None:
+def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -> None:
     """Forcing every round to pick the same table (the selection still charged): the table is
     measured once per round with its own noise, the projection weighs both measurements by
-    their inverse variance, the report lists both (one interval each) and the table among
-    neither the unmeasured groups nor out of the ledger, which closes."""
+    their inverse variance, the report lists both (one interval each) and not the table among
+    the unmeasured groups, the end-of-run fit line counts it once, and the ledger closes."""
+    caplog.set_level(logging.INFO, logger="polars_rap.rounds")
     real_top_k, last_weights = annealing.gumbel_top_k, []
 
     def first_table(scores, k, l1, rho, ledger, rng, **kwargs):
@@ -392,3 +394,6 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch) -> None:
     assert stds[-1] < stds[0]  # the last round took more than the first
     assert first not in report.unmeasured["group"].to_list() and report.unmeasured.height > 0
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    fit_lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("CM:")]
+    assert fit_lines == [f"CM: 1 groups ({m.height} answers) measured in {len(rounds)} steps; "
+                         + fit_lines[0].split("steps; ", 1)[1]]

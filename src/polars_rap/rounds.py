@@ -279,7 +279,7 @@ def class_fit_lines(record: LoopRecord, queries: QuerySet, plan: list[Step], bac
         relative = math.sqrt(float(np.mean(np.square(residuals[mine] / stds[mine]))))
         steps = record.class_rounds.get(name, sum(step.query_class == name for step in plan))
         lines.append(
-            f"{name}: {int(np.count_nonzero(queries.group_class[groups] == code))} groups "
+            f"{name}: {len(np.unique(groups[queries.group_class[groups] == code]))} groups "
             f"({int(mine.sum())} answers) measured in {steps} step{'s' if steps > 1 else ''}; "
             f"fit residual rms {residual_rms:.2g} = {relative:.2f} x the noise std"
         )
