@@ -186,8 +186,9 @@ class PlannedStrategy:
     cm_anneal : bool
         Spend the CM class's share by AIM's budget annealing instead of a fixed plan
         (:mod:`polars_rap.annealing`): adaptive rounds, each selecting ``class_k["CM"]`` tables
-        (default 1) among all CM tables, measured or not, by the noise-aware score, measuring
-        them and projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
+        (default 1) among all CM tables, measured or not, by the noise-aware score (paying the
+        run's ``selection_share`` of the round for it; AIM pays 0.1), measuring them and
+        projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
         quadruples (its noise std halves) after a round whose measurement moved the synthetic
         answers by no more than the noise's expected L1 norm; the last round takes what is
         left. How many tables are measured thus follows the noise level. Off by default (an
@@ -195,8 +196,9 @@ class PlannedStrategy:
         CM rounds for that class (``rounds_cm`` only has to be > 0).
     cm_anneal_rounds : int or None
         T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
-        1)`` rounds run. None (default): the number of CM groups, so that the first rounds
-        measure as finely as the outright step would (AIM's 16 d plays this part).
+        1)`` rounds run. None (default): the number of CM groups, so that a first round
+        measures its table with the outright step's budget per table, less the selection's
+        part (AIM's 16 d plays this part).
     """
 
     class_shares: Mapping[str, float] | str | None = None
