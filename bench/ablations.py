@@ -18,6 +18,10 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
 ``synthesize`` (``--synthesize``).
 
     python -m bench.ablations --run numeric       # declared scales and atoms (issue #14)
+    python -m bench.ablations --run cm_anneal     # AIM's budget annealing of the CM share (issue #20)
+
+(A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
+``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
 """
 
 from __future__ import annotations
@@ -82,6 +86,19 @@ STEPS["cm_selection"] = [
      {"selection_share": 0.2, "rounds_cm": 6,
       "strategy": {**PLANNED, "noise_aware": True, "class_k": {"CM": 5}, "base_share": 0.1}},
      "every feature x label marginal measured outright first with 10% of the budget (AIM's one-ways)"),
+]
+STEPS["cm_anneal"] = [
+    ("selection share 0.2", {"selection_share": 0.2},
+     "the base of this ablation (the rows of bench/results/ablation_selection.csv, not rerun): every "
+     "CM table measured outright, selection rounds paying a fifth of their budget for the Gumbel top-K"),
+    ("+ CM by annealed rounds (AIM's budget annealing)",
+     {"selection_share": 0.2, "strategy": {**PLANNED, "cm_anneal": True}},
+     "the CM share is spent by adaptive rounds instead of one outright step: each selects one table "
+     "among all CM tables by its L1 error minus its expected noise norm (AIM's score), measures it "
+     "and projects; rounds start at 1/T0 of the share (T0 = the CM tables) and a round whose "
+     "measurement moved the synthetic answers by less than the noise's expected L1 norm quadruples "
+     "the next round's budget, so the number of tables measured follows the noise level "
+     "(polars_rap.annealing)"),
 ]
 ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}

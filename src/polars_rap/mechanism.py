@@ -359,6 +359,7 @@ def synthesize(
     relaxed = record.params.relaxed()
     synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
+    steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
     report = build_report(
         budget, ledger, n_rows, queries, public_domain, plan, record, synthetic_frame,
         backend_module, confidence,
@@ -452,7 +453,8 @@ def _smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: 
     """Per (class, outright) of the plan's steps: the smallest share of a step's measurement
     budget any one group can get under :func:`~polars_rap.strategy.group_shares` (an outright
     step shares among all the class's groups; a selection step among at most K, the worst case
-    the smallest group beside the K - 1 largest). Public sizes only."""
+    the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
+    of K, are keyed as those). Public sizes only."""
     smallest = {}
     largest_k = {}
     for step in plan:
@@ -474,16 +476,18 @@ def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
     """Refuse a run whose planned measurement noise swamps every answer.
 
     A selection step measures with ``rho_step (1 - selection_share)``, an outright step with
-    ``rho_step``; the group given the least of it (``smallest_share`` per class and kind of
-    step, from :func:`_smallest_share`) gets ``rho_g``, and a marginal cell carries noise of std
-    ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
+    ``rho_step``, an annealed step's thinnest round with ``rho_step (1 - selection_share) /
+    T0`` (its rounds start at ``1 / T0`` of its budget and never go below it: see
+    :mod:`polars_rap.annealing`); the group given the least of it (``smallest_share`` per
+    class and kind of step, from :func:`_smallest_share`) gets ``rho_g``, and a marginal cell
+    carries noise of std ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
     checked. Answers are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The
     row count is public.
     """
     total = math.fsum(step.weight for step in plan)
     rho_group = min(
         rho * step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
-        * smallest_share[step.query_class, step.outright]
+        / (step.annealed_rounds or 1) * smallest_share[step.query_class, step.outright]
         for step in plan
     )
     noise_std = 1.0 / (n_rows * math.sqrt(rho_group))

@@ -36,7 +36,7 @@ from polars_rap.samplers import discrete_gaussian, words_from
 from polars_rap.selection import exponential_top_k, selection_epsilon
 
 __all__ = [
-    "BudgetExceededError", "BudgetSplit", "PrivacyEvent", "PrivacyLedger",
+    "BudgetExceededError", "BudgetSplit", "PrivacyEvent", "PrivacyLedger", "closing_charge",
     "delta_from_rho_epsilon", "discrete_gaussian_noise", "discrete_gaussian_sigma2",
     "epsilon_from_rho_delta", "gaussian_mechanism", "gaussian_noise_std", "gumbel_scale",
     "gumbel_top_k", "rho_from_epsilon_delta", "rho_from_epsilon_delta_loose", "split_budget",
@@ -239,35 +239,58 @@ class PrivacyLedger:
         return rho
 
     def _closing_rho(self) -> float:
-        """The last charge that spends the budget to the last float (0.0 if none fits).
+        """The last charge that spends the budget to the last float (0.0 if none fits): see
+        :func:`closing_charge`."""
+        return closing_charge([event.rho for event in self._events], self._rho_budget)
 
-        The candidates are the correctly rounded ``budget - sum(charges)`` and its neighbours a
-        few floats away. Among those whose fsum with the earlier charges is at most the budget,
-        the preference is: an fsum equal to the budget; then an exact (real-number) total at or
-        below the budget; then the total closest to the budget. An fsum equal to the budget is
-        out of reach only in a rounding tie (the remainder in the budget's binade, the earlier
-        charges ending on half an ulp of it, the budget's last bit odd): it then ends one ulp
-        below the budget.
-        """
-        charges = [event.rho for event in self._events]
-        if math.fsum(charges) >= self._rho_budget:
-            return 0.0
-        remainder = math.fsum([self._rho_budget, *(-rho for rho in charges)])
-        candidates = [remainder]
-        for direction in (0.0, math.inf):
-            rho = remainder
-            for _ in range(_NUDGES):
-                rho = math.nextafter(rho, direction)
-                candidates.append(rho)
 
-        def preference(rho: float) -> tuple[bool, bool, float]:
-            exact_total_fits = math.fsum([*charges, rho, -self._rho_budget]) <= 0.0  # exact sign
-            closeness = rho if exact_total_fits else -rho
-            return self._total_with(rho) == self._rho_budget, exact_total_fits, closeness
+def closing_charge(charges, budget: float) -> float:
+    """The charge that brings ``math.fsum(charges)`` to ``budget`` to the last float (0.0 if
+    none fits): the last charge of a ledger, or of one step's part of it.
 
-        budget = self._rho_budget
-        fitting = [rho for rho in candidates if rho > 0.0 and self._total_with(rho) <= budget]
-        return max(fitting, key=preference, default=0.0)
+    The candidates are the correctly rounded ``budget - sum(charges)`` and its neighbours a
+    few floats away. Among those whose fsum with the earlier charges is at most the budget,
+    the preference is: an fsum equal to the budget; then an exact (real-number) total at or
+    below the budget; then the total closest to the budget. An fsum equal to the budget is
+    out of reach only in a rounding tie (the remainder in the budget's binade, the earlier
+    charges ending on half an ulp of it, the budget's last bit odd): it then ends one ulp
+    below the budget.
+
+    Parameters
+    ----------
+    charges : sequence of float
+        The rho charged so far (against ``budget``).
+    budget : float
+        What they and the closing charge are to add up to.
+
+    Examples
+    --------
+    >>> charges = [0.1, 0.2]
+    >>> last = closing_charge(charges, 0.7)
+    >>> math.fsum([*charges, last]) == 0.7
+    True
+    """
+    charges = [float(rho) for rho in charges]
+    if math.fsum(charges) >= budget:
+        return 0.0
+    remainder = math.fsum([budget, *(-rho for rho in charges)])
+    candidates = [remainder]
+    for direction in (0.0, math.inf):
+        rho = remainder
+        for _ in range(_NUDGES):
+            rho = math.nextafter(rho, direction)
+            candidates.append(rho)
+
+    def total_with(rho: float) -> float:
+        return math.fsum([*charges, rho])
+
+    def preference(rho: float) -> tuple[bool, bool, float]:
+        exact_total_fits = math.fsum([*charges, rho, -budget]) <= 0.0  # exact sign
+        closeness = rho if exact_total_fits else -rho
+        return total_with(rho) == budget, exact_total_fits, closeness
+
+    fitting = [rho for rho in candidates if rho > 0.0 and total_with(rho) <= budget]
+    return max(fitting, key=preference, default=0.0)
 
 
 # ---------------------------------------------------------------- mechanisms

@@ -32,7 +32,9 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
     intervals are corrected for.
 
     Per class, an outright step measures all its groups and a selection step at most its
-    ``k`` largest; the sum is capped at the class's answers. It reads only public values (the
+    ``k`` largest; the sum is capped at the class's answers. An annealed step may measure a
+    group again, so its rounds (at most T0 = ``annealed_rounds``) of at most the ``k``
+    largest groups each are added beyond that cap. It reads only public values (the
     plan and the workload's group sizes), never which groups the noisy selections picked, so
     the correction cannot depend on the data: with M fixed in advance and at least as many
     as measured, a union bound over the measured answers gives at most ``measured * alpha /
@@ -41,9 +43,11 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
     total = 0
     for name, code in CLASS_CODES.items():
         sizes = np.sort(queries.group_sizes[queries.group_class == code])[::-1].astype(np.int64)
+        steps = [step for step in plan if step.query_class == name]
         most = sum(int(sizes.sum()) if step.outright else int(sizes[:step.k].sum())
-                   for step in plan if step.query_class == name)
-        total += min(most, int(sizes.sum()))
+                   for step in steps if not step.annealed)
+        again = sum(step.annealed_rounds * int(sizes[:step.k].sum()) for step in steps if step.annealed)
+        total += min(most, int(sizes.sum())) + again
     return total
 
 
@@ -87,7 +91,8 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
         "synthetic_answer": synthetic,
         "error_bound": np.abs(synthetic - noisy) + halfwidth,
     }, schema_overrides={"query_class": pl.String, "description": pl.String})
-    unmeasured, note = _unmeasured_bounds(queries, domain, selections, synthetic_answers, confidence)
+    unmeasured, note = _unmeasured_bounds(queries, domain, selections, synthetic_answers, confidence,
+                                          measured=groups)
     return PrivacyReport(
         epsilon=budget.epsilon, delta=budget.delta, rho_budget=budget.rho,
         rho_spent=ledger.rho_spent, n_rows=n_rows, events=ledger.events,
@@ -98,13 +103,19 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     )
 
 
-def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers, confidence):
-    """The unmeasured groups' error bounds (a frame) and a note on which have none, and why."""
+def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers, confidence, measured=()):
+    """The unmeasured groups' error bounds (a frame) and a note on which have none, and why.
+
+    A candidate the last selection passed over but an earlier round measured (annealed rounds
+    select among every group of their class, measured or not: :mod:`polars_rap.annealing`)
+    has its measurement's interval instead, so it is left out (``measured``: group ids)."""
     parts = []
     for record in selections.values():
         bounds = unmeasured_error_bounds(record, queries.group_sizes,
                                          synthetic_answers(record.candidates), confidence)
         groups = record.candidates[record.unmeasured]
+        never = ~np.isin(groups, np.asarray(measured, dtype=np.int64))
+        bounds, groups = bounds[never], groups[never]
         first_query = queries.group_offsets[groups]
         parts.append(pl.DataFrame({
             "query_class": [record.query_class] * len(groups),

@@ -76,7 +76,10 @@ class SelectionRecord:
     (int64[K]) the groups picked, with the L1 distance from their noisy answers to those
     synthetic answers (``selected_gap``), their per-answer noise std and their sizes;
     ``lattice_step`` is one count in answer units (1/n) for discrete Gaussian measurements
-    (0.0 for continuous ones). All of it is released values or post-processing of them.
+    (0.0 for continuous ones); ``candidate_shift`` (float64[C], answer units, None for none)
+    what was subtracted from each candidate's L1 error to make its score (a noise-aware
+    round's public expected noise norm). All of it is released values, public values or
+    post-processing of them.
     """
 
     round: int
@@ -89,6 +92,7 @@ class SelectionRecord:
     selected_std: np.ndarray
     selected_size: np.ndarray
     lattice_step: float = 0.0
+    candidate_shift: np.ndarray | None = None
 
     @property
     def unmeasured(self) -> np.ndarray:
@@ -120,6 +124,10 @@ def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
     Gumbel noise or, as here, by exact peeling exponential mechanisms: the bound is a
     statement about that law, the Gumbel variables only a device of its proof.
 
+    When the scores were the errors minus a public shift h_r (a noise-aware round), the
+    same steps give ``s_r <= h_r + min_j (s_j - h_j) + max_C G - G_r``: the bound gains the
+    unselected group's shift and each selected group's is taken off.
+
     Taking the smallest j and the triangle inequality to the returned data D,
     ``||q_r(D) - q_r(data)||_1 <= ||q_r(D) - q_r(D_t)||_1 + bound``. Each bound holds with
     probability ``confidence`` for its own group (not all groups at once), and is capped at
@@ -150,7 +158,13 @@ def unmeasured_error_bounds(record: SelectionRecord, group_sizes: np.ndarray,
     sizes = group_sizes[record.candidates]
     drift = group_l1(final_answers - record.candidate_answers, sizes)
     unmeasured = record.unmeasured
-    bound = drift[unmeasured] + float(selected_error.min()) + gumbel_terms
+    if record.candidate_shift is None:
+        bound = drift[unmeasured] + float(selected_error.min()) + gumbel_terms
+    else:
+        shift = np.asarray(record.candidate_shift, dtype=np.float64)
+        position = {int(group): i for i, group in enumerate(record.candidates)}
+        selected_shift = shift[[position[int(group)] for group in record.selected]]
+        bound = drift[unmeasured] + shift[unmeasured] + float((selected_error - selected_shift).min()) + gumbel_terms
     # No bound needs to exceed the largest possible error: the L1 distance of two vectors of
     # fractions each summing to at most 1 is at most 2 (1 for a single query).
     trivial = np.where(sizes[unmeasured] > 1, 2.0, 1.0)

@@ -5,7 +5,9 @@
 ``selection_share`` of it for a one-shot Gumbel top-K over the class's unmeasured groups (by
 the L1 error of the current synthetic data's expected answers) and splits the rest evenly over
 the Gaussian measurements of the groups picked; an outright step measures every unmeasured
-group of its class, its whole share split evenly. After each step the relaxed data is
+group of its class, its whole share split evenly; an annealed step runs its own rounds
+(:func:`polars_rap.annealing.run_annealed_step`, AIM's budget annealing), numbered on from
+its place so that the rounds after it keep counting. After each step the relaxed data is
 projected onto every measurement so far, warm-started. The last measurement of the plan
 charges exactly what is left, so the ledger closes to the last float.
 
@@ -39,7 +41,8 @@ from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "selection_scores"]
+__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "noise_shift_counts",
+           "selection_scores"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +59,8 @@ class LoopRecord:
     projection's targets (the noisy answers, or their shrunk estimates); the last
     Gumbel selection of each class that still has unmeasured groups (for their bounds; a
     class whose leftovers a later step measured without selection has none); the final
-    relaxed parameters."""
+    relaxed parameters. An annealed step may measure a group more than once: its id then
+    appears once per measurement, each with its own answers and std."""
 
     params: RelaxedParams
     groups: list[int] = field(default_factory=list)
@@ -65,6 +69,8 @@ class LoopRecord:
     noise_stds: list[float] = field(default_factory=list)
     targets: list[np.ndarray] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
+    class_rounds: dict[str, int] = field(default_factory=dict)
+    """Rounds run by each class measured by an annealed step (data-dependent, released)."""
 
     def answer_stds(self, sizes: np.ndarray) -> np.ndarray:
         """float64[answers measured]: each answer's noise std (``sizes``: each group's answers)."""
@@ -122,9 +128,24 @@ def run_plan(
     weights_left = [float(w) for w in np.cumsum([s.weight for s in plan][::-1])[::-1]]
     rho = ledger.rho_budget
     bar = tqdm(plan, desc="RAP++ rounds", disable=not progress, unit="round")
+    extra_rounds = 0  # rounds an annealed step ran beyond its one slot in the plan
     for index, step in enumerate(bar):
         is_last = index == len(plan) - 1
         step_rho = ledger.rho_remaining * step.weight / weights_left[index]
+        round_index = index + extra_rounds
+        if step.annealed:  # its own loop of rounds, AIM's budget annealing
+            from polars_rap.annealing import run_annealed_step  # it builds on this module
+
+            extra_rounds += run_annealed_step(
+                step, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, record, backend,
+                projection, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
+                n_rows=n_rows, selection_share=selection_share, inverse_variance=inverse_variance,
+                shrinkage=shrinkage, size_exponent=size_exponent,
+                anneal_temperature=step.query_class not in _CATEGORICAL_ONLY,
+            ) - 1
+            bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
+                            rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
+            continue
         candidates = np.flatnonzero(available & (group_class == CLASS_CODES[step.query_class]))
         if len(candidates) == 0:
             continue
@@ -140,12 +161,13 @@ def run_plan(
             errors = selection_scores(true_counts, synthetic, sizes, n_rows)
             selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
             measure_rho = (1.0 - selection_share) * step_rho
+            shift = None
             if noise_aware:  # public, and whole counts below the scores' grid: still exact
-                noise_counts = expected_noise_l1(l2_sensitivity[candidates], sizes, measure_rho / k) * n_rows
-                errors = errors - np.rint(np.minimum(noise_counts, float(n_rows) * sizes))
+                shift = noise_shift_counts(l2_sensitivity[candidates], sizes, measure_rho / k, n_rows)
+                errors = errors - shift
             selected_local = gumbel_top_k(
                 errors, k, float(np.rint(selection_l1 * n_rows)), selection_share * step_rho, ledger,
-                rng, description=f"{step.query_class} selection", round=index,
+                rng, description=f"{step.query_class} selection", round=round_index,
             )
         else:  # selecting every candidate reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
@@ -165,10 +187,10 @@ def run_plan(
             start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
             noisy, std = gaussian_mechanism(
                 true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
-                description=f"{step.query_class} group {group}", round=index, n_rows=n_rows,
+                description=f"{step.query_class} group {group}", round=round_index, n_rows=n_rows,
             )
             record.groups.append(int(group))
-            record.rounds.append(index)
+            record.rounds.append(round_index)
             record.noisy_parts.append(noisy)
             record.noise_stds.append(std)
             if shrinkage and step.query_class == "CM":
@@ -179,9 +201,10 @@ def run_plan(
             available[group] = False
         if chosen_by_gumbel:
             record.selections[step.query_class] = _selection_record(
-                index, step.query_class, queries, candidates, synthetic, selected_local,
+                round_index, step.query_class, queries, candidates, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_share * step_rho, k),
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
+                None if shift is None else shift / n_rows,
             )
         groups = np.asarray(record.groups)
         weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
@@ -198,7 +221,7 @@ def run_plan(
                         rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
         logger.debug(
             "step %d (%s): measured %d groups, %d Adam steps in %d temperature stages, "
-            "exact loss %.4g, rho spent %.6g of %.6g", index, step.query_class, len(selected),
+            "exact loss %.4g, rho spent %.6g of %.6g", round_index, step.query_class, len(selected),
             trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
         )
     bar.close()
@@ -214,6 +237,20 @@ def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: 
     ``l2_sensitivity`` float64[groups], ``sizes`` int[groups] answers per group). Public."""
     sigma = np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * group_rho)
     return np.sqrt(2.0 / np.pi) * sigma * np.asarray(sizes, dtype=np.float64)
+
+
+def noise_shift_counts(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: float,
+                       n_rows: int) -> np.ndarray:
+    """float64[groups]: what a noise-aware score subtracts from each group's L1 error (count
+    units): its :func:`expected_noise_l1` at ``group_rho``, in counts, capped at the group's
+    largest possible error (``n_rows * cells``) and rounded to whole counts.
+
+    Whole counts lie on the grid of :func:`selection_scores` (a multiple of ``2**-bits``,
+    below ``n_rows * (cells + 1)``), so ``score - shift`` is exact too; the shift is public
+    (sizes, sensitivities, the planned rho and n), so it leaves the score's sensitivity as is.
+    """
+    noise_counts = expected_noise_l1(l2_sensitivity, sizes, group_rho) * n_rows
+    return np.rint(np.minimum(noise_counts, float(n_rows) * np.asarray(sizes, dtype=np.float64)))
 
 
 def fit_figures(loss: float, stds: np.ndarray, weights: np.ndarray | None) -> tuple[float, float]:
@@ -250,9 +287,9 @@ def class_fit_lines(record: LoopRecord, queries: QuerySet, plan: list[Step], bac
             continue
         residual_rms = math.sqrt(float(np.mean(np.square(residuals[mine]))))
         relative = math.sqrt(float(np.mean(np.square(residuals[mine] / stds[mine]))))
-        steps = sum(step.query_class == name for step in plan)
+        steps = record.class_rounds.get(name, sum(step.query_class == name for step in plan))
         lines.append(
-            f"{name}: {int(np.count_nonzero(queries.group_class[groups] == code))} groups "
+            f"{name}: {len(np.unique(groups[queries.group_class[groups] == code]))} groups "
             f"({int(mine.sum())} answers) measured in {steps} step{'s' if steps > 1 else ''}; "
             f"fit residual rms {residual_rms:.2g} = {relative:.2f} x the noise std"
         )
@@ -291,8 +328,10 @@ def selection_scores(true_counts: np.ndarray, synthetic: np.ndarray, sizes: np.n
 
 
 def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,
-                      selected_local, scale, noisy_parts, stds, lattice_step) -> SelectionRecord:
-    """Keep what a Gumbel round released and compared against, for the unmeasured bounds."""
+                      selected_local, scale, noisy_parts, stds, lattice_step,
+                      shift=None) -> SelectionRecord:
+    """Keep what a Gumbel round released and compared against, for the unmeasured bounds
+    (``shift``: float64[candidates] subtracted from the errors, answer units, or None)."""
     sizes = queries.group_sizes[candidates]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     gaps = np.array([
@@ -305,4 +344,5 @@ def _selection_record(round_index, class_name, queries: QuerySet, candidates, sy
         selected=np.asarray(candidates[selected_local], dtype=np.int64),
         selected_gap=gaps, selected_std=np.asarray(stds, dtype=np.float64),
         selected_size=np.asarray(sizes[selected_local], dtype=np.int64), lattice_step=lattice_step,
+        candidate_shift=None if shift is None else np.asarray(shift, dtype=np.float64),
     )

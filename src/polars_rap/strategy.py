@@ -7,7 +7,11 @@ A plan is a list of :class:`Step`, each on one query class (``"CM"``, ``"MM"``, 
   each group picked, the round's budget split evenly between them (paper Alg. 2); when ``k``
   would pick every candidate left, the round measures them all and pays no selection;
 - an *outright* step (``k is None``): a Gaussian measurement of every group of the class
-  left, with no selection (choosing all of them reveals nothing, so it costs nothing).
+  left, with no selection (choosing all of them reveals nothing, so it costs nothing);
+- an *annealed* step (``annealed_rounds`` set): the class's share spent by adaptive rounds,
+  each selecting ``k`` groups among all of the class's by AIM's noise-aware score, with a
+  per-round budget that starts at ``share / annealed_rounds`` and quadruples whenever a round
+  taught little (:mod:`polars_rap.annealing`).
 
 A step's ``weight`` fixes its share of the loop's budget: at run time step ``i`` spends
 ``rho_remaining * weight_i / sum(weights of the steps not yet run)``, so the shares hold
@@ -47,15 +51,29 @@ CLASSES = ("CM", "MM", "LT")
 @dataclass(frozen=True, slots=True)
 class Step:
     """One step of a plan: ``query_class`` measured with ``weight`` (a share of the loop's
-    budget, relative to the other steps), selecting ``k`` groups, or all left when None."""
+    budget, relative to the other steps), selecting ``k`` groups, or all left when None.
+
+    ``annealed_rounds`` (T0, public) makes it an annealed step: rounds of ``k`` groups each,
+    starting at ``1 / T0`` of the step's budget, at most ``max(1, T0 - 1)`` of them
+    (:func:`polars_rap.annealing.run_annealed_step`); None for the other kinds."""
 
     query_class: str
     weight: float
     k: int | None
+    annealed_rounds: int | None = None
 
     @property
     def outright(self) -> bool:
         return self.k is None
+
+    @property
+    def annealed(self) -> bool:
+        return self.annealed_rounds is not None
+
+    @property
+    def kind(self) -> str:
+        """``"outright"``, ``"selection"`` or ``"annealed"``."""
+        return "outright" if self.outright else "annealed" if self.annealed else "selection"
 
 
 class Strategy(Protocol):
@@ -165,6 +183,22 @@ class PlannedStrategy:
         Score each candidate of a selection round by its L1 error minus the expected L1 norm
         of its measurement's noise, ``sqrt(2/pi) * sigma * cells`` (AIM's score; public, so the
         score's sensitivity is the error's).
+    cm_anneal : bool
+        Spend the CM class's share by AIM's budget annealing instead of a fixed plan
+        (:mod:`polars_rap.annealing`): adaptive rounds, each selecting ``class_k["CM"]`` tables
+        (default 1) among all CM tables, measured or not, by the noise-aware score (paying the
+        run's ``selection_share`` of the round for it; AIM pays 0.1), measuring them and
+        projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
+        quadruples (its noise std halves) after a round whose measurement moved the synthetic
+        answers by no more than the noise's expected L1 norm; the last round takes what is
+        left. How many tables are measured thus follows the noise level. Off by default (an
+        ablation: ``bench/ablations.py``, ``cm_anneal``); it replaces ``outright`` and the
+        CM rounds for that class (``rounds_cm`` only has to be > 0).
+    cm_anneal_rounds : int or None
+        T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
+        1)`` rounds run. None (default): the number of CM groups, so that a first round
+        measures its table with the outright step's budget per table, less the selection's
+        part (AIM's 16 d plays this part).
     """
 
     class_shares: Mapping[str, float] | str | None = None
@@ -177,6 +211,8 @@ class PlannedStrategy:
     noise_aware: bool = False
     class_k: Mapping[str, int] | None = None
     base_share: float = 0.0
+    cm_anneal: bool = False
+    cm_anneal_rounds: int | None = None
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -208,6 +244,15 @@ class PlannedStrategy:
                 0.0 < self.selection_share < 1.0):
             msg = f"selection_share must be a number in (0, 1). Got {self.selection_share!r}"
             raise ParameterError(msg)
+        if not isinstance(self.cm_anneal, bool):
+            msg = f"cm_anneal must be True or False. Got {self.cm_anneal!r}"
+            raise ParameterError(msg)
+        if self.cm_anneal_rounds is not None and (
+                isinstance(self.cm_anneal_rounds, bool) or not isinstance(self.cm_anneal_rounds, int)
+                or self.cm_anneal_rounds < 1):
+            msg = ("cm_anneal_rounds must be an int >= 1 or None (the number of CM groups). "
+                   f"Got {self.cm_anneal_rounds!r}")
+            raise ParameterError(msg)
         if self.decoding not in ("controlled", "independent"):
             msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
             raise ParameterError(msg)
@@ -229,10 +274,13 @@ class PlannedStrategy:
             raise ParameterError(msg)
         total = math.fsum(raw.values())
         share = {c: raw[c] / total for c in active if raw[c] > 0}
-        outright = [c for c in share
-                    if self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
-        steps = [Step(c, share[c], None) for c in outright]
-        selecting = {c: capped[c] for c in share if c not in outright}
+        annealed = ["CM"] if self.cm_anneal and "CM" in share else []
+        steps = [Step(c, share[c], int((self.class_k or {}).get(c, 1)),
+                      int(self.cm_anneal_rounds or group_counts[c])) for c in annealed]
+        outright = [c for c in share if c not in annealed
+                    and self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
+        steps += [Step(c, share[c], None) for c in outright]
+        selecting = {c: capped[c] for c in share if c not in outright and c not in annealed}
         steps += [Step(c, share[c] / selecting[c], ks[c]) for c in interleave(selecting)]
         return steps
 
@@ -244,7 +292,8 @@ class PlannedStrategy:
                 "selection_share": self.selection_share, "size_exponent": self.size_exponent,
                 "noise_aware": self.noise_aware,
                 "class_k": dict(self.class_k) if self.class_k is not None else None,
-                "base_share": self.base_share}
+                "base_share": self.base_share, "cm_anneal": self.cm_anneal,
+                "cm_anneal_rounds": self.cm_anneal_rounds}
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:

@@ -1,0 +1,209 @@
+"""Annealed rounds: a query class's budget spent as AIM spends its own (McKenna et al. 2022,
+Alg. 2 and its budget annealing, Alg. 4), for an annealed step of a plan
+(``PlannedStrategy(cm_anneal=True)``).
+
+A fixed plan measures a fixed number of tables whatever the noise: at small epsilon that
+spreads the budget too thin, at large epsilon it stops short. Here the step's budget
+``rho_step`` (the class's share, fixed by the public plan) is spent by rounds of
+select / measure / project, and the noise level decides how many:
+
+1. *select* ``k`` groups (tables) among **all** the class's groups, measured before or not,
+   by one-shot Gumbel top-``k`` (``selection_share`` of the round's budget) on AIM's
+   noise-aware score: the L1 error of the current synthetic data minus the expected L1 norm
+   of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``
+   (:func:`polars_rap.rounds.noise_shift_counts`: whole counts, so the scores stay exact);
+2. *measure* each with the discrete Gaussian mechanism (the rest of the round's budget,
+   split evenly, or by :func:`polars_rap.strategy.group_shares`); a group measured again
+   adds a second measurement, and the projection fits both, each weighed by its inverse
+   noise variance (their maximum-likelihood combination);
+3. *project* onto every measurement so far, warm-started;
+4. *anneal*: if the measured groups' synthetic answers moved by at most the noise's
+   expected L1 norm, ``sum_g ||q_g(D_t) - q_g(D_{t-1})||_1 <= sum_g sqrt(2/pi) sigma_g
+   cells_g`` (the measurement taught less than its noise), the next round's budget is four
+   times this one's (sigma halves, AIM's eps doubling and sigma halving).
+
+Budget. With T0 = ``step.annealed_rounds`` (public), round t spends ``rho_t = rho_step * m_t
+/ T0`` with ``m_t`` a power of 4 (1 at first). The test for the last round is on integers:
+with ``U`` the units of ``rho_step / T0`` spent so far, round t is the last when ``T0 - U <=
+2 m_t`` (what is left would not pay for two more rounds: AIM's Alg. 4, line 8), and it then
+takes exactly what is left: its last charge is
+:func:`polars_rap.privacy.closing_charge` of the step's charges against ``rho_step`` (or
+:attr:`~polars_rap.privacy.PrivacyLedger.rho_remaining` when the step ends the plan), so
+the step's charges add up to ``rho_step`` to the last float. A round that is not the last
+leaves more than ``m_t >= 1`` units, so the last round gets at least ``rho_step / T0`` and at
+most ``max(1, T0 - 1)`` rounds run: the cost is bounded by T0 projections.
+
+Privacy. Every charge goes through the ledger before its release. The selection: replacing
+one row moves a marginal's count-unit L1 error by at most 2 (one count out of one cell, one
+into another; 1 for a single query) and the shift is public (sizes, sensitivities, the
+round's planned rho, n), so each score has sensitivity 2 and the Gumbel top-k of
+``selection_share * rho_t`` is that rho-zCDP (:func:`polars_rap.privacy.gumbel_top_k`). The
+measurement: a marginal's counts move by an integer vector of squared L2 norm 2 (sqrt(2)/n
+in answer units), so the discrete Gaussian of sigma^2 = 2 / (2 rho_g) counts^2 is exactly
+rho_g-zCDP (:func:`polars_rap.privacy.gaussian_mechanism`). The round budgets ``rho_t`` and
+the number of rounds depend on earlier releases (the synthetic data and its movement are
+post-processing of released measurements); zCDP composes under such fully adaptive choices of
+the privacy parameters as long as the realised total never exceeds the budget (privacy
+filters: Feldman & Zrnic 2021; Whitehouse, Ramdas, Rogers & Wu 2023, the argument of AIM's
+Thm. 1), and here it is at most ``rho_step`` by construction, with every charge checked by the
+ledger. The number of rounds and each ``rho_t`` are visible in the ledger's events: they are
+released, and cost nothing more.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+
+from polars_rap.privacy import PrivacyLedger, closing_charge, gaussian_mechanism, gumbel_scale, gumbel_top_k
+from polars_rap.projection import ProjectionConfig, project
+from polars_rap.queries import QuerySet
+from polars_rap.rounds import (
+    CLASS_CODES,
+    LoopRecord,
+    _selection_record,
+    marginal_shape,
+    noise_shift_counts,
+    selection_scores,
+)
+from polars_rap.shrinkage import shrink_marginal
+from polars_rap.strategy import Step, group_shares
+
+__all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "run_annealed_step"]
+
+logger = logging.getLogger(__name__)
+
+ANNEAL_FACTOR = 4
+"""A round that taught little multiplies the next round's budget by this (sigma halves)."""
+
+
+def is_last_round(units_left: int, multiplier: int) -> bool:
+    """Whether a round of ``multiplier`` units must take all that is left, ``units_left``
+    units (of ``rho_step / T0`` each): when that would not pay for two such rounds (AIM's
+    Alg. 4, line 8). Integers only, so the number of rounds does not hang on float rounding."""
+    return units_left <= 2 * multiplier
+
+
+def annealing_threshold(stds, sizes) -> float:
+    """The movement at or below which a round taught little: the expected L1 norm of its
+    measurements' noise, ``sum_g sqrt(2/pi) std_g cells_g`` (answer units; ``stds`` the
+    groups' per-answer noise std, ``sizes`` their cells). AIM's test, summed over the round's
+    groups when it measures more than one."""
+    return float(math.sqrt(2.0 / math.pi) * np.sum(np.asarray(stds, dtype=np.float64)
+                                                    * np.asarray(sizes, dtype=np.float64)))
+
+
+def run_annealed_step(
+    step: Step,
+    queries: QuerySet,
+    true_answers: np.ndarray,
+    l1_sensitivity: np.ndarray,
+    l2_sensitivity: np.ndarray,
+    ledger: PrivacyLedger,
+    record: LoopRecord,
+    backend,
+    projection: ProjectionConfig,
+    rng,
+    *,
+    step_rho: float,
+    closes_ledger: bool,
+    first_round: int,
+    n_rows: int,
+    selection_share: float,
+    inverse_variance: bool,
+    shrinkage: bool = False,
+    size_exponent: float = 0.0,
+    anneal_temperature: bool = False,
+) -> int:
+    """Spend ``step_rho`` on ``step``'s class by annealed rounds (see the module's text);
+    returns the number of rounds run.
+
+    ``record`` gains each measurement (its ``rounds`` numbered from ``first_round``), the
+    class's last selection (for the unmeasured groups' bounds), the rounds run
+    (``record.class_rounds``) and the projected parameters. ``closes_ledger``: the step is the
+    plan's last, so its last charge is the ledger's whole remainder. The other arguments are
+    :func:`polars_rap.rounds.run_plan`'s; ``anneal_temperature`` is the projection's
+    ``anneal`` (False for categorical classes, which have no thresholds).
+    """
+    name = step.query_class
+    total_units = int(step.annealed_rounds)
+    candidates = np.flatnonzero(queries.group_class == CLASS_CODES[name])
+    sizes = queries.group_sizes[candidates]
+    k = min(int(step.k), len(candidates))
+    selecting = k < len(candidates)
+    candidate_queries = queries.take_groups(candidates)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    if selecting:  # the only reads of the real data outside the measurements, all charged
+        true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
+        selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
+    charges: list[float] = []  # this step's, to close it at step_rho exactly
+    units_spent, multiplier, round_index = 0, 1, first_round
+    while True:
+        last = is_last_round(total_units - units_spent, multiplier)
+        round_rho = closing_charge(charges, step_rho) if last else step_rho * multiplier / total_units
+        synthetic = backend.answers_relaxed(record.params.relaxed(), candidate_queries, np.inf)
+        measure_rho = (1.0 - selection_share) * round_rho if selecting else round_rho
+        if selecting:
+            selection_rho = selection_share * round_rho
+            shift = noise_shift_counts(l2_sensitivity[candidates], sizes, measure_rho / k, n_rows)
+            scores = selection_scores(true_counts, synthetic, sizes, n_rows) - shift
+            selected_local = gumbel_top_k(
+                scores, k, float(np.rint(selection_l1 * n_rows)), selection_rho, ledger, rng,
+                description=f"{name} selection", round=round_index,
+            )
+            charges.append(selection_rho)
+        else:  # every group each round: choosing all reveals nothing and costs nothing
+            selected_local = np.arange(len(candidates))
+        selected = candidates[selected_local]
+        shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
+        stds = []
+        for position, group in enumerate(selected):
+            if last and position == len(selected) - 1:  # exactly what is left
+                group_rho = ledger.rho_remaining if closes_ledger else closing_charge(charges, step_rho)
+            elif shares is None:
+                group_rho = measure_rho / len(selected)
+            else:
+                group_rho = measure_rho * float(shares[position])
+            start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
+            noisy, std = gaussian_mechanism(
+                true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
+                description=f"{name} group {group}", round=round_index, n_rows=n_rows,
+            )
+            charges.append(group_rho)
+            stds.append(std)
+            record.groups.append(int(group))
+            record.rounds.append(round_index)
+            record.noisy_parts.append(noisy)
+            record.noise_stds.append(std)
+            record.targets.append(shrink_marginal(noisy, marginal_shape(queries, group), std)[0]
+                                  if shrinkage and name == "CM" else noisy)
+        if selecting:
+            record.selections[name] = _selection_record(
+                round_index, name, queries, candidates, synthetic, selected_local,
+                gumbel_scale(selection_l1, selection_rho, k), record.noisy_parts[-len(selected):],
+                stds, 1.0 / n_rows, shift / n_rows,
+            )
+        groups = np.asarray(record.groups)
+        record.params, trace = project(
+            record.params, queries.take_groups(groups), np.concatenate(record.targets), backend, projection,
+            anneal=anneal_temperature,
+            weights=record.answer_weights(queries.group_sizes[groups], inverse_variance),
+        )
+        before = np.concatenate([synthetic[starts[i]:starts[i + 1]] for i in selected_local]).astype(np.float64)
+        after = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(selected), np.inf)
+        movement = float(np.abs(after.astype(np.float64) - before).sum())
+        threshold = annealing_threshold(stds, queries.group_sizes[selected])
+        logger.debug("%s round %d: %d group(s), rho %.4g (x%d), moved %.4g vs noise %.4g%s, %d Adam steps",
+                     name, round_index, len(selected), round_rho, multiplier, movement, threshold,
+                     " (last)" if last else "", trace.steps)
+        round_index += 1
+        if last:
+            break
+        units_spent += multiplier
+        if movement <= threshold:
+            multiplier *= ANNEAL_FACTOR
+    rounds_run = round_index - first_round
+    record.class_rounds[name] = rounds_run
+    return rounds_run
