@@ -57,19 +57,18 @@ import math
 
 import numpy as np
 
-from polars_rap.privacy import PrivacyLedger, closing_charge, gaussian_mechanism, gumbel_scale, gumbel_top_k
+from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, project
 from polars_rap.queries import QuerySet
 from polars_rap.rounds import (
     CLASS_CODES,
     LoopRecord,
     _selection_record,
-    marginal_shape,
+    measure_groups,
     noise_shift_counts,
     selection_scores,
 )
-from polars_rap.shrinkage import shrink_marginal
-from polars_rap.strategy import Step, group_shares
+from polars_rap.strategy import Step
 
 __all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "run_annealed_step"]
 
@@ -157,28 +156,11 @@ def run_annealed_step(
         else:  # every group each round: choosing all reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
         selected = candidates[selected_local]
-        shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
-        stds = []
-        for position, group in enumerate(selected):
-            if last and position == len(selected) - 1:  # exactly what is left
-                group_rho = ledger.rho_remaining if closes_ledger else closing_charge(charges, step_rho)
-            elif shares is None:
-                group_rho = measure_rho / len(selected)
-            else:
-                group_rho = measure_rho * float(shares[position])
-            start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
-            noisy, std = gaussian_mechanism(
-                true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
-                description=f"{name} group {group}", round=round_index, n_rows=n_rows,
-            )
-            charges.append(group_rho)
-            stds.append(std)
-            record.groups.append(int(group))
-            record.rounds.append(round_index)
-            record.noisy_parts.append(noisy)
-            record.noise_stds.append(std)
-            record.targets.append(shrink_marginal(noisy, marginal_shape(queries, group), std)[0]
-                                  if shrinkage and name == "CM" else noisy)
+        close = (lambda: ledger.rho_remaining) if closes_ledger else (lambda: closing_charge(charges, step_rho))
+        stds = measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
+                              measure_rho=measure_rho, query_class=name, round_index=round_index,
+                              n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
+                              close=close if last else None, charges=charges)
         if selecting:
             record.selections[name] = _selection_record(
                 round_index, name, queries, candidates, synthetic, selected_local,

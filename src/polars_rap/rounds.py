@@ -41,8 +41,8 @@ from polars_rap.report import SelectionRecord
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "noise_shift_counts",
-           "selection_scores"]
+__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "measure_groups",
+           "noise_shift_counts", "selection_scores"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,29 +176,11 @@ def run_plan(
             # unselected candidates are no longer unmeasured, so no bound is due for them.
             record.selections.pop(step.query_class, None)
         selected = candidates[selected_local]
-        shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
-        for position, group in enumerate(selected):
-            if is_last and position == len(selected) - 1:
-                group_rho = ledger.rho_remaining  # the last charge takes exactly what is left
-            elif shares is None:
-                group_rho = measure_rho / len(selected)
-            else:
-                group_rho = measure_rho * float(shares[position])
-            start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
-            noisy, std = gaussian_mechanism(
-                true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
-                description=f"{step.query_class} group {group}", round=round_index, n_rows=n_rows,
-            )
-            record.groups.append(int(group))
-            record.rounds.append(round_index)
-            record.noisy_parts.append(noisy)
-            record.noise_stds.append(std)
-            if shrinkage and step.query_class == "CM":
-                noisy_target = shrink_marginal(noisy, marginal_shape(queries, group), std)[0]
-            else:
-                noisy_target = noisy
-            record.targets.append(noisy_target)
-            available[group] = False
+        measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
+                       measure_rho=measure_rho, query_class=step.query_class, round_index=round_index,
+                       n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
+                       close=(lambda: ledger.rho_remaining) if is_last else None)
+        available[selected] = False
         if chosen_by_gumbel:
             record.selections[step.query_class] = _selection_record(
                 round_index, step.query_class, queries, candidates, synthetic, selected_local,
@@ -229,6 +211,45 @@ def run_plan(
         for line in class_fit_lines(record, queries, plan, backend):
             logger.info(line)
     return record
+
+
+def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
+                   l2_sensitivity: np.ndarray, ledger: PrivacyLedger, rng, *, measure_rho: float,
+                   query_class: str, round_index: int, n_rows: int, shrinkage: bool = False,
+                   size_exponent: float = 0.0, close=None, charges: list[float] | None = None) -> list[float]:
+    """Measure each group of ``selected`` (int64[k]) with the Gaussian mechanism, charged to
+    ``ledger``, and append it to ``record`` (its noisy answers, std and projection target);
+    returns the stds (float, answer units), in order.
+
+    ``measure_rho`` is split evenly over the groups, or by :func:`group_shares` of their sizes
+    when ``size_exponent`` is set. ``close`` (a callable or None): the last group's charge is
+    its value instead, read just before that charge, so that it is exactly what is left of a
+    budget. ``charges`` (optional) gets each charge appended as it is made.
+    """
+    shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
+    stds = []
+    for position, group in enumerate(selected):
+        if close is not None and position == len(selected) - 1:
+            group_rho = close()
+        elif shares is None:
+            group_rho = measure_rho / len(selected)
+        else:
+            group_rho = measure_rho * float(shares[position])
+        start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
+        noisy, std = gaussian_mechanism(
+            true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
+            description=f"{query_class} group {group}", round=round_index, n_rows=n_rows,
+        )
+        if charges is not None:
+            charges.append(group_rho)
+        stds.append(std)
+        record.groups.append(int(group))
+        record.rounds.append(round_index)
+        record.noisy_parts.append(noisy)
+        record.noise_stds.append(std)
+        shrunk = shrinkage and query_class == "CM"
+        record.targets.append(shrink_marginal(noisy, marginal_shape(queries, group), std)[0] if shrunk else noisy)
+    return stds
 
 
 def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: float) -> np.ndarray:
