@@ -56,6 +56,7 @@ from polars_rap.privacy import (
     gumbel_top_k,
     split_budget,
 )
+from laws import plackett_luce  # tests/laws.py
 
 # ================================================================ 1. Gaussian mechanism noise
 
@@ -246,20 +247,6 @@ def design_scores(design: GumbelDesign) -> tuple[np.ndarray, np.ndarray]:
     synthetic = np.array([0.3] * design.n_targets + [0.4 + (0.2 + design.gap) / 2] * design.n_others)
     d, d_prime = neighbouring_tables(len(synthetic))
     return marginal_scores(d, synthetic), marginal_scores(d_prime, synthetic)
-
-
-def plackett_luce(scores: np.ndarray, scale: float, k: int) -> dict[tuple[int, ...], float]:
-    """Exact law of one-shot Gumbel top-k (the Gumbel-max trick): ordered draws without
-    replacement with weights exp(score / scale)."""
-    weights = np.exp((scores - scores.max()) / scale)
-    law = {}
-    for order in itertools.permutations(range(len(scores)), k):
-        probability, remaining = 1.0, weights.sum()
-        for index in order:
-            probability *= weights[index] / remaining
-            remaining -= weights[index]
-        law[order] = probability
-    return law
 
 
 def real_selections(scores: np.ndarray, design: GumbelDesign, seed: int) -> np.ndarray:

@@ -19,21 +19,9 @@ from scipy import stats
 from polars_rap.rounds import selection_scores
 from polars_rap.samplers import SecureRandom, seeded_words
 from polars_rap.selection import exponential_top_k, selection_epsilon
+from laws import plackett_luce  # tests/laws.py
 
 ALPHA = {"seeded": 1e-4, "secure": 1e-6}
-
-
-def plackett_luce(scores: np.ndarray, scale: float, k: int) -> dict[tuple[int, ...], float]:
-    """Exact law of ordered draws without replacement with weights exp(score / scale)."""
-    weights = np.exp((scores - scores.max()) / scale)
-    law = {}
-    for order in itertools.permutations(range(len(scores)), k):
-        probability, remaining = 1.0, weights.sum()
-        for index in order:
-            probability *= weights[index] / remaining
-            remaining -= weights[index]
-        law[order] = probability
-    return law
 
 
 def chi_square_pvalue(outputs: list[tuple[int, ...]], law: dict[tuple[int, ...], float]) -> float:
