@@ -167,7 +167,15 @@ FINDINGS["cm_selection"] = [
     "vs 0.768, 3 seeds each) and MM/LT 1-8% higher: the feature x label margins are already pinned by "
     "the 3-way tables that hold them, so the 10% is taken from LT for nothing.",
 ]
+FINDINGS["numeric"] = [
+    "incomplete (2026-11-23): only '+ declared scales' on CA, seeds 0-1, ran before the session "
+    "ended (resume with --run numeric). Against the headline rows of the same seeds, JWMNP on the sqrt "
+    "scale moved the mean KS from 0.056 to 0.044 (seed 0) and from 0.042 to 0.052 (seed 1), LT "
+    "0.0036 -> 0.0038 and 0.0041 -> 0.0037: no conclusion from two seeds of one dataset.",
+]
 SECONDS_NOTES: dict[str, str] = {
+    "numeric": "Seconds are not comparable: these runs shared the 2 cores with a CI run and two helpers' tests "
+               "(1-min load 5 at their start, in the CSV).",
     "cm_selection": "Seconds are not comparable with the base's: these runs shared the 2 cores with "
                     "helpers' tests (1-min load 10-22 at their start, in the CSV).",
     "selection": "Seconds are not comparable across steps: these runs shared the 2 cores with helpers' "
