@@ -125,6 +125,13 @@ def _halfspace_dot(values_t, row_offset, theta_offsets, theta_index, theta_weigh
             dot[i] += weight * np.float64(source[i])
 
 
+@njit(cache=True, inline="always")
+def _sigmoid(z):
+    """1 / (1 + e^-z) for a float64 ``z``, without overflow at either end."""
+    e = np.exp(-abs(z))
+    return (1.0 if z >= 0.0 else e) / (1.0 + e)
+
+
 @njit(cache=True)
 def _halfspace_factor(dot, tau, sigma, nb, value, slope):
     """value = s(sigma (tau - dot)) and slope = d value / d dot = -sigma s (1 - s); with
@@ -136,8 +143,7 @@ def _halfspace_factor(dot, tau, sigma, nb, value, slope):
     else:
         for i in range(nb):
             z = sigma * (tau - dot[i])
-            e = np.exp(-abs(z))
-            s = (1.0 if z >= 0.0 else e) / (1.0 + e)
+            s = _sigmoid(z)
             value[i] = s
             slope[i] = -sigma * s * (1.0 - s)
 
@@ -230,9 +236,7 @@ def _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index,
             if hard:
                 s = 1.0 if threshold - dot[i] >= 0.0 else 0.0
             else:
-                z = sigma * (threshold - dot[i])
-                e = np.exp(-abs(z))
-                s = (1.0 if z >= 0.0 else e) / (1.0 + e)
+                s = _sigmoid(sigma * (threshold - dot[i]))
             value[i] += slope[i] * s
     return n_null
 
@@ -260,9 +264,7 @@ def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_in
                 s_values[i] = 1.0 if threshold - s_values[i] >= 0.0 else 0.0
                 term[i] = 0.0
             else:
-                z = sigma * (threshold - s_values[i])
-                e = np.exp(-abs(z))
-                s = (1.0 if z >= 0.0 else e) / (1.0 + e)
+                s = _sigmoid(sigma * (threshold - s_values[i]))
                 s_values[i] = s
                 term[i] = coefficient[i] * chance[i] * (-sigma * s * (1.0 - s))
         k = 0
