@@ -200,7 +200,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         options["public"] = public
     _check_backend(options)
     if options.get("engine") == "ray":
-        _check_ray_extra()
+        _require_extra("ray", "Ray", "--engine ray", "ray")
     output = Path(args.output)
     _check_output(output, args.overwrite)
     if args.model is not None:
@@ -255,7 +255,7 @@ def _sample_partitioned(args: argparse.Namespace) -> int:
     from polars_rap.model import load
 
     if args.engine == "ray":
-        _check_ray_extra()
+        _require_extra("ray", "Ray", "--engine ray", "ray")
     model = load(args.model)
     block_rows = DEFAULT_BLOCK_ROWS if args.block_rows is None else args.block_rows
     try:
@@ -268,12 +268,13 @@ def _sample_partitioned(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_ray_extra() -> None:
-    """The Ray engine needs Ray Data: say so before reading any data."""
+def _require_extra(module: str, name: str, feature: str, extra: str) -> None:
+    """Refuse, before any data is read, a ``feature`` whose optional ``module`` (``name`` in
+    the message) is missing, naming the extra that installs it."""
     import importlib.util
 
-    if importlib.util.find_spec("ray") is None:
-        msg = "--engine ray needs Ray: pip install 'polars-rap[ray]'"
+    if importlib.util.find_spec(module) is None:
+        msg = f"{feature} needs {name}: pip install 'polars-rap[{extra}]'"
         raise _UsageError(msg)
 
 
@@ -331,7 +332,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     config = _read_config(args.config)
     output = Path(args.output)
     _check_output(output, args.overwrite, suffixes=(".html", ".htm"))
-    _check_report_extra()
+    _require_extra("matplotlib", "matplotlib", "the quality report", "report")
     _check_backend({"backend": args.backend})
     domain = config.domain
     if domain is None and args.model is None and not Path(args.synthetic).is_dir():
@@ -357,15 +358,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     _note(args, f"wrote the quality report to {str(output)!r} in {time.perf_counter() - started:.1f} s; "
                 "it reads the real rows, so it is NOT private: share it only with people allowed to see them")
     return EXIT_OK
-
-
-def _check_report_extra() -> None:
-    """The report's figures need matplotlib: say so before reading any data."""
-    import importlib.util
-
-    if importlib.util.find_spec("matplotlib") is None:
-        msg = "the quality report needs matplotlib: pip install 'polars-rap[report]'"
-        raise _UsageError(msg)
 
 
 def _demo(args: argparse.Namespace) -> int:
