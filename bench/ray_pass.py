@@ -32,46 +32,40 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.host import git_commit  # noqa: E402
-from bench.streaming import _peak_rss_mib, _task_domain_and_workload, build_input, machine  # noqa: E402
+from bench.streaming import (  # noqa: E402
+    BackgroundSampler,
+    _peak_rss_mib,
+    _task_domain_and_workload,
+    build_input,
+    machine,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-class _WorkerMeter:
+class _WorkerMeter(BackgroundSampler):
     """Largest RSS (MiB) of any Ray worker process, sampled every 50 ms (psutil)."""
+
+    interval_s = 0.05
 
     def __init__(self) -> None:
         self.peak_mib = 0.0
-        self._running = False
 
-    def __enter__(self):
-        self._running = True
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._running = False
-        self._thread.join()
-
-    def _sample(self) -> None:
+    def sample(self) -> None:
         import psutil
 
-        while self._running:
-            for process in psutil.process_iter(["name", "cmdline", "memory_info"]):
-                cmdline = " ".join(process.info["cmdline"] or [])
-                if "default_worker.py" in cmdline or (process.info["name"] or "").startswith("ray::"):
-                    memory = process.info["memory_info"]
-                    if memory is not None:
-                        self.peak_mib = max(self.peak_mib, memory.rss / 2**20)
-            time.sleep(0.05)
+        for process in psutil.process_iter(["name", "cmdline", "memory_info"]):
+            cmdline = " ".join(process.info["cmdline"] or [])
+            if "default_worker.py" in cmdline or (process.info["name"] or "").startswith("ray::"):
+                memory = process.info["memory_info"]
+                if memory is not None:
+                    self.peak_mib = max(self.peak_mib, memory.rss / 2**20)
 
 
 def _start_ray(workers: int):

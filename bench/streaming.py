@@ -197,7 +197,34 @@ def stage_answers(path: Path) -> dict:
     }
 
 
-class _PhaseMeter:
+class BackgroundSampler:
+    """A context manager that calls ``sample()`` every ``interval_s`` seconds in a daemon
+    thread while its block runs (subclasses define ``sample``)."""
+
+    interval_s = 0.02
+
+    def __enter__(self):
+        import threading
+
+        self._running = True
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._running = False
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while self._running:
+            self.sample()
+            time.sleep(self.interval_s)
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+
+class _PhaseMeter(BackgroundSampler):
     """Seconds and peak RSS of named phases of ``synthesize``: wraps module-level functions
     that ``polars_rap.mechanism`` calls, while a thread samples VmRSS every 20 ms. Only for
     attributing memory; the overall peak is ``ru_maxrss``."""
@@ -206,7 +233,6 @@ class _PhaseMeter:
         self.current = "other"
         self.seconds: dict[str, float] = {}
         self.peak_mib: dict[str, float] = {}
-        self._running = False
 
     def wrap(self, module, name: str) -> None:
         original = getattr(module, name)
@@ -222,23 +248,9 @@ class _PhaseMeter:
 
         setattr(module, name, wrapped)
 
-    def __enter__(self):
-        import threading
-
-        self._running = True
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._running = False
-        self._thread.join()
-
-    def _sample(self) -> None:
-        while self._running:
-            rss, phase = _rss_mib(), self.current
-            self.peak_mib[phase] = max(self.peak_mib.get(phase, 0.0), rss)
-            time.sleep(0.02)
+    def sample(self) -> None:
+        rss, phase = _rss_mib(), self.current
+        self.peak_mib[phase] = max(self.peak_mib.get(phase, 0.0), rss)
 
     def summary(self) -> dict:
         return {name: {"seconds": round(self.seconds[name], 2) if name in self.seconds else None,
