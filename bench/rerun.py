@@ -18,13 +18,12 @@ The old rows stay in git history; only runs present in both files are compared, 
 from __future__ import annotations
 
 import argparse
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-from bench.run import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown
+from bench.run import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown, write_results
 
 __all__ = ["compare", "splice"]
 
@@ -61,12 +60,7 @@ def splice(suite_csv: Path, new: pl.DataFrame, mechanism: str) -> int:
     replaced = old.join(points, on=list(KEY), how="semi").filter(pl.col("mechanism") == mechanism)
     kept = old.join(replaced.select(KEY).with_columns(pl.lit(mechanism).alias("mechanism")),
                     on=[*KEY, "mechanism"], how="anti")
-    merged = pl.concat([kept, rows.select(COLUMNS)], how="vertical_relaxed")
-    with suite_csv.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        for row in merged.iter_rows(named=True):
-            writer.writerow({c: "" if row[c] is None else row[c] for c in COLUMNS})
+    write_results(suite_csv, pl.concat([kept, rows.select(COLUMNS)], how="vertical_relaxed"))
     return replaced.height
 
 

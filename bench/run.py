@@ -400,17 +400,22 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
         with path.open(newline="") as handle:
             header = next(csv.reader(handle), [])
         if header != list(COLUMNS):
-            old = read_results(path)
-            with path.open("w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-                writer.writeheader()
-                for old_row in old.iter_rows(named=True):
-                    writer.writerow({c: _csv_cell(old_row[c]) for c in COLUMNS})
+            write_results(path, read_results(path))
     with path.open("a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         if is_new:
             writer.writeheader()
         writer.writerow({c: _csv_cell(row.get(c)) for c in COLUMNS})
+
+
+def write_results(path: Path, results: pl.DataFrame) -> None:
+    """Write ``results`` (the harness's columns, as :func:`read_results` gives them) as the
+    results CSV at ``path``, header first, replacing the file."""
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in results.iter_rows(named=True):
+            writer.writerow({c: _csv_cell(row[c]) for c in COLUMNS})
 
 
 def _csv_cell(value: Any) -> Any:
