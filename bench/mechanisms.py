@@ -339,6 +339,7 @@ def independent(train, task_domain, labels, epsilon, delta, seed, settings, *,
 # ============================================================================================
 
 PEER_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                   "aim-replace-one", "aim-replace-one-fixed-sampler",
                    "aim-opendp", "aim-opendp-fixed-sampler")
 OPENDP_PEERS = ("aim-opendp", "aim-opendp-fixed-sampler")
 """OpenDP's AIM: its own venv (bench/peers_opendp.py), built by ``ensure_opendp_env``."""

@@ -60,7 +60,8 @@ BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"
 OPENDP_WORKER = BENCH / "peers_opendp_worker.py"
 PEERS_VENV = Path(os.environ.get("POLARS_RAP_PEERS_VENV", BENCH / ".venv-peers"))
-SMARTNOISE_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+SMARTNOISE_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                         "aim-replace-one", "aim-replace-one-fixed-sampler")
 MECHANISMS = (*SMARTNOISE_MECHANISMS, *OPENDP_MECHANISMS)
 __all__ = ["MECHANISMS", "OPENDP_VENV", "PEERS_VENV", "PeerResult", "bin_for_peers", "ensure_env_for",
            "ensure_opendp_env", "ensure_peer_env", "opendp_env_ready", "peer_env_ready", "run_peer", "unbin"]
@@ -291,7 +292,9 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     the SAME fitted model with the fixed sampler into ``result.fixed_data``: one fit, both rows.
 
     OpenDP mechanisms run ``peers_opendp_worker.py`` in ``OPENDP_VENV`` and are given
-    ``--rho``, the zCDP budget ρ(ε, δ) of polars-rap's tight conversion (the one rap++ spends).
+    ``--rho``, the zCDP budget ρ(ε, δ) of polars-rap's tight conversion (the one rap++ spends);
+    so is ``aim-replace-one``, which ``peers_worker.py`` runs at the add/remove budget that
+    makes smartnoise's AIM ρ-zCDP under replace-one (``aim_replace_one_rho``).
     """
     if mechanism not in MECHANISMS:
         msg = f"mechanism must be one of {MECHANISMS}. Got {mechanism!r}"
@@ -317,7 +320,7 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
                "--spec", str(spec_path), "--mechanism", mechanism, "--epsilon", repr(float(epsilon)),
                "--delta", repr(float(delta)), "--seed", str(int(seed)), "--rows", str(int(rows)),
                "--out", str(out_path)]
-    if is_opendp:
+    if is_opendp or "-replace-one" in mechanism:
         from polars_rap.privacy import rho_from_epsilon_delta
 
         command += ["--rho", repr(rho_from_epsilon_delta(float(epsilon), float(delta)))]

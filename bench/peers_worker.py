@@ -15,6 +15,9 @@ Started by ``bench/peers.py``'s ``run_peer``; not imported by the project. Reads
   same seed differ in the noise, as with the shipped peers;
 * samples ``--rows`` rows: ``aim`` / ``mst`` with mbi 1.1's ``MarkovRandomField.synthetic_data``
   (as shipped), ``*-fixed-sampler`` with :func:`sample_model` below;
+* ``aim`` calibrates to add/remove neighbours, as shipped (it then spends 2.2 times the
+  suite's ρ in polars-rap's replace-one terms); ``aim-replace-one`` is the same mechanism run
+  at ``--rho / 2.2`` so that it is ρ-zCDP under replace-one (:func:`aim_replace_one_rho`);
 * writes the synthetic codes as Parquet (same column names and order as the input), and
   prints one JSON line: fit seconds, rows, and the fitted model's cliques (column names).
 """
@@ -108,8 +111,29 @@ def sample_model(model, rows: int, rng: np.random.Generator) -> dict[str, np.nda
 # ============================================================================================
 
 
-def fit(base: str, data, epsilon: float, delta: float, n_rows: int):
-    """Run smartnoise's MST / AIM on an mbi Dataset with our declared domain (fit() bypassed)."""
+AIM_REPLACE_ONE_COST = 2.2
+"""How many times its add/remove ρ smartnoise's AIM spends under replace-one neighbours."""
+
+
+def aim_replace_one_rho(rho: float) -> float:
+    """The add/remove budget at which smartnoise's AIM is ``rho``-zCDP under replace-one.
+
+    AIM (smartnoise 1.0.8, as mbi's) spends its add/remove budget ρ' on Gaussian measurements
+    of counts (L2 sensitivity 1, ρ_i = 1 / (2 σ_i²)) and on exponential-mechanism selections
+    (score ``w (||x - x̂||_1 - bias)``, sensitivity ``w``, ρ_i = ε_i² / 8), in the proportion
+    0.9 : 0.1 of every round (the first one-way measurements are Gaussian only). Replacing
+    one row moves one count down and another up: a count vector's L2 change is √2 (ρ_i
+    doubles) and a score's change is 2 w (ε_i doubles, ρ_i quadruples). So under replace-one
+    the fit costs at most 2 · 0.9 ρ' + 4 · 0.1 ρ' = 2.2 ρ', and ρ' = ρ / 2.2 makes it ρ-zCDP.
+    """
+    return rho / AIM_REPLACE_ONE_COST
+
+
+def fit(base: str, data, epsilon: float, delta: float, n_rows: int, rho: float | None = None):
+    """Run smartnoise's MST / AIM on an mbi Dataset with our declared domain (fit() bypassed).
+
+    ``rho`` (AIM only): the add/remove zCDP budget to spend instead of smartnoise's own
+    ``cdp_rho(epsilon, delta)``."""
     from snsynth.utils import cdp_rho
 
     if base == "mst":
@@ -123,7 +147,10 @@ def fit(base: str, data, epsilon: float, delta: float, n_rows: int):
 
     synth = AIMSynthesizer(epsilon=epsilon, delta=delta, verbose=True)
     synth.num_rows = n_rows
-    synth.rho = 0.0 if synth.delta == 0.0 else cdp_rho(synth.epsilon, synth.delta)
+    if rho is not None:
+        synth.rho = rho
+    else:
+        synth.rho = 0.0 if synth.delta == 0.0 else cdp_rho(synth.epsilon, synth.delta)
     workload = synth.get_workload(data, degree=synth.degree, max_cells=synth.max_cells,
                                   num_marginals=synth.num_marginals)
     synth.AIM(data, workload)
@@ -135,9 +162,12 @@ def main() -> int:
     parser.add_argument("--codes", required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("--mechanism", required=True,
-                        choices=["aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler"])
+                        choices=["aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                                 "aim-replace-one", "aim-replace-one-fixed-sampler"])
     parser.add_argument("--epsilon", type=float, required=True)
     parser.add_argument("--delta", type=float, required=True)
+    parser.add_argument("--rho", type=float, default=None,
+                        help="aim-replace-one: the suite's replace-one zCDP budget rho(epsilon, delta)")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--rows", type=int, required=True)
     parser.add_argument("--out", required=True)
@@ -163,8 +193,12 @@ def main() -> int:
         if values[a].size and (values[a].min() < 0 or values[a].max() >= k):
             raise SystemExit(f"column {n!r}: codes outside its declared [0, {k})")
     data = Dataset(values, domain)
-    base = args.mechanism.removesuffix("-fixed-sampler")
     fixed = args.mechanism.endswith("-fixed-sampler")
+    replace_one = args.mechanism.removesuffix("-fixed-sampler").endswith("-replace-one")
+    base = args.mechanism.removesuffix("-fixed-sampler").removesuffix("-replace-one")
+    if replace_one and args.rho is None:
+        raise SystemExit(f"{args.mechanism} needs --rho, the replace-one budget")
+    fit_rho = aim_replace_one_rho(args.rho) if replace_one else None
     log(f"{args.mechanism}: {len(frame)} rows, domain sizes {dict(zip(names, sizes))}, "
         f"epsilon={args.epsilon}, delta={args.delta:.3g}, seed={args.seed}")
 
@@ -172,7 +206,7 @@ def main() -> int:
     # smartnoise prints progress (AIM: every round's selection and budget used) to stdout;
     # send it to stderr, so that a timed-out run's message says how far it got
     with contextlib.redirect_stdout(sys.stderr):
-        synth = fit(base, data, args.epsilon, args.delta, len(frame))
+        synth = fit(base, data, args.epsilon, args.delta, len(frame), rho=fit_rho)
     fit_seconds = time.perf_counter() - started
     model = synth.synthesizer
     log(f"fitted in {fit_seconds:.1f}s; cliques {[tuple(c) for c in model.cliques]}")
@@ -196,7 +230,10 @@ def main() -> int:
             f"in {time.perf_counter() - started:.1f}s")
     name_of = dict(zip(attrs, names))
     cliques = [[name_of[a] for a in clique] for clique in model.cliques]
-    print(json.dumps({"fit_seconds": fit_seconds, "rows": len(result), "cliques": cliques}))
+    privacy = ({"neighbours": "replace-one", "rho": args.rho, "add_remove_rho": fit_rho,
+                "replace_one_cost": AIM_REPLACE_ONE_COST} if replace_one else
+               {"neighbours": "add/remove", "add_remove_rho": float(synth.rho) if base == "aim" else None})
+    print(json.dumps({"fit_seconds": fit_seconds, "rows": len(result), "cliques": cliques, "details": privacy}))
     return 0
 
 

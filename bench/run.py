@@ -27,8 +27,10 @@ the training rows' errors, as the paper's "best of 10/20/30/50" does; it is a be
 convenience, not a private procedure. Runs waiting for that choice are planned as soon as
 the tuning point is complete.
 
-Peers (AIM, MST and their fixed-sampler rows from smartnoise-synth; ``aim-opendp`` and its
-fixed-sampler row from OpenDP, issue #20) come from ``bench/peers.py``; each fit is
+Peers (AIM, MST and their fixed-sampler rows from smartnoise-synth, as shipped: calibrated to
+add/remove neighbours; ``aim-replace-one``, smartnoise's AIM at the budget that makes it
+ρ-zCDP under polars-rap's replace-one neighbours, which takes ``aim``'s bins choice; ``aim-opendp``
+and its fixed-sampler row from OpenDP, issue #20) come from ``bench/peers.py``; each fit is
 capped at ``--peer-time-cap`` seconds (default 1800, 30 minutes: AIM took 22 minutes on the
 CA task at ε = 1 with 10 bins here), past which the row reads ``timeout``. When that module
 or its virtual environment is missing the row reads ``error`` with the reason.
@@ -64,15 +66,25 @@ RESULTS = BENCH_DIR / "results"
 
 ALL_MECHANISMS = ("rap++", "rap++paper", "rap++mm", "rap-binned", "independent", "rap++fixed-sigma",
                   "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                  "aim-replace-one", "aim-replace-one-fixed-sampler",
                   "aim-opendp", "aim-opendp-fixed-sampler")
-SMARTNOISE_PEERS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler")
+SMARTNOISE_PEERS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
+                    "aim-replace-one", "aim-replace-one-fixed-sampler")
 PEERS = (*SMARTNOISE_PEERS, "aim-opendp", "aim-opendp-fixed-sampler")
-AIM_PEERS = ("aim", "aim-fixed-sampler", "aim-opendp", "aim-opendp-fixed-sampler")
-"""Issue #20's "AIM": the better of its samplers and of the AIM implementations with rows."""
+AIM_PEERS = ("aim-replace-one", "aim-replace-one-fixed-sampler", "aim-opendp", "aim-opendp-fixed-sampler")
+"""Issue #20's "AIM": the better of its samplers and of the AIM implementations with rows, at
+polars-rap's privacy guarantee (ρ-zCDP under replace-one neighbours). smartnoise's ``aim`` as
+shipped calibrates to add/remove neighbours and so spends 2.2 ρ in those terms
+(``bench/peers_worker.py``, ``aim_replace_one_rho``); it is compared in ``CM_vs_AIM_add_remove``."""
+ADD_REMOVE_AIM = ("aim", "aim-fixed-sampler")
 BINNED = ("rap-binned", *PEERS)
 SAME_FIT_AS = {"aim-fixed-sampler": "aim", "mst-fixed-sampler": "mst",
+               "aim-replace-one-fixed-sampler": "aim-replace-one",
                "aim-opendp-fixed-sampler": "aim-opendp"}
 """Companion rows come out of their parent's fit, so they share its bins choice."""
+BINS_FROM = {"aim-replace-one": "aim"}
+"""Mechanisms that run only the bins value chosen for another (the same algorithm at another
+budget), with no tuning fits of their own."""
 PEER_TIME_CAP_S = 1800.0
 DOMAIN_UPDATE_MECHANISMS = ("rap++", "rap++paper", "rap++mm", "rap++fixed-sigma")
 """The mechanisms that synthesize with ``--domain-updates`` (polars-rap on numeric columns)."""
@@ -225,9 +237,10 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
             for mechanism in mechanisms:
                 values = bins_values(suite, mechanism)
                 tuned = len(values) > 1
-                if not (in_grid or tuned):
+                borrowed = _bins_parent(mechanism) in BINS_FROM
+                if not (in_grid or (tuned and not borrowed)):
                     continue
-                if tuned and (epsilon, seed) != tuning:
+                if tuned and (borrowed or (epsilon, seed) != tuning):
                     choice = chosen_bins.get((dataset, SAME_FIT_AS.get(mechanism, mechanism)))
                     if choice is None:
                         continue
@@ -265,11 +278,19 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
         scores = (at_points.filter((pl.col("status") == "ok") & pl.col("_score").is_not_null())
                   .group_by("bins").agg(pl.col("_score").mean()).sort("_score", "bins"))
         chosen[(dataset, mechanism)] = int(scores["bins"][0] if scores.height else min(wanted))
+    for mechanism, source in BINS_FROM.items():
+        for dataset in {d for d, m in list(chosen) if m == source}:
+            chosen[(dataset, mechanism)] = chosen[(dataset, source)]
     for (dataset, mechanism) in list(chosen):
         parent = SAME_FIT_AS.get(mechanism)
         if parent and (dataset, parent) in chosen:
             chosen[(dataset, mechanism)] = chosen[(dataset, parent)]
     return chosen
+
+
+def _bins_parent(mechanism: str) -> str:
+    """The mechanism whose fit gives ``mechanism``'s rows (itself unless a companion row)."""
+    return SAME_FIT_AS.get(mechanism, mechanism)
 
 
 # ============================================================================================
@@ -614,15 +635,14 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
 
 TARGETS = {
     "MM_vs_best_peer": ("MM mean error ÷ the best peer's (AIM/MST, smartnoise or OpenDP, shipped or "
-                        "fixed sampler)", "<=", 0.5),
-    "CM_vs_AIM": ("CM mean error ÷ AIM's (the best of smartnoise's and OpenDP's, shipped and fixed "
-                  "sampler, where they have rows)", "<=", 1.0),
-    "F1_minus_AIM": ("macro F1 − AIM's (the best of smartnoise's and OpenDP's, shipped and fixed sampler)",
-                     ">=", 0.0),
+                        "fixed sampler, at either neighbour relation: the strictest reading)", "<=", 0.5),
+    "CM_vs_AIM": ("CM mean error ÷ AIM's at polars-rap's guarantee (the best of `aim-replace-one` and "
+                  "`aim-opendp`, shipped and fixed sampler, where they have rows)", "<=", 1.0),
+    "F1_minus_AIM": ("macro F1 − AIM's at polars-rap's guarantee (as for `CM_vs_AIM`)", ">=", 0.0),
     "time_vs_AIM": ("seconds ÷ smartnoise AIM's seconds (the shipped fit; a fit stopped at the time cap counts at "
                     "the cap, so with AIM_timeouts > 0 this is an upper bound)", "<=", 0.2),
-    "KS_vs_AIM": ("mean Kolmogorov-Smirnov distance over numeric columns ÷ AIM's (the best of smartnoise's "
-                  "and OpenDP's, shipped and fixed sampler; issue #14)", "<=", 0.5),
+    "KS_vs_AIM": ("mean Kolmogorov-Smirnov distance over numeric columns ÷ AIM's at polars-rap's guarantee "
+                  "(as for `CM_vs_AIM`; issue #14)", "<=", 0.5),
 }
 """Issues #4, #20 and #14's headline targets: column -> (meaning, comparison, threshold)."""
 
@@ -651,6 +671,8 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
                 .agg(pl.col("seconds").mean().alias("_seconds_aim"),
                      (pl.col("status") == "timeout").sum().alias("AIM_timeouts")))
     peers = (best(PEERS, "MM_mean_error", "min")
+             .join(best(ADD_REMOVE_AIM, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full",
+                   coalesce=True)
              .join(best(AIM_PEERS, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(best(AIM_PEERS, "macro_f1", "max"), on=["dataset", "epsilon"], how="full", coalesce=True)
              .join(best(AIM_PEERS, "numeric_ks_mean", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
@@ -658,10 +680,11 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     ours = means.filter(pl.col("mechanism").is_in(("rap++", "rap++paper", "rap++mm")))
     table = ours.join(peers, on=["dataset", "epsilon"], how="left").with_columns(
         (pl.col("MM_mean_error") / pl.col("_MM_mean_error_aim")).alias("MM_vs_best_peer"),
-        (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM"),
-        (pl.col("macro_f1") - pl.col("_macro_f1_aim")).alias("F1_minus_AIM"),
+        (pl.col("CM_mean_error") / pl.col(f"_CM_mean_error_{AIM_PEERS[0]}")).alias("CM_vs_AIM"),
+        (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM_add_remove"),
+        (pl.col("macro_f1") - pl.col(f"_macro_f1_{AIM_PEERS[0]}")).alias("F1_minus_AIM"),
         (pl.col("seconds") / pl.col("_seconds_aim")).alias("time_vs_AIM"),
-        (pl.col("numeric_ks_mean") / pl.col("_numeric_ks_mean_aim")).alias("KS_vs_AIM"),
+        (pl.col("numeric_ks_mean") / pl.col(f"_numeric_ks_mean_{AIM_PEERS[0]}")).alias("KS_vs_AIM"),
     )
     checks = [(pl.col(c) <= t) if op == "<=" else (pl.col(c) >= t) for c, (_, op, t) in TARGETS.items()]
     met = pl.sum_horizontal(*(check.fill_null(False).cast(pl.Int64) for check in checks))
@@ -669,7 +692,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     return (table.with_columns(pl.format("{}/{}", met, known).alias("met"))
             .sort("dataset", "epsilon", "mechanism")
             .select("dataset", "epsilon", pl.col("mechanism").alias("polars_rap"), *TARGETS, "met",
-                    "AIM_timeouts"))
+                    "CM_vs_AIM_add_remove", "AIM_timeouts"))
 
 
 def table_markdown(table: pl.DataFrame, title: str = "") -> str:
@@ -908,7 +931,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         table_markdown(table, title=f"{args.suite} suite ({out.name})") + "\n"
         + "## Targets (issues #4, #14, #20)\n\n"
         + "".join(f"- `{c}` {op} {t:g}: {meaning}\n" for c, (meaning, op, t) in TARGETS.items())
-        + "- `met`: targets held of those computable; `AIM_timeouts`: AIM fits stopped at the cap\n\n"
+        + "- `met`: targets held of those computable; `AIM_timeouts`: AIM fits stopped at the cap\n"
+        + "- `CM_vs_AIM_add_remove` (not a target): CM mean error ÷ smartnoise's AIM as shipped (`aim`, "
+          "`aim-fixed-sampler`), calibrated to add/remove neighbours: 2.2 ρ under polars-rap's replace-one\n\n"
         + table_markdown(targets_table(results)) + "\n"
         + "## Bins tried where every value ran (the chosen one is used above)\n\n"
         + table_markdown(tuning))

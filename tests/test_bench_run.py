@@ -113,11 +113,18 @@ def test_headline_plan_tunes_bins_at_one_point_then_runs_the_choice_everywhere()
     assert ("adult", "aim") not in run.choose_bins(_as_results(rows), required)  # bins 10 still to run
     rows[0] = _finished(aim[0], "ok", 0.03)
     chosen = run.choose_bins(_as_results(rows), required)
-    assert chosen == {("adult", "aim"): 30}  # the companion plans from its parent's choice
+    # the companion plans from its parent's choice; AIM at the replace-one budget takes AIM's
+    assert chosen == {("adult", "aim"): 30, ("adult", "aim-replace-one"): 30}
     later = [r for r in plan(chosen) if r["mechanism"] in ("aim", "aim-fixed-sampler")
              and (r["epsilon"], r["seed"]) != (1.0, 0)]
     assert len(later) == 2 * 8 and {r["parameters"]["bins"] for r in later} == {30}
     assert {r["dataset"] for r in later} == {"adult"}
+    # ... at every point of the grid, the tuning point too, and at no other bins value
+    borrowed = [r for r in plan(chosen) if r["mechanism"].startswith("aim-replace-one")]
+    assert len(borrowed) == 2 * 9 and {r["parameters"]["bins"] for r in borrowed} == {30}
+    assert {(r["dataset"], r["epsilon"], r["seed"]) for r in borrowed} == {
+        ("adult", e, s) for e in suite["epsilons"] for s in suite["seeds"]}
+    assert not [r for r in first if r["mechanism"].startswith("aim-replace-one")]  # nothing before AIM's choice
 
 
 def test_choose_bins_compares_only_where_every_value_ran_and_companions_follow():
@@ -137,7 +144,7 @@ def test_choose_bins_compares_only_where_every_value_ran_and_companions_follow()
     assert mst["score"].to_list() == pytest.approx([0.04, 0.01])
     # all timed out: the fewest bins, so the rest of the grid is still planned (and reported)
     timeouts = [_finished({**spec, "mechanism": "aim", "parameters": {"bins": b}}, "timeout") for b in (10, 20)]
-    assert run.choose_bins(_as_results(timeouts)) == {("adult", "aim"): 10}
+    assert run.choose_bins(_as_results(timeouts)) == {("adult", "aim"): 10, ("adult", "aim-replace-one"): 10}
 
 
 # ------------------------------------------------------------------ independent baseline
@@ -268,10 +275,16 @@ def test_headline_table_means_over_seeds_and_best_bins():
 
 def test_targets_compare_with_the_best_peer_rows_over_seed_means():
     results = _hand_results()
-    extra = results.filter((pl.col("mechanism") == "aim") & (pl.col("seed") == 0)).with_columns(
-        pl.lit("aim-fixed-sampler").alias("mechanism"), pl.lit(0.004).alias("CM_mean_error"),
+    # like-for-like AIM (replace-one): its rows stand where smartnoise's shipped fit stands
+    results = pl.concat([results, results.filter(pl.col("mechanism") == "aim").with_columns(
+        pl.lit("aim-replace-one").alias("mechanism"), pl.lit(3000.0).alias("seconds"))])
+    extra = results.filter((pl.col("mechanism") == "aim-replace-one") & (pl.col("seed") == 0)).with_columns(
+        pl.lit("aim-replace-one-fixed-sampler").alias("mechanism"), pl.lit(0.004).alias("CM_mean_error"),
         pl.lit(0.008).alias("MM_mean_error"), pl.lit(0.70).alias("macro_f1"), pl.lit(5000.0).alias("seconds"))
-    table = run.targets_table(pl.concat([results, extra]))
+    # smartnoise's AIM as shipped (add/remove, 2.2 rho) is only compared in CM_vs_AIM_add_remove
+    shipped = extra.with_columns(pl.lit("aim-fixed-sampler").alias("mechanism"), pl.lit(0.001).alias("CM_mean_error"),
+                                 pl.lit(0.99).alias("macro_f1"))
+    table = run.targets_table(pl.concat([results, extra, shipped]))
     assert table.height == 8 and set(table["polars_rap"]) == {"rap++", "rap++paper"}  # no rap++mm rows here
     row = table.filter((pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0)
                        & (pl.col("polars_rap") == "rap++")).row(0, named=True)
@@ -280,6 +293,7 @@ def test_targets_compare_with_the_best_peer_rows_over_seed_means():
     assert row["F1_minus_AIM"] == pytest.approx(0.71 - 0.75)  # the shipped row's F1 is AIM's better one
     assert row["time_vs_AIM"] == pytest.approx(10.0 / 1200.0)  # against the shipped fit's seconds
     assert row["met"] == "1/4"
+    assert row["CM_vs_AIM_add_remove"] == pytest.approx(0.011 / 0.001)
     assert row["AIM_timeouts"] == 1  # seed 1's fit hit the cap: its capped seconds count, as a bound
     alone = run.targets_table(results.filter(~pl.col("mechanism").is_in(run.PEERS)))
     assert alone["met"].to_list() == ["0/0"] * 8 and alone["CM_vs_AIM"].null_count() == 8
