@@ -99,6 +99,12 @@ STEPS["cm_anneal"] = [
      "measurement moved the synthetic answers by less than the noise's expected L1 norm quadruples "
      "the next round's budget, so the number of tables measured follows the noise level "
      "(polars_rap.annealing)"),
+    ("+ base marginals 10% (AIM's one-way start)",
+     {"selection_share": 0.2, "strategy": {**PLANNED, "cm_anneal": True, "base_share": 0.1}},
+     "a tenth of the budget first measures every categorical feature x label marginal outright "
+     "(polars_rap.base_marginals), as AIM measures every one-way marginal before it selects: the "
+     "annealed rounds measure only some of the CM tables, and every column's margin is then still "
+     "measured"),
 ]
 ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}

@@ -19,6 +19,9 @@ nothing about the domain is read off the training rows and no budget goes to pre
 ``mechanism`` is ``"aim"``, ``"mst"`` (sampled with mbi 1.x's own ``synthetic_data``, as
 shipped) or ``"aim-fixed-sampler"`` / ``"mst-fixed-sampler"`` (the same fitted model sampled
 column by column from exact conditionals along the junction tree; see the worker).
+``"aim-replace-one"`` (and its fixed-sampler row) is smartnoise's AIM at the add/remove budget
+that makes it ρ-zCDP under polars-rap's replace-one neighbours (the shipped ``"aim"``
+calibrates its noise and selections to add/remove neighbours, and so spends 2.2 ρ in those terms).
 ``"aim-opendp"`` / ``"aim-opendp-fixed-sampler"`` are OpenDP's AIM (``opendp.extras.mbi``),
 with their own venv and worker (``bench/peers_opendp.py``, ``bench/peers_opendp_worker.py``)
 and the same binned codes.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import sys
 import time
@@ -207,3 +208,44 @@ def test_timeout_kills_the_worker_and_leaves_no_zombie(task, tmp_path):
         if int(fields[1]) == os.getpid():  # ppid
             assert "peers_worker" not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
             assert fields[0] != "Z", f"zombie child {pid}"
+
+
+def _load_worker():
+    spec = importlib.util.spec_from_file_location("bench_peers_worker", BENCH / "peers_worker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("rho", [0.0123, 0.5, 3.7])
+@pytest.mark.parametrize("reductions", [(), (3,), (1, 2, 9)])
+def test_aim_at_the_replace_one_budget_spends_at_most_rho(rho, reductions):
+    """smartnoise's AIM loop (aim.py, its budget arithmetic only), run at aim_replace_one_rho(rho)
+    with sigma halved at the given rounds: its charges, read under replace-one (a count vector
+    moves by sqrt 2, a score by 2 w), add up to at most rho, and to more than 2 rho' (the bound
+    is nearly tight)."""
+    worker = _load_worker()
+    budget = worker.aim_replace_one_rho(rho)
+    rounds, oneway = 16 * 15, 15  # Adult's 15 columns
+    sigma = np.sqrt(rounds / (2 * 0.9 * budget))
+    epsilon = np.sqrt(8 * 0.1 * budget / rounds)
+    gaussian = [0.5 / sigma**2] * oneway  # add/remove zCDP of each measurement
+    selection = []
+    used, t = oneway * 0.5 / sigma**2, 0
+    while True:
+        t += 1
+        last = budget - used < 2 * (0.5 / sigma**2 + 1.0 / 8 * epsilon**2)
+        if last:
+            remaining = budget - used
+            sigma, epsilon = np.sqrt(1 / (2 * 0.9 * remaining)), np.sqrt(8 * 0.1 * remaining)
+        used += 1.0 / 8 * epsilon**2 + 0.5 / sigma**2
+        gaussian.append(0.5 / sigma**2)
+        selection.append(epsilon**2 / 8)
+        if last:
+            break
+        if t in reductions:
+            sigma, epsilon = sigma / 2, epsilon * 2
+    assert math.fsum(gaussian) + math.fsum(selection) == pytest.approx(budget, rel=1e-12)
+    replace_one = 2 * math.fsum(gaussian) + 4 * math.fsum(selection)
+    assert replace_one <= rho * (1 + 1e-12)
+    assert replace_one > 2.0 * budget
