@@ -77,6 +77,9 @@ polars-rap's privacy guarantee (ρ-zCDP under replace-one neighbours). smartnois
 shipped calibrates to add/remove neighbours and so spends 2.2 ρ in those terms
 (``bench/peers_worker.py``, ``aim_replace_one_rho``); it is compared in ``CM_vs_AIM_add_remove``."""
 ADD_REMOVE_AIM = ("aim", "aim-fixed-sampler")
+MM_PEERS = tuple(p for p in PEERS if p not in ADD_REMOVE_AIM)
+"""The peers ``MM_vs_best_peer`` compares with: AIM at polars-rap's guarantee, and MST as shipped
+(add/remove, so it spends more than ρ in polars-rap's terms: a stricter comparison)."""
 BINNED = ("rap-binned", *PEERS)
 SAME_FIT_AS = {"aim-fixed-sampler": "aim", "mst-fixed-sampler": "mst",
                "aim-replace-one-fixed-sampler": "aim-replace-one",
@@ -634,8 +637,8 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
 
 
 TARGETS = {
-    "MM_vs_best_peer": ("MM mean error ÷ the best peer's (AIM/MST, smartnoise or OpenDP, shipped or "
-                        "fixed sampler, at either neighbour relation: the strictest reading)", "<=", 0.5),
+    "MM_vs_best_peer": ("MM mean error ÷ the best peer's (AIM at polars-rap's guarantee as for `CM_vs_AIM`, "
+                        "or MST as shipped; shipped or fixed sampler)", "<=", 0.5),
     "CM_vs_AIM": ("CM mean error ÷ AIM's at polars-rap's guarantee (the best of `aim-replace-one` and "
                   "`aim-opendp`, shipped and fixed sampler, where they have rows)", "<=", 1.0),
     "F1_minus_AIM": ("macro F1 − AIM's at polars-rap's guarantee (as for `CM_vs_AIM`)", ">=", 0.0),
@@ -670,7 +673,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
                 .group_by("dataset", "epsilon")
                 .agg(pl.col("seconds").mean().alias("_seconds_aim"),
                      (pl.col("status") == "timeout").sum().alias("AIM_timeouts")))
-    peers = (best(PEERS, "MM_mean_error", "min")
+    peers = (best(MM_PEERS, "MM_mean_error", "min")
              .join(best(ADD_REMOVE_AIM, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full",
                    coalesce=True)
              .join(best(AIM_PEERS, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
@@ -679,7 +682,7 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
              .join(aim_time, on=["dataset", "epsilon"], how="full", coalesce=True))
     ours = means.filter(pl.col("mechanism").is_in(("rap++", "rap++paper", "rap++mm")))
     table = ours.join(peers, on=["dataset", "epsilon"], how="left").with_columns(
-        (pl.col("MM_mean_error") / pl.col("_MM_mean_error_aim")).alias("MM_vs_best_peer"),
+        (pl.col("MM_mean_error") / pl.col(f"_MM_mean_error_{MM_PEERS[0]}")).alias("MM_vs_best_peer"),
         (pl.col("CM_mean_error") / pl.col(f"_CM_mean_error_{AIM_PEERS[0]}")).alias("CM_vs_AIM"),
         (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM_add_remove"),
         (pl.col("macro_f1") - pl.col(f"_macro_f1_{AIM_PEERS[0]}")).alias("F1_minus_AIM"),

@@ -283,7 +283,7 @@ def test_targets_compare_with_the_best_peer_rows_over_seed_means():
         pl.lit(0.008).alias("MM_mean_error"), pl.lit(0.70).alias("macro_f1"), pl.lit(5000.0).alias("seconds"))
     # smartnoise's AIM as shipped (add/remove, 2.2 rho) is only compared in CM_vs_AIM_add_remove
     shipped = extra.with_columns(pl.lit("aim-fixed-sampler").alias("mechanism"), pl.lit(0.001).alias("CM_mean_error"),
-                                 pl.lit(0.99).alias("macro_f1"))
+                                 pl.lit(0.001).alias("MM_mean_error"), pl.lit(0.99).alias("macro_f1"))
     table = run.targets_table(pl.concat([results, extra, shipped]))
     assert table.height == 8 and set(table["polars_rap"]) == {"rap++", "rap++paper"}  # no rap++mm rows here
     row = table.filter((pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0)
