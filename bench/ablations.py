@@ -19,6 +19,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
 
     python -m bench.ablations --run numeric       # declared scales and atoms (issue #14)
     python -m bench.ablations --run cm_anneal     # AIM's budget annealing of the CM share (issue #20)
+    python -m bench.ablations --run class_shares  # budget moved from LT to CM (issue #20)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -99,6 +100,14 @@ STEPS["cm_anneal"] = [
      "measurement moved the synthetic answers by less than the noise's expected L1 norm quadruples "
      "the next round's budget, so the number of tables measured follows the noise level "
      "(polars_rap.annealing)"),
+]
+STEPS["class_shares"] = [
+    ("planned default", {}, "the default planned strategy: CM and LT get equal shares (the headline "
+                            "suite's rap++ rows)"),
+    ("CM:LT shares 2:1", {"strategy": {**PLANNED, "class_shares": {"CM": 2, "LT": 1}}},
+     "two thirds of the loop's budget to the categorical marginals, one third to the thresholds: "
+     "LT error is 0.3-0.6x AIM's on Adult while CM is 1.1-1.3x AIM's at polars-rap's guarantee, so "
+     "this measures what budget moved from LT to CM buys"),
 ]
 ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}
