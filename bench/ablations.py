@@ -154,7 +154,11 @@ FINDINGS["selection"] = [
     "selection share 0.2: not adopted yet. On CA it lowers LT error 11% (0.0041 vs 0.0046) and MM 7%, "
     "F1 +0.004, CM unchanged, every seed; on Adult it changes nothing beyond seed noise (LT +2.5%, "
     "seeds 0.0030-0.0035; MM, CM, F1 equal). A win on one dataset only: it stays an option "
-    "(strategy={'name': 'planned', 'selection_share': 0.2}) until eps = 0.25 and 5 confirm it.",
+    "(strategy={'name': 'planned', 'selection_share': 0.2}) until eps = 0.25 and 5 confirm it. "
+    "Probes there (seed 0; the eps = 0.25 and 5 rows above): on Adult, against the headline rap++ "
+    "rows of seed 0, LT -9% at eps = 0.25 (0.0058 vs 0.0064) but +5% at eps = 5 (0.0027 vs 0.0026) "
+    "with MM +8% and F1 -0.008 / -0.002; CA's probes predate the nullable halfspaces, so they "
+    "compare with nothing current. No confirmation: still an option.",
     "CM budget by cells^(2/3) (on top of 0.2): dropped. CM -3% on CA but +2.5% on Adult, and MM/LT "
     "3-6% worse on both: the projection pools the small tables' margins across the big ones, so "
     "starving the small tables costs more than the big tables' extra precision brings.",
