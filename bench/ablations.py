@@ -194,6 +194,15 @@ FINDINGS["cm_anneal"] = [
     "not run: those margins carry no feature x feature interaction, and the same step on the "
     "outright plan was already dropped (ablation_cm_selection.md).",
 ]
+FINDINGS["class_shares"] = [
+    "CM:LT shares 2:1: a trade, not a win; not adopted until eps = 0.25 and 5 are run. CM error "
+    "falls 9% on CA (0.00076 vs 0.00084) and 7% on Adult (0.00030 vs 0.00032), on every seed (CA "
+    "0.00075-0.00077 vs 0.00083-0.00085; Adult 0.00030 vs 0.00032-0.00033), but MM rises 8% / 5% "
+    "and LT 7% / 11%, and F1 moves within seed noise (+0.003, +0.001). Against AIM at polars-rap's "
+    "guarantee (aim-replace-one, headline.csv) it brings Adult's CM level with AIM's at eps = 1 "
+    "(0.00030 vs 0.00029) and CA's from 1.4x to 1.3x, while CA's LT goes from level with AIM's "
+    "(0.0038) to 6% above it.",
+]
 FINDINGS["numeric"] = [
     "incomplete (2026-11-23): only '+ declared scales' on CA, seeds 0-1, ran before the session "
     "ended (resume with --run numeric). Against the headline rows of the same seeds, JWMNP on the sqrt "
@@ -201,6 +210,8 @@ FINDINGS["numeric"] = [
     "0.0036 -> 0.0038 and 0.0041 -> 0.0037: no conclusion from two seeds of one dataset.",
 ]
 SECONDS_NOTES: dict[str, str] = {
+    "class_shares": "Seconds are not comparable with the default's: these runs used one Numba thread and "
+                    "shared the 2 cores with AIM fits (1-min load 2-3 at their start, in the CSV).",
     "cm_anneal": "Seconds are not comparable: after CA's seed 0 these runs shared the 2 cores with AIM "
                  "fits (1-min load 3.4-3.8 at their start, in the CSV).",
     "numeric": "Seconds are not comparable: these runs shared the 2 cores with a CI run and two helpers' tests "
