@@ -724,12 +724,21 @@ def _seed_stats(frame: pl.DataFrame, column: str, by: Sequence[str] = ("variant"
             .sort("_order", *by).drop("_order"))
 
 
+_MARKERS = "osD^v<>"
+
+
 def _draw_mean_range(axis, stats: pl.DataFrame, x: str = "epsilon") -> None:
-    for (variant,), part in stats.group_by("variant", maintain_order=True):
+    """One line per variant with its seeds' range; 20 colours and a marker per ten variants, so
+    that no two of the suite's variants look alike (matplotlib's default cycle repeats after 10)."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"]
+    for index, ((variant,), part) in enumerate(stats.group_by("variant", maintain_order=True)):
         part = part.sort(x)
         mean = part["mean"].to_numpy()
         axis.errorbar(part[x].to_numpy(), mean, yerr=[mean - part["low"].to_numpy(), part["high"].to_numpy() - mean],
-                      marker="o", capsize=3, label=variant)
+                      marker=_MARKERS[(index // 10) % len(_MARKERS)], color=palette(index % 20), capsize=3,
+                      label=variant)
 
 
 def _epsilon_ticks(axis, stats: pl.DataFrame) -> None:
