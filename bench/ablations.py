@@ -200,8 +200,8 @@ FINDINGS["class_shares"] = [
     "0.00075-0.00077 vs 0.00083-0.00085; Adult 0.00030 vs 0.00032-0.00033), but MM rises 8% / 5% "
     "and LT 7% / 11%, and F1 moves within seed noise (+0.003, +0.001). Against AIM at polars-rap's "
     "guarantee (aim-replace-one, headline.csv) it brings Adult's CM level with AIM's at eps = 1 "
-    "(0.00030 vs 0.00029) and CA's from 1.4x to 1.3x, while CA's LT goes from level with AIM's "
-    "(0.0038) to 6% above it.",
+    "(0.00030 vs 0.00029) and CA's from 1.4x to 1.3x, while CA's LT goes from 1.05x AIM's "
+    "(0.0038 vs 0.0036) to 1.12x.",
 ]
 FINDINGS["numeric"] = [
     "incomplete (2026-11-23): only '+ declared scales' on CA, seeds 0-1, ran before the session "
