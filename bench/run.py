@@ -240,11 +240,12 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
             for mechanism in mechanisms:
                 values = bins_values(suite, mechanism)
                 tuned = len(values) > 1
-                borrowed = _bins_parent(mechanism) in BINS_FROM
+                fit = SAME_FIT_AS.get(mechanism, mechanism)  # the mechanism whose fit gives its rows
+                borrowed = fit in BINS_FROM
                 if not (in_grid or (tuned and not borrowed)):
                     continue
                 if tuned and (borrowed or (epsilon, seed) != tuning):
-                    choice = chosen_bins.get((dataset, SAME_FIT_AS.get(mechanism, mechanism)))
+                    choice = chosen_bins.get((dataset, fit))
                     if choice is None:
                         continue
                     values = (choice,)
@@ -282,18 +283,13 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
                   .group_by("bins").agg(pl.col("_score").mean()).sort("_score", "bins"))
         chosen[(dataset, mechanism)] = int(scores["bins"][0] if scores.height else min(wanted))
     for mechanism, source in BINS_FROM.items():
-        for dataset in {d for d, m in list(chosen) if m == source}:
+        for dataset in {d for d, m in chosen if m == source}:
             chosen[(dataset, mechanism)] = chosen[(dataset, source)]
     for (dataset, mechanism) in list(chosen):
         parent = SAME_FIT_AS.get(mechanism)
         if parent and (dataset, parent) in chosen:
             chosen[(dataset, mechanism)] = chosen[(dataset, parent)]
     return chosen
-
-
-def _bins_parent(mechanism: str) -> str:
-    """The mechanism whose fit gives ``mechanism``'s rows (itself unless a companion row)."""
-    return SAME_FIT_AS.get(mechanism, mechanism)
 
 
 # ============================================================================================
@@ -664,30 +660,29 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
     means = (frame.group_by("dataset", "epsilon", "mechanism")
              .agg(pl.col("MM_mean_error", "CM_mean_error", "numeric_ks_mean", "macro_f1", "seconds").mean()))
 
-    def best(mechanisms: tuple[str, ...], column: str, how: str) -> pl.DataFrame:
+    def best(mechanisms: tuple[str, ...], column: str, how: str, name: str) -> pl.DataFrame:
+        """Per dataset and ε, the best mean of ``column`` among ``mechanisms``, as ``_{column}_{name}``."""
         part = means.filter(pl.col("mechanism").is_in(mechanisms))
         value = pl.col(column).min() if how == "min" else pl.col(column).max()
-        return part.group_by("dataset", "epsilon").agg(value.alias(f"_{column}_{mechanisms[0]}"))
+        return part.group_by("dataset", "epsilon").agg(value.alias(f"_{column}_{name}"))
 
     aim_time = (variants.filter((pl.col("mechanism") == "aim") & pl.col("status").is_in(("ok", "timeout")))
                 .group_by("dataset", "epsilon")
                 .agg(pl.col("seconds").mean().alias("_seconds_aim"),
                      (pl.col("status") == "timeout").sum().alias("AIM_timeouts")))
-    peers = (best(MM_PEERS, "MM_mean_error", "min")
-             .join(best(ADD_REMOVE_AIM, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full",
-                   coalesce=True)
-             .join(best(AIM_PEERS, "CM_mean_error", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
-             .join(best(AIM_PEERS, "macro_f1", "max"), on=["dataset", "epsilon"], how="full", coalesce=True)
-             .join(best(AIM_PEERS, "numeric_ks_mean", "min"), on=["dataset", "epsilon"], how="full", coalesce=True)
-             .join(aim_time, on=["dataset", "epsilon"], how="full", coalesce=True))
+    peers = best(MM_PEERS, "MM_mean_error", "min", "peer")
+    for part in (best(ADD_REMOVE_AIM, "CM_mean_error", "min", "add_remove"),
+                 best(AIM_PEERS, "CM_mean_error", "min", "aim"), best(AIM_PEERS, "macro_f1", "max", "aim"),
+                 best(AIM_PEERS, "numeric_ks_mean", "min", "aim"), aim_time):
+        peers = peers.join(part, on=["dataset", "epsilon"], how="full", coalesce=True)
     ours = means.filter(pl.col("mechanism").is_in(("rap++", "rap++paper", "rap++mm")))
     table = ours.join(peers, on=["dataset", "epsilon"], how="left").with_columns(
-        (pl.col("MM_mean_error") / pl.col(f"_MM_mean_error_{MM_PEERS[0]}")).alias("MM_vs_best_peer"),
-        (pl.col("CM_mean_error") / pl.col(f"_CM_mean_error_{AIM_PEERS[0]}")).alias("CM_vs_AIM"),
-        (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM_add_remove"),
-        (pl.col("macro_f1") - pl.col(f"_macro_f1_{AIM_PEERS[0]}")).alias("F1_minus_AIM"),
+        (pl.col("MM_mean_error") / pl.col("_MM_mean_error_peer")).alias("MM_vs_best_peer"),
+        (pl.col("CM_mean_error") / pl.col("_CM_mean_error_aim")).alias("CM_vs_AIM"),
+        (pl.col("CM_mean_error") / pl.col("_CM_mean_error_add_remove")).alias("CM_vs_AIM_add_remove"),
+        (pl.col("macro_f1") - pl.col("_macro_f1_aim")).alias("F1_minus_AIM"),
         (pl.col("seconds") / pl.col("_seconds_aim")).alias("time_vs_AIM"),
-        (pl.col("numeric_ks_mean") / pl.col(f"_numeric_ks_mean_{AIM_PEERS[0]}")).alias("KS_vs_AIM"),
+        (pl.col("numeric_ks_mean") / pl.col("_numeric_ks_mean_aim")).alias("KS_vs_AIM"),
     )
     checks = [(pl.col(c) <= t) if op == "<=" else (pl.col(c) >= t) for c, (_, op, t) in TARGETS.items()]
     met = pl.sum_horizontal(*(check.fill_null(False).cast(pl.Int64) for check in checks))
