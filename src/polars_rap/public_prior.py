@@ -42,7 +42,7 @@ from polars_rap.encoding import encode, spread_rows
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.queries import QuerySet
-from polars_rap.source import DataSource, default_batch_rows
+from polars_rap.source import DataSource, add_counts, default_batch_rows
 
 __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "PublicTable", "check_public_use", "open_public",
            "read_public", "fit_to_public", "touches_columns"]
@@ -206,13 +206,16 @@ class PublicTable:
         """float64[n_queries]: the public table's exact answers (hard thresholds, the fraction
         of its rows), NaN for each query over a filled column (no public answer exists).
         Counted in batches of :func:`~polars_rap.source.default_batch_rows` rows by
-        ``backend.answers_exact``."""
+        ``backend.answers_exact``, summed exactly by :func:`~polars_rap.source.add_counts`
+        (the sensitive pass's own step)."""
         batch = default_batch_rows(domain)
-        counts = np.zeros(queries.n_queries, dtype=np.float64)
+        counts = np.zeros(queries.n_queries, dtype=np.int64)
+        counted = 0
         for start in range(0, self.n_rows, batch):
             stop = min(start + batch, self.n_rows)
             fractions = backend.answers_exact(self.codes[start:stop], self.numerics[start:stop], queries)
-            counts += np.rint(np.asarray(fractions, dtype=np.float64) * (stop - start))
+            counted = add_counts(counts, counted, np.rint(fractions * (stop - start)).astype(np.int64),
+                                 stop - start)
         answers = counts / self.n_rows
         answers[touches_columns(queries, self.filled_blocks, self.filled_numeric)] = np.nan
         return answers
