@@ -39,8 +39,8 @@ from pathlib import Path
 import polars as pl
 
 from bench.run import (
-    ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, append_row, completed_keys,
-    execute, read_results, run_key, table_markdown,
+    ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, _seed_stats, append_row,
+    completed_keys, execute, read_results, run_key, table_markdown,
 )
 
 DATASET = "acs-income-CA"
@@ -199,9 +199,7 @@ def figure(results: pl.DataFrame):
     order = {name: i for i, name in enumerate(CONDITIONS)}
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
     for axis, metric in zip(axes, (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1"), strict=True):
-        stats = (ok.filter(pl.col(metric).is_not_null()).group_by("variant", "epsilon")
-                 .agg(pl.col(metric).mean().alias("mean"), pl.col(metric).min().alias("low"),
-                      pl.col(metric).max().alias("high"))
+        stats = (_seed_stats(ok, metric)
                  .with_columns(pl.col("variant").replace_strict(order, default=len(order)).alias("_order"))
                  .sort("_order", "epsilon").drop("_order"))
         _draw_mean_range(axis, stats)
