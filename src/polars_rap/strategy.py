@@ -191,11 +191,10 @@ class PlannedStrategy:
         projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
         quadruples (its noise std halves) after a round whose measurement moved the synthetic
         answers by no more than the noise's expected L1 norm; the last round takes what is
-        left. How many tables are measured thus follows the noise level. Off by default: its
-        ablation (``bench/results/ablation_cm_anneal.md``) cut CM error 4% on acs-income-CA
-        but raised it 30% on Adult, whose interactions need every table measured; it
-        replaces ``outright`` and the
-        CM rounds for that class (``rounds_cm`` only has to be > 0).
+        left. How many tables are measured thus follows the noise level. It replaces
+        ``outright`` and the CM rounds for that class (``rounds_cm`` only has to be > 0). Off
+        by default: its ablation (``bench/results/ablation_cm_anneal.md``) cut CM error 4% on
+        acs-income-CA but raised it 30% on Adult, whose interactions need every table measured.
     cm_anneal_rounds : int or None
         T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
         1)`` rounds run. None (default): the number of CM groups, so that a first round
