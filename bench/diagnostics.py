@@ -2,10 +2,15 @@
 
     python -m bench.diagnostics cm acs-income-CA --epsilon 1 --seed 0
     python -m bench.diagnostics nulls acs-income-CA --epsilon 1 --seed 0
+    python -m bench.diagnostics numeric acs-income-CA --epsilon 1 --seed 0
 
 ``cm``: each class-conditional 3-way table's mean cell error of the synthetic rows beside that
 of conditional independence given the label built from the *true* feature x label margins
 (what a model that never measured the table's interaction could reach at best).
+``numeric``: per numeric column, the KS distance and where it is reached, the most common values
+real vs synthetic, and the share of relaxed rows pinned at each bound by the projection's
+clipping; then the relaxed rows' workload errors before and after rounding integer columns (what
+decoding's rounding costs, without category sampling).
 ``nulls``: the relaxed rows' expected MM/LT errors under the kernels' semantics (a numeric
 counts whatever its null indicator) and under the decoded semantics (a row is null with its
 indicator's probability, and a null numeric counts as scaled 0, as ``encode`` puts it).
@@ -98,9 +103,68 @@ def null_semantics(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFra
     return pl.concat(both)
 
 
+def numeric_columns(train: pl.DataFrame, synthetic: pl.DataFrame, relaxed: np.ndarray, task,
+                    worst: int = 3, top: int = 5) -> pl.DataFrame:
+    """One row per numeric column: KS distance, the ``worst`` values where the real and
+    synthetic CDFs differ most (value, real CDF, synthetic CDF), the ``top`` most common values
+    of each (value, share), and the share of relaxed rows at each bound (mapped 0 or 1)."""
+    from polars_rap.domain import Domain
+
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    rows = []
+    for j, spec in enumerate(domain.numeric_columns):
+        real = np.sort(train[spec.name].drop_nulls().cast(pl.Float64).to_numpy())
+        fake = np.sort(synthetic[spec.name].drop_nulls().cast(pl.Float64).to_numpy())
+        grid = np.unique(np.concatenate([real, fake]))
+        gap = (np.searchsorted(real, grid, side="right") / real.size
+               - np.searchsorted(fake, grid, side="right") / fake.size)
+        order = np.argsort(-np.abs(gap))[:worst]
+        real_cdf = np.searchsorted(real, grid[order], side="right") / real.size
+        coordinate = relaxed[:, domain.n_categorical_coords + j]
+
+        def common(frame: pl.DataFrame) -> list:
+            counts = frame[spec.name].drop_nulls().value_counts(normalize=True).sort("proportion", descending=True)
+            return [(float(v), round(float(p), 3)) for v, p in counts.head(top).rows()]
+
+        rows.append({"column": spec.name, "ks": float(np.abs(gap).max()),
+                     "worst (value, real, synthetic)": str([(float(grid[k]), round(float(r), 3), round(float(r - gap[k]), 3))
+                                                            for k, r in zip(order, real_cdf, strict=True)]),
+                     "real top": str(common(train)), "synthetic top": str(common(synthetic)),
+                     "relaxed at lower": float(np.mean(coordinate <= 0.0)),
+                     "relaxed at upper": float(np.mean(coordinate >= 1.0))})
+    return pl.DataFrame(rows)
+
+
+def rounding_cost(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
+    """CM/MM/LT errors of the relaxed rows' expected answers, as fitted and with integer columns
+    rounded as decoding rounds them: what rounding alone costs."""
+    from polars_rap import kernels
+    from polars_rap.domain import Domain
+    from polars_rap.encoding import encode
+    from polars_rap.evaluation import _benchmark_workload, _errors_by_class
+    from polars_rap.transforms import from_unit, to_unit
+
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    cpu = kernels.get_backend("cpu")
+    queries = _benchmark_workload(domain, 0, ("CM", "MM", "LT"), 20_000, 200_000)
+    encoded = encode(train.select(domain.names), domain)
+    true = cpu.answers_exact(encoded.codes, encoded.numerics, queries)
+    rounded = np.array(relaxed, dtype=np.float64)
+    for j, spec in enumerate(domain.numeric_columns):
+        if spec.is_integer:
+            column = domain.n_categorical_coords + j
+            whole = np.clip(np.rint(from_unit(rounded[:, column], spec)), np.ceil(spec.lower), np.floor(spec.upper))
+            rounded[:, column] = to_unit(whole, spec)
+    parts = []
+    for name, rows in (("relaxed", relaxed), ("rounded", rounded)):
+        expected = cpu.answers_relaxed(np.asarray(rows, dtype=np.float32), queries, np.inf).astype(np.float64)
+        parts.append(_errors_by_class(queries, np.abs(true - expected)).with_columns(pl.lit(name).alias("rows")))
+    return pl.concat(parts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("cm", "nulls"))
+    parser.add_argument("what", choices=("cm", "nulls", "numeric"))
     parser.add_argument("dataset")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -114,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mean cell error: synthetic {(tables['error'] * cells).sum() / cells.sum():.6f}, "
                   f"independence given the label {(tables['independence_error'] * cells).sum() / cells.sum():.6f}; "
                   f"independence better on {(tables['independence_error'] < tables['error']).sum()} of {tables.height} tables")
+        elif args.what == "numeric":
+            with pl.Config(fmt_str_lengths=200):
+                print(numeric_columns(train, result.data, result.relaxed, task))
+            print(rounding_cost(train, result.relaxed, task))
         else:
             print(null_semantics(train, result.relaxed, task))
     return 0

@@ -319,7 +319,8 @@ def synthesize(
                  n_columns=len(public_domain.columns), rows=rows, n_linear_thresholds=n_linear_thresholds,
                  n_mixed_marginals=n_mixed_marginals)
     # the public table, read freely (no charge) and checked before the pass over the sensitive rows
-    public_table = None if public_source is None else read_public(public_source, public_domain)
+    public_table = None if public_source is None else read_public(
+        public_source, public_domain, integer_cells=strategy.integer_cells)
 
     # 2. workload and plan: public values only
     queries, plan, group_counts = workload_and_plan(
@@ -329,7 +330,8 @@ def synthesize(
     )
 
     # 3. the one pass over the real rows (streamed in batches); it raises for an empty input
-    true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module)
+    true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
+                                         integer_cells=strategy.integer_cells)
     out_rows = n_rows if rows is None else int(rows)
     smallest_share = _smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     _check_rows_against_noise(n_rows, ledger.rho_remaining, plan, smallest_share, queries_per_round,
@@ -362,7 +364,7 @@ def synthesize(
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
     report = build_report(
         budget, ledger, n_rows, queries, public_domain, plan, record, synthetic_frame,
-        backend_module, confidence,
+        backend_module, confidence, integer_cells=strategy.integer_cells,
         parameters=dict(
             relaxed_rows=relaxed_rows, queries_per_round=queries_per_round, rounds=steps_run,
             n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
@@ -432,6 +434,7 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     queries = build_workload(
         domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
+        integer_cells=strategy.integer_cells,
     )
     group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
     plan = strategy.plan(group_counts, asked, queries_per_round)

@@ -105,6 +105,7 @@ class _AnswerTask:
     queries: QuerySet
     backend: str  # a kernel module's import path
     batch_rows: int
+    integer_cells: bool = False
 
     def __call__(self, block: pl.DataFrame) -> _AnswerPart:
         backend = importlib.import_module(self.backend)
@@ -113,7 +114,8 @@ class _AnswerTask:
         n_rows = 0
         where = f"a block of {block.height:,} rows of the Ray dataset; nothing was released"
         for batch in block.iter_slices(self.batch_rows):
-            part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where)
+            part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where,
+                                self.integer_cells)
             n_rows = add_counts(counts, n_rows, part, batch.height)
         return _AnswerPart(counts, n_rows, clip_counts)
 
@@ -225,7 +227,7 @@ class RaySource:
         return total
 
     def exact_answers(self, domain: Domain, queries: QuerySet, backend: ModuleType, *,
-                      batch_rows: int | None = None) -> tuple[np.ndarray, int]:
+                      batch_rows: int | None = None, integer_cells: bool = False) -> tuple[np.ndarray, int]:
         """(float64[n_queries] answers, n_rows): :func:`polars_rap.source.exact_answers` of
         this dataset, each block counted by a task, the int64 counts summed on the driver."""
         batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
@@ -233,7 +235,7 @@ class RaySource:
             msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
             raise ParameterError(msg)
         name = _WORKER_BACKENDS.get(backend.__name__, backend.__name__)
-        task = _AnswerTask(domain, queries, name, int(batch_rows))
+        task = _AnswerTask(domain, queries, name, int(batch_rows), integer_cells)
         counts = np.zeros(queries.n_queries, dtype=np.int64)
         clip_counts: dict[str, int] = {}
         n_rows = 0

@@ -53,12 +53,15 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
 
 def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],
                  record: LoopRecord, synthetic_frame: pl.DataFrame, backend_module,
-                 confidence: float, parameters: dict, public_data: dict | None = None) -> PrivacyReport:
+                 confidence: float, parameters: dict, public_data: dict | None = None,
+                 integer_cells: bool = False) -> PrivacyReport:
     """The :class:`~polars_rap.report.PrivacyReport` of a run: the ledger's events, one row
     per measured answer (noisy answer, std, intervals, the returned rows' answer, error
     bound) and the unmeasured groups' bounds. ``parameters`` gains ``bonferroni_answers``
     (see :func:`bonferroni_answers`); ``public_data`` is the public table's record, if any
-    (:meth:`polars_rap.public_prior.PublicTable.record`)."""
+    (:meth:`polars_rap.public_prior.PublicTable.record`). ``integer_cells``: the returned
+    rows' answers are taken as the sensitive pass took the real ones
+    (:func:`polars_rap.source.exact_answers`)."""
     groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
     stds, selections = record.noise_stds, record.selections
     query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
@@ -70,7 +73,8 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     n_bonferroni = bonferroni_answers(plan, queries)
     joint_halfwidth = simultaneous_halfwidth(std, confidence, n_bonferroni, lattice_step=1.0 / n_rows)
     # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
-    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module)
+    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module,
+                                     integer_cells=integer_cells)
 
     def synthetic_answers(group_ids) -> np.ndarray:
         return all_synthetic[queries.group_query_indices(np.asarray(group_ids, dtype=np.int64))]

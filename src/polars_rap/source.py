@@ -355,6 +355,7 @@ def exact_answers(
     backend: ModuleType,
     *,
     batch_rows: int | None = None,
+    integer_cells: bool = False,
 ) -> tuple[np.ndarray, int]:
     """Exact answers of ``queries`` on every row of ``source``, in one pass over batches.
 
@@ -372,6 +373,10 @@ def exact_answers(
     batch_rows : int, optional
         Rows per batch; default :func:`default_batch_rows` of ``domain``. Peak memory grows
         with it; the result does not depend on it.
+    integer_cells : bool
+        Spread integer columns over their rounding cells first
+        (:func:`polars_rap.encoding.spread_integer_cells`, a per-row map keyed by a hash of
+        the row, so the result still does not depend on the batches).
 
     Returns
     -------
@@ -396,21 +401,22 @@ def exact_answers(
     bounds are counted over the whole pass and logged once per column, for the curator only.
     """
     if not isinstance(source, DataSource):  # a RaySource: the same counts, per block on the cluster
-        return source.exact_answers(domain, queries, backend, batch_rows=batch_rows)
+        return source.exact_answers(domain, queries, backend, batch_rows=batch_rows,
+                                    integer_cells=integer_cells)
     batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
     counts = np.zeros(queries.n_queries, dtype=np.int64)
     clip_counts: dict[str, int] = {}
     n_rows = 0
     for batch in source.batches(domain.names, batch_rows):
         where = f"the batch of input rows {n_rows:,} to {n_rows + batch.height - 1:,}; nothing was released"
-        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where)
+        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, integer_cells)
         n_rows = add_counts(counts, n_rows, batch_count, batch.height)
         del batch
     return finish_answers(counts, n_rows, clip_counts, domain)
 
 
 def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend: ModuleType,
-                 clip_counts: dict[str, int], where: str) -> np.ndarray:
+                 clip_counts: dict[str, int], where: str, integer_cells: bool = False) -> np.ndarray:
     """int64[n_queries]: rows of ``batch`` satisfying each query, by ``backend.answers_exact``.
 
     The one counting step of every engine (this process, or a Ray worker per block). The
@@ -418,9 +424,10 @@ def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend
     whole-row count exactly (the rounding error of one division and one multiplication is far
     below half a row for any batch under 2**50 rows). Clipped values are added into
     ``clip_counts``; an error on the batch's content (for the curator) ends with ``where``.
+    ``integer_cells``: see :func:`exact_answers`.
     """
     try:
-        encoded = encode(batch, domain, clip_counts=clip_counts)
+        encoded = encode(batch, domain, clip_counts=clip_counts, integer_cells=integer_cells)
     except DataError as error:
         msg = f"{error} (found in {where})"
         raise DataError(msg) from error

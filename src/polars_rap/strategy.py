@@ -101,6 +101,11 @@ class Strategy(Protocol):
     measurement noise would be expected to have (AIM's score), so that large groups are not
     picked for their noise."""
 
+    integer_cells: bool
+    """Spread integer columns over their rounding cells in the pass over the real rows
+    (:func:`polars_rap.encoding.spread_integer_cells`), so that decoding's rounding keeps
+    what the projection fitted."""
+
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         """The steps, from the number of workload groups per class (``group_counts``), the
         rounds asked per class and the groups per round ``k``: public values only."""
@@ -136,6 +141,7 @@ class PaperStrategy:
     size_exponent: float = field(default=0.0, init=False)
     noise_aware: bool = field(default=False, init=False)
     base_share: float = field(default=0.0, init=False)
+    integer_cells: bool = field(default=False, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -200,6 +206,14 @@ class PlannedStrategy:
         1)`` rounds run. None (default): the number of CM groups, so that a first round
         measures its table with the outright step's budget per table, less the selection's
         part (AIM's 16 d plays this part).
+    integer_cells : bool
+        Spread each whole value ``x`` of an integer column over its rounding cell ``[x - 1/2,
+        x + 1/2]`` (a per-row map keyed by a hash of the row:
+        :func:`polars_rap.encoding.spread_integer_cells`) before the real rows are counted,
+        and put mixed marginals' thresholds on integer columns at half-integers. Decoding
+        rounds integer columns, so the rounded rows keep what the projection fitted; real
+        integers, being points, let the projection put a row anywhere between two thresholds
+        and rounding then moved it across one.
     """
 
     class_shares: Mapping[str, float] | str | None = None
@@ -214,6 +228,7 @@ class PlannedStrategy:
     base_share: float = 0.0
     cm_anneal: bool = False
     cm_anneal_rounds: int | None = None
+    integer_cells: bool = False
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -245,9 +260,10 @@ class PlannedStrategy:
                 0.0 < self.selection_share < 1.0):
             msg = f"selection_share must be a number in (0, 1). Got {self.selection_share!r}"
             raise ParameterError(msg)
-        if not isinstance(self.cm_anneal, bool):
-            msg = f"cm_anneal must be True or False. Got {self.cm_anneal!r}"
-            raise ParameterError(msg)
+        for flag in ("cm_anneal", "integer_cells"):
+            if not isinstance(getattr(self, flag), bool):
+                msg = f"{flag} must be True or False. Got {getattr(self, flag)!r}"
+                raise ParameterError(msg)
         if self.cm_anneal_rounds is not None and (
                 isinstance(self.cm_anneal_rounds, bool) or not isinstance(self.cm_anneal_rounds, int)
                 or self.cm_anneal_rounds < 1):
@@ -294,7 +310,7 @@ class PlannedStrategy:
                 "noise_aware": self.noise_aware,
                 "class_k": dict(self.class_k) if self.class_k is not None else None,
                 "base_share": self.base_share, "cm_anneal": self.cm_anneal,
-                "cm_anneal_rounds": self.cm_anneal_rounds}
+                "cm_anneal_rounds": self.cm_anneal_rounds, "integer_cells": self.integer_cells}
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:
@@ -308,7 +324,7 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "noise_aware", "base_share", "plan", "describe")
+             "noise_aware", "base_share", "integer_cells", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
