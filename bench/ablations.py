@@ -217,7 +217,18 @@ FINDINGS["numeric"] = [
     "scale moved the mean KS from 0.056 to 0.044 (seed 0) and from 0.042 to 0.052 (seed 1), LT "
     "0.0036 -> 0.0038 and 0.0041 -> 0.0037: no conclusion from two seeds of one dataset.",
 ]
+FINDINGS["integer_cells"] = [
+    "integer cells: dropped (left as an option, off). The mean KS distance falls 12% on CA (0.047 vs "
+    "0.053; seeds 0.043-0.049 vs 0.042-0.062) but rises 8% on Adult (0.199 vs 0.185, worse on two "
+    "seeds of three); the decile error falls on both (CA -18%, two seeds of three; Adult -14%, every "
+    "seed), so it is a candidate to combine with a fix of what KS measures; MM +3% on CA and -1% on Adult, LT within 2.5% on both, CM unchanged, F1 +0.001 "
+    "(CA) and +0.005 (Adult), within seed noise. Rounding was not what cost numeric accuracy: at the "
+    "default, rounding the relaxed rows' integers changes CA's LT error by -0.3% and MM by -5% "
+    "(numeric_diagnosis.md, which finds heaping and rows pinned at a bound instead).",
+]
 SECONDS_NOTES: dict[str, str] = {
+    "integer_cells": "Seconds are not comparable with the default's: these runs used one Numba thread and "
+                     "shared the 2 cores with another ablation and a CI run (1-min load 2.5-5, in the CSV).",
     "class_shares": "Seconds are not comparable with the default's: these runs used one Numba thread and "
                     "shared the 2 cores with AIM fits (1-min load 2-3 at their start, in the CSV).",
     "cm_anneal": "Seconds are not comparable: after CA's seed 0 these runs shared the 2 cores with AIM "
