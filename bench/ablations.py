@@ -231,8 +231,9 @@ FINDINGS["integer_cells"] = [
     "integer cells: dropped (left as an option, off). The mean KS distance falls 12% on CA (0.047 vs "
     "0.053; seeds 0.043-0.049 vs 0.042-0.062) but rises 8% on Adult (0.199 vs 0.185, worse on two "
     "seeds of three); the decile error falls on both (CA -18%, two seeds of three; Adult -14%, every "
-    "seed), so it is a candidate to combine with a fix of what KS measures; MM +3% on CA and -1% on Adult, LT within 2.5% on both, CM unchanged, F1 +0.001 "
-    "(CA) and +0.005 (Adult), within seed noise. Rounding was not what cost numeric accuracy: at the "
+    "seed), so it is a candidate to combine with a fix of what KS measures; MM +3% on CA and -1% "
+    "on Adult, LT within 2.5% on both, CM unchanged, F1 +0.001 (CA) and +0.005 (Adult), within "
+    "seed noise. Rounding was not what cost numeric accuracy: at the "
     "default, rounding the relaxed rows' integers changes CA's LT error by -0.3% and MM by -5% "
     "(numeric_diagnosis.md, which finds heaping and rows pinned at a bound instead).",
 ]

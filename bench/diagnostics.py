@@ -67,18 +67,27 @@ def cm_tables(train: pl.DataFrame, synthetic: pl.DataFrame, task) -> pl.DataFram
     return pl.DataFrame(rows).sort("cells", descending=True)
 
 
-def null_semantics(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
-    """MM/LT errors of the relaxed rows' expected answers, kernel vs decoded semantics."""
+def _suite_workload(train: pl.DataFrame, task, classes: tuple[str, ...]):
+    """(domain, CPU backend, the suite's evaluation workload of ``classes``, its true answers on
+    ``train``): what the diagnostics of the relaxed rows compare against."""
     from polars_rap import kernels
     from polars_rap.domain import Domain
-    from polars_rap.encoding import block_slices, encode
-    from polars_rap.evaluation import _benchmark_workload, _errors_by_class
+    from polars_rap.encoding import encode
+    from polars_rap.evaluation import _benchmark_workload
 
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     cpu = kernels.get_backend("cpu")
-    queries = _benchmark_workload(domain, 0, ("MM", "LT"), 20_000, 200_000)
+    queries = _benchmark_workload(domain, 0, classes, 20_000, 200_000)
     encoded = encode(train.select(domain.names), domain)
-    true = cpu.answers_exact(encoded.codes, encoded.numerics, queries)
+    return domain, cpu, queries, cpu.answers_exact(encoded.codes, encoded.numerics, queries)
+
+
+def null_semantics(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
+    """MM/LT errors of the relaxed rows' expected answers, kernel vs decoded semantics."""
+    from polars_rap.encoding import block_slices
+    from polars_rap.evaluation import _errors_by_class
+
+    domain, cpu, queries, true = _suite_workload(train, task, ("MM", "LT"))
     X = np.asarray(relaxed, dtype=np.float32)
     kernel = cpu.answers_relaxed(X, queries, np.inf).astype(np.float64)
     slices = block_slices(domain)
@@ -138,23 +147,16 @@ def numeric_columns(train: pl.DataFrame, synthetic: pl.DataFrame, relaxed: np.nd
 def rounding_cost(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
     """CM/MM/LT errors of the relaxed rows' expected answers, as fitted and with integer columns
     rounded as decoding rounds them: what rounding alone costs."""
-    from polars_rap import kernels
-    from polars_rap.domain import Domain
-    from polars_rap.encoding import encode
-    from polars_rap.evaluation import _benchmark_workload, _errors_by_class
-    from polars_rap.transforms import from_unit, to_unit
+    from polars_rap.encoding import decoded_values
+    from polars_rap.evaluation import _errors_by_class
+    from polars_rap.transforms import to_unit
 
-    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
-    cpu = kernels.get_backend("cpu")
-    queries = _benchmark_workload(domain, 0, ("CM", "MM", "LT"), 20_000, 200_000)
-    encoded = encode(train.select(domain.names), domain)
-    true = cpu.answers_exact(encoded.codes, encoded.numerics, queries)
+    domain, cpu, queries, true = _suite_workload(train, task, ("CM", "MM", "LT"))
     rounded = np.array(relaxed, dtype=np.float64)
     for j, spec in enumerate(domain.numeric_columns):
         if spec.is_integer:
             column = domain.n_categorical_coords + j
-            whole = np.clip(np.rint(from_unit(rounded[:, column], spec)), np.ceil(spec.lower), np.floor(spec.upper))
-            rounded[:, column] = to_unit(whole, spec)
+            rounded[:, column] = to_unit(decoded_values(rounded[:, column], spec), spec)
     parts = []
     for name, rows in (("relaxed", relaxed), ("rounded", rounded)):
         expected = cpu.answers_relaxed(np.asarray(rows, dtype=np.float32), queries, np.inf).astype(np.float64)

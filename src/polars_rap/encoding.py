@@ -43,7 +43,7 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.temporal import format_internal
 from polars_rap.transforms import from_unit, to_unit
 
-__all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "block_slices",
+__all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "decoded_values", "block_slices",
            "numeric_values"]
 
 logger = logging.getLogger(__name__)
@@ -370,10 +370,7 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
             block = domain.block_index(spec.name)
             columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)
         else:
-            values = from_unit(sample.numerics[:, numeric_index[spec.name]], spec)
-            if spec.is_integer:
-                values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
-            values = np.clip(values, spec.lower, spec.upper)
+            values = decoded_values(sample.numerics[:, numeric_index[spec.name]], spec)
             if spec.is_temporal:
                 series = temporal.from_internal(spec.name, values, spec.dtype)
             else:
@@ -385,6 +382,16 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                 ).to_series()
             columns[spec.name] = series.cast(spec.dtype)
     return pl.DataFrame(columns)
+
+
+def decoded_values(u: np.ndarray, spec: ColumnSpec) -> np.ndarray:
+    """float64[n]: a numeric column's values in its (internal) units from its coordinates ``u``
+    (float64[n] in ``[0, 1]``), as decoding returns them: through the inverse map, rounded to
+    whole units for an integer or temporal column, inside the bounds."""
+    values = from_unit(u, spec)
+    if spec.is_integer:
+        values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
+    return np.clip(values, spec.lower, spec.upper)
 
 
 def _categories_from_codes(codes: np.ndarray, spec: ColumnSpec) -> pl.Series:
