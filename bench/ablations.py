@@ -20,6 +20,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run numeric       # declared scales and atoms (issue #14)
     python -m bench.ablations --run cm_anneal     # AIM's budget annealing of the CM share (issue #20)
     python -m bench.ablations --run class_shares  # budget moved from LT to CM (issue #20)
+    python -m bench.ablations --run histograms    # numeric one-way histograms x label (issues #14, #20)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -108,6 +109,17 @@ STEPS["class_shares"] = [
      "two thirds of the loop's budget to the categorical marginals, one third to the thresholds: "
      "LT error is 0.3-0.6x AIM's on Adult while CM is 1.1-1.3x AIM's at polars-rap's guarantee, so "
      "this measures what budget moved from LT to CM buys"),
+]
+CM2 = {**PLANNED, "class_shares": {"CM": 2, "LT": 1}}
+STEPS["histograms"] = [
+    ("CM:LT 2:1 (the next default)", {"strategy": CM2},
+     "the planned strategy with CM:LT shares 2:1, the default once the headline rows are rerun "
+     "(rows of ablation_class_shares.csv, not rerun)"),
+    ("+ numeric histograms (10%)", {"strategy": {**CM2, "histogram_share": 0.1}},
+     "10% of the loop's budget measures every numeric column's one-way histogram x label first "
+     "(every whole value of an integer column up to 200 cells, else 200 even cells of the mapped "
+     "coordinate), one Gaussian release of its cells each, the projection fitting their cumulative "
+     "sums (polars_rap.numeric_histograms)"),
 ]
 ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}
@@ -265,7 +277,7 @@ NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
 
 def metrics(name: str) -> tuple[str, ...]:
     """The table's metrics: the numeric metric too where the ablation is about it."""
-    return (*METRICS[:3], *NUMERIC_METRICS, *METRICS[3:]) if name in ("numeric", "integer_cells") else METRICS
+    return (*METRICS[:3], *NUMERIC_METRICS, *METRICS[3:]) if name in ("numeric", "integer_cells", "histograms") else METRICS
 
 
 def step_command(name: str, step: dict, epsilons: Sequence[float], seeds: Sequence[int]) -> list[str] | None:

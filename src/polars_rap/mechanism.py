@@ -42,6 +42,7 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.model import SyntheticModel
 from polars_rap.null_rates import add_null_rates
+from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
 from polars_rap.parameters import check_memory, check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
@@ -441,6 +442,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     if strategy.base_share > 0:
         queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
                                                          strategy.base_share)
+    if strategy.histogram_share > 0:
+        queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
+                                                             strategy.histogram_share, strategy.histogram_bins)
     queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
     if not plan:
         msg = (
@@ -464,7 +468,10 @@ def _smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: 
         largest_k[step.query_class, step.outright] = max(step.k or 0, largest_k.get((step.query_class, step.outright), 0))
     for query_class, outright in largest_k:
         sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
-        if outright:
+        if query_class == "NH":  # one release per histogram, the step's budget split evenly
+            nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
+            smallest[query_class, outright] = 1.0 / len(histogram_runs(queries, nh_groups))
+        elif outright:
             smallest[query_class, outright] = float(group_shares(sizes, size_exponent).min())
         else:
             k = min(largest_k[query_class, outright], len(sizes))

@@ -79,8 +79,10 @@ class QueryClass:
     LINEAR_THRESHOLD = 2
     NULL_RATE = 3  # a nullable block (x each label): polars_rap.null_rates
     BASE_MARGINAL = 4  # every feature block x each label, measured first: polars_rap.base_marginals
-    NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal")
-    SHORT = ("CM", "MM", "LT", "NR", "BM")
+    NUMERIC_HISTOGRAM = 5  # prefixes of each numeric column's histogram x label: polars_rap.numeric_histograms
+    NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal",
+             "numeric_histogram")
+    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH")
 
 
 def categorical_layout(column_sizes) -> dict:

@@ -17,6 +17,7 @@ from polars_rap.report import (
     PrivacyReport,
     interval_halfwidth,
     simultaneous_halfwidth,
+    subgaussian_halfwidth,
     unmeasured_error_bounds,
 )
 from polars_rap.rounds import CLASS_CODES, LoopRecord
@@ -68,10 +69,14 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     sizes = queries.group_sizes[groups] if groups else np.zeros(0, dtype=np.int64)
     noisy = np.concatenate(noisy_parts) if noisy_parts else np.zeros(0)
     std = np.repeat(np.asarray(stds, dtype=np.float64), sizes)
-    # The noise is discrete Gaussian on counts: intervals widen by one count (1/n)
-    halfwidth = interval_halfwidth(std, confidence, lattice_step=1.0 / n_rows)
+    # The noise is discrete Gaussian on counts: intervals widen by one count (1/n); a
+    # histogram's prefix sums several draws and takes the sub-Gaussian bound instead.
+    summed = np.repeat(np.asarray(record.noise_draws, dtype=np.int64), sizes) > 1
     n_bonferroni = bonferroni_answers(plan, queries)
-    joint_halfwidth = simultaneous_halfwidth(std, confidence, n_bonferroni, lattice_step=1.0 / n_rows)
+    halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence),
+                         interval_halfwidth(std, confidence, lattice_step=1.0 / n_rows))
+    joint_halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence, n_bonferroni),
+                               simultaneous_halfwidth(std, confidence, n_bonferroni, lattice_step=1.0 / n_rows))
     # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
     all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module,
                                      integer_cells=integer_cells)

@@ -35,6 +35,7 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
 
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
+from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.report import SelectionRecord
@@ -48,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MARGINAL,
                "LT": QueryClass.LINEAR_THRESHOLD, "NR": QueryClass.NULL_RATE,
-               "BM": QueryClass.BASE_MARGINAL}
+               "BM": QueryClass.BASE_MARGINAL, "NH": QueryClass.NUMERIC_HISTOGRAM}
 _CATEGORICAL_ONLY = ("CM", "NR", "BM")  # classes without thresholds: no temperature to anneal
 
 
@@ -67,6 +68,9 @@ class LoopRecord:
     rounds: list[int] = field(default_factory=list)
     noisy_parts: list[np.ndarray] = field(default_factory=list)
     noise_stds: list[float] = field(default_factory=list)
+    noise_draws: list[int] = field(default_factory=list)
+    """Independent noise draws summed into each answer of the group (1 but for a histogram's
+    prefixes, :mod:`polars_rap.numeric_histograms`): how its interval is drawn."""
     targets: list[np.ndarray] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
     class_rounds: dict[str, int] = field(default_factory=dict)
@@ -149,6 +153,14 @@ def run_plan(
         candidates = np.flatnonzero(available & (group_class == CLASS_CODES[step.query_class]))
         if len(candidates) == 0:
             continue
+        if step.query_class == "NH":  # histograms: one release of cells each, prefixes fitted
+            measure_histograms(record, queries, candidates, true_answers, ledger, rng, measure_rho=step_rho,
+                               round_index=round_index, n_rows=n_rows,
+                               close=(lambda: ledger.rho_remaining) if is_last else None)
+            available[candidates] = False
+            _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
+                          rho, round_index, len(candidates))
+            continue
         k = len(candidates) if step.outright else min(step.k, len(candidates))
         chosen_by_gumbel = k < len(candidates)
         if chosen_by_gumbel:
@@ -188,29 +200,37 @@ def run_plan(
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
                 None if shift is None else shift / n_rows,
             )
-        groups = np.asarray(record.groups)
-        weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
-        targets = np.concatenate(record.targets)
-        if prior is not None and prior.targets:  # post-processing of the noisy answers
-            targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
-        record.params, trace = project(
-            record.params, queries.take_groups(groups), targets, backend,
-            projection, anneal=step.query_class not in _CATEGORICAL_ONLY, weights=weights,
-        )
-        residual_rms, noise_rms = fit_figures(trace.exact_loss, record.answer_stds(queries.group_sizes[groups]),
-                                              weights)
-        bar.set_postfix(cls=step.query_class, fit=f"{residual_rms:.2g} rms, {residual_rms / noise_rms:.2f}x noise",
-                        rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
-        logger.debug(
-            "step %d (%s): measured %d groups, %d Adam steps in %d temperature stages, "
-            "exact loss %.4g, rho spent %.6g of %.6g", round_index, step.query_class, len(selected),
-            trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
-        )
+        _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
+                      rho, round_index, len(selected))
     bar.close()
     if not progress and logger.isEnabledFor(logging.INFO):  # no bar to look at: one line per class
         for line in class_fit_lines(record, queries, plan, backend):
             logger.info(line)
     return record
+
+
+def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, projection: ProjectionConfig,
+                  inverse_variance: bool, prior: PublicPrior | None, bar, ledger: PrivacyLedger, rho: float,
+                  round_index: int, n_measured: int) -> None:
+    """Project ``record.params`` onto every measurement so far (warm start), after a step."""
+    groups = np.asarray(record.groups)
+    weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
+    targets = np.concatenate(record.targets)
+    if prior is not None and prior.targets:  # post-processing of the noisy answers
+        targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
+    record.params, trace = project(
+        record.params, queries.take_groups(groups), targets, backend,
+        projection, anneal=step.query_class not in _CATEGORICAL_ONLY, weights=weights,
+    )
+    residual_rms, noise_rms = fit_figures(trace.exact_loss, record.answer_stds(queries.group_sizes[groups]),
+                                          weights)
+    bar.set_postfix(cls=step.query_class, fit=f"{residual_rms:.2g} rms, {residual_rms / noise_rms:.2f}x noise",
+                    rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
+    logger.debug(
+        "step %d (%s): measured %d groups, %d Adam steps in %d temperature stages, "
+        "exact loss %.4g, rho spent %.6g of %.6g", round_index, step.query_class, n_measured,
+        trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
+    )
 
 
 def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
@@ -247,6 +267,7 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
         record.rounds.append(round_index)
         record.noisy_parts.append(noisy)
         record.noise_stds.append(std)
+        record.noise_draws.append(1)
         shrunk = shrinkage and query_class == "CM"
         record.targets.append(shrink_marginal(noisy, marginal_shape(queries, group), std)[0] if shrunk else noisy)
     return stds
