@@ -12,7 +12,9 @@ projected onto every measurement so far, warm-started. The last measurement of t
 charges exactly what is left, so the ledger closes to the last float.
 
 Only the true answers are private; they are read here only through the two charged
-mechanisms (``gumbel_top_k``, ``gaussian_mechanism``). Everything recorded is released. Both
+mechanisms (``gumbel_top_k``, ``gaussian_mechanism``; a numeric-histogram step, class
+``"NH"``, releases its cells through the latter in
+:func:`polars_rap.numeric_histograms.measure_histograms`). Everything recorded is released. Both
 sample exactly (:mod:`polars_rap.samplers`): measurements add discrete Gaussian noise to the
 true counts (answers times the public n), and selection scores are exact floats in count
 units (:func:`selection_scores`) so that their stated sensitivity holds for the very numbers
@@ -33,9 +35,9 @@ if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebo
 else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
+from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
-from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.report import SelectionRecord
