@@ -46,6 +46,9 @@ __all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "group_shares
 
 CLASSES = ("CM", "MM", "LT")
 """Query classes in workload order."""
+DEFAULT_CLASS_SHARES = {"CM": 2.0, "MM": 1.0, "LT": 1.0}
+"""The planned strategy's relative budget per class: the categorical marginals twice the others
+(``bench/results/ablation_class_shares.md``: CM -7 to -10% at every eps on both datasets)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +237,7 @@ class PlannedStrategy:
         and rounding then moved it across one.
     """
 
-    class_shares: Mapping[str, float] | str | None = None
+    class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
     outright: bool = True
     inverse_variance: bool = True
     decoding: str = "controlled"
