@@ -31,11 +31,11 @@ def test_paper_plan_caps_rounds_at_the_groups_left() -> None:
 
 def test_planned_measures_a_class_outright_when_its_rounds_would_cover_it() -> None:
     """CM: 4 rounds x K=10 >= 25 groups, so one outright step first; LT keeps its 5 rounds,
-    and the two classes get equal shares (weights add up to 1 per class)."""
+    and CM gets twice LT's share by default (DEFAULT_CLASS_SHARES; MM has no rounds)."""
     plan = PlannedStrategy().plan({"CM": 25, "LT": 100}, {"CM": 4, "LT": 5, "MM": 0}, 10)
-    assert plan[0] == Step("CM", 0.5, None) and plan[0].outright
+    assert plan[0] == Step("CM", 2.0 / 3.0, None) and plan[0].outright
     assert [s.query_class for s in plan[1:]] == ["LT"] * 5
-    assert all(s.k == 10 and s.weight == pytest.approx(0.1, abs=0) for s in plan[1:])
+    assert all(s.k == 10 and s.weight == (1.0 / 3.0) / 5 for s in plan[1:])
     assert math.fsum(s.weight for s in plan) == pytest.approx(1.0, rel=1e-15)
 
 
@@ -49,9 +49,11 @@ def test_planned_selects_when_rounds_cannot_cover_the_class() -> None:
     ("rounds", {"CM": 3 / 8, "LT": 5 / 8}),
     ({"CM": 3.0, "LT": 1.0}, {"CM": 0.75, "LT": 0.25}),
     (None, {"CM": 0.5, "LT": 0.5}),
+    ("default", {"CM": 2 / 3, "LT": 1 / 3}),
 ])
 def test_planned_class_shares(shares, expected) -> None:
-    plan = PlannedStrategy(class_shares=shares).plan({"CM": 30, "LT": 100}, {"CM": 3, "LT": 5}, 10)
+    strategy = PlannedStrategy() if shares == "default" else PlannedStrategy(class_shares=shares)
+    plan = strategy.plan({"CM": 30, "LT": 100}, {"CM": 3, "LT": 5}, 10)
     totals = {c: math.fsum(s.weight for s in plan if s.query_class == c) for c in expected}
     assert totals == pytest.approx(expected, rel=1e-12)
 
@@ -80,8 +82,8 @@ def planned_run(task):
 
 
 def test_planned_run_charges_every_cm_group_once_without_selection(planned_run) -> None:
-    """The outright CM step: one Gaussian event per CM group, each exactly half the budget
-    split evenly (CM and LT share equally), no CM selection event, and the whole budget spent
+    """The outright CM step: one Gaussian event per CM group, each two thirds of the budget
+    split evenly (CM gets twice LT's share), no CM selection event, and the whole budget spent
     to the last float; LT rounds each pay for one Gumbel selection."""
     report = planned_run.report
     events = report.events
@@ -90,7 +92,7 @@ def test_planned_run_charges_every_cm_group_once_without_selection(planned_run) 
     assert len(cm) == cm_groups > 0 and report.unmeasured.filter(pl.col("query_class") == "CM").height == 0
     assert not any(e.description == "CM selection" for e in events)
     rho = split_budget(1.0, 1e-8).rho
-    assert all(e.rho == 0.5 * rho / len(cm) for e in cm)
+    assert len({e.rho for e in cm}) == 1 and cm[0].rho == pytest.approx(2 / 3 * rho / len(cm), rel=1e-14)
     assert sum(1 for e in events if e.description == "LT selection") == 3
     assert report.rho_spent == math.fsum(e.rho for e in events) == report.rho_budget
     assert report.parameters["strategy"]["name"] == "planned"
@@ -155,8 +157,8 @@ def test_group_shares_follow_cells_to_the_exponent() -> None:
 
 
 def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task) -> None:
-    """size_exponent = 2/3: each CM group's ρ is its ``cells ** (2/3)`` share of the CM half
-    of the budget (to rounding), LT groups still split their rounds evenly, and the ledger
+    """size_exponent = 2/3: each CM group's ρ is its ``cells ** (2/3)`` share of the CM two
+    thirds of the budget (to rounding), LT groups still split their rounds evenly, and the ledger
     closes to the last float. The sizes are public, so the split reveals nothing."""
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
@@ -167,7 +169,7 @@ def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task)
     sizes = (report.measurements.filter(pl.col("query_class") == "CM")
              .group_by("group", maintain_order=True).len()["len"].to_numpy())
     assert len(cm) == len(sizes) and len(set(sizes)) > 1
-    np.testing.assert_allclose([e.rho for e in cm], 0.5 * rho * sizes ** (2 / 3) / np.sum(sizes ** (2 / 3)),
+    np.testing.assert_allclose([e.rho for e in cm], 2 / 3 * rho * sizes ** (2 / 3) / np.sum(sizes ** (2 / 3)),
                                rtol=1e-12)
     lt = [e.rho for e in report.events if e.description.startswith("LT group")]
     assert len(set(lt[:-1])) <= 3  # one value per LT round (the last charge takes the remainder)
@@ -291,7 +293,7 @@ def test_class_k_sets_a_class_s_groups_per_round() -> None:
     plan = PlannedStrategy(class_k={"CM": 5}).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
     assert [s.k for s in plan if s.query_class == "CM"] == [5] * 6
     assert [s.k for s in plan if s.query_class == "LT"] == [10] * 4
-    assert math.fsum(s.weight for s in plan if s.query_class == "CM") == pytest.approx(0.5, rel=1e-15)
+    assert math.fsum(s.weight for s in plan if s.query_class == "CM") == pytest.approx(2 / 3, rel=1e-15)
     covered = PlannedStrategy(class_k={"CM": 30}).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
     assert [(s.query_class, s.k) for s in covered if s.query_class == "CM"] == [("CM", None)]
     with pytest.raises(ValueError, match="class_k maps a query class"):
