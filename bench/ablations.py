@@ -10,7 +10,8 @@ through ``bench.run`` (a fresh subprocess, the headline suite's split, evaluatio
 seeds of each metric per dataset and step, beside the paper's algorithm (the headline suite's
 ``rap++paper`` rows at the same ε and seeds) and each step's ratio to it. A step with no
 keywords is the default, whose rows are the headline suite's ``rap++`` rows (not rerun here),
-except in the ablations of ``RERUN_DEFAULT``, whose metrics are newer than those rows.
+except in the ablations of ``RERUN_DEFAULT``, whose metrics are newer than those rows, and in
+those of ``DEFAULT_ROWS``, run under an earlier default whose rows it names.
 
 A step's keywords may hold ``"domain_updates"``: per dataset, keys merged into numeric
 columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``scale`` or
@@ -147,6 +148,13 @@ STEPS["integer_cells"] = [
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
+EQUAL_SHARES_ROWS = RESULTS / "rerun_rap_2026-11-23.csv"
+"""The ``rap++`` rows of the planned default before CM:LT 2:1 (equal class shares), the
+headline rows from 2026-11-23 until the rerun that made 2:1 the default."""
+DEFAULT_ROWS = {name: EQUAL_SHARES_ROWS for name in (
+    "strategy", "shrinkage", "selection", "cm_selection", "cm_anneal", "class_shares", "numeric", "integer_cells")}
+"""Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
+under the equal-shares default compare against it."""
 FINDINGS: dict[str, list[str]] = {
     "strategy": [
         "outright, shares by rounds: kept. Not paying for a selection that picks every CM group "
@@ -336,7 +344,9 @@ def table(name: str) -> pl.DataFrame:
     paper = (headline.filter(pl.col("mechanism") == "rap++paper")
              .with_columns(pl.lit("paper (rap++paper, headline.csv)").alias("step")))
     default = [label for label, step, _ in STEPS[name] if not step and name not in RERUN_DEFAULT]
-    planned = (headline.filter(pl.col("mechanism") == "rap++")
+    default_rows = headline if name not in DEFAULT_ROWS else read_results(DEFAULT_ROWS[name]).filter(
+        pl.col("status") == "ok").join(points, on=["dataset", "epsilon", "seed"])
+    planned = (default_rows.filter(pl.col("mechanism") == "rap++")
                .with_columns(pl.lit(default[0] if default else None, dtype=pl.String).alias("step"))
                .filter(pl.col("step").is_not_null()))
     frame = pl.concat([paper.select(rows.columns), rows, planned.select(rows.columns)], how="vertical_relaxed")
