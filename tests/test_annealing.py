@@ -60,13 +60,16 @@ def _fingerprint(result) -> str:
 
 
 # ------------------------------------------------------------------ default plans unchanged
-@pytest.mark.parametrize("strategy", ["planned", {"name": "planned", "cm_anneal": False}])
+EQUAL_SHARES = {"name": "planned", "class_shares": None}  # the default before CM 2 : LT 1
+
+
+@pytest.mark.parametrize("strategy", [EQUAL_SHARES, {**EQUAL_SHARES, "cm_anneal": False}])
 @pytest.mark.parametrize(("kind", "settings"), [("outright", {}),
                                                 ("selection", {"rounds_cm": 2, "queries_per_round": 2})])
 def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(strategy, kind, settings) -> None:
     """With cm_anneal off (the default, or set False), a fixed-seed run releases and returns
     exactly what the code before the option did: same relaxed data, events, measurements and
-    rows (hashes taken on merge-work a3fe068)."""
+    rows (hashes taken on merge-work a3fe068, whose default gave the classes equal shares)."""
     result = polars_rap.synthesize(_tiny_frame(), strategy=strategy, **{**TINY, **settings})
     assert _fingerprint(result) == BEFORE_ANNEALING[kind]
 
@@ -76,12 +79,12 @@ def test_the_annealed_plan_puts_one_cm_step_first_with_the_class_share() -> None
     """cm_anneal: one annealed CM step (K = 1, T0 = the CM groups) in place of the outright
     step, with the same share; LT's rounds as before. class_k and cm_anneal_rounds set K and T0."""
     plan = PlannedStrategy(cm_anneal=True).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)
-    assert plan[0] == Step("CM", 0.5, 1, 153) and plan[0].kind == "annealed" and not plan[0].outright
+    assert plan[0] == Step("CM", 2.0 / 3.0, 1, 153) and plan[0].kind == "annealed" and not plan[0].outright
     assert [(s.query_class, s.kind, s.k) for s in plan[1:]] == [("LT", "selection", 10)] * 5
     assert plan[1:] == PlannedStrategy().plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)[1:]
     set_k = PlannedStrategy(cm_anneal=True, class_k={"CM": 3}, cm_anneal_rounds=40).plan(
         {"CM": 153, "LT": 2_000}, {"CM": 1, "LT": 5}, 10)
-    assert set_k[0] == Step("CM", 0.5, 3, 40)
+    assert set_k[0] == Step("CM", 2.0 / 3.0, 3, 40)
     assert PlannedStrategy(cm_anneal=True).plan({"CM": 153, "LT": 100}, {"CM": 0, "LT": 1}, 10) == [
         Step("LT", 1.0, 10)]  # no CM rounds asked: no CM step
     assert Step("CM", 1.0, None).kind == "outright" and Step("LT", 1.0, 5).kind == "selection"
@@ -336,8 +339,8 @@ def _adult_like(n: int = 600, seed: int = 3) -> pl.DataFrame:
 
 def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
     """synthesize with cm_anneal on a tiny Adult-like frame: CM events (selections and
-    measurements, one Gumbel per round) add up to exactly half the budget (CM and LT share
-    equally; the CM step is first), the whole ledger closes, the report's rounds are the
+    measurements, one Gumbel per round) add up to exactly two thirds of the budget (CM gets
+    twice LT's share; the CM step is first), the whole ledger closes, the report's rounds are the
     rounds run, and no measured table is listed as unmeasured."""
     rows = _adult_like()
     result = polars_rap.synthesize(
@@ -347,7 +350,7 @@ def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
     report = result.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     cm_rounds = sorted({e.round for e in cm})
-    assert math.fsum(e.rho for e in cm) == 0.5 * report.rho_budget
+    assert math.fsum(e.rho for e in cm) == report.rho_budget * (2.0 / 3.0)
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
     assert sum(e.description == "CM selection" for e in cm) == len(cm_rounds) == report.parameters["rounds"]["CM"]
     assert cm_rounds == list(range(len(cm_rounds)))  # LT rounds are numbered after them
