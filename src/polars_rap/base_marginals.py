@@ -19,12 +19,11 @@ Every feature block is then measured, so no null-rate step is needed after it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from polars_rap.domain import Domain
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step
+from polars_rap.strategy import Step, first_step
 from polars_rap.workload import _feature_and_label_blocks, null_rate_marginals
 
 __all__ = ["add_base_marginals", "feature_blocks"]
@@ -49,5 +48,4 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
     counts["BM"] = added.n_groups
-    weight = share / (1.0 - share) * math.fsum(step.weight for step in plan)
-    return QuerySet.concatenate([queries, added]), [Step("BM", weight, None), *plan], counts
+    return QuerySet.concatenate([queries, added]), first_step(plan, "BM", share), counts

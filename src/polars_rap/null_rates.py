@@ -21,7 +21,6 @@ bundled acs-income-CA and adult tasks at the defaults), nothing changes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -29,7 +28,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.queries import QuerySet
 from polars_rap.rounds import CLASS_CODES
-from polars_rap.strategy import Step
+from polars_rap.strategy import Step, first_step
 from polars_rap.workload import null_rate_marginals
 
 __all__ = ["NULL_RATE_SHARE", "add_null_rates", "nullable_blocks", "uncovered_blocks"]
@@ -80,6 +79,4 @@ def add_null_rates(domain: Domain, queries: QuerySet, plan: list[Step], group_co
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks)
     counts["NR"] = added.n_groups
-    others = math.fsum(step.weight for step in plan)
-    weight = share / (1.0 - share) * others if others > 0 else 1.0
-    return QuerySet.concatenate([queries, added]), [Step("NR", weight, None), *plan], counts
+    return QuerySet.concatenate([queries, added]), first_step(plan, "NR", share), counts

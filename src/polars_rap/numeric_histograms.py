@@ -28,7 +28,7 @@ histograms. The edges, the groups and their number depend on the domain only (pu
 measuring all of them selects nothing. The prefixes the projection fits are cumulative sums of
 the noisy cells: post-processing. A prefix ``k`` thus carries the sum of ``k`` independent
 draws: std ``sqrt(k) sigma``, recorded as such (its inverse-variance weight) with ``k`` draws
-for its reported interval (:func:`polars_rap.report.interval_halfwidth`).
+for its reported interval (:func:`polars_rap.report.subgaussian_halfwidth`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step
+from polars_rap.strategy import Step, first_step
 from polars_rap.transforms import to_unit
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
@@ -83,14 +83,19 @@ def histogram_groups(domain: Domain, max_bins: int = DEFAULT_MAX_BINS) -> QueryS
     return _marginal_groups(domain, block_groups, halfspaces, QueryClass.NUMERIC_HISTOGRAM)
 
 
+def _threshold_column(queries: QuerySet, groups: np.ndarray) -> np.ndarray:
+    """int32[len(groups)]: the numeric column of each group's (first) threshold."""
+    first_query = queries.group_offsets[groups]
+    return queries.theta_index[queries.theta_offsets[queries.halfspace_offsets[first_query]]]
+
+
 def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
     """``groups`` (NH group ids, ascending) cut into histograms: maximal runs of consecutive
     ids on the same numeric column and label block, each one histogram's prefixes in order."""
     groups = np.asarray(groups, dtype=np.int64)
     if len(groups) == 0:
         return []
-    first_query = queries.group_offsets[groups]
-    column = queries.theta_index[queries.theta_offsets[queries.halfspace_offsets[first_query]]]
+    column = _threshold_column(queries, groups)
     starts, stops = queries.group_column_offsets[groups], queries.group_column_offsets[groups + 1]
     label = np.array([queries.group_columns[a] if b > a else -1 for a, b in zip(starts, stops, strict=True)])
     cut = np.flatnonzero((np.diff(groups) != 1) | (np.diff(column) != 0) | (np.diff(label) != 0)) + 1
@@ -112,7 +117,7 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
         rho = close() if close is not None and position == len(runs) - 1 else measure_rho / len(runs)
         prefix_counts = np.rint(true_answers[queries.group_query_indices(run)] * n_rows).reshape(len(run), -1)
         cells = np.diff(prefix_counts, axis=0, prepend=0.0) / n_rows
-        column = int(queries.theta_index[queries.theta_offsets[queries.halfspace_offsets[queries.group_offsets[run[0]]]]])
+        column = int(_threshold_column(queries, run[:1])[0])
         noisy, std = gaussian_mechanism(
             cells.ravel(), sensitivity, rho, ledger, rng,
             description=f"NH histogram of numeric column {column} ({len(run)} cells per label value)",
@@ -120,12 +125,7 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
         )
         noisy_prefix = np.cumsum(noisy.reshape(cells.shape), axis=0)
         for k, group in enumerate(run, start=1):
-            record.groups.append(int(group))
-            record.rounds.append(round_index)
-            record.noisy_parts.append(noisy_prefix[k - 1])
-            record.noise_stds.append(std * math.sqrt(k))
-            record.noise_draws.append(k)
-            record.targets.append(noisy_prefix[k - 1])
+            record.add(group, round_index, noisy_prefix[k - 1], std * math.sqrt(k), draws=k)
 
 
 def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
@@ -141,5 +141,4 @@ def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], 
         return queries, list(plan), counts
     added = histogram_groups(domain, max_bins)
     counts["NH"] = added.n_groups
-    weight = share / (1.0 - share) * math.fsum(step.weight for step in plan)
-    return QuerySet.concatenate([queries, added]), [Step("NH", weight, None), *plan], counts
+    return QuerySet.concatenate([queries, added]), first_step(plan, "NH", share), counts

@@ -78,6 +78,17 @@ class LoopRecord:
     class_rounds: dict[str, int] = field(default_factory=dict)
     """Rounds run by each class measured by an annealed step (data-dependent, released)."""
 
+    def add(self, group: int, round_index: int, noisy: np.ndarray, std: float, *, draws: int = 1,
+            target: np.ndarray | None = None) -> None:
+        """Record one measured group: its noisy answers and std, the noise draws summed into
+        each answer, and its projection target (the noisy answers unless given)."""
+        self.groups.append(int(group))
+        self.rounds.append(round_index)
+        self.noisy_parts.append(noisy)
+        self.noise_stds.append(std)
+        self.noise_draws.append(draws)
+        self.targets.append(noisy if target is None else target)
+
     def answer_stds(self, sizes: np.ndarray) -> np.ndarray:
         """float64[answers measured]: each answer's noise std (``sizes``: each group's answers)."""
         return np.repeat(np.asarray(self.noise_stds, dtype=np.float64), sizes)
@@ -265,13 +276,9 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
         if charges is not None:
             charges.append(group_rho)
         stds.append(std)
-        record.groups.append(int(group))
-        record.rounds.append(round_index)
-        record.noisy_parts.append(noisy)
-        record.noise_stds.append(std)
-        record.noise_draws.append(1)
         shrunk = shrinkage and query_class == "CM"
-        record.targets.append(shrink_marginal(noisy, marginal_shape(queries, group), std)[0] if shrunk else noisy)
+        record.add(group, round_index, noisy, std,
+                   target=shrink_marginal(noisy, marginal_shape(queries, group), std)[0] if shrunk else None)
     return stds
 
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from polars_rap.errors import ParameterError
 
-__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "group_shares", "resolve_strategy",
+__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "first_step", "group_shares", "resolve_strategy",
            "STRATEGIES"]
 
 CLASSES = ("CM", "MM", "LT")
@@ -346,6 +346,15 @@ class PlannedStrategy:
                 "base_share": self.base_share, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "integer_cells": self.integer_cells}
+
+
+def first_step(plan: list[Step], query_class: str, share: float) -> list[Step]:
+    """``plan`` with an outright step of ``query_class`` put first, weighted so that it takes
+    ``share`` (in (0, 1)) of the loop's budget: ``share / (1 - share)`` times the other steps'
+    weights (weight 1, all of it, when ``plan`` is empty)."""
+    others = math.fsum(step.weight for step in plan)
+    weight = share / (1.0 - share) * others if others > 0 else 1.0
+    return [Step(query_class, weight, None), *plan]
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:
