@@ -116,6 +116,11 @@ STEPS["histograms"] = [
     ("CM:LT 2:1 (the default)", {"strategy": CM2},
      "the planned strategy with CM:LT shares 2:1, the default, with explicit keywords (rows of "
      "ablation_class_shares.csv, not rerun)"),
+    ("+ numeric histograms (10%), last, a tenth of the weight",
+     {"strategy": {**CM2, "histogram_share": 0.1, "histogram_position": "last", "histogram_weight": 0.1}},
+     "the same histograms and budget, their step after every other (the thresholds shape the joint "
+     "distribution first) and their answers' inverse-variance weights in the projection loss times "
+     "0.1 (post-processing): the variant that kept LT level in probe_histograms.md (one seed)"),
     ("+ numeric histograms (10%)", {"strategy": {**CM2, "histogram_share": 0.1}},
      "10% of the loop's budget measures every numeric column's one-way histogram x label first "
      "(every whole value of an integer column up to 200 cells, else 200 even cells of the mapped "

@@ -122,7 +122,7 @@ def test_cells_partition_the_rows_so_one_row_moves_at_most_two_counts(domain, se
             assert float(np.sum(np.square(after - before))) in (0.0, 2.0)
 
 
-def _recorded_run(frame: pl.DataFrame, share: float):
+def _recorded_run(frame: pl.DataFrame, share: float, **settings):
     calls = []
     real = privacy.gaussian_mechanism
 
@@ -138,20 +138,23 @@ def _recorded_run(frame: pl.DataFrame, share: float):
             frame, epsilon=1.0, delta=1e-6, domain=DECLARED, labels=["y"], seed=3, relaxed_rows=100,
             rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
             projection=polars_rap.ProjectionConfig(max_steps=10),
-            strategy={"name": "planned", "histogram_share": share, "histogram_bins": 40},
+            strategy={"name": "planned", "histogram_share": share, "histogram_bins": 40, **settings},
         )
     return result, calls
 
 
-def test_each_histogram_is_one_charged_release_of_its_true_cells_and_prefixes_are_their_sums() -> None:
+@pytest.mark.parametrize("settings", [{}, {"histogram_position": "last", "histogram_weight": 0.1}],
+                         ids=["first", "last-weighted"])
+def test_each_histogram_is_one_charged_release_of_its_true_cells_and_prefixes_are_their_sums(settings) -> None:
     """Audit of a run: one Gaussian call per (numeric column, label block), given the true
     cells (recomputed here from the rows with NumPy, independently of the kernels), L2
     sensitivity sqrt(2)/n, each charging its rho; the calls together take ``share`` of the
     loop's budget to float rounding; the report's NH answers are the cumulative sums of each
     call's noisy cells, bit for bit, with std sqrt(k) sigma and the sub-Gaussian interval;
-    the ledger closes at the budget exactly."""
+    the ledger closes at the budget exactly. The step's place and loss weight change none of
+    it (the last histogram then closes the ledger)."""
     frame = _frame(4_000, 7)
-    result, calls = _recorded_run(frame, 0.2)
+    result, calls = _recorded_run(frame, 0.2, **settings)
     report = result.report
     n = report.n_rows
     assert n == frame.height and len(calls) == 3  # three numeric columns, one label
@@ -219,11 +222,19 @@ def test_sums_of_discrete_gaussians_stay_inside_the_prefix_intervals() -> None:
 
 
 def test_strategy_validates_and_describes_the_histogram_settings() -> None:
-    """``histogram_share`` in [0, 1), ``histogram_bins`` an int >= 2, both in ``describe``;
-    the paper's strategy measures none."""
+    """``histogram_share`` in [0, 1), ``histogram_bins`` an int >= 2, ``histogram_position``
+    first or last, ``histogram_weight`` finite and > 0, all in ``describe``; the paper's
+    strategy measures none."""
     strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1, "histogram_bins": 64})
     assert strategy.describe()["histogram_share"] == 0.1 and strategy.describe()["histogram_bins"] == 64
     assert resolve_strategy("paper").histogram_share == 0.0
+    assert strategy.describe()["histogram_position"] == "first" and strategy.describe()["histogram_weight"] == 1.0
+    for bad in ("middle", None, 1):
+        with pytest.raises(polars_rap.ParameterError, match="histogram_position"):
+            PlannedStrategy(histogram_position=bad)
+    for bad in (0, -1.0, math.inf, math.nan, True, "0.1"):
+        with pytest.raises(polars_rap.ParameterError, match="histogram_weight"):
+            PlannedStrategy(histogram_weight=bad)
     for bad in (-0.1, 1.0, True, "0.1"):
         with pytest.raises(polars_rap.ParameterError, match="histogram_share"):
             PlannedStrategy(histogram_share=bad)
@@ -248,3 +259,38 @@ def test_off_by_default_leaves_the_plan_unchanged(domain) -> None:
     others = math.fsum(step.weight for step in added[1] if step.query_class != "NR")
     assert math.isclose(histograms[0].weight / others, 0.1, rel_tol=1e-12)
     assert added[2]["NH"] == histogram_groups(domain).n_groups
+
+
+def test_the_last_position_appends_the_step_with_its_loss_scale(domain) -> None:
+    """``histogram_position="last"``: the NH step closes the plan with the same share of the
+    loop's budget, carrying ``histogram_weight`` as its loss scale; the other steps keep 1."""
+    from polars_rap.mechanism import workload_and_plan
+
+    settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
+                    n_linear_thresholds=50, max_marginal_cells=None)
+    strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1, "histogram_position": "last",
+                                 "histogram_weight": 0.25})
+    _, plan, _ = workload_and_plan(domain, strategy, np.random.default_rng(0), **settings)
+    assert plan[-1].query_class == "NH" and plan[-1].outright and plan[-1].loss_scale == 0.25
+    assert all(step.loss_scale == 1.0 for step in plan[:-1])
+    others = math.fsum(step.weight for step in plan if step.query_class != "NR")  # NH included
+    assert math.isclose(plan[-1].weight / others, 0.1, rel_tol=1e-12)
+
+
+def test_loss_scales_multiply_the_inverse_variance_weights() -> None:
+    """A group's loss scale multiplies its answers' 1/std^2 (or 1 without inverse variance)
+    before the weights are scaled to mean 1; with every scale 1 and no inverse variance the
+    loss is unweighted (None)."""
+    from polars_rap.rounds import LoopRecord
+
+    record = LoopRecord(params=None)
+    record.add(0, 0, np.zeros(2), 0.5)
+    record.add(1, 1, np.zeros(3), 2.0, draws=3, loss_scale=0.1)
+    sizes = np.array([2, 3])
+    raw = np.array([4.0, 4.0, 0.025, 0.025, 0.025])
+    np.testing.assert_array_equal(record.answer_weights(sizes, True), raw / raw.mean())
+    flat = np.array([1.0, 1.0, 0.1, 0.1, 0.1])
+    np.testing.assert_array_equal(record.answer_weights(sizes, False), flat / flat.mean())
+    plain = LoopRecord(params=None)
+    plain.add(0, 0, np.zeros(2), 0.5)
+    assert plain.answer_weights(np.array([2]), False) is None

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from polars_rap.domain import Domain
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step, first_step
+from polars_rap.strategy import Step, add_outright_step
 from polars_rap.workload import _feature_and_label_blocks, null_rate_marginals
 
 __all__ = ["add_base_marginals", "feature_blocks"]
@@ -48,4 +48,4 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
     counts["BM"] = added.n_groups
-    return QuerySet.concatenate([queries, added]), first_step(plan, "BM", share), counts
+    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share), counts

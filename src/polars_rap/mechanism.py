@@ -444,7 +444,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                          strategy.base_share)
     if strategy.histogram_share > 0:
         queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
-                                                             strategy.histogram_share, strategy.histogram_bins)
+                                                             strategy.histogram_share, strategy.histogram_bins,
+                                                             last=strategy.histogram_position == "last",
+                                                             loss_scale=strategy.histogram_weight)
     queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
     if not plan:
         msg = (

@@ -28,7 +28,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.queries import QuerySet
 from polars_rap.rounds import CLASS_CODES
-from polars_rap.strategy import Step, first_step
+from polars_rap.strategy import Step, add_outright_step
 from polars_rap.workload import null_rate_marginals
 
 __all__ = ["NULL_RATE_SHARE", "add_null_rates", "nullable_blocks", "uncovered_blocks"]
@@ -79,4 +79,4 @@ def add_null_rates(domain: Domain, queries: QuerySet, plan: list[Step], group_co
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks)
     counts["NR"] = added.n_groups
-    return QuerySet.concatenate([queries, added]), first_step(plan, "NR", share), counts
+    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "NR", share), counts

@@ -41,7 +41,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step, first_step
+from polars_rap.strategy import Step, add_outright_step
 from polars_rap.transforms import to_unit
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
@@ -104,12 +104,12 @@ def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
 
 def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answers: np.ndarray,
                        ledger: PrivacyLedger, rng, *, measure_rho: float, round_index: int, n_rows: int,
-                       close=None) -> None:
+                       close=None, loss_scale: float = 1.0) -> None:
     """Release every histogram of the NH ``groups`` (:func:`histogram_runs`) by the Gaussian
     mechanism on its cells (L2 sensitivity ``sqrt(2)/n``, module docstring), ``measure_rho``
     split evenly over them, and append its prefixes to ``record`` (a
     :class:`polars_rap.rounds.LoopRecord`) group by group: noisy answers, std ``sqrt(k)
-    sigma`` and ``k`` draws for the ``k``-th prefix. ``close`` (callable or None): the last
+    sigma`` and ``k`` draws for the ``k``-th prefix, each with ``loss_scale``. ``close`` (callable or None): the last
     histogram's charge is its value, read just before that charge (what is left)."""
     runs = histogram_runs(queries, groups)
     sensitivity = math.sqrt(2.0) / n_rows
@@ -125,20 +125,23 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
         )
         noisy_prefix = np.cumsum(noisy.reshape(cells.shape), axis=0)
         for k, group in enumerate(run, start=1):
-            record.add(group, round_index, noisy_prefix[k - 1], std * math.sqrt(k), draws=k)
+            record.add(group, round_index, noisy_prefix[k - 1], std * math.sqrt(k), draws=k,
+                       loss_scale=loss_scale)
 
 
 def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
-                           share: float, max_bins: int = DEFAULT_MAX_BINS
-                           ) -> tuple[QuerySet, list[Step], dict[str, int]]:
+                           share: float, max_bins: int = DEFAULT_MAX_BINS, *, last: bool = False,
+                           loss_scale: float = 1.0) -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload, plan and group counts with every numeric column's histogram prefixes.
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
-    outright ``"NH"`` step goes first, weighted so that it takes ``share`` (in (0, 1)) of the
-    loop's budget. Unchanged when the domain has no numeric column or the plan is empty."""
+    outright ``"NH"`` step goes first (or ``last``), weighted so that it takes ``share`` (in
+    (0, 1)) of the loop's budget, its answers' loss weights times ``loss_scale``. Unchanged
+    when the domain has no numeric column or the plan is empty."""
     counts = dict(group_counts)
     if not domain.numeric_columns or not plan:
         return queries, list(plan), counts
     added = histogram_groups(domain, max_bins)
     counts["NH"] = added.n_groups
-    return QuerySet.concatenate([queries, added]), first_step(plan, "NH", share), counts
+    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "NH", share, last=last,
+                                                                   loss_scale=loss_scale), counts

@@ -73,20 +73,24 @@ class LoopRecord:
     noise_draws: list[int] = field(default_factory=list)
     """Independent noise draws summed into each answer of the group (1 but for a histogram's
     prefixes, :mod:`polars_rap.numeric_histograms`): how its interval is drawn."""
+    loss_scales: list[float] = field(default_factory=list)
+    """Factor on each group's answers' weights in the projection loss (its step's
+    :attr:`~polars_rap.strategy.Step.loss_scale`)."""
     targets: list[np.ndarray] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
     class_rounds: dict[str, int] = field(default_factory=dict)
     """Rounds run by each class measured by an annealed step (data-dependent, released)."""
 
     def add(self, group: int, round_index: int, noisy: np.ndarray, std: float, *, draws: int = 1,
-            target: np.ndarray | None = None) -> None:
+            target: np.ndarray | None = None, loss_scale: float = 1.0) -> None:
         """Record one measured group: its noisy answers and std, the noise draws summed into
-        each answer, and its projection target (the noisy answers unless given)."""
+        each answer, its projection target (the noisy answers unless given) and loss scale."""
         self.groups.append(int(group))
         self.rounds.append(round_index)
         self.noisy_parts.append(noisy)
         self.noise_stds.append(std)
         self.noise_draws.append(draws)
+        self.loss_scales.append(float(loss_scale))
         self.targets.append(noisy if target is None else target)
 
     def answer_stds(self, sizes: np.ndarray) -> np.ndarray:
@@ -95,16 +99,20 @@ class LoopRecord:
 
     def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
         """float64[answers measured]: each answer's weight in the projection loss, ``1 /
-        std**2`` scaled to mean 1 (None when unweighted). ``sizes``: each group's answers.
+        std**2`` (1 unless ``inverse_variance``) times its group's loss scale, scaled to mean 1
+        (None when every weight is equal). ``sizes``: each group's answers.
 
         std is the discrete Gaussian's scale sigma, not its variance's root: the variance is
         below sigma^2 by a relative 8 pi^2 sigma^2 exp(-2 pi^2 sigma^2) or so (2e-7 at sigma
         = 1 count, 1e-74 at 3), the same for every answer to that precision, and the weights
         are relative, so sigma^2 is the simple and (for intervals) conservative choice."""
-        if not inverse_variance:
+        scaled = any(scale != 1.0 for scale in self.loss_scales)
+        if not inverse_variance and not scaled:
             return None
-        precision = 1.0 / np.square(self.answer_stds(sizes))
-        return precision / precision.mean()
+        weight = 1.0 / np.square(self.answer_stds(sizes)) if inverse_variance else np.ones(int(np.sum(sizes)))
+        if scaled:
+            weight = weight * np.repeat(np.asarray(self.loss_scales, dtype=np.float64), sizes)
+        return weight / weight.mean()
 
 
 def run_plan(
@@ -169,7 +177,8 @@ def run_plan(
         if step.query_class == "NH":  # histograms: one release of cells each, prefixes fitted
             measure_histograms(record, queries, candidates, true_answers, ledger, rng, measure_rho=step_rho,
                                round_index=round_index, n_rows=n_rows,
-                               close=(lambda: ledger.rho_remaining) if is_last else None)
+                               close=(lambda: ledger.rho_remaining) if is_last else None,
+                               loss_scale=step.loss_scale)
             available[candidates] = False
             _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
                           rho, round_index, len(candidates))
@@ -204,7 +213,7 @@ def run_plan(
         measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
                        measure_rho=measure_rho, query_class=step.query_class, round_index=round_index,
                        n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
-                       close=(lambda: ledger.rho_remaining) if is_last else None)
+                       close=(lambda: ledger.rho_remaining) if is_last else None, loss_scale=step.loss_scale)
         available[selected] = False
         if chosen_by_gumbel:
             record.selections[step.query_class] = _selection_record(
@@ -249,7 +258,8 @@ def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pr
 def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
                    l2_sensitivity: np.ndarray, ledger: PrivacyLedger, rng, *, measure_rho: float,
                    query_class: str, round_index: int, n_rows: int, shrinkage: bool = False,
-                   size_exponent: float = 0.0, close=None, charges: list[float] | None = None) -> list[float]:
+                   size_exponent: float = 0.0, close=None, charges: list[float] | None = None,
+                   loss_scale: float = 1.0) -> list[float]:
     """Measure each group of ``selected`` (int64[k]) with the Gaussian mechanism, charged to
     ``ledger``, and append it to ``record`` (its noisy answers, std and projection target);
     returns the stds (float, answer units), in order.
@@ -257,7 +267,8 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
     ``measure_rho`` is split evenly over the groups, or by :func:`group_shares` of their sizes
     when ``size_exponent`` is set. ``close`` (a callable or None): the last group's charge is
     its value instead, read just before that charge, so that it is exactly what is left of a
-    budget. ``charges`` (optional) gets each charge appended as it is made.
+    budget. ``charges`` (optional) gets each charge appended as it is made. ``loss_scale``:
+    the groups' factor on their loss weights (:attr:`~polars_rap.strategy.Step.loss_scale`).
     """
     shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
     stds = []
@@ -277,7 +288,7 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
             charges.append(group_rho)
         stds.append(std)
         shrunk = shrinkage and query_class == "CM"
-        record.add(group, round_index, noisy, std,
+        record.add(group, round_index, noisy, std, loss_scale=loss_scale,
                    target=shrink_marginal(noisy, marginal_shape(queries, group), std)[0] if shrunk else None)
     return stds
 

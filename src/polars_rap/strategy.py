@@ -41,7 +41,7 @@ import numpy as np
 
 from polars_rap.errors import ParameterError
 
-__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "first_step", "group_shares", "resolve_strategy",
+__all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "add_outright_step", "group_shares", "resolve_strategy",
            "STRATEGIES"]
 
 CLASSES = ("CM", "MM", "LT")
@@ -58,12 +58,17 @@ class Step:
 
     ``annealed_rounds`` (T0, public) makes it an annealed step: rounds of ``k`` groups each,
     starting at ``1 / T0`` of the step's budget, at most ``max(1, T0 - 1)`` of them
-    (:func:`polars_rap.annealing.run_annealed_step`); None for the other kinds."""
+    (:func:`polars_rap.annealing.run_annealed_step`); None for the other kinds.
+
+    ``loss_scale`` (> 0, public) multiplies an outright or selection step's measurements'
+    weights in the projection loss, relative to the other steps' (post-processing: what is
+    released is unchanged); an annealed step's are not scaled."""
 
     query_class: str
     weight: float
     k: int | None
     annealed_rounds: int | None = None
+    loss_scale: float = 1.0
 
     @property
     def outright(self) -> bool:
@@ -110,6 +115,10 @@ class Strategy(Protocol):
     measures none."""
     histogram_bins: int
     """Cells of a numeric histogram at most (:func:`polars_rap.numeric_histograms.histogram_edges`)."""
+    histogram_position: str
+    """``"first"`` or ``"last"``: where the numeric histograms' step goes in the plan."""
+    histogram_weight: float
+    """Factor on the histograms' inverse-variance weights in the projection loss (1: none)."""
 
     integer_cells: bool
     """Spread integer columns over their rounding cells in the pass over the real rows
@@ -153,6 +162,8 @@ class PaperStrategy:
     base_share: float = field(default=0.0, init=False)
     histogram_share: float = field(default=0.0, init=False)
     histogram_bins: int = field(default=200, init=False)
+    histogram_position: str = field(default="first", init=False)
+    histogram_weight: float = field(default=1.0, init=False)
     integer_cells: bool = field(default=False, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
@@ -207,6 +218,15 @@ class PlannedStrategy:
         never separate 19 from 20 minutes, so heaped and pinned values otherwise go unseen.
     histogram_bins : int
         Cells of a numeric histogram at most (>= 2).
+    histogram_position : {"first", "last"}
+        Where the histograms' step goes: before every other step of the loop, or after them
+        (the thresholds and mixed marginals shape the joint distribution first, the histograms
+        then correct each column's margin: ``bench/results/ablation_histograms.md``).
+    histogram_weight : float
+        Factor (> 0) on the histograms' answers' inverse-variance weights in the projection
+        loss (post-processing). A histogram cell gets far more budget than one threshold
+        query, and its k-th cumulative sum about 80 / k times a threshold answer's weight on
+        acs-income-CA, so at 1 the fit serves the margins before the joint thresholds.
     class_k : mapping or None
         Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
         ``queries_per_round`` for that class (public).
@@ -253,6 +273,8 @@ class PlannedStrategy:
     base_share: float = 0.0
     histogram_share: float = 0.0
     histogram_bins: int = 200
+    histogram_position: str = "first"
+    histogram_weight: float = 1.0
     cm_anneal: bool = False
     cm_anneal_rounds: int | None = None
     integer_cells: bool = False
@@ -289,6 +311,13 @@ class PlannedStrategy:
             raise ParameterError(msg)
         if isinstance(self.histogram_bins, bool) or not isinstance(self.histogram_bins, int) or self.histogram_bins < 2:
             msg = f"histogram_bins must be an int >= 2. Got {self.histogram_bins!r}"
+            raise ParameterError(msg)
+        if self.histogram_position not in ("first", "last"):
+            msg = f"histogram_position must be 'first' or 'last'. Got {self.histogram_position!r}"
+            raise ParameterError(msg)
+        if isinstance(self.histogram_weight, bool) or not isinstance(self.histogram_weight, (int, float)) or not (
+                math.isfinite(self.histogram_weight) and self.histogram_weight > 0):
+            msg = f"histogram_weight must be a finite number > 0. Got {self.histogram_weight!r}"
             raise ParameterError(msg)
         if isinstance(self.selection_share, bool) or not isinstance(self.selection_share, (int, float)) or not (
                 0.0 < self.selection_share < 1.0):
@@ -344,17 +373,21 @@ class PlannedStrategy:
                 "noise_aware": self.noise_aware,
                 "class_k": dict(self.class_k) if self.class_k is not None else None,
                 "base_share": self.base_share, "histogram_share": self.histogram_share,
-                "histogram_bins": self.histogram_bins, "cm_anneal": self.cm_anneal,
+                "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
+                "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "integer_cells": self.integer_cells}
 
 
-def first_step(plan: list[Step], query_class: str, share: float) -> list[Step]:
-    """``plan`` with an outright step of ``query_class`` put first, weighted so that it takes
-    ``share`` (in (0, 1)) of the loop's budget: ``share / (1 - share)`` times the other steps'
-    weights (weight 1, all of it, when ``plan`` is empty)."""
+def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,
+                      loss_scale: float = 1.0) -> list[Step]:
+    """``plan`` with an outright step of ``query_class`` put first (or ``last``), weighted so
+    that it takes ``share`` (in (0, 1)) of the loop's budget: ``share / (1 - share)`` times the
+    other steps' weights (weight 1, all of it, when ``plan`` is empty); ``loss_scale`` is its
+    :attr:`Step.loss_scale`."""
     others = math.fsum(step.weight for step in plan)
     weight = share / (1.0 - share) * others if others > 0 else 1.0
-    return [Step(query_class, weight, None), *plan]
+    step = Step(query_class, weight, None, loss_scale=float(loss_scale))
+    return [*plan, step] if last else [step, *plan]
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:
@@ -368,7 +401,8 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "noise_aware", "base_share", "histogram_share", "histogram_bins", "integer_cells", "plan",
+             "noise_aware", "base_share", "histogram_share", "histogram_bins", "histogram_position",
+             "histogram_weight", "integer_cells", "plan",
              "describe")
 
 
