@@ -85,6 +85,23 @@ def test_sample_draws_more_rows_in_every_format_and_overwrites_only_when_asked(w
     assert pl.read_ipc(work / "more.arrow").height == 10
 
 
+def test_synthesize_block_rows_writes_parts_and_refuses_a_used_folder(work, model_run, capsys):
+    """``--block-rows B``: OUT is a folder of Parquet parts of B rows (the run's rows in all,
+    the model as without it); a second run needs ``--overwrite``, which replaces the parts."""
+    parts = work / "parts"
+    args = synthesize_args(work, parts, "--block-rows", "700", "--quiet")
+    assert cli.main(args) == 0
+    assert sorted(p.name for p in parts.iterdir()) == [f"part-00000{i}.parquet" for i in range(3)]
+    frame = pl.read_parquet(sorted(parts.iterdir()))
+    assert frame.height == 2000 and frame.schema == pl.read_parquet(work / "ca.parquet").schema
+    capsys.readouterr()
+    assert cli.main(args) == 2
+    assert "the folder is not empty; pass --overwrite" in capsys.readouterr().err
+    assert cli.main([*args, "--overwrite", "--rows", "800"]) == 0
+    assert sorted(p.name for p in parts.iterdir()) == ["part-000000.parquet", "part-000001.parquet"]
+    assert pl.read_parquet(sorted(parts.iterdir())).height == 800
+
+
 def test_report_prints_the_saved_report_as_summary_or_json(work, model_run, capsys):
     capsys.readouterr()
     report = polars_rap.load(work / "model").report

@@ -193,6 +193,18 @@ def test_the_output_does_not_depend_on_the_ray_layout(flaky_dir, tmp_path):
         write_parquet(res.model, tmp_path / "here", 10, seed=1, engine="ray")
 
 
+def test_synthesize_output_on_ray_writes_the_in_process_parts(flaky_dir, task, tmp_path):
+    """``synthesize(output=...)`` from a Ray Dataset writes its parts from Ray tasks, byte for
+    byte the parts the in-process run writes with the same seed."""
+    arguments = dict(epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=2, **FAST)
+    here = polars_rap.synthesize(task.frame, output=tmp_path / "here", output_block_rows=700, **arguments)
+    on_ray = polars_rap.synthesize(blocks_of(task.frame, 5), output=tmp_path / "ray", output_block_rows=700,
+                                   **arguments)
+    assert len(here.files) == 3 and [Path(f).name for f in on_ray.files] == [Path(f).name for f in here.files]
+    assert all(filecmp.cmp(a, b, shallow=False) for a, b in zip(here.files, on_ray.files, strict=True))
+    assert on_ray.report.to_dict() == here.report.to_dict()
+
+
 def test_cli_synthesizes_on_ray_and_samples_parts(flaky_dir, task, parquet_folder, tmp_path, capsys):
     config = tmp_path / "ca.toml"
     config.write_text(polars_rap.config.config_text(task) + "\n[options]\nrelaxed_rows = 50\nrounds_cm = 1\n"

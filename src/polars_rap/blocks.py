@@ -34,7 +34,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import ParameterError
 
-__all__ = ["write_parquet", "sample_block", "block_file_name", "DEFAULT_BLOCK_ROWS", "WRITE_ENGINES"]
+__all__ = ["write_parquet", "write_relaxed", "check_folder", "sample_block", "block_file_name", "DEFAULT_BLOCK_ROWS", "WRITE_ENGINES"]
 
 DEFAULT_BLOCK_ROWS = 1_000_000
 """Rows per output file: about 100-200 MB of decoded rows in a writer's memory for a
@@ -141,6 +141,17 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     ...     [f.rsplit("/", 1)[-1] for f in files], pl.read_parquet(files).shape
     (['part-000000.parquet', 'part-000001.parquet', 'part-000002.parquet'], (2500, 2))
     """
+    return write_relaxed(model.relaxed, model.domain, path, rows, decoding=model.report.parameters.get(
+        "decoding", "independent"), seed=seed, block_rows=block_rows, engine=engine, overwrite=overwrite,
+        ray_tasks=ray_tasks)
+
+
+def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, rows: int, *, decoding: str,
+                  seed: int | None = None, block_rows: int = DEFAULT_BLOCK_ROWS, engine: str = "polars",
+                  overwrite: bool = False, ray_tasks: int | None = None) -> list[str]:
+    """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
+    n_coords]), their domain and decoding method (``"independent"`` or ``"controlled"``);
+    :func:`polars_rap.synthesize` writes its ``output=`` with it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             msg = f"The {name!r} parameter must be an int in [1, inf). Got {value!r}"
@@ -152,10 +163,8 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
         msg = f"The 'seed' parameter must be an int >= 0 or None. Got {seed!r}"
         raise ParameterError(msg)
     filesystem, root = _prepare_folder(path, overwrite)
-    job = _WriteJob(
-        model.relaxed, model.domain, model.report.parameters.get("decoding", "independent"),
-        int(rows), int(block_rows), secrets.randbits(128) if seed is None else int(seed), filesystem, root,
-    )
+    entropy = secrets.randbits(128) if seed is None else int(seed)
+    job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root)
     if engine == "ray":
         from polars_rap.ray_engine import write_blocks
 
@@ -168,14 +177,17 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     return [f"{_display_root(path, root)}/{block_file_name(index)}" for index in range(job.n_blocks)]
 
 
-def _prepare_folder(path: str | os.PathLike, overwrite: bool):
-    """(filesystem, root) of the output folder, created; refuses a folder holding files
-    this writer did not make, and one holding its files without ``overwrite``."""
+def check_folder(path: str | os.PathLike, overwrite: bool = False):
+    """(filesystem, root, our files) of an output folder that may be written, changing
+    nothing: a ``FileExistsError`` for a file, for a folder holding files this writer did not
+    make, and for one holding its files without ``overwrite``. ``synthesize(output=...)``
+    asks before it reads a row, so that a fit is never lost to a folder it cannot write."""
     from pyarrow import fs
 
     text = os.fspath(path)
     filesystem, root = fs.FileSystem.from_uri(text if "://" in text else os.path.abspath(text))
     info = filesystem.get_file_info(root)
+    ours: list[str] = []
     if info.type == fs.FileType.File:
         msg = f"cannot write partitioned Parquet to {text!r}: it is a file. Give a folder"
         raise FileExistsError(msg)
@@ -187,8 +199,15 @@ def _prepare_folder(path: str | os.PathLike, overwrite: bool):
                 ours) == len(entries) else "it holds files this writer did not make; choose an empty or new folder"
             msg = f"cannot write partitioned Parquet to {text!r}: the folder is not empty; {reason}"
             raise FileExistsError(msg)
-        for name in ours:
-            filesystem.delete_file(f"{root}/{name}")
+    return filesystem, root, ours
+
+
+def _prepare_folder(path: str | os.PathLike, overwrite: bool):
+    """(filesystem, root) of the output folder, created, after :func:`check_folder`; the
+    parts of an earlier write are deleted when ``overwrite``."""
+    filesystem, root, ours = check_folder(path, overwrite)
+    for name in ours:
+        filesystem.delete_file(f"{root}/{name}")
     filesystem.create_dir(root, recursive=True)
     return filesystem, root
 

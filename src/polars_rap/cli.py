@@ -4,8 +4,10 @@ Commands
 --------
 ``polars-rap synthesize IN -o OUT --epsilon E --delta D --config spec.toml [--rows N]
 [--seed S] [--model DIR] [--report-json FILE] [--json] [--full] [--quiet] [--overwrite] [--engine E]
-[--public TABLE]``
-    Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats). A CSV
+[--public TABLE] [--block-rows B]``
+    Synthesize IN (Parquet, CSV or Arrow IPC, by suffix) into OUT (the same formats; with
+    ``--block-rows``, a folder or URI of Parquet parts of B rows, written block by block,
+    by Ray tasks on ``--engine ray``: ``synthesize(output=...)``). A CSV
     file's column types come from the config's domain, never from its rows
     (:func:`polars_rap.source.csv_dtype`). ``--engine ray`` reads IN (Parquet files, a
     folder or a URI such as ``s3://bucket/table/``) per block on a Ray cluster.
@@ -202,7 +204,11 @@ def _synthesize(args: argparse.Namespace) -> int:
     if options.get("engine") == "ray":
         _require_extra("ray", "Ray", "--engine ray", "ray")
     output = Path(args.output)
-    _check_output(output, args.overwrite)
+    if args.block_rows is None:
+        _check_output(output, args.overwrite)
+    else:  # a folder of parts, written by synthesize itself (from Ray tasks on --engine ray)
+        options.update(output=args.output, output_block_rows=args.block_rows)
+        _clear_parts(args.output, args.overwrite)
     if args.model is not None:
         _check_model_target(Path(args.model), args.overwrite)
     if args.report_json is not None:
@@ -219,7 +225,8 @@ def _synthesize(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     if args.model is not None:
         result.save(args.model, overwrite=args.overwrite)
-    _write_frame(result.data, output)
+    if result.files is None:
+        _write_frame(result.data, output)
     if args.report_json is not None:
         Path(args.report_json).write_text(result.report.to_json(full=args.full) + "\n", encoding="utf-8")
 
@@ -227,13 +234,27 @@ def _synthesize(args: argparse.Namespace) -> int:
         print(result.report.to_json(full=args.full))
     else:
         print(result.report.summary())
-    _note(args, f"wrote {result.data.height} synthetic rows to {str(output)!r} in {seconds:.1f} s")
+    parts = "" if result.files is None else f" in {len(result.files)} Parquet parts"
+    _note(args, f"wrote {result.report.parameters['rows']} synthetic rows{parts} to {args.output!r} in {seconds:.1f} s")
     if args.model is not None:
         _note(args, f"saved the model to {args.model!r}; more rows at no privacy cost: "
                     f"polars-rap sample {args.model} -n ROWS -o more.parquet")
     if args.report_json is not None:
         _note(args, f"wrote the report to {args.report_json!r}")
     return EXIT_OK
+
+
+def _clear_parts(folder: str, overwrite: bool) -> None:
+    """Refuse (a usage error) a parts folder that is a file, holds other files, or holds an
+    earlier write's parts without ``--overwrite``; with it, delete those parts first."""
+    from polars_rap.blocks import check_folder
+
+    try:
+        filesystem, root, ours = check_folder(folder, overwrite)
+    except FileExistsError as error:
+        raise _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite")) from error
+    for name in ours:
+        filesystem.delete_file(f"{root}/{name}")
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -455,6 +476,9 @@ def _parser() -> argparse.ArgumentParser:
     synth.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     synth.add_argument("--engine", choices=["auto", "polars", "ray"], default=None,
                        help="ray: read IN (Parquet files, folder or URI) per block on a Ray cluster")
+    synth.add_argument("--block-rows", type=_positive_int, default=None, metavar="B",
+                       help="OUT is a folder (or URI) of Parquet parts of B rows each, written block by block "
+                            "(by Ray tasks with --engine ray)")
     synth.add_argument("--public", default=None, metavar="TABLE",
                        help="a public table (.parquet, .csv, .arrow/.ipc) of IN's columns or a subset, used "
                             "as a prior at no privacy cost (overrides the config's public = \"...\")")

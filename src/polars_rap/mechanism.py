@@ -36,6 +36,7 @@ import polars as pl
 
 from polars_rap import kernels
 from polars_rap.base_marginals import add_base_marginals
+from polars_rap.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError
@@ -43,7 +44,7 @@ from polars_rap.inference import infer_declarations, inference_requests, needs_a
 from polars_rap.model import SyntheticModel
 from polars_rap.null_rates import add_null_rates
 from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
-from polars_rap.parameters import check_memory, check_share, check_synthesis_parameters
+from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.public_prior import PublicTable, check_public_use, fit_to_public, open_public, read_public
@@ -72,15 +73,17 @@ _HTML_COLUMNS = 12
 class SynthesisResult:
     """Synthetic data and what was released to make it.
 
-    ``data`` has the input's column names, order and dtypes. ``relaxed`` (float32[n_relaxed,
-    n_coords]) and ``domain`` let more rows be sampled at no privacy cost. No attribute
-    refers to the sensitive input.
+    ``data`` has the input's column names, order and dtypes: a DataFrame, or with
+    ``synthesize(output=...)`` a LazyFrame scanning the Parquet parts written there (``files``,
+    in block order; None otherwise). ``relaxed`` (float32[n_relaxed, n_coords]) and ``domain``
+    let more rows be sampled at no privacy cost. No attribute refers to the sensitive input.
     """
 
-    data: pl.DataFrame
+    data: pl.DataFrame | pl.LazyFrame
     report: PrivacyReport
     domain: Domain
     relaxed: np.ndarray = field(repr=False)
+    files: list[str] | None = None
 
     @property
     def model(self) -> SyntheticModel:
@@ -91,10 +94,16 @@ class SynthesisResult:
     def __repr__(self) -> str:
         """One line: the table's shape, the guarantee and where the rest is (the fields whole
         would print every ledger event)."""
-        height, width = self.data.shape
+        height, width = self._shape()
         return (f"SynthesisResult({height:,} rows x {width} columns, ({self.report.epsilon:g}, "
                 f"{self.report.delta:g})-DP over {self.report.n_rows:,} input rows, "
                 f"{self.relaxed.shape[0]:,} relaxed rows; .data, .report, .model)")
+
+    def _shape(self) -> tuple[int, int]:
+        """(rows, columns) of ``data`` without reading written parts."""
+        if isinstance(self.data, pl.DataFrame):
+            return self.data.shape
+        return int(self.report.parameters["rows"]), len(self.domain.names)
 
     def _repr_html_(self) -> str:
         """A notebook's view: the table's shape and columns, then the privacy report."""
@@ -102,8 +111,9 @@ class SynthesisResult:
 
         from polars_rap.report import _summary_html
 
-        height, width = self.data.shape
-        columns = ", ".join(f"{name} ({dtype})" for name, dtype in list(self.data.schema.items())[:_HTML_COLUMNS])
+        height, width = self._shape()
+        schema = self.data.collect_schema() if isinstance(self.data, pl.LazyFrame) else self.data.schema
+        columns = ", ".join(f"{name} ({dtype})" for name, dtype in list(schema.items())[:_HTML_COLUMNS])
         more = f", ... ({width - _HTML_COLUMNS} more)" if width > _HTML_COLUMNS else ""
         return (f"<div><p><strong>SynthesisResult</strong>: {height:,} synthetic rows x {width} columns "
                 f"({html.escape(columns + more)}) in <code>.data</code>; more rows at no privacy cost "
@@ -143,6 +153,8 @@ def synthesize(
     engine: str = "auto",
     public: pl.DataFrame | pl.LazyFrame | str | os.PathLike | None = None,
     public_use: Sequence[str] | None = None,
+    output: str | os.PathLike | None = None,
+    output_block_rows: int = DEFAULT_BLOCK_ROWS,
 ) -> SynthesisResult:
     """Differentially private synthetic data with RAP++.
 
@@ -240,6 +252,14 @@ def synthesize(
         public answer by a James-Stein factor, which lets the measurement win where the two
         differ beyond its noise (:mod:`polars_rap.public_targets`); ``"selection"``, each
         class's first selection scores against its answers. Only with ``public``.
+    output : str or path-like, optional
+        A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
+        synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,
+        which bounds the writer's memory), block ``i`` decoded from a seed
+        of ``(seed, i)`` (:func:`polars_rap.blocks.write_parquet`; from Ray tasks when the
+        pass ran on Ray), instead of holding them all in memory. It must be new or empty:
+        that is checked before any row is read. ``.data`` is then a LazyFrame scanning the
+        parts and ``.files`` lists them; the report's answers are read back from them.
 
     Returns
     -------
@@ -294,6 +314,9 @@ def synthesize(
     projection = projection or ProjectionConfig()
     backend_module = kernels.resolve_backend(backend)
     public_uses = check_public_use(public, public_use)
+    if output is not None:
+        check_int("output_block_rows", output_block_rows, 1)
+        check_folder(output)  # before any row is read: a fit is never lost to a folder in use
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
     source = open_source(data, domain, engine)  # a CSV's dtypes come from the domain, never its rows
@@ -358,9 +381,17 @@ def synthesize(
     )
     del true_answers
 
-    # 5. decode and report
+    # 5. decode (here, or block by block into ``output``) and report
     relaxed = record.params.relaxed()
-    synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
+    files = None
+    if output is None:
+        synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
+    else:
+        files = write_relaxed(relaxed, public_domain, output, out_rows, decoding=strategy.decoding,
+                              seed=None if seed is None else int(decode_rng.integers(2**63)),
+                              block_rows=output_block_rows,
+                              engine="ray" if type(source).__name__ == "RaySource" else "polars")
+        synthetic_frame = pl.scan_parquet(files)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
     report = build_report(
@@ -376,7 +407,7 @@ def synthesize(
         ),
         public_data=_public_record(public_table, public_uses, prior),
     )
-    return SynthesisResult(synthetic_frame, report, public_domain, relaxed)
+    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files)
 
 
 # ---------------------------------------------------------------- helpers
