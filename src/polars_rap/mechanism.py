@@ -222,8 +222,8 @@ def synthesize(
     projection : ProjectionConfig, optional
         Optimiser settings.
     strategy : {"planned", "paper"}, a mapping or a strategy object
-        How the budget is spent (:mod:`polars_rap.strategy`). ``"planned"`` (default): an
-        equal budget per query class, a class whose rounds would measure every group anyway
+        How the budget is spent (:mod:`polars_rap.strategy`). ``"planned"`` (default): a
+        budget per query class (the categorical marginals twice the others'), a class whose rounds would measure every group anyway
         measured outright (no selection charge), measurements weighed by inverse noise
         variance, controlled decoding. ``"paper"``: the paper's Alg. 2 exactly (even split
         over interleaved rounds, a selection charge in each). A mapping such as
