@@ -436,3 +436,28 @@ def test_cpu_is_deterministic(problem):
     second = cpu.loss_and_grad(X, queries, targets, 4.0)
     assert first[0] == second[0]
     np.testing.assert_array_equal(first[1], second[1])
+
+
+def test_a_query_set_is_checked_once_and_a_derived_bad_one_still_refused(problem, monkeypatch):
+    """The projection calls the kernels thousands of times on one query set: its checks run on
+    the first call only (counted here), the answers are unchanged, and a malformed set derived
+    from a checked one (a new object) is checked, and refused, afresh."""
+    import dataclasses
+
+    from polars_rap.kernels import _checks
+
+    rng, column_sizes, n_numeric, queries = problem
+    queries = dataclasses.replace(queries)  # a set no other test has checked
+    X = random_relaxed(rng, column_sizes, n_numeric, 50)
+    calls = []
+    real = _checks._check_nullable_numerics
+    monkeypatch.setattr(_checks, "_check_nullable_numerics", lambda q: calls.append(q) or real(q))
+    first = cpu.answers_relaxed(X, queries, 2.0)
+    for _ in range(3):
+        np.testing.assert_array_equal(cpu.answers_relaxed(X, queries, 2.0), first)
+    assert len(calls) == 1 and _checks.checked(queries, "queries")
+    bad = dataclasses.replace(queries, cat_coords=queries.cat_coords + np.int32(10_000))
+    if len(bad.cat_coords):
+        with pytest.raises(ValueError, match="cat_coords must lie in"):
+            cpu.answers_relaxed(X, bad, 2.0)
+        assert not _checks.checked(bad, "queries")

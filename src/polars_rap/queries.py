@@ -113,9 +113,13 @@ def group_l1(differences: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.add.reduceat(np.abs(np.asarray(differences, dtype=np.float64)), _offsets(sizes)[:-1])
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class QuerySet:
     """A set of product queries in CSR form, grouped for selection and measurement.
+
+    Immutable: the kernel backends check a query set's arrays once, on its first use, and
+    trust them from then on (:func:`polars_rap.kernels._checks.check_queries`), so they must
+    never be written in place; derive a new set instead (:meth:`take_groups`, ``concatenate``).
 
     Attributes
     ----------

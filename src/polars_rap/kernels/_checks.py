@@ -8,6 +8,8 @@ C order the kernels expect (copying only when needed).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from polars_rap.errors import ParameterError, ParameterTypeError
@@ -30,6 +32,22 @@ _QUERY_DTYPES = {
     "column_sizes": np.int32,
     "null_coord": np.int32,
 }
+
+
+_CHECKED: weakref.WeakKeyDictionary[QuerySet, set[str]] = weakref.WeakKeyDictionary()
+"""What has been checked of each live query set (by identity): the projection calls the
+kernels thousands of times on one set, and checking it each time cost a fifth of a fit."""
+
+
+def checked(queries: QuerySet, what: str) -> bool:
+    """Whether ``what`` (``"queries"``, or a backend's own structural check) passed on this
+    very query set before (query sets are immutable: :class:`~polars_rap.queries.QuerySet`)."""
+    return what in _CHECKED.get(queries, ())
+
+
+def mark_checked(queries: QuerySet, what: str) -> None:
+    """Record that ``what`` passed on ``queries`` (forgotten when the set is freed)."""
+    _CHECKED.setdefault(queries, set()).add(what)
 
 
 def _check_offsets(name: str, offsets: np.ndarray, n_items: int) -> None:
@@ -58,11 +76,14 @@ def check_queries(queries: QuerySet) -> None:
 
     Checks dtypes, offsets, index ranges and the coordinate layout (one contiguous block of
     coordinates per categorical column, codes ``0 .. size - 1`` in order). It does not check
-    the marginal-group structure; backends that rely on it check it themselves.
+    the marginal-group structure; backends that rely on it check it themselves. A set that
+    passed is not checked again (:func:`checked`).
     """
     if not isinstance(queries, QuerySet):
         msg = f"queries must be a QuerySet; got {type(queries).__name__}"
         raise ParameterTypeError(msg)
+    if checked(queries, "queries"):
+        return
     for name, dtype in _QUERY_DTYPES.items():
         array = getattr(queries, name)
         if not isinstance(array, np.ndarray) or array.dtype != dtype or array.ndim != 1:
@@ -118,6 +139,7 @@ def check_queries(queries: QuerySet) -> None:
     _check_range("theta_index", queries.theta_index, queries.n_numeric)
     _check_range("group_columns", queries.group_columns, n_columns)
     _check_nullable_numerics(queries)
+    mark_checked(queries, "queries")
 
 
 def _check_nullable_numerics(queries: QuerySet) -> None:

@@ -41,6 +41,8 @@ from polars_rap.kernels._checks import (
     check_real_data,
     check_relaxed_call,
     check_weights,
+    checked,
+    mark_checked,
 )
 from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
@@ -701,7 +703,7 @@ def _plan(queries: QuerySet, sigma: np.ndarray | None, structured: bool):
     marginal = np.diff(queries.group_column_offsets) > 0
     if not structured:
         marginal[:] = False
-    if marginal.any():
+    if marginal.any() and not checked(queries, "marginal_groups"):
         bad = _first_bad_marginal_group(
             queries.cat_offsets, queries.cat_coords, queries.halfspace_offsets,
             queries.theta_offsets, queries.theta_index, queries.theta_weight, queries.tau,
@@ -716,11 +718,12 @@ def _plan(queries: QuerySet, sigma: np.ndarray | None, structured: bool):
                 "group_columns empty"
             )
             raise ParameterError(msg)
-        if sigma is not None:
-            group_of_query = queries.group_of_query()
-            first = queries.group_offsets[:-1][group_of_query]
-            mixed = np.unique(group_of_query[sigma != sigma[first]])
-            marginal[mixed] = False
+        mark_checked(queries, "marginal_groups")
+    if marginal.any() and sigma is not None:
+        group_of_query = queries.group_of_query()
+        first = queries.group_offsets[:-1][group_of_query]
+        mixed = np.unique(group_of_query[sigma != sigma[first]])
+        marginal[mixed] = False
     groups = np.flatnonzero(marginal).astype(np.int64)
     csr = np.flatnonzero(~np.repeat(marginal, queries.group_sizes)).astype(np.int64)
     return groups, csr
