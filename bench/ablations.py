@@ -15,13 +15,15 @@ those of ``DEFAULT_ROWS``, run under an earlier default whose rows it names.
 
 A step's keywords may hold ``"domain_updates"``: per dataset, keys merged into numeric
 columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``scale`` or
-``atoms``). Such a step runs on the datasets it names only; the other keywords go to
+``atoms``). Such a step runs on the datasets it names only. ``"projection"`` holds
+:class:`~polars_rap.ProjectionConfig` keywords (``--projection``); the other keywords go to
 ``synthesize`` (``--synthesize``).
 
     python -m bench.ablations --run numeric       # declared scales and atoms (issue #14)
     python -m bench.ablations --run cm_anneal     # AIM's budget annealing of the CM share (issue #20)
     python -m bench.ablations --run class_shares  # budget moved from LT to CM (issue #20)
     python -m bench.ablations --run histograms    # numeric one-way histograms x label (issues #14, #20)
+    python -m bench.ablations --run warm          # a short annealing schedule for warm rounds (fit time)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -126,6 +128,15 @@ STEPS["histograms"] = [
      "(every whole value of an integer column up to 200 cells, else 200 even cells of the mapped "
      "coordinate), one Gaussian release of its cells each, the projection fitting their cumulative "
      "sums (polars_rap.numeric_histograms)"),
+]
+STEPS["warm"] = [
+    ("planned default", {}, "the default planned strategy (the headline suite's rap++ rows): every "
+                            "threshold round's projection anneals the whole schedule, sigma 8 to 512 "
+                            "in 7 stages, from rows the previous round already fitted"),
+    ("+ warm rounds run the last 3 stages", {"projection": {"warm_doublings": 2}},
+     "every threshold round after the first projects at sigma 128, 256 and 512 only (the warm start "
+     "is already sharp), a fit-time cut: LT rounds are most of the fit and each re-annealed from "
+     "sigma 8 (polars_rap.projection.temperature_stages)"),
 ]
 ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}
@@ -297,7 +308,7 @@ def step_command(name: str, step: dict, epsilons: Sequence[float], seeds: Sequen
     """The ``bench.run`` command of one step (None: the default, taken from the headline rows)."""
     if not step and name not in RERUN_DEFAULT:
         return None
-    synthesize = {key: value for key, value in step.items() if key != "domain_updates"}
+    synthesize = {key: value for key, value in step.items() if key not in ("domain_updates", "projection")}
     updates = step.get("domain_updates")
     datasets = [d for d in DATASETS if d in updates] if updates else list(DATASETS)
     command = [sys.executable, "-m", "bench.run", "--suite", "headline", "--mechanisms", "rap++",
@@ -308,6 +319,8 @@ def step_command(name: str, step: dict, epsilons: Sequence[float], seeds: Sequen
         command += ["--synthesize", json.dumps(synthesize)]
     if updates:
         command += ["--domain-updates", json.dumps(updates)]
+    if step.get("projection"):
+        command += ["--projection", json.dumps(step["projection"])]
     return command
 
 
@@ -329,6 +342,8 @@ def _step_of(parameters: str, name: str) -> str | None:
     step_keys = {**(parsed.get("synthesize") or {})}
     if parsed.get("domain_updates"):
         step_keys["domain_updates"] = parsed["domain_updates"]
+    if parsed.get("projection"):
+        step_keys["projection"] = parsed["projection"]
     for label, step, _ in STEPS[name]:
         if step_keys == step:
             return label

@@ -894,6 +894,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--synthesize", type=json.loads, default=None, metavar="JSON",
                         help="synthesize keywords merged over the suite's (an ablation), e.g. "
                              "'{\"strategy\": {\"name\": \"planned\", \"outright\": false}}'")
+    parser.add_argument("--projection", type=json.loads, default=None, metavar="JSON",
+                        help="ProjectionConfig keywords merged over the suite's (an ablation), e.g. "
+                             "'{\"warm_doublings\": 2}'")
     parser.add_argument("--domain-updates", type=json.loads, default=None, metavar="JSON",
                         help="per dataset, keys merged into numeric columns' declared domains for "
                              "polars-rap's mechanisms (an ablation), e.g. "
@@ -913,6 +916,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite = SUITES[args.suite]
     if args.synthesize:
         suite = {**suite, "synthesize": {**suite["synthesize"], **args.synthesize}}
+    if args.projection:
+        suite = {**suite, "projection": {**suite["projection"], **args.projection}}
     if args.domain_updates:
         suite = {**suite, "domain_updates": args.domain_updates}
     out = args.out or RESULTS / f"{args.suite}.csv"

@@ -4,6 +4,7 @@ rows (one KS implementation, shared with the quality report)."""
 
 from __future__ import annotations
 
+import json
 import datetime as dt
 import sys
 from pathlib import Path
@@ -148,3 +149,19 @@ def test_the_numeric_ablation_builds_its_commands_and_finds_its_rows():
         parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
         assert ablations._step_of(run.canonical_json(parameters), "numeric") == label
     assert "numeric_ks_mean" in ablations.metrics("numeric") and "numeric_ks_mean" not in ablations.metrics("strategy")
+
+
+def test_a_projection_step_reaches_bench_run_and_its_rows_name_it():
+    """A step's ``"projection"`` keywords become ``--projection`` (not synthesize keywords),
+    bench.run merges them over the suite's, and a row run so is found as that step."""
+    (_, default, _), (label, step, _) = ablations.STEPS["warm"]
+    assert ablations.step_command("warm", default, (1.0,), (0,)) is None
+    command = ablations.step_command("warm", step, (1.0,), (0,))
+    assert json.loads(command[command.index("--projection") + 1]) == {"warm_doublings": 2}
+    assert "--synthesize" not in command
+    suite = {**run.SUITES["headline"], "projection": {**run.SUITES["headline"]["projection"], **step["projection"]}}
+    parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
+    assert parameters["projection"] == {"warm_doublings": 2}
+    assert ablations._step_of(run.canonical_json(parameters), "warm") == label
+    plain = run.mechanism_parameters(run.SUITES["headline"], "rap++", None, 1800.0)
+    assert ablations._step_of(run.canonical_json(plain), "warm") == "planned default"

@@ -100,6 +100,31 @@ def test_without_annealing_one_stage_runs_at_the_final_temperature():
     assert annealed.stages == 4 and single.stages == 1
 
 
+def test_a_warm_projection_runs_the_last_warm_doublings_plus_one_stages():
+    """``warm_doublings = k``: a warm projection runs stages max_doublings - k .. max_doublings
+    (k beyond the schedule: all of it); a cold one, or k None, the whole schedule; without
+    annealing, or without thresholds, one stage as before."""
+    from polars_rap.projection import temperature_stages
+
+    config = ProjectionConfig(max_steps=5, max_doublings=3, warm_doublings=1)
+    assert temperature_stages(config, True, warm=True) == [2, 3]
+    assert temperature_stages(config, True) == [0, 1, 2, 3]
+    assert temperature_stages(config, True, anneal=False, warm=True) == [3]
+    assert temperature_stages(config, False, warm=True) == [0]
+    assert temperature_stages(ProjectionConfig(max_doublings=3, warm_doublings=9), True, warm=True) == [0, 1, 2, 3]
+    assert temperature_stages(ProjectionConfig(max_doublings=3), True, warm=True) == [0, 1, 2, 3]
+    module = get_backend("reference")
+    queries = small_queries()
+    start = RelaxedParams.random(30, BLOCKS, N_NUMERIC, np.random.default_rng(4))
+    targets = np.full(queries.n_queries, 0.1)
+    _, warm = project(start, queries, targets, module, config, warm=True)
+    _, cold = project(start, queries, targets, module, config)
+    assert warm.stages == 2 and cold.stages == 4
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="warm_doublings"):
+            ProjectionConfig(warm_doublings=bad)
+
+
 def test_compiled_softmax_and_adam_step_match_plain_numpy():
     """The Numba row kernels equal the obvious NumPy formulas (softmax per block, the
     softmax chain rule, Adam with bias correction, numerics clipped to [0, 1])."""
@@ -129,3 +154,32 @@ def test_compiled_softmax_and_adam_step_match_plain_numpy():
     np.testing.assert_allclose(values, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(first, m, rtol=1e-5, atol=1e-7)
     assert norm_sq == pytest.approx(float(np.sum(grad**2)), rel=1e-5)
+
+
+def test_the_loop_projects_warm_after_its_first_threshold_projection():
+    """In a run, the categorical step and the first threshold round project cold; every later
+    threshold round projects warm (and so runs the short schedule when it is set)."""
+    from unittest import mock
+
+    import polars as pl
+
+    import polars_rap
+    from polars_rap import rounds
+
+    rng = np.random.default_rng(0)
+    frame = pl.DataFrame({"age": rng.integers(18, 90, 500), "sex": rng.choice(["F", "M"], 500).tolist(),
+                          "y": rng.choice(["no", "yes"], 500).tolist()})
+    calls, real = [], rounds.project
+
+    def recording(*args, **kwargs):
+        params, trace = real(*args, **kwargs)
+        calls.append((kwargs["anneal"], kwargs["warm"], trace.stages))
+        return params, trace
+
+    with mock.patch.object(rounds, "project", recording):
+        polars_rap.synthesize(
+            frame, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"], "y": ["no", "yes"]},
+            labels=["y"], relaxed_rows=20, rounds_lt=3, n_linear_thresholds=40, seed=0, progress=False,
+            projection=ProjectionConfig(max_steps=3, max_doublings=3, warm_doublings=1),
+        )
+    assert calls == [(False, False, 1), (True, False, 4), (True, True, 2), (True, True, 2)]

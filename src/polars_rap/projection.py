@@ -27,7 +27,7 @@ from polars_rap.errors import ParameterError
 from polars_rap.parameters import check_int, check_positive_finite
 from polars_rap.queries import QuerySet
 
-__all__ = ["ProjectionConfig", "RelaxedParams", "project"]
+__all__ = ["ProjectionConfig", "RelaxedParams", "project", "temperature_stages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,12 @@ class ProjectionConfig:
 
     ``learning_rate`` is Adam's step for logits and numerics; ``max_steps`` bounds the steps
     of each temperature stage; ``patience`` steps without a relative improvement of
-    ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma.
+    ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma. Stage ``s``
+    runs at inverse temperature ``sigma_initial * 2**s``, ``s = 0 .. max_doublings``.
+    ``warm_doublings`` (None: off, the paper's schedule) shortens the schedule of a *warm*
+    projection, one that starts from rows already fitted to thresholds (every threshold
+    round after the first): it runs the last ``warm_doublings + 1`` stages only
+    (:func:`temperature_stages`).
     """
 
     learning_rate: float = 0.05
@@ -46,6 +51,7 @@ class ProjectionConfig:
     grad_tolerance: float = 1e-4
     sigma_initial: float = 8.0
     max_doublings: int = 6
+    warm_doublings: int | None = None
     beta1: float = 0.9
     beta2: float = 0.999
     adam_epsilon: float = 1e-8
@@ -61,6 +67,28 @@ class ProjectionConfig:
                 raise ParameterError(msg)
         for name, low in (("max_steps", 1), ("patience", 1), ("max_doublings", 0)):
             check_int(name, getattr(self, name), low)
+        if self.warm_doublings is not None:
+            check_int("warm_doublings", self.warm_doublings, 0)
+
+
+def temperature_stages(config: ProjectionConfig, has_threshold: bool, anneal: bool = True,
+                       warm: bool = False) -> list[int]:
+    """The stages ``s`` (inverse temperature ``sigma_initial * 2**s``) a projection runs:
+    ``0 .. max_doublings`` when ``anneal``, the last alone when not (or without thresholds:
+    one stage, ``[0]``), the last ``warm_doublings + 1`` of them when ``warm`` and
+    ``config.warm_doublings`` is set.
+
+    >>> temperature_stages(ProjectionConfig(max_doublings=3, warm_doublings=1), True, warm=True)
+    [2, 3]
+    """
+    if not has_threshold:
+        return [0]
+    stages = list(range(1 + config.max_doublings))
+    if not anneal:
+        return stages[-1:]
+    if warm and config.warm_doublings is not None:
+        return stages[-(min(config.warm_doublings, config.max_doublings) + 1):]
+    return stages
 
 
 class RelaxedParams:
@@ -124,9 +152,12 @@ def project(
     config: ProjectionConfig = ProjectionConfig(),
     anneal: bool = True,
     weights: np.ndarray | None = None,
+    warm: bool = False,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
     """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1), each squared
-    residual weighed by ``weights`` (float64[m], non-negative; all ones when None).
+    residual weighed by ``weights`` (float64[m], non-negative; all ones when None). ``warm``:
+    ``params`` were already fitted to thresholds, so ``config.warm_doublings`` may shorten
+    the schedule (:func:`temperature_stages`).
 
     With ``anneal=False`` a single stage runs at the final temperature
     ``sigma_initial * 2**max_doublings``: for a round that only added categorical queries,
@@ -137,13 +168,11 @@ def project(
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
     if hasattr(backend, "project"):  # device backends keep the whole loop on the device
-        return backend.project(params, queries, targets, config, anneal, weights=weights)
+        return backend.project(params, queries, targets, config, anneal, weights=weights, warm=warm)
     targets = np.asarray(targets, dtype=np.float64)
     scale = np.ones(len(targets)) if weights is None else np.asarray(weights, dtype=np.float64)
     has_threshold = np.diff(queries.halfspace_offsets) > 0
-    stages = list(range(1 + config.max_doublings)) if has_threshold.any() else [0]
-    if not anneal:
-        stages = stages[-1:]
+    stages = temperature_stages(config, bool(has_threshold.any()), anneal, warm)
     hard = np.full(queries.n_queries, np.inf, dtype=np.float32)
 
     def exact_loss(candidate: RelaxedParams) -> float:

@@ -80,6 +80,9 @@ class LoopRecord:
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
     class_rounds: dict[str, int] = field(default_factory=dict)
     """Rounds run by each class measured by an annealed step (data-dependent, released)."""
+    thresholds_fitted: bool = False
+    """Whether a projection with thresholds has run: the next one starts warm
+    (:attr:`polars_rap.projection.ProjectionConfig.warm_doublings`)."""
 
     def add(self, group: int, round_index: int, noisy: np.ndarray, std: float, *, draws: int = 1,
             target: np.ndarray | None = None, loss_scale: float = 1.0) -> None:
@@ -240,10 +243,12 @@ def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pr
     targets = np.concatenate(record.targets)
     if prior is not None and prior.targets:  # post-processing of the noisy answers
         targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
+    anneal = step.query_class not in _CATEGORICAL_ONLY
     record.params, trace = project(
         record.params, queries.take_groups(groups), targets, backend,
-        projection, anneal=step.query_class not in _CATEGORICAL_ONLY, weights=weights,
+        projection, anneal=anneal, weights=weights, warm=record.thresholds_fitted,
     )
+    record.thresholds_fitted |= anneal
     residual_rms, noise_rms = fit_figures(trace.exact_loss, record.answer_stds(queries.group_sizes[groups]),
                                           weights)
     bar.set_postfix(cls=step.query_class, fit=f"{residual_rms:.2g} rms, {residual_rms / noise_rms:.2f}x noise",

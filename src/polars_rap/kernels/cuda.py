@@ -74,7 +74,7 @@ from polars_rap.kernels._checks import (
 from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 if TYPE_CHECKING:
-    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams
+    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams, temperature_stages
 
 __all__ = ["answers_exact", "answers_relaxed", "is_available", "loss_and_grad", "project"]
 
@@ -874,6 +874,7 @@ def project(
     config: ProjectionConfig | None = None,
     anneal: bool = True,
     weights: np.ndarray | None = None,
+    warm: bool = False,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
     """``projection.project`` with the whole Adam loop on the device.
 
@@ -904,12 +905,15 @@ def project(
         False: a single stage at ``sigma_initial * 2**max_doublings``.
     weights : float64[n_queries], optional
         Loss weight of each query (all ones when None), in the Adam and the exact loss alike.
+    warm : bool
+        ``params`` were already fitted to thresholds: ``config.warm_doublings`` may shorten
+        the schedule (``projection.temperature_stages``).
 
     Returns
     -------
     (RelaxedParams, ProjectionTrace)
     """
-    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams
+    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams, temperature_stages
 
     config = ProjectionConfig() if config is None else config
     check_queries(queries)
@@ -975,9 +979,7 @@ def project(
                                     float(config.patience), float(config.max_steps))
 
     best_loss = exact_loss(current)
-    stages = list(range(1 + config.max_doublings)) if device_queries.has_threshold.any() else [0]
-    if not anneal:
-        stages = stages[-1:]
+    stages = temperature_stages(config, bool(device_queries.has_threshold.any()), anneal, warm)
     stages_run = 0
     for stage in stages:
         stages_run += 1
