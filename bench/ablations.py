@@ -162,8 +162,9 @@ STEPS["integer_cells"] = [
      "hash of its row before the real rows are counted, so that decoding's rounding to the nearest "
      "integer keeps the cell masses the projection fitted (polars_rap.encoding.spread_integer_cells)"),
 ]
-RERUN_DEFAULT: set[str] = set()
-"""Ablations whose default step is run again (its metrics are not in the headline rows)."""
+RERUN_DEFAULT: set[str] = {"warm"}
+"""Ablations whose default step is run again: its metrics are not in the headline rows, or
+(``warm``, about fit time) its seconds must come from the same code on the same idle machine."""
 EQUAL_SHARES_ROWS = RESULTS / "rerun_rap_2026-11-23.csv"
 """The ``rap++`` rows of the planned default before CM:LT 2:1 (equal class shares), the
 headline rows from 2026-11-23 until the rerun that made 2:1 the default."""
