@@ -223,8 +223,9 @@ def synthesize(
         Optimiser settings.
     strategy : {"planned", "paper"}, a mapping or a strategy object
         How the budget is spent (:mod:`polars_rap.strategy`). ``"planned"`` (default): a
-        budget per query class (the categorical marginals twice the others'), a class whose rounds would measure every group anyway
-        measured outright (no selection charge), measurements weighed by inverse noise
+        budget per query class (the categorical marginals twice the others'), a class whose
+        rounds would measure every group anyway measured outright (no selection charge),
+        measurements weighed by inverse noise
         variance, controlled decoding. ``"paper"``: the paper's Alg. 2 exactly (even split
         over interleaved rounds, a selection charge in each). A mapping such as
         ``{"name": "planned", "class_shares": {"CM": 2, "LT": 1}}`` sets a strategy's options.
@@ -264,7 +265,8 @@ def synthesize(
     Returns
     -------
     SynthesisResult
-        ``.data`` (pl.DataFrame) and ``.report`` (:class:`~polars_rap.report.PrivacyReport`).
+        ``.data`` (pl.DataFrame; with ``output``, a LazyFrame over ``.files``) and ``.report``
+        (:class:`~polars_rap.report.PrivacyReport`).
 
     Raises
     ------
