@@ -225,9 +225,9 @@ def synthesize(
         How the budget is spent (:mod:`polars_rap.strategy`). ``"planned"`` (default): a
         budget per query class (the categorical marginals twice the others'), a class whose
         rounds would measure every group anyway measured outright (no selection charge),
-        measurements weighed by inverse noise
-        variance, controlled decoding. ``"paper"``: the paper's Alg. 2 exactly (even split
-        over interleaved rounds, a selection charge in each). A mapping such as
+        measurements weighed by inverse noise variance, controlled decoding. ``"paper"``: the
+        paper's Alg. 2 exactly (even split over interleaved rounds, a selection charge in
+        each). A mapping such as
         ``{"name": "planned", "class_shares": {"CM": 2, "LT": 1}}`` sets a strategy's options.
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
