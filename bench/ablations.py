@@ -132,6 +132,11 @@ STEPS["warm"] = [
      "every threshold round after the first projects at sigma 128, 256 and 512 only (the warm start "
      "is already sharp), a fit-time cut: LT rounds are most of the fit and each re-annealed from "
      "sigma 8 (polars_rap.projection.temperature_stages)"),
+    ("+ warm rounds run the last 2 stages", {"projection": {"warm_doublings": 1}},
+     "the same, shorter still: sigma 256 and 512 only (instead of the step above, not on top of it)"),
+    ("+ LT in 10 rounds of 50", {"projection": {"warm_doublings": 2}, "rounds_lt": 10, "queries_per_round": 50},
+     "on top of the last 3 stages: the 500 LT groups in 10 selection rounds of 50 instead of 50 of 10, "
+     "so 10 projections instead of 50 (and a fifth of the Gumbel selections, each of 50)"),
 ]
 ADULT_LOG = {column: {"scale": "log"} for column in ("capital-gain", "capital-loss", "fnlwgt")}
 ADULT_ATOMS = {column: {"scale": "log", "atoms": [0]} for column in ("capital-gain", "capital-loss")}
