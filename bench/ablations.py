@@ -134,6 +134,8 @@ STEPS["warm"] = [
      "sigma 8 (polars_rap.projection.temperature_stages)"),
     ("+ warm rounds run the last 2 stages", {"projection": {"warm_doublings": 1}},
      "the same, shorter still: sigma 256 and 512 only (instead of the step above, not on top of it)"),
+    ("+ warm rounds run the last stage", {"projection": {"warm_doublings": 0}},
+     "the same at sigma 512 alone, as a round of categorical queries does (instead of the steps above)"),
     ("+ LT in 10 rounds of 50", {"projection": {"warm_doublings": 2}, "rounds_lt": 10, "queries_per_round": 50},
      "on top of the last 3 stages: the 500 LT groups in 10 selection rounds of 50 instead of 50 of 10, "
      "so 10 projections instead of 50 (and a fifth of the Gumbel selections, each of 50)"),

@@ -60,7 +60,7 @@ def _fingerprint(result) -> str:
 
 
 # ------------------------------------------------------------------ default plans unchanged
-EQUAL_SHARES = {"name": "planned", "class_shares": None}  # the default before CM 2 : LT 1
+EQUAL_SHARES = {"name": "planned", "class_shares": None, "warm_doublings": None}  # the default when hashed: equal shares, whole schedule
 
 
 @pytest.mark.parametrize("strategy", [EQUAL_SHARES, {**EQUAL_SHARES, "cm_anneal": False}])

@@ -22,6 +22,7 @@ post-processing of released values; only the true answers make the scores privat
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -314,6 +315,8 @@ def synthesize(
     if isinstance(labels, str):
         labels = [labels]
     projection = projection or ProjectionConfig()
+    if projection.warm_doublings is None and strategy.warm_doublings is not None:  # the strategy's schedule
+        projection = dataclasses.replace(projection, warm_doublings=strategy.warm_doublings)
     backend_module = kernels.resolve_backend(backend)
     public_uses = check_public_use(public, public_use)
     if output is not None:
@@ -406,6 +409,7 @@ def synthesize(
             inferred_columns=[r.name for r in requests], inference_share=inference_share if requests else 0.0,
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
             strategy=strategy.describe(), decoding=strategy.decoding,
+            warm_doublings=projection.warm_doublings,
         ),
         public_data=_public_record(public_table, public_uses, prior),
     )

@@ -38,10 +38,11 @@ class ProjectionConfig:
     of each temperature stage; ``patience`` steps without a relative improvement of
     ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma. Stage ``s``
     runs at inverse temperature ``sigma_initial * 2**s``, ``s = 0 .. max_doublings``.
-    ``warm_doublings`` (None: off, the paper's schedule) shortens the schedule of a *warm*
-    projection, one that starts from rows already fitted to thresholds (every threshold
-    round after the first): it runs the last ``warm_doublings + 1`` stages only
-    (:func:`temperature_stages`).
+    ``warm_doublings`` shortens the schedule of a *warm* projection, one that starts from rows
+    already fitted to thresholds (every threshold round after the first): it runs the last
+    ``warm_doublings + 1`` stages only (:func:`temperature_stages`). None (default): the
+    strategy's choice (the planned strategy's 0, the paper's whole schedule); ``max_doublings``
+    or more: the whole schedule.
     """
 
     learning_rate: float = 0.05
