@@ -154,9 +154,10 @@ def test_the_numeric_ablation_builds_its_commands_and_finds_its_rows():
 def test_a_projection_step_reaches_bench_run_and_its_rows_name_it():
     """A step's ``"projection"`` keywords become ``--projection`` (not synthesize keywords),
     bench.run merges them over the suite's, and a row run so is found as that step."""
-    (_, default, _), (label, step, _) = ablations.STEPS["warm"]
-    rerun = ablations.step_command("warm", default, (1.0,), (0,))  # timed beside the step: rerun
-    assert "--projection" not in rerun and "--synthesize" not in rerun
+    (base_label, base, _), (label, step, _) = ablations.STEPS["warm"][:2]
+    explicit = ablations.step_command("warm", base, (1.0,), (0,))  # the whole schedule, by keyword
+    assert "--projection" not in explicit
+    assert json.loads(explicit[explicit.index("--synthesize") + 1])["strategy"]["warm_doublings"] is None
     command = ablations.step_command("warm", step, (1.0,), (0,))
     assert json.loads(command[command.index("--projection") + 1]) == {"warm_doublings": 2}
     assert "--synthesize" not in command
@@ -165,4 +166,7 @@ def test_a_projection_step_reaches_bench_run_and_its_rows_name_it():
     assert parameters["projection"] == {"warm_doublings": 2}
     assert ablations._step_of(run.canonical_json(parameters), "warm") == label
     plain = run.mechanism_parameters(run.SUITES["headline"], "rap++", None, 1800.0)
-    assert ablations._step_of(run.canonical_json(plain), "warm") == "planned default"
+    assert ablations._step_of(run.canonical_json(plain), "warm") is None  # today's default: headline rows
+    suite = {**run.SUITES["headline"], "synthesize": base}
+    parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
+    assert ablations._step_of(run.canonical_json(parameters), "warm") == base_label
