@@ -41,7 +41,7 @@ class ProjectionConfig:
     ``warm_doublings`` shortens the schedule of a *warm* projection, one that starts from rows
     already fitted to thresholds (every threshold round after the first): it runs the last
     ``warm_doublings + 1`` stages only (:func:`temperature_stages`). None (default): the
-    strategy's choice (the planned strategy's 0, the paper's whole schedule); ``max_doublings``
+    strategy's choice (the planned strategy's 1, the paper's whole schedule); ``max_doublings``
     or more: the whole schedule.
     """
 

@@ -268,11 +268,12 @@ class PlannedStrategy:
     warm_doublings : int or None
         A threshold round after the first starts from rows already fitted to sharp thresholds,
         so its projection runs only the last ``warm_doublings + 1`` stages of the annealing
-        schedule (default 0: sigma 512 alone, as a round of categorical queries does) instead
-        of re-annealing from sigma 8 (None, the paper's). At eps = 1 (3 seeds, both headline
-        datasets) fits are 8-10x shorter and CM, MM and LT errors all lower than with the whole
-        schedule (CM -1.5% on every seed; ``bench/results/ablation_warm.md``, where 1 and 2
-        are measured too). A run's ``ProjectionConfig(warm_doublings=...)`` overrides it.
+        schedule (default 1: sigma 256 and 512) instead of re-annealing from sigma 8 (None,
+        the paper's). On both headline datasets at eps 0.25, 1 and 5 (3 seeds) fits are 11-17x
+        shorter, CM is level and MM and LT are 4-18% lower, but for Adult at eps = 0.25 (MM
+        +12%); 0 (sigma 512 alone) lowers CM 1-5% but raises MM and LT 13-32% at eps = 5
+        (``bench/results/ablation_warm.md``). A run's ``ProjectionConfig(warm_doublings=...)``
+        overrides it.
     """
 
     class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
@@ -292,7 +293,7 @@ class PlannedStrategy:
     cm_anneal: bool = False
     cm_anneal_rounds: int | None = None
     integer_cells: bool = False
-    warm_doublings: int | None = 0
+    warm_doublings: int | None = 1
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
