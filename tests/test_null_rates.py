@@ -20,8 +20,10 @@ from polars_rap.strategy import resolve_strategy
 N_ROWS = 12_000
 NULL_RATES = {"age": 0.10, "income": 0.35, "city": 0.20}
 TOLERANCE = 0.01  # the target; at epsilon = 4 a measured null rate's noise std is < 0.002
-FAST = dict(relaxed_rows=200, rounds_lt=4, n_linear_thresholds=400, progress=False,
-            projection=polars_rap.ProjectionConfig(max_steps=15))
+FAST = dict(relaxed_rows=200, rounds_lt=4, n_linear_thresholds=400, progress=False)
+# The projection keeps its default steps: warm threshold rounds run 2 temperature stages, and at
+# 15 steps a stage (once used here for speed) an unconverged warm round moved a null rate 0.0185
+# on one seed, where the default's 60 keep every gap below 0.002 (seeds 0-2).
 
 
 def gss_like(seed: int, categorical: int) -> tuple[pl.DataFrame, dict]:
