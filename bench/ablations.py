@@ -115,9 +115,9 @@ STEPS["class_shares"] = [
 ]
 CM2 = {**PLANNED, "class_shares": {"CM": 2, "LT": 1}}
 STEPS["histograms"] = [
-    ("CM:LT 2:1 (the default)", {"strategy": CM2},
-     "the planned strategy with CM:LT shares 2:1, the default, with explicit keywords (rows of "
-     "ablation_class_shares.csv, not rerun)"),
+    ("CM:LT 2:1 (the default then)", {"strategy": CM2},
+     "the planned strategy with CM:LT shares 2:1, the default when this ran (before warm rounds), with "
+     "explicit keywords (rows of ablation_class_shares.csv, not rerun)"),
     ("+ numeric histograms (10%), last, a tenth of the weight",
      {"strategy": {**CM2, "histogram_share": 0.1, "histogram_position": "last", "histogram_weight": 0.1}},
      "the same histograms and budget, their step after every other (the thresholds shape the joint "

@@ -34,7 +34,8 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import ParameterError
 
-__all__ = ["write_parquet", "write_relaxed", "check_folder", "sample_block", "block_file_name", "DEFAULT_BLOCK_ROWS", "WRITE_ENGINES"]
+__all__ = ["write_parquet", "write_relaxed", "check_folder", "clear_folder", "sample_block", "block_file_name",
+           "DEFAULT_BLOCK_ROWS", "WRITE_ENGINES"]
 
 DEFAULT_BLOCK_ROWS = 1_000_000
 """Rows per output file: about 100-200 MB of decoded rows in a writer's memory for a
@@ -202,12 +203,18 @@ def check_folder(path: str | os.PathLike, overwrite: bool = False):
     return filesystem, root, ours
 
 
-def _prepare_folder(path: str | os.PathLike, overwrite: bool):
-    """(filesystem, root) of the output folder, created, after :func:`check_folder`; the
-    parts of an earlier write are deleted when ``overwrite``."""
+def clear_folder(path: str | os.PathLike, overwrite: bool):
+    """(filesystem, root) of the output folder after :func:`check_folder`, the parts of an
+    earlier write deleted when ``overwrite``; the folder is not created."""
     filesystem, root, ours = check_folder(path, overwrite)
     for name in ours:
         filesystem.delete_file(f"{root}/{name}")
+    return filesystem, root
+
+
+def _prepare_folder(path: str | os.PathLike, overwrite: bool):
+    """(filesystem, root) of the output folder, cleared (:func:`clear_folder`) and created."""
+    filesystem, root = clear_folder(path, overwrite)
     filesystem.create_dir(root, recursive=True)
     return filesystem, root
 

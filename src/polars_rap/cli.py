@@ -165,13 +165,18 @@ def _check_output(path: Path, overwrite: bool, suffixes: Sequence[str] | None = 
         raise _UsageError(msg)
 
 
+def _usage_error(error: FileExistsError) -> _UsageError:
+    """A library's refusal to overwrite, its fix said as the command line's flag."""
+    return _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite"))
+
+
 def _check_model_target(path: Path, overwrite: bool) -> None:
     from polars_rap.model import _check_target
 
     try:
         _check_target(path, overwrite)
     except FileExistsError as error:
-        raise _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite")) from error
+        raise _usage_error(error) from error
 
 
 def _write_frame(frame, path: Path) -> None:
@@ -248,14 +253,12 @@ def _synthesize(args: argparse.Namespace) -> int:
 def _clear_parts(folder: str, overwrite: bool) -> None:
     """Refuse (a usage error) a parts folder that is a file, holds other files, or holds an
     earlier write's parts without ``--overwrite``; with it, delete those parts first."""
-    from polars_rap.blocks import check_folder
+    from polars_rap.blocks import clear_folder
 
     try:
-        filesystem, root, ours = check_folder(folder, overwrite)
+        clear_folder(folder, overwrite)
     except FileExistsError as error:
-        raise _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite")) from error
-    for name in ours:
-        filesystem.delete_file(f"{root}/{name}")
+        raise _usage_error(error) from error
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -284,7 +287,7 @@ def _sample_partitioned(args: argparse.Namespace) -> int:
         files = write_parquet(model, args.output, args.rows, seed=args.seed, block_rows=block_rows,
                               engine=args.engine, overwrite=args.overwrite)
     except FileExistsError as error:
-        raise _UsageError(str(error).replace("overwrite=True (--overwrite)", "--overwrite")) from error
+        raise _usage_error(error) from error
     _note(args, f"wrote {args.rows} rows in {len(files)} Parquet parts to {args.output!r} "
                 "(sampled from the saved model: no privacy cost)")
     return EXIT_OK

@@ -391,11 +391,13 @@ def synthesize(
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
-    else:
+    else:  # from Ray tasks when the pass ran on Ray
+        from polars_rap.ray_engine import RaySource  # no Ray import: it is read lazily
+
         files = write_relaxed(relaxed, public_domain, output, out_rows, decoding=strategy.decoding,
                               seed=None if seed is None else int(decode_rng.integers(2**63)),
                               block_rows=output_block_rows,
-                              engine="ray" if type(source).__name__ == "RaySource" else "polars")
+                              engine="ray" if isinstance(source, RaySource) else "polars")
         synthetic_frame = pl.scan_parquet(files)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from polars_rap.errors import ParameterError
+from polars_rap.parameters import check_positive_finite
 
 __all__ = ["PaperStrategy", "PlannedStrategy", "Step", "Strategy", "add_outright_step", "group_shares", "resolve_strategy",
            "STRATEGIES"]
@@ -331,10 +332,7 @@ class PlannedStrategy:
         if self.histogram_position not in ("first", "last"):
             msg = f"histogram_position must be 'first' or 'last'. Got {self.histogram_position!r}"
             raise ParameterError(msg)
-        if isinstance(self.histogram_weight, bool) or not isinstance(self.histogram_weight, (int, float)) or not (
-                math.isfinite(self.histogram_weight) and self.histogram_weight > 0):
-            msg = f"histogram_weight must be a finite number > 0. Got {self.histogram_weight!r}"
-            raise ParameterError(msg)
+        check_positive_finite("histogram_weight", self.histogram_weight)
         if isinstance(self.selection_share, bool) or not isinstance(self.selection_share, (int, float)) or not (
                 0.0 < self.selection_share < 1.0):
             msg = f"selection_share must be a number in (0, 1). Got {self.selection_share!r}"
