@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import annealing, kernels, mechanism
+from polars_rap import annealing, kernels, mechanism, rounds
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError
 from polars_rap.privacy import PrivacyLedger, closing_charge
@@ -188,7 +188,7 @@ def _run_stub(monkeypatch, setup, fires, *, total_units, step_rho=0.3, budget=1.
         levels.append(levels[-1] + (step if t % 2 == 0 else -step))
     projected, thresholds, selections = [], [], []
 
-    def fake_project(params, measured, targets, backend, config, anneal=True, weights=None):
+    def fake_project(params, measured, targets, backend, config, anneal=True, weights=None, warm=False):
         projected.append((measured.n_queries, len(targets), weights))
         return _Version(params.version + 1), ProjectionTrace(0, 1, 0.0)
 
@@ -202,7 +202,7 @@ def _run_stub(monkeypatch, setup, fires, *, total_units, step_rho=0.3, budget=1.
         selections.append((np.array(scores), k, l1, rho))
         return real_top_k(scores, k, l1, rho, ledger, rng, **kwargs)
 
-    monkeypatch.setattr(annealing, "project", fake_project)
+    monkeypatch.setattr(rounds, "project", fake_project)
     monkeypatch.setattr(annealing, "annealing_threshold", fake_threshold)
     monkeypatch.setattr(annealing, "gumbel_top_k", spy_top_k)
     l1, l2 = group_sensitivities(queries, n_rows)
@@ -374,14 +374,14 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
         real_top_k(scores, k, l1, rho, ledger, rng, **kwargs)
         return np.array([0])
 
-    real_project = annealing.project
+    real_project = rounds.project
 
     def spy_project(*args, weights=None, **kwargs):
         last_weights.append(weights)
         return real_project(*args, weights=weights, **kwargs)
 
     monkeypatch.setattr(annealing, "gumbel_top_k", first_table)
-    monkeypatch.setattr(annealing, "project", spy_project)
+    monkeypatch.setattr(rounds, "project", spy_project)
     result = polars_rap.synthesize(
         _adult_like(), epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=40,
         rounds_lt=0, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=5),
@@ -389,8 +389,8 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     report = result.report
     m = report.measurements
     first = int(m["group"][0])
-    rounds = m.filter(pl.col("group") == first)["round"].unique().to_list()
-    assert len(rounds) == report.parameters["rounds"]["CM"] >= 2 and m["group"].n_unique() == 1
+    measured_in = m.filter(pl.col("group") == first)["round"].unique().to_list()
+    assert len(measured_in) == report.parameters["rounds"]["CM"] >= 2 and m["group"].n_unique() == 1
     stds = m.group_by("round").agg(pl.col("noise_std").first()).sort("round")["noise_std"].to_numpy()
     precision = 1.0 / m["noise_std"].to_numpy() ** 2
     np.testing.assert_allclose(last_weights[-1], precision / precision.mean(), rtol=1e-12)
@@ -398,5 +398,5 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     assert first not in report.unmeasured["group"].to_list() and report.unmeasured.height > 0
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
     fit_lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("CM:")]
-    assert fit_lines == [f"CM: 1 groups ({m.height} answers) measured in {len(rounds)} steps; "
+    assert fit_lines == [f"CM: 1 groups ({m.height} answers) measured in {len(measured_in)} steps; "
                          + fit_lines[0].split("steps; ", 1)[1]]

@@ -113,7 +113,7 @@ def test_shrinkage_is_post_processing_of_what_was_released(task, monkeypatch) ->
     for position, (_, part) in enumerate(measured.group_by("group", maintain_order=True)):
         noisy = part["noisy_answer"].to_numpy()
         if part["query_class"][0] == "CM":
-            shape = rounds.marginal_shape(fitted_queries, position)
+            shape = fitted_queries.marginal_shape(position)
             noisy = shrink_marginal(noisy, shape, float(part["noise_std"][0]))[0]
         expected.append(noisy)
     np.testing.assert_array_equal(final_targets, np.concatenate(expected))

@@ -58,12 +58,13 @@ import math
 import numpy as np
 
 from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
-from polars_rap.projection import ProjectionConfig, project
+from polars_rap.projection import ProjectionConfig
 from polars_rap.queries import QuerySet
 from polars_rap.rounds import (
     CLASS_CODES,
     LoopRecord,
     _selection_record,
+    fit_measurements,
     measure_groups,
     noise_shift_counts,
     selection_scores,
@@ -115,6 +116,7 @@ def run_annealed_step(
     shrinkage: bool = False,
     size_exponent: float = 0.0,
     anneal_temperature: bool = False,
+    independence: bool = False,
 ) -> int:
     """Spend ``step_rho`` on ``step``'s class by annealed rounds (see the module's text);
     returns the number of rounds run.
@@ -124,7 +126,8 @@ def run_annealed_step(
     (``record.class_rounds``) and the projected parameters. ``closes_ledger``: the step is the
     plan's last, so its last charge is the ledger's whole remainder. The other arguments are
     :func:`polars_rap.rounds.run_plan`'s; ``anneal_temperature`` is the projection's
-    ``anneal`` (False for categorical classes, which have no thresholds).
+    ``anneal`` (False for categorical classes, which have no thresholds); ``independence``
+    its independence prior for the CM groups not measured yet.
     """
     name = step.query_class
     total_units = int(step.annealed_rounds)
@@ -167,12 +170,8 @@ def run_annealed_step(
                 gumbel_scale(selection_l1, selection_rho, k), record.noisy_parts[-len(selected):],
                 stds, 1.0 / n_rows, shift / n_rows,
             )
-        groups = np.asarray(record.groups)
-        record.params, trace = project(
-            record.params, queries.take_groups(groups), np.concatenate(record.targets), backend, projection,
-            anneal=anneal_temperature,
-            weights=record.answer_weights(queries.group_sizes[groups], inverse_variance),
-        )
+        trace = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
+                                 anneal=anneal_temperature, independence=independence)[0]
         before = np.concatenate([synthetic[starts[i]:starts[i + 1]] for i in selected_local]).astype(np.float64)
         after = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(selected), np.inf)
         movement = float(np.abs(after.astype(np.float64) - before).sum())

@@ -382,7 +382,7 @@ def synthesize(
         backend_module, projection, noise_rng, n_rows=n_rows, selection_share=selection_share,
         inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
         size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware, prior=prior,
-        progress=sys.stderr.isatty() if progress is None else progress,
+        independence=strategy.independence_prior, progress=sys.stderr.isatty() if progress is None else progress,
     )
     del true_answers
 

@@ -216,6 +216,12 @@ class QuerySet:
         """int64[n_queries]: the group each query belongs to."""
         return np.repeat(np.arange(self.n_groups, dtype=np.int64), self.group_sizes)
 
+    def marginal_shape(self, group: int) -> tuple[int, ...]:
+        """Category counts of the columns a marginal group enumerates: its cells' row-major
+        shape (a CM group's is ``(|A|, |B|, |label|)``)."""
+        start, stop = self.group_column_offsets[group], self.group_column_offsets[group + 1]
+        return tuple(int(self.column_sizes[c]) for c in self.group_columns[start:stop])
+
     # ------------------------------------------------------------ selection
     def take_groups(self, groups: np.ndarray) -> "QuerySet":
         """The query set made of ``groups`` (int indices, in the given order).

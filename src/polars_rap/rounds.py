@@ -35,6 +35,7 @@ if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebo
 else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
+from polars_rap.independence_prior import independence_targets, unmeasured_marginals
 from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
@@ -45,7 +46,8 @@ from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
 __all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "measure_groups",
-           "noise_shift_counts", "selection_scores"]
+           "noise_shift_counts", "selection_scores", "fit_measurements",
+           "independence_pseudo_targets"]
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +139,7 @@ def run_plan(
     size_exponent: float = 0.0,
     noise_aware: bool = False,
     prior: PublicPrior | None = None,
+    independence: bool = False,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
@@ -149,7 +152,9 @@ def run_plan(
     measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
     candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`).
     ``prior`` (public answers, :mod:`polars_rap.public_targets`) may pull the projection's
-    targets toward them and let each class's first selection score against them."""
+    targets toward them and let each class's first selection score against them.
+    ``independence`` fits the CM groups not measured toward conditional independence
+    (:mod:`polars_rap.independence_prior`, post-processing)."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -167,9 +172,10 @@ def run_plan(
             extra_rounds += run_annealed_step(
                 step, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, record, backend,
                 projection, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
-                n_rows=n_rows, selection_share=selection_share, inverse_variance=inverse_variance,
-                shrinkage=shrinkage, size_exponent=size_exponent,
-                anneal_temperature=step.query_class not in _CATEGORICAL_ONLY,
+                n_rows=n_rows,
+                selection_share=selection_share if step.selection_share is None else step.selection_share,
+                inverse_variance=inverse_variance, shrinkage=shrinkage, size_exponent=size_exponent,
+                anneal_temperature=step.query_class not in _CATEGORICAL_ONLY, independence=independence,
             ) - 1
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
                             rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
@@ -184,7 +190,7 @@ def run_plan(
                                loss_scale=step.loss_scale)
             available[candidates] = False
             _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
-                          rho, round_index, len(candidates))
+                          rho, round_index, len(candidates), independence)
             continue
         k = len(candidates) if step.outright else min(step.k, len(candidates))
         chosen_by_gumbel = k < len(candidates)
@@ -226,7 +232,7 @@ def run_plan(
                 None if shift is None else shift / n_rows,
             )
         _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
-                      rho, round_index, len(selected))
+                      rho, round_index, len(selected), independence)
     bar.close()
     if not progress and logger.isEnabledFor(logging.INFO):  # no bar to look at: one line per class
         for line in class_fit_lines(record, queries, plan, backend):
@@ -236,21 +242,14 @@ def run_plan(
 
 def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, projection: ProjectionConfig,
                   inverse_variance: bool, prior: PublicPrior | None, bar, ledger: PrivacyLedger, rho: float,
-                  round_index: int, n_measured: int) -> None:
+                  round_index: int, n_measured: int, independence: bool = False) -> None:
     """Project ``record.params`` onto every measurement so far (warm start), after a step."""
-    groups = np.asarray(record.groups)
-    weights = record.answer_weights(queries.group_sizes[groups], inverse_variance)
-    targets = np.concatenate(record.targets)
-    if prior is not None and prior.targets:  # post-processing of the noisy answers
-        targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
     anneal = step.query_class not in _CATEGORICAL_ONLY
-    record.params, trace = project(
-        record.params, queries.take_groups(groups), targets, backend,
-        projection, anneal=anneal, weights=weights, warm=record.thresholds_fitted,
-    )
+    trace, stds, weights = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
+                                            anneal=anneal, warm=record.thresholds_fitted, prior=prior,
+                                            independence=independence)
     record.thresholds_fitted |= anneal
-    residual_rms, noise_rms = fit_figures(trace.exact_loss, record.answer_stds(queries.group_sizes[groups]),
-                                          weights)
+    residual_rms, noise_rms = fit_figures(trace.exact_loss, stds, weights)
     bar.set_postfix(cls=step.query_class, fit=f"{residual_rms:.2g} rms, {residual_rms / noise_rms:.2f}x noise",
                     rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
     logger.debug(
@@ -258,6 +257,54 @@ def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pr
         "exact loss %.4g, rho spent %.6g of %.6g", round_index, step.query_class, n_measured,
         trace.steps, trace.stages, trace.exact_loss, ledger.rho_spent, rho,
     )
+
+
+def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection: ProjectionConfig, *,
+                     inverse_variance: bool, anneal: bool, warm: bool = False, prior: PublicPrior | None = None,
+                     independence: bool = False):
+    """Project ``record.params`` (replaced by the result) onto every measurement so far;
+    returns ``(trace, stds, weights)``: the projection's trace and each fitted answer's noise
+    std and loss weight (float64[answers], weights of mean 1, or None when all equal).
+
+    ``prior`` (public answers) may pull the targets toward them; ``independence`` adds the
+    pseudo-targets of :mod:`polars_rap.independence_prior` for the CM groups not measured yet,
+    once a categorical table is measured (post-processing both)."""
+    groups = np.asarray(record.groups, dtype=np.int64)
+    sizes = queries.group_sizes[groups]
+    stds = record.answer_stds(sizes)
+    weights = record.answer_weights(sizes, inverse_variance)
+    targets = np.concatenate(record.targets)
+    if prior is not None and prior.targets:  # post-processing of the noisy answers
+        targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
+    fitted = groups
+    if independence:
+        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(record, queries, backend)
+        if len(pseudo_groups):
+            fitted = np.concatenate([groups, pseudo_groups])
+            targets = np.concatenate([targets, pseudo_targets])
+            raw = (1.0 / np.square(stds) if inverse_variance else np.ones(len(stds))) * np.repeat(
+                np.asarray(record.loss_scales, dtype=np.float64), sizes)
+            stds = np.concatenate([stds, np.full(len(pseudo_targets), prior_std)])
+            raw = np.concatenate([raw, np.full(len(pseudo_targets), 1.0 / prior_std**2 if inverse_variance else 1.0)])
+            weights = raw / raw.mean()
+    record.params, trace = project(record.params, queries.take_groups(fitted), targets, backend, projection,
+                                   anneal=anneal, weights=weights, warm=warm)
+    return trace, stds, weights
+
+
+def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(groups, targets, prior_std)`` of :mod:`polars_rap.independence_prior` for the
+    relaxed data now: the CM groups not measured (int64[g]), their pseudo-targets (float64,
+    concatenated) and the std they are weighed with, the largest of the categorical (CM and
+    base-marginal) measurements'; no groups before any such measurement."""
+    groups = np.asarray(record.groups, dtype=np.int64)
+    categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
+    unmeasured = unmeasured_marginals(queries, groups)
+    if not categorical.any() or len(unmeasured) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
+    prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
+    answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
+    return unmeasured, independence_targets(queries, unmeasured, answers), prior_std
 
 
 def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
@@ -294,7 +341,7 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
         stds.append(std)
         shrunk = shrinkage and query_class == "CM"
         record.add(group, round_index, noisy, std, loss_scale=loss_scale,
-                   target=shrink_marginal(noisy, marginal_shape(queries, group), std)[0] if shrunk else None)
+                   target=shrink_marginal(noisy, queries.marginal_shape(group), std)[0] if shrunk else None)
     return stds
 
 
@@ -361,12 +408,6 @@ def class_fit_lines(record: LoopRecord, queries: QuerySet, plan: list[Step], bac
             f"fit residual rms {residual_rms:.2g} = {relative:.2f} x the noise std"
         )
     return lines
-
-
-def marginal_shape(queries: QuerySet, group: int) -> tuple[int, ...]:
-    """Category counts of the columns a marginal group enumerates (its cells' row-major shape)."""
-    start, stop = queries.group_column_offsets[group], queries.group_column_offsets[group + 1]
-    return tuple(int(queries.column_sizes[c]) for c in queries.group_columns[start:stop])
 
 
 def selection_scores(true_counts: np.ndarray, synthetic: np.ndarray, sizes: np.ndarray,

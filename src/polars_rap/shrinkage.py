@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from polars_rap.independence_prior import conditional_independence
+
 __all__ = ["interaction_dof", "shrink_marginal"]
 
 
@@ -47,14 +49,10 @@ def shrink_marginal(noisy: np.ndarray, shape: tuple[int, ...], noise_std: float)
     dof = interaction_dof(shape)
     if dof < 3 or noise_std <= 0.0:
         return noisy.copy(), 1.0
-    table = noisy.reshape(shape[0], shape[1], -1)
-    row = np.clip(table.sum(axis=1, keepdims=True), 0.0, None)   # y[a, +, c] >= 0
-    column = np.clip(table.sum(axis=0, keepdims=True), 0.0, None)  # y[+, b, c] >= 0
-    total = row.sum(axis=0, keepdims=True)
-    independent = np.divide(row * column, total, out=np.zeros(table.shape), where=total > 0.0)
-    interaction = table - independent
+    independent = conditional_independence(noisy, shape)
+    interaction = noisy - independent
     energy = float(np.square(interaction).sum())
     if energy <= 0.0:
-        return independent.ravel(), 0.0
+        return independent, 0.0
     factor = max(0.0, 1.0 - (dof - 2) * noise_std**2 / energy)
-    return (independent + factor * interaction).ravel(), factor
+    return independent + factor * interaction, factor

@@ -63,13 +63,17 @@ class Step:
 
     ``loss_scale`` (> 0, public) multiplies an outright or selection step's measurements'
     weights in the projection loss, relative to the other steps' (post-processing: what is
-    released is unchanged); an annealed step's are not scaled."""
+    released is unchanged); an annealed step's are not scaled.
+
+    ``selection_share`` (public): the part of an annealed round's budget its selection pays,
+    instead of the run's (None: the run's)."""
 
     query_class: str
     weight: float
     k: int | None
     annealed_rounds: int | None = None
     loss_scale: float = 1.0
+    selection_share: float | None = None
 
     @property
     def outright(self) -> bool:
@@ -126,6 +130,10 @@ class Strategy(Protocol):
     :class:`~polars_rap.projection.ProjectionConfig` sets its own: the last ``warm_doublings
     + 1`` temperature stages (None: the whole schedule every round)."""
 
+    independence_prior: bool
+    """Fit the categorical marginals not measured (yet) toward conditional independence given
+    the label (:mod:`polars_rap.independence_prior`; post-processing)."""
+
     integer_cells: bool
     """Spread integer columns over their rounding cells in the pass over the real rows
     (:func:`polars_rap.encoding.spread_integer_cells`), so that decoding's rounding keeps
@@ -172,6 +180,7 @@ class PaperStrategy:
     histogram_weight: float = field(default=1.0, init=False)
     integer_cells: bool = field(default=False, init=False)
     warm_doublings: int | None = field(default=None, init=False)
+    independence_prior: bool = field(default=False, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -258,6 +267,16 @@ class PlannedStrategy:
         1)`` rounds run. None (default): the number of CM groups, so that a first round
         measures its table with the outright step's budget per table, less the selection's
         part (AIM's 16 d plays this part).
+    cm_anneal_selection_share : float or None
+        Part of an annealed CM round's budget its selection pays (AIM's is 0.1); None: the
+        run's ``selection_share``.
+    independence_prior : bool
+        Fit every CM table not measured (yet) toward the conditional independence of its two
+        features given the label, computed from the relaxed data's own margins before each
+        projection and weighed as a measurement as noisy as the noisiest categorical one
+        (:mod:`polars_rap.independence_prior`; post-processing, free). It matters only where
+        tables go unmeasured, as with ``cm_anneal``: AIM's graphical model infers those tables
+        the same way.
     integer_cells : bool
         Spread each whole value ``x`` of an integer column over its rounding cell ``[x - 1/2,
         x + 1/2]`` (a per-row map keyed by a hash of the row:
@@ -293,6 +312,8 @@ class PlannedStrategy:
     histogram_weight: float = 1.0
     cm_anneal: bool = False
     cm_anneal_rounds: int | None = None
+    cm_anneal_selection_share: float | None = None
+    independence_prior: bool = False
     integer_cells: bool = False
     warm_doublings: int | None = 1
     name: str = field(default="planned", init=False)
@@ -337,7 +358,14 @@ class PlannedStrategy:
                 0.0 < self.selection_share < 1.0):
             msg = f"selection_share must be a number in (0, 1). Got {self.selection_share!r}"
             raise ParameterError(msg)
-        for flag in ("cm_anneal", "integer_cells"):
+        if self.cm_anneal_selection_share is not None and (
+                isinstance(self.cm_anneal_selection_share, bool)
+                or not isinstance(self.cm_anneal_selection_share, (int, float))
+                or not 0.0 < self.cm_anneal_selection_share < 1.0):
+            msg = ("cm_anneal_selection_share must be a number in (0, 1) or None (the run's "
+                   f"selection_share). Got {self.cm_anneal_selection_share!r}")
+            raise ParameterError(msg)
+        for flag in ("cm_anneal", "integer_cells", "independence_prior"):
             if not isinstance(getattr(self, flag), bool):
                 msg = f"{flag} must be True or False. Got {getattr(self, flag)!r}"
                 raise ParameterError(msg)
@@ -374,7 +402,8 @@ class PlannedStrategy:
         share = {c: raw[c] / total for c in active if raw[c] > 0}
         annealed = ["CM"] if self.cm_anneal and "CM" in share else []
         steps = [Step(c, share[c], int((self.class_k or {}).get(c, 1)),
-                      int(self.cm_anneal_rounds or group_counts[c])) for c in annealed]
+                      int(self.cm_anneal_rounds or group_counts[c]),
+                      selection_share=self.cm_anneal_selection_share) for c in annealed]
         outright = [c for c in share if c not in annealed
                     and self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
         steps += [Step(c, share[c], None) for c in outright]
@@ -393,7 +422,9 @@ class PlannedStrategy:
                 "base_share": self.base_share, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
                 "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
-                "cm_anneal_rounds": self.cm_anneal_rounds, "integer_cells": self.integer_cells,
+                "cm_anneal_rounds": self.cm_anneal_rounds,
+                "cm_anneal_selection_share": self.cm_anneal_selection_share,
+                "independence_prior": self.independence_prior, "integer_cells": self.integer_cells,
                 "warm_doublings": self.warm_doublings}
 
 
@@ -421,7 +452,7 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
              "noise_aware", "base_share", "histogram_share", "histogram_bins", "histogram_position",
-             "histogram_weight", "integer_cells", "warm_doublings", "plan",
+             "histogram_weight", "integer_cells", "warm_doublings", "independence_prior", "plan",
              "describe")
 
 
