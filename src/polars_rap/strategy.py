@@ -264,9 +264,13 @@ class PlannedStrategy:
         acs-income-CA but raised it 30% on Adult, whose interactions need every table measured.
     cm_anneal_rounds : int or None
         T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
-        1)`` rounds run. None (default): the number of CM groups, so that a first round
-        measures its table with the outright step's budget per table, less the selection's
-        part (AIM's 16 d plays this part).
+        1)`` rounds run. None (default): the number of CM groups over ``cm_anneal_start``
+        (AIM's 16 d plays this part).
+    cm_anneal_start : float
+        With ``cm_anneal_rounds`` None, the first annealed round's budget per table relative to
+        an outright step's (1: the same, less the selection's part; 0.25: T0 is four times the
+        number of CM groups, so rounds start at a quarter of it, their noise std doubled, and
+        more tables can be measured before the budget runs out).
     cm_anneal_selection_share : float or None
         Part of an annealed CM round's budget its selection pays (AIM's is 0.1); None: the
         run's ``selection_share``.
@@ -312,6 +316,7 @@ class PlannedStrategy:
     histogram_weight: float = 1.0
     cm_anneal: bool = False
     cm_anneal_rounds: int | None = None
+    cm_anneal_start: float = 1.0
     cm_anneal_selection_share: float | None = None
     independence_prior: bool = False
     integer_cells: bool = False
@@ -358,6 +363,10 @@ class PlannedStrategy:
                 0.0 < self.selection_share < 1.0):
             msg = f"selection_share must be a number in (0, 1). Got {self.selection_share!r}"
             raise ParameterError(msg)
+        if isinstance(self.cm_anneal_start, bool) or not isinstance(self.cm_anneal_start, (int, float)) or not (
+                0.0 < self.cm_anneal_start <= 1.0):
+            msg = f"cm_anneal_start must be a number in (0, 1]. Got {self.cm_anneal_start!r}"
+            raise ParameterError(msg)
         if self.cm_anneal_selection_share is not None and (
                 isinstance(self.cm_anneal_selection_share, bool)
                 or not isinstance(self.cm_anneal_selection_share, (int, float))
@@ -402,7 +411,7 @@ class PlannedStrategy:
         share = {c: raw[c] / total for c in active if raw[c] > 0}
         annealed = ["CM"] if self.cm_anneal and "CM" in share else []
         steps = [Step(c, share[c], int((self.class_k or {}).get(c, 1)),
-                      int(self.cm_anneal_rounds or group_counts[c]),
+                      int(self.cm_anneal_rounds or max(1, round(group_counts[c] / self.cm_anneal_start))),
                       selection_share=self.cm_anneal_selection_share) for c in annealed]
         outright = [c for c in share if c not in annealed
                     and self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
@@ -422,7 +431,7 @@ class PlannedStrategy:
                 "base_share": self.base_share, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
                 "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
-                "cm_anneal_rounds": self.cm_anneal_rounds,
+                "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
                 "independence_prior": self.independence_prior, "integer_cells": self.integer_cells,
                 "warm_doublings": self.warm_doublings}

@@ -1,0 +1,171 @@
+"""The independence prior for unmeasured CM tables (polars_rap.independence_prior) and its
+use in the loop: its math, which tables it covers, and that it is post-processing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap
+from polars_rap import rounds
+from polars_rap.independence_prior import conditional_independence, independence_targets, unmeasured_marginals
+from polars_rap.queries import QueryClass
+from polars_rap.strategy import PlannedStrategy
+
+ADULT_DOMAIN = {"workclass": ["private", "self", "gov"], "education": ["hs", "college", "grad", "other"],
+                "sex": ["F", "M"], "race": ["a", "b", "c"], "age": (17, 90), "hours": (1, 99),
+                "income": ["<=50K", ">50K"]}
+AIM_LOOP = {"name": "planned", "base_share": 0.1, "cm_anneal": True, "cm_anneal_selection_share": 0.1,
+            "cm_anneal_rounds": 8}
+
+
+def _adult_like(n: int = 800, seed: int = 5) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    education = rng.choice(["hs", "college", "grad", "other"], n, p=[0.4, 0.3, 0.1, 0.2])
+    rich = (education == "grad") | (rng.random(n) < 0.2)
+    workclass = np.where(rich & (rng.random(n) < 0.5), "self", rng.choice(["private", "gov"], n, p=[0.8, 0.2]))
+    return pl.DataFrame({
+        "workclass": workclass, "education": education,
+        "sex": rng.choice(["F", "M"], n), "race": rng.choice(["a", "b", "c"], n, p=[0.8, 0.15, 0.05]),
+        "age": rng.integers(17, 91, n), "hours": rng.integers(1, 100, n),
+        "income": np.where(rich, ">50K", "<=50K")})
+
+
+# ------------------------------------------------------------------ the math
+def test_the_fit_is_the_product_of_the_margins_over_the_label() -> None:
+    """m[a, b, c] = T[a, +, c] T[+, b, c] / T[+, +, c], cell by cell, on a table with an
+    interaction; its A x C and B x C margins are the table's, and a table that is already
+    independent given C is returned to float precision."""
+    rng = np.random.default_rng(1)
+    table = rng.dirichlet(np.full(24, 0.6))
+    fit = conditional_independence(table, (4, 3, 2)).reshape(4, 3, 2)
+    cube = table.reshape(4, 3, 2)
+    for a, b, c in np.ndindex(4, 3, 2):
+        expected = cube[a, :, c].sum() * cube[:, b, c].sum() / cube[:, :, c].sum()
+        assert fit[a, b, c] == pytest.approx(expected, rel=1e-14)
+    np.testing.assert_allclose(fit.sum(axis=1), cube.sum(axis=1), rtol=1e-13)
+    np.testing.assert_allclose(fit.sum(axis=0), cube.sum(axis=0), rtol=1e-13)
+    independent = fit.ravel()
+    np.testing.assert_allclose(conditional_independence(independent, (4, 3, 2)), independent, rtol=1e-13)
+
+
+def test_empty_slices_and_negative_margins() -> None:
+    """A label value with no mass gets zeros (no division by zero); a negative margin (noisy
+    answers) counts as 0; a two-axis table is independence of its two axes."""
+    cube = np.zeros((2, 2, 2))
+    cube[:, :, 0] = [[0.4, 0.1], [0.1, 0.4]]
+    fit = conditional_independence(cube.ravel(), (2, 2, 2)).reshape(2, 2, 2)
+    np.testing.assert_array_equal(fit[:, :, 1], 0.0)
+    np.testing.assert_allclose(fit[:, :, 0], 0.25, rtol=1e-15)
+    negative = np.array([[0.5, -0.2], [0.2, 0.5]])  # row 0 sums to 0.3, column 1 to 0.3
+    fit2 = conditional_independence(negative.ravel(), (2, 2)).reshape(2, 2)
+    np.testing.assert_allclose(fit2, np.outer([0.3, 0.7], [0.7, 0.3]), rtol=1e-14)
+
+
+def test_unmeasured_marginals_are_the_cm_groups_left() -> None:
+    """Every CM group not measured, in id order; base marginals (one feature x label) and
+    threshold groups never, whatever was measured."""
+    frame = _adult_like(200)
+    domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
+    from polars_rap.mechanism import workload_and_plan
+
+    queries, _, counts = workload_and_plan(
+        domain, PlannedStrategy(base_share=0.1), np.random.default_rng(0), rounds_cm=None, rounds_lt=2,
+        rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=50, max_marginal_cells=None)
+    cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
+    assert len(cm) == counts["CM"] == 6 and counts["BM"] == 4
+    np.testing.assert_array_equal(unmeasured_marginals(queries, []), cm)
+    np.testing.assert_array_equal(unmeasured_marginals(queries, [cm[1], cm[4], len(cm) + 3]),
+                                  np.delete(cm, [1, 4]))
+    answers = np.random.default_rng(2).random(int(queries.group_sizes[cm].sum()))
+    targets = independence_targets(queries, cm, answers)
+    starts = np.concatenate([[0], np.cumsum(queries.group_sizes[cm])])
+    for i, group in enumerate(cm):
+        part = slice(starts[i], starts[i + 1])
+        np.testing.assert_array_equal(targets[part],
+                                      conditional_independence(answers[part], queries.marginal_shape(group)))
+
+
+# ------------------------------------------------------------------ in the loop
+def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
+    """Every projection of a run with the prior fits the released measurements (targets equal
+    to the report's noisy answers, in order) and, once a categorical table is measured, every
+    CM table not measured yet at the independence fit of the relaxed rows the projection
+    starts from (recomputed here from those rows and public shapes alone), weighed as a
+    measurement with the largest categorical std so far (weights 1/std^2, mean 1). The ledger
+    closes at the budget: the prior charges nothing."""
+    from polars_rap.kernels import resolve_backend
+
+    pseudo_calls, project_calls = [], []
+    real_pseudo, real_project = rounds.independence_pseudo_targets, rounds.project
+
+    def spy_pseudo(record, queries, backend):
+        out = real_pseudo(record, queries, backend)
+        pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
+        return out
+
+    def spy_project(params, queries, targets, backend, config, anneal=True, weights=None, warm=False):
+        project_calls.append((np.array(targets, copy=True), None if weights is None else weights.copy()))
+        return real_project(params, queries, targets, backend, config, anneal=anneal, weights=weights, warm=warm)
+
+    monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
+    monkeypatch.setattr(rounds, "project", spy_project)
+    result = polars_rap.synthesize(
+        _adult_like(), epsilon=2.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=3, relaxed_rows=60,
+        rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy={**AIM_LOOP, "independence_prior": True})
+    report = result.report
+    assert report.parameters["strategy"]["independence_prior"] is True
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    noisy = report.measurements["noisy_answer"].to_numpy()
+    backend = resolve_backend("cpu")
+    assert len(pseudo_calls) == len(project_calls) >= 4
+    with_prior = 0
+    for (groups, stds, params, queries, (pseudo, targets, prior_std)), (fitted, weights) in zip(
+            pseudo_calls, project_calls, strict=True):
+        classes = queries.group_class[groups]
+        sizes = queries.group_sizes[groups]
+        k = int(sizes.sum())
+        np.testing.assert_array_equal(fitted[:k], noisy[:k])  # the released answers, as released
+        cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
+        categorical = np.isin(classes, (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
+        if not categorical.any():
+            assert len(pseudo) == 0 and len(fitted) == k
+            continue
+        np.testing.assert_array_equal(pseudo, np.setdiff1d(cm, groups))
+        if len(pseudo) == 0:
+            continue
+        with_prior += 1
+        assert prior_std == max(s for s, c in zip(stds, categorical) if c)
+        relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(pseudo), np.inf).astype(np.float64)
+        parts = np.split(relaxed, np.cumsum(queries.group_sizes[pseudo])[:-1])
+        expected = np.concatenate([conditional_independence(part, queries.marginal_shape(int(g)))
+                                   for g, part in zip(pseudo, parts, strict=True)])
+        np.testing.assert_array_equal(targets, expected)
+        np.testing.assert_array_equal(fitted[k:], expected)
+        raw = np.concatenate([1.0 / np.repeat(np.square(stds), sizes), np.full(len(expected), 1.0 / prior_std**2)])
+        np.testing.assert_allclose(weights, raw / raw.mean(), rtol=1e-12)
+    assert with_prior >= 2
+
+
+def test_without_unmeasured_tables_the_prior_changes_nothing() -> None:
+    """With every CM table measured outright (the default plan) no table is left for the
+    prior: the run is the same to the last bit with it on or off."""
+    frame = _adult_like(500)
+    common = dict(epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=40,
+                  rounds_lt=2, n_linear_thresholds=60, backend="cpu", progress=False,
+                  projection=polars_rap.ProjectionConfig(max_steps=4))
+    on = polars_rap.synthesize(frame, strategy={"name": "planned", "independence_prior": True}, **common)
+    off = polars_rap.synthesize(frame, strategy="planned", **common)
+    np.testing.assert_array_equal(on.relaxed, off.relaxed)
+    assert on.data.equals(off.data)
+
+
+def test_bad_settings_are_named() -> None:
+    with pytest.raises(ValueError, match="independence_prior must be True or False"):
+        PlannedStrategy(independence_prior=1)
+    with pytest.raises(ValueError, match=r"cm_anneal_selection_share must be a number in \(0, 1\)"):
+        PlannedStrategy(cm_anneal=True, cm_anneal_selection_share=1.0)
