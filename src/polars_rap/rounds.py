@@ -35,7 +35,7 @@ if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebo
 else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
-from polars_rap.independence_prior import independence_targets, unmeasured_marginals
+from polars_rap.independence_prior import independence_pseudo_targets
 from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
@@ -46,8 +46,7 @@ from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
 __all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "measure_groups",
-           "noise_shift_counts", "selection_scores", "fit_measurements",
-           "independence_pseudo_targets"]
+           "noise_shift_counts", "selection_scores", "fit_measurements"]
 
 logger = logging.getLogger(__name__)
 
@@ -290,21 +289,6 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     record.params, trace = project(record.params, queries.take_groups(fitted), targets, backend, projection,
                                    anneal=anneal, weights=weights, warm=warm)
     return trace, stds, weights
-
-
-def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(groups, targets, prior_std)`` of :mod:`polars_rap.independence_prior` for the
-    relaxed data now: the CM groups not measured (int64[g]), their pseudo-targets (float64,
-    concatenated) and the std they are weighed with, the largest of the categorical (CM and
-    base-marginal) measurements'; no groups before any such measurement."""
-    groups = np.asarray(record.groups, dtype=np.int64)
-    categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
-    unmeasured = unmeasured_marginals(queries, groups)
-    if not categorical.any() or len(unmeasured) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
-    prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
-    answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
-    return unmeasured, independence_targets(queries, unmeasured, answers), prior_std
 
 
 def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
