@@ -49,16 +49,24 @@ DATA_ENV = "POLARS_RAP_ACS_DIR"
 ``--data-dir`` for the child processes); default ``../shared/data`` beside the repository."""
 PRIVATE_STATE = "CA"
 MISMATCHED_STATE = "PR"
-CONDITIONS: dict[str, tuple[str, tuple[str, ...]] | None] = {
-    "none": None,
-    "matched/init": ("matched", ("init",)),
-    "matched/init+fit": ("matched", ("init", "fit")),
-    "matched/init+targets": ("matched", ("init", "targets")),
-    "matched/init+fit+targets+selection": ("matched", ("init", "fit", "targets", "selection")),
-    "mismatched/init": ("mismatched", ("init",)),
-    "mismatched/init+targets": ("mismatched", ("init", "targets")),
+LOOP = {"name": "planned", "base_share": 0.1, "cm_anneal": True, "cm_anneal_selection_share": 0.1,
+        "independence_prior": True}
+"""The strategy of the ``loop/`` conditions: base marginals, annealed CM rounds and the prior for
+unmeasured tables (``bench/results/ablation_independence_prior.md``), where ``"interactions"``
+has tables to act on."""
+CONDITIONS: dict[str, tuple[str | None, tuple[str, ...], dict | None]] = {
+    "none": (None, (), None),
+    "matched/init": ("matched", ("init",), None),
+    "matched/init+fit": ("matched", ("init", "fit"), None),
+    "matched/init+targets": ("matched", ("init", "targets"), None),
+    "matched/init+fit+targets+selection": ("matched", ("init", "fit", "targets", "selection"), None),
+    "mismatched/init": ("mismatched", ("init",), None),
+    "mismatched/init+targets": ("mismatched", ("init", "targets"), None),
+    "loop/none": (None, (), LOOP),
+    "loop/matched/interactions": ("matched", ("interactions",), LOOP),
+    "loop/mismatched/interactions": ("mismatched", ("interactions",), LOOP),
 }
-"""Condition name -> (public table, its uses), or None for no public table."""
+"""Condition name -> (public table or None, its uses, the strategy or None for the default)."""
 EPSILONS = (0.1, 0.25, 1.0)
 SEEDS = (0, 1, 2)
 OUT = RESULTS / "public_prior.csv"
@@ -104,15 +112,17 @@ def parameters(condition: str, smoke: bool) -> dict:
     base = SMOKE if smoke else {"train_rows": suite["train_rows"], "synthesize": dict(suite["synthesize"]),
                                 "projection": dict(suite["projection"]), "eval": dict(suite["eval"])}
     planned = json.loads(json.dumps(base))
-    if CONDITIONS[condition] is not None:
-        kind, uses = CONDITIONS[condition]
+    kind, uses, strategy = CONDITIONS[condition]
+    if kind is not None:
         planned.update(public=kind, public_use=list(uses))
+    if strategy is not None:
+        planned["synthesize"]["strategy"] = strategy
     return planned
 
 
 def plan(conditions: Sequence[str], epsilons: Sequence[float], seeds: Sequence[int], smoke: bool) -> list[dict]:
     """Every run, seed by seed and ε by ε (so that a partial run has whole comparisons)."""
-    return [{"dataset": DATASET, "mechanism": "rap++" if CONDITIONS[c] is None else "rap++public",
+    return [{"dataset": DATASET, "mechanism": "rap++" if CONDITIONS[c][0] is None else "rap++public",
              "epsilon": float(e), "seed": int(s), "parameters": parameters(c, smoke)}
             for s in seeds for e in epsilons for c in conditions]
 
@@ -120,9 +130,15 @@ def plan(conditions: Sequence[str], epsilons: Sequence[float], seeds: Sequence[i
 def condition_of(parameters_json: str) -> str:
     """The condition name of a row, from its parameters."""
     parsed = json.loads(parameters_json)
+    family = "loop/" if (parsed.get("synthesize") or {}).get("strategy") == LOOP else ""
     if "public" not in parsed:
-        return "none"
-    return f"{parsed['public']}/{'+'.join(parsed['public_use'])}"
+        return f"{family}none"
+    return f"{family}{parsed['public']}/{'+'.join(parsed['public_use'])}"
+
+
+def _base_of(condition: str) -> str:
+    """The condition a row's errors are divided by: the same strategy without a public table."""
+    return "loop/none" if condition.startswith("loop/") else "none"
 
 
 def run(specs: list[dict], out: Path, quiet: bool) -> None:
@@ -141,7 +157,8 @@ def run(specs: list[dict], out: Path, quiet: bool) -> None:
 
 
 def summary(results: pl.DataFrame) -> pl.DataFrame:
-    """Mean over seeds per condition and ε, with each error's ratio to ``none`` at that ε."""
+    """Mean over seeds per condition and ε, with each error's ratio to ``none`` at that ε
+    (``loop/none`` for the ``loop/`` conditions)."""
     ok = results.filter(pl.col("status") == "ok").with_columns(
         pl.col("parameters").map_elements(condition_of, return_dtype=pl.String).alias("condition"))
     order = {name: i for i, name in enumerate(CONDITIONS)}
@@ -150,9 +167,10 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
                   pl.col("seed").n_unique().alias("seeds"))
              .with_columns(pl.col("condition").replace_strict(order, default=len(order)).alias("_order"))
              .sort("epsilon", "_order").drop("_order"))
-    base = means.filter(pl.col("condition") == "none").select(
-        "epsilon", *(pl.col(f"{c}_mean_error").alias(f"_{c}") for c in ERROR_CLASSES))
-    return (means.join(base, on="epsilon", how="left")
+    base = means.filter(pl.col("condition").is_in(["none", "loop/none"])).select(
+        pl.col("condition").alias("_base"), "epsilon", *(pl.col(f"{c}_mean_error").alias(f"_{c}") for c in ERROR_CLASSES))
+    means = means.with_columns(pl.col("condition").map_elements(_base_of, return_dtype=pl.String).alias("_base"))
+    return (means.join(base, on=["_base", "epsilon"], how="left")
             .with_columns(*((pl.col(f"{c}_mean_error") / pl.col(f"_{c}")).round(3).alias(f"{c}_vs_none")
                             for c in ERROR_CLASSES),
                           (pl.col("real_macro_f1") - pl.col("macro_f1")).round(4).alias("F1_gap_to_real"))
@@ -168,7 +186,7 @@ def targets(table: pl.DataFrame) -> list[str]:
         found = table.filter((pl.col("condition") == condition) & (pl.col("epsilon") == epsilon))
         return found.row(0, named=True) if found.height else None
 
-    for condition in (c for c in CONDITIONS if c.startswith("matched/")):
+    for condition in (c for c in CONDITIONS if "matched/" in c and "mismatched/" not in c):
         r = row(condition, 0.25)
         if r is None:
             continue
@@ -176,7 +194,7 @@ def targets(table: pl.DataFrame) -> list[str]:
                and r["MM_vs_none"] <= 0.5 and abs(r["F1_gap_to_real"]) <= 0.02)
         lines.append(f"{condition} at ε = 0.25: CM {r['CM_vs_none']}x, MM {r['MM_vs_none']}x of none (target ≤ 0.5); "
                      f"F1 {r['F1_gap_to_real']} below real (target ≤ 0.02): {'met' if met else 'not met'}")
-    for condition in (c for c in CONDITIONS if c.startswith("mismatched/")):
+    for condition in (c for c in CONDITIONS if "mismatched/" in c):
         r = row(condition, 1.0)
         if r is None:
             continue
@@ -222,8 +240,10 @@ def write_outputs(out: Path, plots: Path) -> tuple[Path, Path] | None:
     table = summary(results)
     present = set(table["condition"])
     text = ("# Public table as a prior (bench/public_prior.py; mean over seeds)\n\n"
-            + "\n".join(f"- **{name}**: " + ("no public table (polars-rap's default)" if spec is None else
+            + "\n".join(f"- **{name}**: " + ("no public table" if spec[0] is None else
                                           f"public table {spec[0]}, public_use {list(spec[1])}")
+                        + (", polars-rap's default strategy" if spec[2] is None else
+                           f", strategy {json.dumps(spec[2])} (ratios to loop/none)")
                         for name, spec in CONDITIONS.items() if name in present)
             + f"\n\nPrivate: {DATASET} training rows; matched public: every other state's table "
             f"(and PR); mismatched: {MISMATCHED_STATE} alone.\n\n" + table_markdown(table)

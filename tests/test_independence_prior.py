@@ -102,8 +102,9 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
     pseudo_calls, project_calls = [], []
     real_pseudo, real_project = rounds.independence_pseudo_targets, rounds.project
 
-    def spy_pseudo(record, queries, backend):
-        out = real_pseudo(record, queries, backend)
+    def spy_pseudo(record, queries, backend, public=None):
+        assert public is None  # no public table: independence
+        out = real_pseudo(record, queries, backend, public)
         pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
         return out
 

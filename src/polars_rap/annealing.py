@@ -59,6 +59,7 @@ import numpy as np
 
 from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig
+from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.rounds import (
     CLASS_CODES,
@@ -117,6 +118,7 @@ def run_annealed_step(
     size_exponent: float = 0.0,
     anneal_temperature: bool = False,
     independence: bool = False,
+    prior: PublicPrior | None = None,
 ) -> int:
     """Spend ``step_rho`` on ``step``'s class by annealed rounds (see the module's text);
     returns the number of rounds run.
@@ -127,7 +129,8 @@ def run_annealed_step(
     plan's last, so its last charge is the ledger's whole remainder. The other arguments are
     :func:`polars_rap.rounds.run_plan`'s; ``anneal_temperature`` is the projection's
     ``anneal`` (False for categorical classes, which have no thresholds); ``independence``
-    its independence prior for the CM groups not measured yet.
+    its independence prior for the CM groups not measured yet; ``prior`` the public table's
+    uses in the projection (targets, interactions; its selection use is not applied here).
     """
     name = step.query_class
     total_units = int(step.annealed_rounds)
@@ -171,7 +174,7 @@ def run_annealed_step(
                 stds, 1.0 / n_rows, shift / n_rows,
             )
         trace = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
-                                 anneal=anneal_temperature, independence=independence)[0]
+                                 anneal=anneal_temperature, prior=prior, independence=independence)[0]
         before = np.concatenate([synthetic[starts[i]:starts[i + 1]] for i in selected_local]).astype(np.float64)
         after = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(selected), np.inf)
         movement = float(np.abs(after.astype(np.float64) - before).sum())

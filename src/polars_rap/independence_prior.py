@@ -22,8 +22,13 @@ them and pulls its interaction toward zero; once the table is measured its pseud
 dropped and the measurement alone is fitted. The targets are recomputed at every projection,
 from the rows the last one left.
 
+With a public table used for its ``"interactions"`` (:data:`polars_rap.public_prior.PUBLIC_USES`)
+a table's pseudo-target is the public table's own table raked to the relaxed margins
+(:func:`raked_interaction`): its odds ratios, not independence, where the public table has the
+table's columns.
+
 Privacy: the pseudo-targets are functions of the relaxed rows, themselves fitted to released
-measurements only, and of public shapes; ``prior_std`` is a function of the noise stds, fixed
+measurements only, of public shapes and of the public table; ``prior_std`` is a function of the noise stds, fixed
 by the public plan and the released budget of each round. The prior reads nothing private and
 costs no budget (post-processing).
 """
@@ -40,7 +45,7 @@ if TYPE_CHECKING:
     from polars_rap.rounds import LoopRecord
 
 __all__ = ["conditional_independence", "independence_pseudo_targets", "independence_targets",
-           "unmeasured_marginals"]
+           "raked_interaction", "unmeasured_marginals"]
 
 
 def conditional_independence(table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -54,6 +59,39 @@ def conditional_independence(table: np.ndarray, shape: tuple[int, ...]) -> np.nd
     return np.divide(row * column, total, out=np.zeros(cube.shape), where=total > 0.0).ravel()
 
 
+RAKING_SWEEPS = 25
+"""Iterative proportional fitting sweeps of :func:`raked_interaction` (each fits both margins)."""
+RAKING_FLOOR = 0.01
+"""Part of the conditional-independence fit mixed into the public table before raking, so that
+a cell the public table lacks (0) can still take the mass the relaxed margins give it."""
+
+
+def raked_interaction(public: np.ndarray, table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """float64[prod(shape)]: the ``public`` table's interaction of its first two axes, raked
+    to ``table``'s margins over them given the rest (both float[prod(shape)], row-major over
+    ``shape``, at least two axes).
+
+    Iterative proportional fitting from ``(1 - f) * public' + f * m`` (``public'`` scaled to
+    ``table``'s mass per trailing slice, ``m`` = :func:`conditional_independence` of
+    ``table``, ``f`` = :data:`RAKING_FLOOR`) alternately matches ``T[a, +, c]`` and
+    ``T[+, b, c]`` (negative margins count as 0), :data:`RAKING_SWEEPS` times: the
+    maximum-entropy table with those margins and the public table's odds ratios."""
+    cube = np.asarray(table, dtype=np.float64).reshape(shape[0], shape[1], -1)
+    row = np.clip(cube.sum(axis=1, keepdims=True), 0.0, None)
+    column = np.clip(cube.sum(axis=0, keepdims=True), 0.0, None)
+    mass = row.sum(axis=0, keepdims=True)
+    reference = np.clip(np.asarray(public, dtype=np.float64), 0.0, None).reshape(cube.shape)
+    reference_mass = reference.sum(axis=(0, 1), keepdims=True)
+    scaled = np.divide(reference * mass, reference_mass, out=np.zeros(cube.shape), where=reference_mass > 0.0)
+    fitted = (1.0 - RAKING_FLOOR) * scaled + RAKING_FLOOR * conditional_independence(table, shape).reshape(cube.shape)
+    for _ in range(RAKING_SWEEPS):
+        sums = fitted.sum(axis=1, keepdims=True)
+        fitted *= np.divide(row, sums, out=np.zeros(sums.shape), where=sums > 0.0)
+        sums = fitted.sum(axis=0, keepdims=True)
+        fitted *= np.divide(column, sums, out=np.zeros(sums.shape), where=sums > 0.0)
+    return fitted.ravel()
+
+
 def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
     """int64[g]: the CM groups of ``queries`` with at least two axes that are not in
     ``measured`` (group ids), in id order."""
@@ -63,24 +101,34 @@ def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
     return np.flatnonzero(cm & (axes >= 2)).astype(np.int64)
 
 
-def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndarray) -> np.ndarray:
+def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndarray,
+                         public: np.ndarray | None = None) -> np.ndarray:
     """float64[answers of ``groups``]: each group's :func:`conditional_independence` fit of its
-    ``answers`` (the relaxed data's, float[answers of ``groups``], concatenated in order)."""
+    ``answers`` (the relaxed data's, float[answers of ``groups``], concatenated in order), or,
+    where ``public`` (float64[n_queries of ``queries``], NaN where a public table has no
+    answer) covers the whole group, its :func:`raked_interaction`."""
     answers = np.asarray(answers, dtype=np.float64)
     sizes = queries.group_sizes[groups]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     out = np.empty(len(answers), dtype=np.float64)
     for i, group in enumerate(groups):
         part = slice(starts[i], starts[i + 1])
-        out[part] = conditional_independence(answers[part], queries.marginal_shape(int(group)))
+        shape = queries.marginal_shape(int(group))
+        reference = None if public is None else public[queries.group_query_indices(np.array([group]))]
+        if reference is not None and not np.isnan(reference).any():
+            out[part] = raked_interaction(reference, answers[part], shape)
+        else:
+            out[part] = conditional_independence(answers[part], shape)
     return out
 
 
-def independence_pseudo_targets(record: LoopRecord, queries: QuerySet,
-                                backend) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the CM groups not measured (int64[g]), their pseudo-targets (float64,
-    concatenated) and the std they are weighed with, the largest of the categorical (CM and
-    base-marginal) measurements'; no groups before any such measurement."""
+def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend,
+                                public: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the
+    CM groups not measured (int64[g]), their pseudo-targets (float64, concatenated; raked
+    public interactions where ``public``, the public answers of ``queries``, covers a group)
+    and the std they are weighed with, the largest of the categorical (CM and base-marginal)
+    measurements'; no groups before any such measurement."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
     unmeasured = unmeasured_marginals(queries, groups)
@@ -88,4 +136,4 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet,
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
     answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
-    return unmeasured, independence_targets(queries, unmeasured, answers), prior_std
+    return unmeasured, independence_targets(queries, unmeasured, answers, public), prior_std

@@ -423,20 +423,22 @@ def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domai
                     relaxed_rows: int, backend, projection: ProjectionConfig,
                     rng: np.random.Generator) -> tuple[RelaxedParams, PublicPrior | None]:
     """The relaxed rows the loop starts from (uniformly random, or from the public table) and
-    the public answers the loop uses (None without ``"targets"`` or ``"selection"``).
+    the public answers the loop uses (None without ``"targets"``, ``"selection"`` or
+    ``"interactions"``).
     Public values only: nothing here reads the sensitive rows or charges the budget."""
     if public_table is not None and "init" in uses:
         params = public_table.relaxed_params(relaxed_rows, domain, rng)
     else:
         params = RelaxedParams.random(relaxed_rows, domain.block_sizes, len(domain.numeric_columns), rng)
-    if public_table is None or not {"fit", "targets", "selection"} & set(uses):
+    if public_table is None or not {"fit", "targets", "selection", "interactions"} & set(uses):
         return params, None
     answers = public_table.answers(queries, domain, backend)
     if "fit" in uses:
         params = fit_to_public(params, queries, answers, backend, projection)
-    if not {"targets", "selection"} & set(uses):
+    if not {"targets", "selection", "interactions"} & set(uses):
         return params, None
-    return params, PublicPrior(answers, targets="targets" in uses, selection="selection" in uses)
+    return params, PublicPrior(answers, targets="targets" in uses, selection="selection" in uses,
+                               interactions="interactions" in uses)
 
 
 def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None) -> dict | None:

@@ -49,7 +49,7 @@ __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "PublicTable", "check_public_us
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_USES = ("init", "fit", "targets", "selection")
+PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions")
 """What a public table may be used for (``synthesize(public_use=...)``):
 
 - ``"init"``: the relaxed rows start from a sample of the public rows (one-hot, softened);
@@ -59,7 +59,10 @@ PUBLIC_USES = ("init", "fit", "targets", "selection")
   James-Stein factor, so that a measurement overrides the public answer as far as it stands
   out of its noise (:mod:`polars_rap.public_targets`);
 - ``"selection"``: each class's first selection scores its candidates against the public
-  table's answers rather than the relaxed rows'.
+  table's answers rather than the relaxed rows';
+- ``"interactions"``: every categorical marginal not measured (yet) is fitted toward the public
+  table's interaction, raked to the relaxed rows' own margins, instead of being left to chance
+  (:mod:`polars_rap.independence_prior`, which without a public table uses independence).
 """
 DEFAULT_PUBLIC_USES = ("init",)
 """The uses when ``public_use`` is not given: the one that is never worse by construction

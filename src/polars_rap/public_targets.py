@@ -1,7 +1,8 @@
 """Public answers in the loop: targets pulled toward them, and a first selection against them.
 
 A public table's answers ``p`` on the workload (:meth:`polars_rap.public_prior.PublicTable.answers`)
-serve the RAP++ loop (:func:`polars_rap.rounds.run_plan`) in two optional ways:
+serve the RAP++ loop (:func:`polars_rap.rounds.run_plan`) in two optional ways here (a third,
+``"interactions"``, is :mod:`polars_rap.independence_prior`'s):
 
 ``"targets"``
     Each measured answer ``y = q(D) + N(0, s^2)`` is replaced, as the projection's target, by
@@ -74,9 +75,10 @@ class PublicPrior:
     ----------
     answers : float64[n_queries]
         The public table's answers, NaN where it has none.
-    targets, selection : bool
-        Whether measured answers are pulled toward ``answers``, and whether each class's first
-        selection scores against them.
+    targets, selection, interactions : bool
+        Whether measured answers are pulled toward ``answers``, whether each class's first
+        selection scores against them, and whether the categorical marginals not measured are
+        fitted toward their public interactions (:mod:`polars_rap.independence_prior`).
     factors : dict
         Per query class, the mean James-Stein factor over its measured answers with a public
         answer at the last projection (1: the measurements alone; 0: the public answers);
@@ -86,6 +88,7 @@ class PublicPrior:
     answers: np.ndarray
     targets: bool = False
     selection: bool = False
+    interactions: bool = False
     factors: dict[str, float] = field(default_factory=dict)
     _selected_classes: set = field(default_factory=set, repr=False)
 

@@ -175,6 +175,7 @@ def run_plan(
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
                 inverse_variance=inverse_variance, shrinkage=shrinkage, size_exponent=size_exponent,
                 anneal_temperature=step.query_class not in _CATEGORICAL_ONLY, independence=independence,
+                prior=prior,
             ) - 1
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
                             rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
@@ -267,7 +268,8 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
 
     ``prior`` (public answers) may pull the targets toward them; ``independence`` adds the
     pseudo-targets of :mod:`polars_rap.independence_prior` for the CM groups not measured yet,
-    once a categorical table is measured (post-processing both)."""
+    once a categorical table is measured, as does a prior used for its ``interactions`` (then
+    raked from the public tables; post-processing all)."""
     groups = np.asarray(record.groups, dtype=np.int64)
     sizes = queries.group_sizes[groups]
     stds = record.answer_stds(sizes)
@@ -276,8 +278,10 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     if prior is not None and prior.targets:  # post-processing of the noisy answers
         targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
     fitted = groups
-    if independence:
-        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(record, queries, backend)
+    public_interactions = prior is not None and prior.interactions
+    if independence or public_interactions:
+        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(
+            record, queries, backend, prior.answers if public_interactions else None)
         if len(pseudo_groups):
             fitted = np.concatenate([groups, pseudo_groups])
             targets = np.concatenate([targets, pseudo_targets])
