@@ -1,5 +1,7 @@
 """The independence prior for unmeasured CM tables (polars_rap.independence_prior) and its
-use in the loop: its math, which tables it covers, and that it is post-processing."""
+use in the loop: its math, which tables it covers, that it is post-processing, and its public
+variant (``public_use=["interactions"]``: the public table's odds ratios raked to the relaxed
+margins)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,12 @@ import pytest
 
 import polars_rap
 from polars_rap import rounds
-from polars_rap.independence_prior import conditional_independence, independence_targets, unmeasured_marginals
+from polars_rap.independence_prior import (
+    conditional_independence,
+    independence_targets,
+    raked_interaction,
+    unmeasured_marginals,
+)
 from polars_rap.queries import QueryClass
 from polars_rap.strategy import PlannedStrategy
 
@@ -170,3 +177,110 @@ def test_bad_settings_are_named() -> None:
         PlannedStrategy(independence_prior=1)
     with pytest.raises(ValueError, match=r"cm_anneal_selection_share must be a number in \(0, 1\)"):
         PlannedStrategy(cm_anneal=True, cm_anneal_selection_share=1.0)
+
+
+# ------------------------------------------------------------------ public interactions (issue 19)
+def _positive_table(shape, seed) -> np.ndarray:
+    return np.random.default_rng(seed).dirichlet(np.full(int(np.prod(shape)), 2.0))
+
+
+def test_raking_keeps_the_public_odds_ratios_and_takes_the_relaxed_margins(monkeypatch) -> None:
+    """Without the floor, IPF's limit has the relaxed table's A x C and B x C margins and the
+    public table's cross-product ratios p[a,b,c] p[a',b',c] / (p[a,b',c] p[a',b,c]) (the
+    maximum-entropy table with those margins and that association); with the floor, the margins
+    still hold and the ratios move by about the floor's 1%."""
+    from polars_rap import independence_prior
+
+    shape = (4, 3, 2)
+    public, table = _positive_table(shape, 1), _positive_table(shape, 2)
+
+    def odds(cube):
+        cube = cube.reshape(shape)
+        return cube[0, 0] * cube[1:, 1:] / (cube[0, 1:] * cube[1:, :1])
+
+    monkeypatch.setattr(independence_prior, "RAKING_FLOOR", 0.0)
+    monkeypatch.setattr(independence_prior, "RAKING_SWEEPS", 200)
+    raked = independence_prior.raked_interaction(public, table, shape).reshape(shape)
+    cube = table.reshape(shape)
+    np.testing.assert_allclose(raked.sum(axis=1), cube.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(raked.sum(axis=0), cube.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(odds(raked), odds(public), rtol=1e-12)
+    monkeypatch.undo()
+    floored = raked_interaction(public, table, shape).reshape(shape)
+    np.testing.assert_allclose(floored.sum(axis=1), cube.sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(floored.sum(axis=0), cube.sum(axis=0), rtol=1e-6)
+    assert np.abs(np.log(odds(floored) / odds(public))).max() < 0.05
+
+
+def test_a_public_table_independent_given_the_label_rakes_to_independence() -> None:
+    """A public table already independent given C with the relaxed margins rakes to the
+    independence fit itself: the public use then adds nothing to the prior without it."""
+    shape = (3, 4, 2)
+    table = _positive_table(shape, 4)
+    independent = conditional_independence(table, shape)
+    np.testing.assert_allclose(raked_interaction(independent, table, shape), independent, rtol=1e-12)
+
+
+def test_the_public_interactions_replace_independence_where_the_public_table_has_the_columns() -> None:
+    """independence_targets with public answers: raked where a group's public answers are all
+    there, independence where any is missing (NaN: columns the public table lacks)."""
+    frame = _adult_like(200)
+    domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
+    from polars_rap.mechanism import workload_and_plan
+
+    queries, _, _ = workload_and_plan(
+        domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0,
+        queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
+    cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
+    rng = np.random.default_rng(5)
+    public = rng.random(queries.n_queries)
+    public[queries.group_query_indices(cm[2:3])[0]] = np.nan
+    answers = rng.random(int(queries.group_sizes[cm].sum()))
+    targets = independence_targets(queries, cm, answers, public)
+    starts = np.concatenate([[0], np.cumsum(queries.group_sizes[cm])])
+    for i, group in enumerate(cm):
+        part, shape = slice(starts[i], starts[i + 1]), queries.marginal_shape(group)
+        expected = (conditional_independence(answers[part], shape) if i == 2 else
+                    raked_interaction(public[queries.group_query_indices(np.array([group]))], answers[part], shape))
+        np.testing.assert_array_equal(targets[part], expected)
+
+
+def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_and_the_public_table(monkeypatch) -> None:
+    """synthesize(public=..., public_use=["interactions"]) with annealed CM: every pseudo-target
+    the loop fits is the raked public table of a CM group not measured yet, recomputed here from
+    the relaxed rows it started from and the public answers alone; the ledger closes; the report
+    records the use."""
+    from polars_rap.kernels import resolve_backend
+
+    calls = []
+    real_pseudo = rounds.independence_pseudo_targets
+
+    def spy_pseudo(record, queries, backend, public=None):
+        out = real_pseudo(record, queries, backend, public)
+        calls.append((list(record.groups), record.params.copy(), queries, public, out))
+        return out
+
+    monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
+    private, public_rows = _adult_like(800, seed=5), _adult_like(1500, seed=9)
+    result = polars_rap.synthesize(
+        private, epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=60,
+        rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP,
+        public=public_rows, public_use=["interactions"])
+    report = result.report
+    assert report.public_data["uses"] == ["interactions"]
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    backend = resolve_backend("cpu")
+    raked = 0
+    for groups, params, queries, public, (pseudo, targets, _) in calls:
+        assert public is not None and not np.isnan(public).any()
+        if len(pseudo) == 0:
+            continue
+        raked += 1
+        relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(pseudo), np.inf).astype(np.float64)
+        parts = np.split(relaxed, np.cumsum(queries.group_sizes[pseudo])[:-1])
+        expected = np.concatenate([
+            raked_interaction(public[queries.group_query_indices(np.array([g]))], part, queries.marginal_shape(int(g)))
+            for g, part in zip(pseudo, parts, strict=True)])
+        np.testing.assert_array_equal(targets, expected)
+    assert raked >= 2
