@@ -6,6 +6,7 @@ margins)."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
@@ -16,6 +17,7 @@ from polars_rap import rounds
 from polars_rap.independence_prior import (
     conditional_independence,
     independence_targets,
+    public_explains_better,
     raked_interaction,
     unmeasured_marginals,
 )
@@ -39,6 +41,28 @@ def _adult_like(n: int = 800, seed: int = 5) -> pl.DataFrame:
         "sex": rng.choice(["F", "M"], n), "race": rng.choice(["a", "b", "c"], n, p=[0.8, 0.15, 0.05]),
         "age": rng.integers(17, 91, n), "hours": rng.integers(1, 100, n),
         "income": np.where(rich, ">50K", "<=50K")})
+
+
+def _associated(n: int, seed: int) -> pl.DataFrame:
+    """Rows whose categorical features all depend on a hidden class (strong associations
+    between every pair, given the label too): a public sample of the same population shares
+    them."""
+    rng = np.random.default_rng(seed)
+    hidden = rng.integers(0, 3, n)
+
+    def pick(values, weights):
+        probabilities = np.asarray(weights, dtype=np.float64)[hidden]
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        draws = (rng.random(n)[:, None] > np.cumsum(probabilities, axis=1)).sum(axis=1)
+        return np.asarray(values)[draws]
+
+    return pl.DataFrame({
+        "workclass": pick(["private", "self", "gov"], [[8, 1, 1], [1, 8, 1], [1, 1, 8]]),
+        "education": pick(["hs", "college", "grad", "other"], [[6, 2, 1, 1], [1, 6, 2, 1], [1, 1, 6, 2]]),
+        "sex": pick(["F", "M"], [[5, 1], [1, 5], [3, 3]]),
+        "race": pick(["a", "b", "c"], [[8, 1, 1], [1, 8, 1], [1, 1, 8]]),
+        "age": rng.integers(17, 91, n), "hours": rng.integers(1, 100, n),
+        "income": np.where(rng.random(n) < np.array([0.1, 0.5, 0.9])[hidden], ">50K", "<=50K")})
 
 
 # ------------------------------------------------------------------ the math
@@ -257,13 +281,14 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
 
     def spy_pseudo(record, queries, backend, public=None):
         out = real_pseudo(record, queries, backend, public)
-        calls.append((list(record.groups), record.params.copy(), queries, public, out))
+        calls.append((SimpleNamespace(groups=list(record.groups), noisy_parts=list(record.noisy_parts)),
+                      record.params.copy(), queries, public, out))
         return out
 
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
-    private, public_rows = _adult_like(800, seed=5), _adult_like(1500, seed=9)
-    result = polars_rap.synthesize(
-        private, epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=60,
+    private, public_rows = _associated(1500, seed=5), _associated(1500, seed=9)
+    result = polars_rap.synthesize(  # associations shared by both samples, well above the noise
+        private, epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=60,
         rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
         projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP,
         public=public_rows, public_use=["interactions"])
@@ -272,15 +297,43 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
     backend = resolve_backend("cpu")
     raked = 0
-    for groups, params, queries, public, (pseudo, targets, _) in calls:
+    for released, params, queries, public, (pseudo, targets, _) in calls:
         assert public is not None and not np.isnan(public).any()
         if len(pseudo) == 0:
             continue
-        raked += 1
         relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(pseudo), np.inf).astype(np.float64)
         parts = np.split(relaxed, np.cumsum(queries.group_sizes[pseudo])[:-1])
+        use_public = public_explains_better(released, queries, public)
+        raked += use_public
         expected = np.concatenate([
             raked_interaction(public[queries.group_query_indices(np.array([g]))], part, queries.marginal_shape(int(g)))
+            if use_public else conditional_independence(part, queries.marginal_shape(int(g)))
             for g, part in zip(pseudo, parts, strict=True)])
         np.testing.assert_array_equal(targets, expected)
-    assert raked >= 2
+    assert raked >= 2  # the public rows come from the same population: their associations win
+
+
+def test_the_public_interactions_must_explain_the_measured_tables_better_than_independence() -> None:
+    """public_explains_better compares, over the measured CM tables, the squared residual of
+    the raked public table with that of independence (both on the noisy table's margins): a
+    public table with the true associations wins, one with reversed associations loses, and
+    no measured CM table means no public interactions."""
+    frame = _adult_like(200)
+    domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
+    from polars_rap.mechanism import workload_and_plan
+
+    queries, _, _ = workload_and_plan(
+        domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0,
+        queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
+    cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
+    rng = np.random.default_rng(8)
+    truth = np.concatenate([_positive_table(queries.marginal_shape(g), 10 + g) for g in range(queries.n_groups)])
+    noisy = [truth[queries.group_query_indices(np.array([g]))] + rng.normal(0, 1e-3, queries.group_sizes[g])
+             for g in cm[:3]]
+    released = SimpleNamespace(groups=list(cm[:3]), noisy_parts=noisy)
+    assert public_explains_better(released, queries, truth)
+    reversed_public = np.concatenate([
+        np.flip(truth[queries.group_query_indices(np.array([g]))].reshape(queries.marginal_shape(g)), axis=0).ravel()
+        for g in range(queries.n_groups)])
+    assert not public_explains_better(released, queries, reversed_public)
+    assert not public_explains_better(SimpleNamespace(groups=[], noisy_parts=[]), queries, truth)

@@ -25,7 +25,9 @@ from the rows the last one left.
 With a public table used for its ``"interactions"`` (:data:`polars_rap.public_prior.PUBLIC_USES`)
 a table's pseudo-target is the public table's own table raked to the relaxed margins
 (:func:`raked_interaction`): its odds ratios, not independence, where the public table has the
-table's columns.
+table's columns, and only while the public odds ratios fit the tables measured so far better
+than independence does (:func:`public_explains_better`): a public table from another
+population falls back to independence instead of imposing its associations.
 
 Privacy: the pseudo-targets are functions of the relaxed rows, themselves fitted to released
 measurements only, of public shapes and of the public table; ``prior_std`` is a function of the noise stds, fixed
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from polars_rap.rounds import LoopRecord
 
 __all__ = ["conditional_independence", "independence_pseudo_targets", "independence_targets",
-           "raked_interaction", "unmeasured_marginals"]
+           "public_explains_better", "raked_interaction", "unmeasured_marginals"]
 
 
 def conditional_independence(table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -122,18 +124,40 @@ def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndar
     return out
 
 
+def public_explains_better(record: LoopRecord, queries: QuerySet, public: np.ndarray) -> bool:
+    """Whether the public table's interactions fit the measured CM tables better than
+    independence does: over every CM measurement so far whose group the public table covers,
+    ``sum ||y - raked(p, y)||^2 < sum ||y - CI(y)||^2`` (``y`` the noisy table, both fits
+    taking its own margins, so both residuals carry the same noise). False before any such
+    measurement. A function of released measurements and the public table (post-processing)."""
+    with_public, independent = 0.0, 0.0
+    for group, noisy in zip(record.groups, record.noisy_parts, strict=True):
+        if queries.group_class[group] != QueryClass.CATEGORICAL_MARGINAL:
+            continue
+        reference = public[queries.group_query_indices(np.array([group]))]
+        shape = queries.marginal_shape(int(group))
+        if np.isnan(reference).any() or len(shape) < 2:
+            continue
+        with_public += float(np.sum(np.square(noisy - raked_interaction(reference, noisy, shape))))
+        independent += float(np.sum(np.square(noisy - conditional_independence(noisy, shape))))
+    return independent > 0.0 and with_public < independent
+
+
 def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend,
                                 public: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the
     CM groups not measured (int64[g]), their pseudo-targets (float64, concatenated; raked
-    public interactions where ``public``, the public answers of ``queries``, covers a group)
-    and the std they are weighed with, the largest of the categorical (CM and base-marginal)
-    measurements'; no groups before any such measurement."""
+    public interactions where ``public``, the public answers of ``queries``, covers a group,
+    once the public table explains the measured tables better than independence,
+    :func:`public_explains_better`) and the std they are weighed with, the largest of the
+    categorical (CM and base-marginal) measurements'; no groups before any such measurement."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
     unmeasured = unmeasured_marginals(queries, groups)
     if not categorical.any() or len(unmeasured) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
+    if public is not None and not public_explains_better(record, queries, public):
+        public = None
     answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
     return unmeasured, independence_targets(queries, unmeasured, answers, public), prior_std
