@@ -15,7 +15,9 @@ of the ACS 2018 person tables in ``../shared/data`` (``--data-dir``):
   (CA: 43%), 87% were born in a US territory, 5% abroad (CA: 32%), a very different table.
 
 Each condition (``CONDITIONS``) is polars-rap's default (``rap++``) with or without
-``synthesize(public=..., public_use=...)``; every run goes through ``bench.run`` (a fresh
+``synthesize(public=..., public_use=...)``, or, for the ``loop/`` conditions, the strategy
+that leaves tables unmeasured (``LOOP``: base marginals, annealed CM rounds, the independence
+prior), where ``public_use=["interactions"]`` has tables to act on; every run goes through ``bench.run`` (a fresh
 ``python -m bench.run --one`` process, one tidy row appended at once to
 ``bench/results/public_prior.csv``; a rerun skips the rows already there). The table
 (``public_prior.md``) gives the mean over seeds per condition and ε with each error's ratio to

@@ -204,6 +204,19 @@ def test_bad_settings_are_named() -> None:
 
 
 # ------------------------------------------------------------------ public interactions (issue 19)
+@pytest.fixture(scope="module")
+def marginals_only():
+    """The CM workload of the Adult-like domain (6 tables: 4 features x income), no thresholds."""
+    from polars_rap.mechanism import workload_and_plan
+
+    frame = _adult_like(200)
+    domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
+    queries, _, _ = workload_and_plan(
+        domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0,
+        queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
+    return queries
+
+
 def _positive_table(shape, seed) -> np.ndarray:
     return np.random.default_rng(seed).dirichlet(np.full(int(np.prod(shape)), 2.0))
 
@@ -245,16 +258,10 @@ def test_a_public_table_independent_given_the_label_rakes_to_independence() -> N
     np.testing.assert_allclose(raked_interaction(independent, table, shape), independent, rtol=1e-12)
 
 
-def test_the_public_interactions_replace_independence_where_the_public_table_has_the_columns() -> None:
+def test_the_public_interactions_replace_independence_where_the_public_table_has_the_columns(marginals_only) -> None:
     """independence_targets with public answers: raked where a group's public answers are all
     there, independence where any is missing (NaN: columns the public table lacks)."""
-    frame = _adult_like(200)
-    domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
-    from polars_rap.mechanism import workload_and_plan
-
-    queries, _, _ = workload_and_plan(
-        domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0,
-        queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
+    queries = marginals_only
     cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
     rng = np.random.default_rng(5)
     public = rng.random(queries.n_queries)
@@ -313,18 +320,12 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
     assert raked >= 2  # the public rows come from the same population: their associations win
 
 
-def test_the_public_interactions_must_explain_the_measured_tables_better_than_independence() -> None:
+def test_the_public_interactions_must_explain_the_measured_tables_better_than_independence(marginals_only) -> None:
     """public_explains_better compares, over the measured CM tables, the squared residual of
     the raked public table with that of independence (both on the noisy table's margins): a
     public table with the true associations wins, one with reversed associations loses, and
     no measured CM table means no public interactions."""
-    frame = _adult_like(200)
-    domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
-    from polars_rap.mechanism import workload_and_plan
-
-    queries, _, _ = workload_and_plan(
-        domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0,
-        queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
+    queries = marginals_only
     cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
     rng = np.random.default_rng(8)
     truth = np.concatenate([_positive_table(queries.marginal_shape(g), 10 + g) for g in range(queries.n_groups)])

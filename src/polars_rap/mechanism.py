@@ -253,7 +253,11 @@ def synthesize(
         on the whole workload; ``"targets"``, each measured answer is pulled toward the
         public answer by a James-Stein factor, which lets the measurement win where the two
         differ beyond its noise (:mod:`polars_rap.public_targets`); ``"selection"``, each
-        class's first selection scores against its answers. Only with ``public``.
+        class's first selection scores against its answers; ``"interactions"``, each
+        categorical marginal not measured (yet) is fitted toward the public table's, raked to
+        the synthetic margins, while its associations fit the measured tables better than
+        independence (:mod:`polars_rap.independence_prior`; it acts only where a strategy
+        leaves tables unmeasured, e.g. ``cm_anneal``). Only with ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,
