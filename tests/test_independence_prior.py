@@ -17,7 +17,7 @@ from polars_rap import rounds
 from polars_rap.independence_prior import (
     conditional_independence,
     independence_targets,
-    public_explains_better,
+    public_strength,
     raked_interaction,
     unmeasured_marginals,
 )
@@ -310,31 +310,57 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
             continue
         relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(pseudo), np.inf).astype(np.float64)
         parts = np.split(relaxed, np.cumsum(queries.group_sizes[pseudo])[:-1])
-        use_public = public_explains_better(released, queries, public)
-        raked += use_public
+        strength = public_strength(released, queries, public)
+        raked += strength > 0.0
         expected = np.concatenate([
-            raked_interaction(public[queries.group_query_indices(np.array([g]))], part, queries.marginal_shape(int(g)))
-            if use_public else conditional_independence(part, queries.marginal_shape(int(g)))
+            raked_interaction(public[queries.group_query_indices(np.array([g]))], part, queries.marginal_shape(int(g)),
+                              strength)
+            if strength > 0.0 else conditional_independence(part, queries.marginal_shape(int(g)))
             for g, part in zip(pseudo, parts, strict=True)])
         np.testing.assert_array_equal(targets, expected)
     assert raked >= 2  # the public rows come from the same population: their associations win
 
 
-def test_the_public_interactions_must_explain_the_measured_tables_better_than_independence(marginals_only) -> None:
-    """public_explains_better compares, over the measured CM tables, the squared residual of
-    the raked public table with that of independence (both on the noisy table's margins): a
-    public table with the true associations wins, one with reversed associations loses, and
-    no measured CM table means no public interactions."""
+def test_the_public_strength_is_what_the_measured_tables_support(marginals_only) -> None:
+    """public_strength picks, among 0, 1/4, ..., 1, the scale of the public log odds ratios that
+    best fits the measured CM tables (each fit on the noisy table's margins): a public table with
+    the true associations gets 1, one with reversed associations 0 (independence), one with
+    them doubled 1/2, and no measured CM table gives 0."""
     queries = marginals_only
     cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
     rng = np.random.default_rng(8)
-    truth = np.concatenate([_positive_table(queries.marginal_shape(g), 10 + g) for g in range(queries.n_groups)])
-    noisy = [truth[queries.group_query_indices(np.array([g]))] + rng.normal(0, 1e-3, queries.group_sizes[g])
+
+    def tables(transform):
+        return np.concatenate([transform(_positive_table(queries.marginal_shape(g), 10 + g), g)
+                               for g in range(queries.n_groups)])
+
+    truth = tables(lambda t, g: t)
+    noisy = [truth[queries.group_query_indices(np.array([g]))] + rng.normal(0, 1e-4, queries.group_sizes[g])
              for g in cm[:3]]
     released = SimpleNamespace(groups=list(cm[:3]), noisy_parts=noisy)
-    assert public_explains_better(released, queries, truth)
-    reversed_public = np.concatenate([
-        np.flip(truth[queries.group_query_indices(np.array([g]))].reshape(queries.marginal_shape(g)), axis=0).ravel()
-        for g in range(queries.n_groups)])
-    assert not public_explains_better(released, queries, reversed_public)
-    assert not public_explains_better(SimpleNamespace(groups=[], noisy_parts=[]), queries, truth)
+    assert public_strength(released, queries, truth) == 1.0
+    reversed_public = tables(lambda t, g: 1.0 / t)  # every log odds ratio negated
+    assert public_strength(released, queries, reversed_public) == 0.0
+    doubled = tables(lambda t, g: t**2)  # every log odds ratio doubled: the truth is strength 1/2
+    assert public_strength(released, queries, doubled) == 0.5
+    assert public_strength(SimpleNamespace(groups=[], noisy_parts=[]), queries, truth) == 0.0
+
+
+def test_strength_scales_the_log_odds_ratios(monkeypatch) -> None:
+    """raked_interaction at strength s has the public log odds ratios times s (no floor, IPF to
+    convergence); s = 0 is the independence fit."""
+    from polars_rap import independence_prior
+
+    shape = (3, 3, 2)
+    public, table = _positive_table(shape, 21), _positive_table(shape, 22)
+    monkeypatch.setattr(independence_prior, "RAKING_FLOOR", 0.0)
+    monkeypatch.setattr(independence_prior, "RAKING_SWEEPS", 300)
+
+    def log_odds(cube):
+        cube = cube.reshape(shape)
+        return np.log(cube[0, 0] * cube[1:, 1:] / (cube[0, 1:] * cube[1:, :1]))
+
+    half = independence_prior.raked_interaction(public, table, shape, 0.5)
+    np.testing.assert_allclose(log_odds(half), 0.5 * log_odds(public), rtol=1e-10)
+    none = independence_prior.raked_interaction(public, table, shape, 0.0)
+    np.testing.assert_allclose(none, conditional_independence(table, shape), rtol=1e-10)

@@ -25,9 +25,9 @@ from the rows the last one left.
 With a public table used for its ``"interactions"`` (:data:`polars_rap.public_prior.PUBLIC_USES`)
 a table's pseudo-target is the public table's own table raked to the relaxed margins
 (:func:`raked_interaction`): its odds ratios, not independence, where the public table has the
-table's columns, and only while the public odds ratios fit the tables measured so far better
-than independence does (:func:`public_explains_better`): a public table from another
-population falls back to independence instead of imposing its associations.
+table's columns, its log odds ratios scaled by the strength (0, 1/4, ..., 1) that best fits the
+tables measured so far (:func:`public_strength`): a public table from another population is
+tempered toward independence, or falls back to it, instead of imposing its associations.
 
 Privacy: the pseudo-targets are functions of the relaxed rows, themselves fitted to released
 measurements only, of public shapes and of the public table; ``prior_std`` is a function of the noise stds, fixed
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from polars_rap.rounds import LoopRecord
 
 __all__ = ["conditional_independence", "independence_pseudo_targets", "independence_targets",
-           "public_explains_better", "raked_interaction", "unmeasured_marginals"]
+           "public_strength", "raked_interaction", "unmeasured_marginals"]
 
 
 def conditional_independence(table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -68,21 +68,24 @@ RAKING_FLOOR = 0.01
 a cell the public table lacks (0) can still take the mass the relaxed margins give it."""
 
 
-def raked_interaction(public: np.ndarray, table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def raked_interaction(public: np.ndarray, table: np.ndarray, shape: tuple[int, ...],
+                      strength: float = 1.0) -> np.ndarray:
     """float64[prod(shape)]: the ``public`` table's interaction of its first two axes, raked
     to ``table``'s margins over them given the rest (both float[prod(shape)], row-major over
-    ``shape``, at least two axes).
+    ``shape``, at least two axes), its log odds ratios scaled by ``strength`` (1: the public
+    table's; 0: none, independence).
 
-    Iterative proportional fitting from ``(1 - f) * public' + f * m`` (``public'`` scaled to
-    ``table``'s mass per trailing slice, ``m`` = :func:`conditional_independence` of
-    ``table``, ``f`` = :data:`RAKING_FLOOR`) alternately matches ``T[a, +, c]`` and
-    ``T[+, b, c]`` (negative margins count as 0), :data:`RAKING_SWEEPS` times: the
-    maximum-entropy table with those margins and the public table's odds ratios."""
+    Iterative proportional fitting from ``(1 - f) * public' + f * m`` (``public'`` the public
+    table to the power ``strength``, scaled to ``table``'s mass per trailing slice, ``m`` =
+    :func:`conditional_independence` of ``table``, ``f`` = :data:`RAKING_FLOOR`) alternately
+    matches ``T[a, +, c]`` and ``T[+, b, c]`` (negative margins count as 0),
+    :data:`RAKING_SWEEPS` times: the maximum-entropy table with those margins and those odds
+    ratios."""
     cube = np.asarray(table, dtype=np.float64).reshape(shape[0], shape[1], -1)
     row = np.clip(cube.sum(axis=1, keepdims=True), 0.0, None)
     column = np.clip(cube.sum(axis=0, keepdims=True), 0.0, None)
     mass = row.sum(axis=0, keepdims=True)
-    reference = np.clip(np.asarray(public, dtype=np.float64), 0.0, None).reshape(cube.shape)
+    reference = np.clip(np.asarray(public, dtype=np.float64), 0.0, None).reshape(cube.shape) ** float(strength)
     reference_mass = reference.sum(axis=(0, 1), keepdims=True)
     scaled = np.divide(reference * mass, reference_mass, out=np.zeros(cube.shape), where=reference_mass > 0.0)
     fitted = (1.0 - RAKING_FLOOR) * scaled + RAKING_FLOOR * conditional_independence(table, shape).reshape(cube.shape)
@@ -104,11 +107,11 @@ def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
 
 
 def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndarray,
-                         public: np.ndarray | None = None) -> np.ndarray:
+                         public: np.ndarray | None = None, strength: float = 1.0) -> np.ndarray:
     """float64[answers of ``groups``]: each group's :func:`conditional_independence` fit of its
     ``answers`` (the relaxed data's, float[answers of ``groups``], concatenated in order), or,
     where ``public`` (float64[n_queries of ``queries``], NaN where a public table has no
-    answer) covers the whole group, its :func:`raked_interaction`."""
+    answer) covers the whole group, its :func:`raked_interaction` at ``strength``."""
     answers = np.asarray(answers, dtype=np.float64)
     sizes = queries.group_sizes[groups]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -118,19 +121,25 @@ def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndar
         shape = queries.marginal_shape(int(group))
         reference = None if public is None else public[queries.group_query_indices(np.array([group]))]
         if reference is not None and not np.isnan(reference).any():
-            out[part] = raked_interaction(reference, answers[part], shape)
+            out[part] = raked_interaction(reference, answers[part], shape, strength)
         else:
             out[part] = conditional_independence(answers[part], shape)
     return out
 
 
-def public_explains_better(record: LoopRecord, queries: QuerySet, public: np.ndarray) -> bool:
-    """Whether the public table's interactions fit the measured CM tables better than
-    independence does: over every CM measurement so far whose group the public table covers,
-    ``sum ||y - raked(p, y)||^2 < sum ||y - CI(y)||^2`` (``y`` the noisy table, both fits
-    taking its own margins, so both residuals carry the same noise). False before any such
-    measurement. A function of released measurements and the public table (post-processing)."""
-    with_public, independent = 0.0, 0.0
+STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
+"""The public association strengths :func:`public_strength` chooses from."""
+
+
+def public_strength(record: LoopRecord, queries: QuerySet, public: np.ndarray) -> float:
+    """How much of the public table's association the measured CM tables support: the
+    strength in :data:`STRENGTHS` whose :func:`raked_interaction` fits every CM measurement so
+    far (whose group the public table covers) best, ``min_s sum ||y - raked(p, y, s)||^2``
+    (``y`` the noisy table; each fit takes its own margins, so every residual carries the same
+    noise). 0 (independence) before any such measurement, and for a public table whose
+    associations are not the data's. A function of released measurements and the public table
+    (post-processing)."""
+    residuals = np.zeros(len(STRENGTHS))
     for group, noisy in zip(record.groups, record.noisy_parts, strict=True):
         if queries.group_class[group] != QueryClass.CATEGORICAL_MARGINAL:
             continue
@@ -138,9 +147,9 @@ def public_explains_better(record: LoopRecord, queries: QuerySet, public: np.nda
         shape = queries.marginal_shape(int(group))
         if np.isnan(reference).any() or len(shape) < 2:
             continue
-        with_public += float(np.sum(np.square(noisy - raked_interaction(reference, noisy, shape))))
-        independent += float(np.sum(np.square(noisy - conditional_independence(noisy, shape))))
-    return independent > 0.0 and with_public < independent
+        residuals += [np.sum(np.square(noisy - raked_interaction(reference, noisy, shape, strength)))
+                      for strength in STRENGTHS]
+    return float(STRENGTHS[int(np.argmin(residuals))])
 
 
 def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend,
@@ -148,8 +157,7 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend,
     """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the
     CM groups not measured (int64[g]), their pseudo-targets (float64, concatenated; raked
     public interactions where ``public``, the public answers of ``queries``, covers a group,
-    once the public table explains the measured tables better than independence,
-    :func:`public_explains_better`) and the std they are weighed with, the largest of the
+    at the strength the measured tables support, :func:`public_strength`) and the std they are weighed with, the largest of the
     categorical (CM and base-marginal) measurements'; no groups before any such measurement."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
@@ -157,7 +165,7 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend,
     if not categorical.any() or len(unmeasured) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
-    if public is not None and not public_explains_better(record, queries, public):
-        public = None
+    strength = 0.0 if public is None else public_strength(record, queries, public)
     answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
-    return unmeasured, independence_targets(queries, unmeasured, answers, public), prior_std
+    return unmeasured, independence_targets(queries, unmeasured, answers, public if strength > 0.0 else None,
+                                            strength), prior_std
