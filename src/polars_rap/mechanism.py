@@ -255,9 +255,10 @@ def synthesize(
         differ beyond its noise (:mod:`polars_rap.public_targets`); ``"selection"``, each
         class's first selection scores against its answers; ``"interactions"``, each
         categorical marginal not measured (yet) is fitted toward the public table's, raked to
-        the synthetic margins, while its associations fit the measured tables better than
-        independence (:mod:`polars_rap.independence_prior`; it acts only where a strategy
-        leaves tables unmeasured, e.g. ``cm_anneal``). Only with ``public``.
+        the synthetic margins, its associations scaled by the strength the measured tables
+        support (:mod:`polars_rap.independence_prior`; it acts only where a strategy leaves
+        tables unmeasured, e.g. ``cm_anneal``; for a public table of the same population
+        only). Only with ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,
