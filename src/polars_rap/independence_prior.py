@@ -15,9 +15,9 @@ the conditional independence fit of the relaxed data's own table,
 
     m[a, b, c] = T[a, +, c] * T[+, b, c] / T[+, +, c],
 
-weighed in the loss as if it were a measurement of std ``prior_std`` per cell (the noisiest CM
-measurement so far: a table the selection left out is one whose interaction, at that noise,
-was not worth its budget). The target keeps the table's margins where the measured tables put
+weighed in the loss as if it were a measurement of std ``prior_std`` per cell (the noisiest
+categorical measurement so far, CM or base marginal: a table the selection left out is one
+whose interaction, at that noise, was not worth its budget). The target keeps the table's margins where the measured tables put
 them and pulls its interaction toward zero; once the table is measured its pseudo-target is
 dropped and the measurement alone is fitted. The targets are recomputed at every projection,
 from the rows the last one left.
@@ -30,16 +30,17 @@ tables measured so far (:func:`public_strength`): a public table from another po
 tempered toward independence, or falls back to it, instead of imposing its associations.
 
 Privacy: the pseudo-targets are functions of the relaxed rows, themselves fitted to released
-measurements only, of public shapes and of the public table; ``prior_std`` is a function of the noise stds, fixed
-by the public plan and the released budget of each round. The prior reads nothing private and
-costs no budget (post-processing).
+measurements only, of public shapes and of the public table; the strength is a function of the
+released measurements and the public table; ``prior_std`` is a function of the noise stds,
+fixed by the public plan and the released budget of each round. The prior reads nothing
+private and costs no budget (post-processing).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from polars_rap.queries import QueryClass, QuerySet
 
