@@ -196,3 +196,21 @@ def test_numpy_and_decimal_bounds_are_bounds(bounds):
     """Were refused as "a tuple means numeric (lower, upper) bounds", which they were."""
     result = synthesize(pl.DataFrame({"x": [0.5, 1.5] * 20}), {"x": bounds})
     assert result.domain["x"].lower == 0.0 and result.domain["x"].upper == 2.0
+
+
+def test_a_decimal_column_stays_inside_bounds_that_are_off_its_grid():
+    """Was 2.47 out of the declared upper bound 2.4699999999999998 (Hypothesis, 2026-11-24):
+    decoding clipped to the bounds, then the cast to Decimal(10, 2) rounded back up. Decoded
+    values now sit on the decimal grid inside the bounds (2.46 at most here, 0.47 at least)."""
+    from polars_rap.domain import ColumnSpec
+    from polars_rap.encoding import decoded_values
+
+    frame = pl.DataFrame({"b": [Decimal("1.47"), Decimal("2.47"), None]}, schema={"b": pl.Decimal(10, 2)})
+    result = synthesize(frame, {"b": {"bounds": (0.47, 2.4699999999999998), "nullable": True}})
+    values = result.data["b"].drop_nulls().cast(pl.Float64).to_numpy()
+    assert result.data.schema["b"] == pl.Decimal(10, 2)
+    assert ((values >= 0.47) & (values <= 2.4699999999999998)).all()
+    spec = next(c for c in result.domain.columns if c.name == "b")
+    assert isinstance(spec, ColumnSpec)
+    decoded = decoded_values(np.array([0.0, 0.5, 1.0]), spec)
+    np.testing.assert_array_equal(decoded, [0.47, 1.47, 2.46])

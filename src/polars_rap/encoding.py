@@ -31,6 +31,7 @@ Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one
 
 from __future__ import annotations
 
+import decimal
 import logging
 from dataclasses import dataclass
 
@@ -387,11 +388,29 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
 def decoded_values(u: np.ndarray, spec: ColumnSpec) -> np.ndarray:
     """float64[n]: a numeric column's values in its (internal) units from its coordinates ``u``
     (float64[n] in ``[0, 1]``), as decoding returns them: through the inverse map, rounded to
-    whole units for an integer or temporal column, inside the bounds."""
+    whole units for an integer or temporal column, inside the bounds; a ``Decimal`` column's on
+    its grid of ``10**-scale``, inside the bounds too once cast (a bound off the grid, such as
+    2.4699999999999998 at scale 2, would otherwise let 2.47 out)."""
     values = from_unit(u, spec)
     if spec.is_integer:
         values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
-    return np.clip(values, spec.lower, spec.upper)
+    values = np.clip(values, spec.lower, spec.upper)
+    if isinstance(spec.dtype, pl.Decimal) and spec.dtype.scale is not None:
+        values = _on_decimal_grid(values, spec.lower, spec.upper, int(spec.dtype.scale))
+    return values
+
+
+def _on_decimal_grid(values: np.ndarray, lower: float, upper: float, scale: int) -> np.ndarray:
+    """float64[n]: ``values`` rounded to multiples of ``10**-scale``, kept to the multiples
+    inside ``[lower, upper]`` (found in exact decimal arithmetic on the floats' binary values);
+    unchanged where no multiple lies inside."""
+    unit = decimal.Decimal(10) ** scale
+    lowest = int((decimal.Decimal(lower) * unit).to_integral_value(rounding=decimal.ROUND_CEILING))
+    highest = int((decimal.Decimal(upper) * unit).to_integral_value(rounding=decimal.ROUND_FLOOR))
+    if lowest > highest:
+        return values
+    steps = np.clip(np.rint(values * 10.0**scale), lowest, highest)
+    return steps / 10.0**scale
 
 
 def _categories_from_codes(codes: np.ndarray, spec: ColumnSpec) -> pl.Series:
