@@ -214,3 +214,11 @@ def test_a_decimal_column_stays_inside_bounds_that_are_off_its_grid():
     assert isinstance(spec, ColumnSpec)
     decoded = decoded_values(np.array([0.0, 0.5, 1.0]), spec)
     np.testing.assert_array_equal(decoded, [0.47, 1.47, 2.46])
+
+
+def test_decimal_bounds_that_hold_no_value_of_the_column_are_a_data_error():
+    """Bounds between two multiples of a Decimal column's step leave decoding nothing to give:
+    refused, naming the column and the fix."""
+    frame = pl.DataFrame({"b": [Decimal("0.47")] * 4}, schema={"b": pl.Decimal(10, 2)})
+    with pytest.raises(DataError, match="column 'b' is declared with bounds .* none lies between those bounds"):
+        synthesize(frame, {"b": (0.471, 0.479)})
