@@ -425,13 +425,15 @@ def _dtype_range(dtype: pl.DataType) -> tuple[float, float] | None:
     return None
 
 
-def _decimal_grid_meets(lower: float, upper: float, scale: int) -> bool:
-    """Whether a multiple of ``10**-scale`` lies in ``[lower, upper]`` (exact decimal arithmetic
-    on the floats' binary values), so that a ``Decimal`` column's decoded values can stay in
-    its bounds (:func:`polars_rap.encoding.decoded_values`)."""
+def decimal_steps(lower: float, upper: float, scale: int) -> tuple[int, int]:
+    """``(lowest, highest)``: the first and last multiples of ``10**-scale`` in ``[lower,
+    upper]``, counted in those steps (exact decimal arithmetic on the floats' binary values);
+    ``lowest > highest`` when none lies there. A ``Decimal`` column's decoded values stay on
+    them (:func:`polars_rap.encoding.decoded_values`)."""
     unit = decimal.Decimal(10) ** scale
     lowest = (decimal.Decimal(lower) * unit).to_integral_value(rounding=decimal.ROUND_CEILING)
-    return lowest <= (decimal.Decimal(upper) * unit).to_integral_value(rounding=decimal.ROUND_FLOOR)
+    highest = (decimal.Decimal(upper) * unit).to_integral_value(rounding=decimal.ROUND_FLOOR)
+    return int(lowest), int(highest)
 
 
 def _integer_flag(name: str, declared: Numeric, lower: float, upper: float) -> bool:
@@ -591,14 +593,15 @@ def _spec_from_declaration(name: str, dtype: pl.DataType, declared: Any) -> Colu
                 f"cast it to a wider type first (pl.col({name!r}).cast(pl.Float64)) or narrow the bounds"
             )
             raise DataError(msg)
-        if isinstance(dtype, pl.Decimal) and dtype.scale is not None and finite and not _decimal_grid_meets(
-                lower, upper, int(dtype.scale)):
-            msg = (
-                f"column {name!r} is declared with bounds ({lower}, {upper}) but holds {dtype}, "
-                f"whose values are multiples of {10.0 ** -dtype.scale:g}: none lies between those bounds; "
-                "widen the bounds to take one, or cast the column to pl.Float64 first"
-            )
-            raise DataError(msg)
+        if isinstance(dtype, pl.Decimal) and dtype.scale is not None and finite:
+            lowest, highest = decimal_steps(lower, upper, int(dtype.scale))
+            if lowest > highest:
+                msg = (
+                    f"column {name!r} is declared with bounds ({lower}, {upper}) but holds {dtype}, "
+                    f"whose values are multiples of {10.0 ** -dtype.scale:g}: none lies between those "
+                    "bounds; widen the bounds to take one, or cast the column to pl.Float64 first"
+                )
+                raise DataError(msg)
         return ColumnSpec(
             name,
             "numeric",

@@ -31,7 +31,6 @@ Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one
 
 from __future__ import annotations
 
-import decimal
 import logging
 from dataclasses import dataclass
 
@@ -39,7 +38,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap import temporal
-from polars_rap.domain import ColumnSpec, Domain
+from polars_rap.domain import ColumnSpec, Domain, decimal_steps
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.temporal import format_internal
 from polars_rap.transforms import from_unit, to_unit
@@ -402,11 +401,9 @@ def decoded_values(u: np.ndarray, spec: ColumnSpec) -> np.ndarray:
 
 def _on_decimal_grid(values: np.ndarray, lower: float, upper: float, scale: int) -> np.ndarray:
     """float64[n]: ``values`` rounded to multiples of ``10**-scale``, kept to the multiples
-    inside ``[lower, upper]`` (found in exact decimal arithmetic on the floats' binary values);
-    unchanged where no multiple lies inside."""
-    unit = decimal.Decimal(10) ** scale
-    lowest = int((decimal.Decimal(lower) * unit).to_integral_value(rounding=decimal.ROUND_CEILING))
-    highest = int((decimal.Decimal(upper) * unit).to_integral_value(rounding=decimal.ROUND_FLOOR))
+    inside ``[lower, upper]`` (:func:`polars_rap.domain.decimal_steps`); unchanged where no
+    multiple lies inside."""
+    lowest, highest = decimal_steps(lower, upper, scale)
     if lowest > highest:
         return values
     steps = np.clip(np.rint(values * 10.0**scale), lowest, highest)
