@@ -101,21 +101,28 @@ class LoopRecord:
         """float64[answers measured]: each answer's noise std (``sizes``: each group's answers)."""
         return np.repeat(np.asarray(self.noise_stds, dtype=np.float64), sizes)
 
-    def answer_weights(self, sizes: np.ndarray, inverse_variance: bool) -> np.ndarray | None:
+    def answer_weights(self, sizes: np.ndarray, inverse_variance: bool,
+                       extra_stds: np.ndarray | None = None) -> np.ndarray | None:
         """float64[answers measured]: each answer's weight in the projection loss, ``1 /
         std**2`` (1 unless ``inverse_variance``) times its group's loss scale, scaled to mean 1
-        (None when every weight is equal). ``sizes``: each group's answers.
+        (None when every weight is equal). ``sizes``: each group's answers. ``extra_stds``
+        (float64[e], optional): answers fitted after the measured ones (a prior's
+        pseudo-targets), each weighed as a measurement of that std with loss scale 1; the
+        weights are then always an array, over the measured answers and those.
 
         std is the discrete Gaussian's scale sigma, not its variance's root: the variance is
         below sigma^2 by a relative 8 pi^2 sigma^2 exp(-2 pi^2 sigma^2) or so (2e-7 at sigma
         = 1 count, 1e-74 at 3), the same for every answer to that precision, and the weights
         are relative, so sigma^2 is the simple and (for intervals) conservative choice."""
         scaled = any(scale != 1.0 for scale in self.loss_scales)
-        if not inverse_variance and not scaled:
+        if not inverse_variance and not scaled and extra_stds is None:
             return None
-        weight = 1.0 / np.square(self.answer_stds(sizes)) if inverse_variance else np.ones(int(np.sum(sizes)))
+        extra = np.zeros(0) if extra_stds is None else np.asarray(extra_stds, dtype=np.float64)
+        stds = np.concatenate([self.answer_stds(sizes), extra])
+        weight = 1.0 / np.square(stds) if inverse_variance else np.ones(len(stds))
         if scaled:
-            weight = weight * np.repeat(np.asarray(self.loss_scales, dtype=np.float64), sizes)
+            weight = weight * np.concatenate([np.repeat(np.asarray(self.loss_scales, dtype=np.float64), sizes),
+                                              np.ones(len(extra))])
         return weight / weight.mean()
 
 
@@ -272,12 +279,10 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     raked from the public tables; post-processing all)."""
     groups = np.asarray(record.groups, dtype=np.int64)
     sizes = queries.group_sizes[groups]
-    stds = record.answer_stds(sizes)
-    weights = record.answer_weights(sizes, inverse_variance)
     targets = np.concatenate(record.targets)
     if prior is not None and prior.targets:  # post-processing of the noisy answers
         targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
-    fitted = groups
+    fitted, pseudo_stds = groups, None
     public_interactions = prior is not None and prior.interactions
     if independence or public_interactions:
         pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(
@@ -285,11 +290,11 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
         if len(pseudo_groups):
             fitted = np.concatenate([groups, pseudo_groups])
             targets = np.concatenate([targets, pseudo_targets])
-            raw = (1.0 / np.square(stds) if inverse_variance else np.ones(len(stds))) * np.repeat(
-                np.asarray(record.loss_scales, dtype=np.float64), sizes)
-            stds = np.concatenate([stds, np.full(len(pseudo_targets), prior_std)])
-            raw = np.concatenate([raw, np.full(len(pseudo_targets), 1.0 / prior_std**2 if inverse_variance else 1.0)])
-            weights = raw / raw.mean()
+            pseudo_stds = np.full(len(pseudo_targets), prior_std)
+    weights = record.answer_weights(sizes, inverse_variance, pseudo_stds)
+    stds = record.answer_stds(sizes)
+    if pseudo_stds is not None:
+        stds = np.concatenate([stds, pseudo_stds])
     record.params, trace = project(record.params, queries.take_groups(fitted), targets, backend, projection,
                                    anneal=anneal, weights=weights, warm=warm)
     return trace, stds, weights
