@@ -133,9 +133,9 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
     pseudo_calls, project_calls = [], []
     real_pseudo, real_project = rounds.independence_pseudo_targets, rounds.project
 
-    def spy_pseudo(record, queries, backend, public=None):
+    def spy_pseudo(record, queries, backend, public=None, memo=None):
         assert public is None  # no public table: independence
-        out = real_pseudo(record, queries, backend, public)
+        out = real_pseudo(record, queries, backend, public, memo)
         pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
         return out
 
@@ -286,8 +286,8 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
     calls = []
     real_pseudo = rounds.independence_pseudo_targets
 
-    def spy_pseudo(record, queries, backend, public=None):
-        out = real_pseudo(record, queries, backend, public)
+    def spy_pseudo(record, queries, backend, public=None, memo=None):
+        out = real_pseudo(record, queries, backend, public, memo)
         calls.append((SimpleNamespace(groups=list(record.groups), noisy_parts=list(record.noisy_parts)),
                       record.params.copy(), queries, public, out))
         return out

@@ -89,7 +89,8 @@ def raked_interaction(public: np.ndarray, table: np.ndarray, shape: tuple[int, .
     reference = np.clip(np.asarray(public, dtype=np.float64), 0.0, None).reshape(cube.shape) ** float(strength)
     reference_mass = reference.sum(axis=(0, 1), keepdims=True)
     scaled = np.divide(reference * mass, reference_mass, out=np.zeros(cube.shape), where=reference_mass > 0.0)
-    fitted = (1.0 - RAKING_FLOOR) * scaled + RAKING_FLOOR * conditional_independence(table, shape).reshape(cube.shape)
+    independent = np.divide(row * column, mass, out=np.zeros(cube.shape), where=mass > 0.0)  # as conditional_independence
+    fitted = (1.0 - RAKING_FLOOR) * scaled + RAKING_FLOOR * independent
     for _ in range(RAKING_SWEEPS):
         sums = fitted.sum(axis=1, keepdims=True)
         fitted *= np.divide(row, sums, out=np.zeros(sums.shape), where=sums > 0.0)
@@ -132,41 +133,52 @@ STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The public association strengths :func:`public_strength` chooses from."""
 
 
-def public_strength(record: LoopRecord, queries: QuerySet, public: np.ndarray) -> float:
+def public_strength(record: LoopRecord, queries: QuerySet, public: np.ndarray,
+                    memo: list | None = None) -> float:
     """How much of the public table's association the measured CM tables support: the
     strength in :data:`STRENGTHS` whose :func:`raked_interaction` fits every CM measurement so
     far (whose group the public table covers) best, ``min_s sum ||y - raked(p, y, s)||^2``
     (``y`` the noisy table; each fit takes its own margins, so every residual carries the same
     noise). 0 (independence) before any such measurement, and for a public table whose
     associations are not the data's. A function of released measurements and the public table
-    (post-processing)."""
-    residuals = np.zeros(len(STRENGTHS))
-    for group, noisy in zip(record.groups, record.noisy_parts, strict=True):
-        if queries.group_class[group] != QueryClass.CATEGORICAL_MARGINAL:
-            continue
-        reference = public[queries.group_query_indices(np.array([group]))]
-        shape = queries.marginal_shape(int(group))
-        if np.isnan(reference).any() or len(shape) < 2:
-            continue
-        residuals += [np.sum(np.square(noisy - raked_interaction(reference, noisy, shape, strength)))
-                      for strength in STRENGTHS]
-    return float(STRENGTHS[int(np.argmin(residuals))])
+    (post-processing).
+
+    ``memo`` (a list, optional, kept by the caller for one run and one public table): each
+    measurement's residuals, in measurement order; a record only grows, so later calls compute
+    those of the new measurements alone."""
+    memo = [] if memo is None else memo
+    for group, noisy in list(zip(record.groups, record.noisy_parts, strict=True))[len(memo):]:
+        memo.append(_strength_residuals(queries, int(group), noisy, public))
+    return float(STRENGTHS[int(np.argmin(np.sum(memo, axis=0) if memo else np.zeros(len(STRENGTHS))))])
 
 
-def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend,
-                                public: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+def _strength_residuals(queries: QuerySet, group: int, noisy: np.ndarray, public: np.ndarray) -> np.ndarray:
+    """float64[len(STRENGTHS)]: ``||y - raked(p, y, s)||^2`` of one measurement at each
+    strength; zeros for a group that is not a CM table the public table covers."""
+    reference = public[queries.group_query_indices(np.array([group]))]
+    shape = queries.marginal_shape(group)
+    if (queries.group_class[group] != QueryClass.CATEGORICAL_MARGINAL or np.isnan(reference).any()
+            or len(shape) < 2):
+        return np.zeros(len(STRENGTHS))
+    return np.array([np.sum(np.square(noisy - raked_interaction(reference, noisy, shape, strength)))
+                     for strength in STRENGTHS])
+
+
+def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, public: np.ndarray | None = None,
+                                memo: list | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the
     CM groups not measured (int64[g]), their pseudo-targets (float64, concatenated; raked
     public interactions where ``public``, the public answers of ``queries``, covers a group,
-    at the strength the measured tables support, :func:`public_strength`) and the std they are weighed with, the largest of the
-    categorical (CM and base-marginal) measurements'; no groups before any such measurement."""
+    at the strength the measured tables support, :func:`public_strength`, with its ``memo``)
+    and the std they are weighed with, the largest of the categorical (CM and base-marginal)
+    measurements'; no groups before any such measurement."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
     unmeasured = unmeasured_marginals(queries, groups)
     if not categorical.any() or len(unmeasured) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
-    strength = 0.0 if public is None else public_strength(record, queries, public)
+    strength = 0.0 if public is None else public_strength(record, queries, public, memo)
     answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
     return unmeasured, independence_targets(queries, unmeasured, answers, public if strength > 0.0 else None,
                                             strength), prior_std

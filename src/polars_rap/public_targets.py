@@ -79,6 +79,9 @@ class PublicPrior:
         Whether measured answers are pulled toward ``answers``, whether each class's first
         selection scores against them, and whether the categorical marginals not measured are
         fitted toward their public interactions (:mod:`polars_rap.independence_prior`).
+    strength_residuals : list
+        The memo of :func:`polars_rap.independence_prior.public_strength` for this run: each
+        measurement's residuals at every association strength (used with ``interactions``).
     factors : dict
         Per query class, the mean James-Stein factor over its measured answers with a public
         answer at the last projection (1: the measurements alone; 0: the public answers);
@@ -90,6 +93,7 @@ class PublicPrior:
     selection: bool = False
     interactions: bool = False
     factors: dict[str, float] = field(default_factory=dict)
+    strength_residuals: list = field(default_factory=list, repr=False)
     _selected_classes: set = field(default_factory=set, repr=False)
 
     def reference_answers(self, query_class: str, query_index: np.ndarray, relaxed_answers: np.ndarray) -> np.ndarray:

@@ -285,8 +285,8 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     fitted, pseudo_stds = groups, None
     public_interactions = prior is not None and prior.interactions
     if independence or public_interactions:
-        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(
-            record, queries, backend, prior.answers if public_interactions else None)
+        public, memo = (prior.answers, prior.strength_residuals) if public_interactions else (None, None)
+        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(record, queries, backend, public, memo)
         if len(pseudo_groups):
             fitted = np.concatenate([groups, pseudo_groups])
             targets = np.concatenate([targets, pseudo_targets])
