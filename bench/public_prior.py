@@ -40,6 +40,7 @@ from pathlib import Path
 
 import polars as pl
 
+from bench.ablations import AIM_LOOP
 from bench.run import (
     ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, _seed_stats, append_row,
     completed_keys, execute, read_results, run_key, table_markdown,
@@ -51,8 +52,7 @@ DATA_ENV = "POLARS_RAP_ACS_DIR"
 ``--data-dir`` for the child processes); default ``../shared/data`` beside the repository."""
 PRIVATE_STATE = "CA"
 MISMATCHED_STATE = "PR"
-LOOP = {"name": "planned", "base_share": 0.1, "cm_anneal": True, "cm_anneal_selection_share": 0.1,
-        "independence_prior": True}
+LOOP = {**AIM_LOOP, "independence_prior": True}
 """The strategy of the ``loop/`` conditions: base marginals, annealed CM rounds and the prior for
 unmeasured tables (``bench/results/ablation_independence_prior.md``), where ``"interactions"``
 has tables to act on."""
