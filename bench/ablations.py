@@ -25,6 +25,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run histograms    # numeric one-way histograms x label (issues #14, #20)
     python -m bench.ablations --run warm          # a short annealing schedule for warm rounds (fit time)
     python -m bench.ablations --run independence_prior  # AIM's loop and its inference of unmeasured tables (#20)
+    python -m bench.ablations --run mediated_prior      # unmeasured tables inferred through a measured third feature (#20)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -182,6 +183,18 @@ STEPS["independence_prior"] = [
     ("+ annealing from a quarter", {"strategy": {**AIM_LOOP, "independence_prior": True, "cm_anneal_start": 0.25}},
      "T0 four times the CM tables: the annealed rounds start at a quarter of an outright step's budget per table "
      "(noise std doubled) and anneal up, so more tables can be measured (AIM starts at rho / 16d)"),
+]
+STEPS["mediated_prior"] = [
+    ("planned default", {}, "the default planned strategy: every CM table measured outright (the headline "
+                            "suite's rap++ rows)"),
+    ("AIM's loop + independence prior", {"strategy": {**AIM_LOOP, "independence_prior": True}},
+     "ablation_independence_prior's best step: unmeasured CM tables fitted toward independence of their two "
+     "features given the label"),
+    ("+ mediated prior", {"strategy": {**AIM_LOOP, "independence_prior": "mediated"}},
+     "an unmeasured table (a, b, label) whose features each share a measured table with a third feature c "
+     "is fitted toward a and b independent given (c, label), the maximum-entropy table given those two "
+     "(through the c of strongest association; polars_rap.independence_prior.mediated_targets), as AIM's "
+     "graphical model infers a table through the cliques it measured"),
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

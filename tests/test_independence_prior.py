@@ -16,7 +16,10 @@ import polars_rap
 from polars_rap import rounds
 from polars_rap.independence_prior import (
     conditional_independence,
+    conditional_mutual_information,
     independence_targets,
+    mediated_interaction,
+    mediated_targets,
     public_strength,
     raked_interaction,
     unmeasured_marginals,
@@ -133,9 +136,9 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
     pseudo_calls, project_calls = [], []
     real_pseudo, real_project = rounds.independence_pseudo_targets, rounds.project
 
-    def spy_pseudo(record, queries, backend, public=None, memo=None):
-        assert public is None  # no public table: independence
-        out = real_pseudo(record, queries, backend, public, memo)
+    def spy_pseudo(record, queries, backend, public=None, memo=None, mediators=False):
+        assert public is None and mediators is False  # no public table, no mediators: independence
+        out = real_pseudo(record, queries, backend, public, memo, mediators=mediators)
         pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
         return out
 
@@ -197,8 +200,10 @@ def test_without_unmeasured_tables_the_prior_changes_nothing() -> None:
 
 
 def test_bad_settings_are_named() -> None:
-    with pytest.raises(ValueError, match="independence_prior must be True or False"):
+    with pytest.raises(ValueError, match="independence_prior must be True, False or 'mediated'"):
         PlannedStrategy(independence_prior=1)
+    with pytest.raises(ValueError, match="independence_prior must be True, False or 'mediated'"):
+        PlannedStrategy(independence_prior="label")
     with pytest.raises(ValueError, match=r"cm_anneal_selection_share must be a number in \(0, 1\)"):
         PlannedStrategy(cm_anneal=True, cm_anneal_selection_share=1.0)
 
@@ -286,7 +291,8 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
     calls = []
     real_pseudo = rounds.independence_pseudo_targets
 
-    def spy_pseudo(record, queries, backend, public=None, memo=None):
+    def spy_pseudo(record, queries, backend, public=None, memo=None, mediators=False):
+        assert mediators is False
         out = real_pseudo(record, queries, backend, public, memo)
         calls.append((SimpleNamespace(groups=list(record.groups), noisy_parts=list(record.noisy_parts)),
                       record.params.copy(), queries, public, out))
@@ -364,3 +370,154 @@ def test_strength_scales_the_log_odds_ratios(monkeypatch) -> None:
     np.testing.assert_allclose(log_odds(half), 0.5 * log_odds(public), rtol=1e-10)
     none = independence_prior.raked_interaction(public, table, shape, 0.0)
     np.testing.assert_allclose(none, conditional_independence(table, shape), rtol=1e-10)
+
+
+# ------------------------------------------------------------------ the mediated prior
+def test_mediation_recovers_a_table_independent_given_the_third_feature() -> None:
+    """Where a and b are independent given (c, r), the mediated table built from the a x c x r
+    and b x c x r tables is the true a x b x r table; on any tables it is the formula cell by
+    cell, and keeps the a x r and b x r margins."""
+    rng = np.random.default_rng(4)
+    p_r = rng.dirichlet(np.ones(2))
+    p_c = rng.dirichlet(np.ones(3), size=2)  # [r, c]
+    p_a = rng.dirichlet(np.ones(4), size=(3, 2))  # [c, r, a]
+    p_b = rng.dirichlet(np.ones(5), size=(3, 2))  # [c, r, b]
+    joint = np.einsum("r,rc,cra,crb->abcr", p_r, p_c, p_a, p_b)
+    fit = mediated_interaction(joint.sum(axis=1), joint.sum(axis=0))
+    np.testing.assert_allclose(fit, joint.sum(axis=2), rtol=1e-12)
+
+    first, second = rng.dirichlet(np.ones(24)).reshape(4, 3, 2), rng.dirichlet(np.ones(30)).reshape(5, 3, 2)
+    second *= (first.sum(axis=0) / second.sum(axis=0))[None]  # the same c x r margins, as one relaxed table
+    fit = mediated_interaction(first, second)
+    for a, b, r in np.ndindex(4, 5, 2):
+        expected = sum(first[a, c, r] * second[b, c, r] / first[:, c, r].sum() for c in range(3))
+        assert fit[a, b, r] == pytest.approx(expected, rel=1e-13)
+    np.testing.assert_allclose(fit.sum(axis=1), first.sum(axis=1), rtol=1e-13)
+    np.testing.assert_allclose(fit.sum(axis=0), second.sum(axis=1), rtol=1e-13)
+
+
+def test_conditional_mutual_information() -> None:
+    """0 for a table independent given r; the plug-in formula otherwise; scale-free."""
+    rng = np.random.default_rng(5)
+    table = rng.dirichlet(np.ones(12)).reshape(3, 2, 2)
+    assert conditional_mutual_information(conditional_independence(table.ravel(), (3, 2, 2)).reshape(3, 2, 2)) \
+        == pytest.approx(0.0, abs=1e-15)
+    expected = sum(table[a, b, r] * math.log(table[a, b, r] * table[:, :, r].sum()
+                                             / (table[a, :, r].sum() * table[:, b, r].sum()))
+                   for a, b, r in np.ndindex(3, 2, 2))
+    assert conditional_mutual_information(table) == pytest.approx(expected, rel=1e-12)
+    assert conditional_mutual_information(7.0 * table) == pytest.approx(expected, rel=1e-12)
+
+
+def _tables_of(queries, groups, joint: np.ndarray, axis_of: dict[int, int]) -> dict[int, np.ndarray]:
+    """Each group's table from ``joint`` (one axis per CM column, ``axis_of`` block -> axis, the
+    label last), in the group's own column order, flattened."""
+    out = {}
+    for group in map(int, groups):
+        columns = [int(c) for c in queries.group_columns[
+            queries.group_column_offsets[group]:queries.group_column_offsets[group + 1]]]
+        keep = [axis_of[c] for c in columns]
+        drop = tuple(i for i in range(joint.ndim) if i not in keep)
+        out[group] = np.moveaxis(joint.sum(axis=drop), np.argsort(np.argsort(keep)), range(len(keep))).ravel()
+    return out
+
+
+def test_mediated_targets_take_the_strongest_mediator_and_leave_the_rest(marginals_only) -> None:
+    """An unmeasured table whose two features each share a measured table with a third gets
+    the mediated table through the third with the largest min(I(a; c | label), I(b; c |
+    label)); one with no such third feature is left out (it keeps independence)."""
+    queries = marginals_only
+    cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
+    columns = {int(g): tuple(int(c) for c in queries.group_columns[
+        queries.group_column_offsets[g]:queries.group_column_offsets[g + 1]]) for g in cm}
+    features = sorted({c for cols in columns.values() for c in cols[:2]})
+    label = columns[int(cm[0])][2]
+    axis_of = {c: i for i, c in enumerate([*features, label])}
+    joint = np.random.default_rng(6).dirichlet(np.full(int(np.prod(queries.column_sizes[[*features, label]])), 0.3))
+    joint = joint.reshape(tuple(int(queries.column_sizes[c]) for c in [*features, label]))
+    tables = _tables_of(queries, cm, joint, axis_of)
+    group_of = {frozenset(cols[:2]): g for g, cols in columns.items()}
+    f0, f1, f2, f3 = features
+
+    def cmi(g, first):
+        return conditional_mutual_information(
+            _tables_of(queries, [g], joint, axis_of)[g].reshape(*queries.marginal_shape(g)[:2], -1))
+
+    # measured: (f0, f1), (f1, f2): (f0, f2) is mediated by f1 alone; nothing mediates the tables of f3
+    measured = np.array(sorted([group_of[frozenset((f0, f1))], group_of[frozenset((f1, f2))]]))
+    unmeasured = np.setdiff1d(cm, measured)
+    out = mediated_targets(queries, unmeasured, measured, tables)
+    target = group_of[frozenset((f0, f2))]
+    assert set(out) == {target}
+    a, b = columns[target][:2]
+    first = joint.sum(axis=tuple(axis_of[c] for c in features if c not in (a, f1)))  # [a, f1, label] in axis order
+    second = joint.sum(axis=tuple(axis_of[c] for c in features if c not in (b, f1)))
+    if axis_of[a] > axis_of[f1]:
+        first = first.transpose(1, 0, 2)
+    if axis_of[b] > axis_of[f1]:
+        second = second.transpose(1, 0, 2)
+    np.testing.assert_allclose(out[target], mediated_interaction(first, second).ravel(), rtol=1e-12)
+
+    # measured: every table but (f0, f2) and (f1, f3): each has two candidate mediators
+    measured = np.setdiff1d(cm, [group_of[frozenset((f0, f2))], group_of[frozenset((f1, f3))]])
+    unmeasured = np.setdiff1d(cm, measured)
+    out = mediated_targets(queries, unmeasured, measured, tables)
+    assert set(out) == set(map(int, unmeasured))
+    for g in map(int, unmeasured):
+        a, b = columns[g][:2]
+        scores = {c: min(cmi(group_of[frozenset((a, c))], a), cmi(group_of[frozenset((b, c))], b))
+                  for c in features if c not in (a, b)}
+        best = max(scores, key=scores.get)
+        first = _tables_of(queries, [group_of[frozenset((a, best))]], joint, axis_of)
+        second = _tables_of(queries, [group_of[frozenset((b, best))]], joint, axis_of)
+        (ga, ta), (gb, tb) = next(iter(first.items())), next(iter(second.items()))
+        ta = ta.reshape(*queries.marginal_shape(ga)[:2], -1)
+        tb = tb.reshape(*queries.marginal_shape(gb)[:2], -1)
+        ta = ta if columns[ga][0] == a else ta.transpose(1, 0, 2)
+        tb = tb if columns[gb][0] == b else tb.transpose(1, 0, 2)
+        np.testing.assert_allclose(out[g], mediated_interaction(ta, tb).ravel(), rtol=1e-12)
+        assert sorted(scores.values())[-1] > sorted(scores.values())[-2]  # a real choice was made
+
+
+def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch) -> None:
+    """With ``independence_prior="mediated"`` every projection fits the released answers and,
+    for the CM tables not measured yet, the mediated tables of the relaxed rows it starts from
+    (independence given the label where nothing mediates), recomputed here from those rows;
+    some table is mediated in the run; the ledger closes at the budget."""
+    from polars_rap.independence_prior import unmeasured_marginals
+    from polars_rap.kernels import resolve_backend
+
+    calls = []
+    real_pseudo = rounds.independence_pseudo_targets
+
+    def spy_pseudo(record, queries, backend, public=None, memo=None, mediators=False):
+        assert mediators is True and public is None
+        out = real_pseudo(record, queries, backend, public, memo, mediators=mediators)
+        calls.append((list(record.groups), record.params.copy(), queries, out))
+        return out
+
+    monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
+    result = polars_rap.synthesize(
+        _associated(900, 7), epsilon=3.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2,
+        relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy={**AIM_LOOP, "independence_prior": "mediated"})
+    assert result.report.parameters["strategy"]["independence_prior"] == "mediated"
+    assert result.report.rho_spent == result.report.rho_budget
+    backend = resolve_backend("cpu")
+    mediated_calls = 0
+    for groups, params, queries, (pseudo, targets, _) in calls:
+        if len(pseudo) == 0:
+            continue
+        np.testing.assert_array_equal(pseudo, unmeasured_marginals(queries, groups))
+        measured = np.unique([g for g in groups if queries.group_class[g] == QueryClass.CATEGORICAL_MARGINAL])
+        every = np.concatenate([pseudo, measured]).astype(np.int64)
+        relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(every), np.inf)
+        parts = np.split(relaxed, np.cumsum(queries.group_sizes[every])[:-1])
+        tables = dict(zip(map(int, every), parts, strict=True))
+        mediated = mediated_targets(queries, pseudo, measured, tables)
+        mediated_calls += bool(mediated)
+        expected = np.concatenate([mediated[int(g)] if int(g) in mediated
+                                   else conditional_independence(tables[int(g)], queries.marginal_shape(int(g)))
+                                   for g in pseudo])
+        np.testing.assert_array_equal(targets, expected)
+    assert mediated_calls >= 1

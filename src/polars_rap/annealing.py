@@ -117,7 +117,7 @@ def run_annealed_step(
     shrinkage: bool = False,
     size_exponent: float = 0.0,
     anneal_temperature: bool = False,
-    independence: bool = False,
+    independence: bool | str = False,
     prior: PublicPrior | None = None,
 ) -> int:
     """Spend ``step_rho`` on ``step``'s class by annealed rounds (see the module's text);

@@ -99,6 +99,89 @@ def raked_interaction(public: np.ndarray, table: np.ndarray, shape: tuple[int, .
     return fitted.ravel()
 
 
+def conditional_mutual_information(table: np.ndarray) -> float:
+    """The mutual information (nats) of ``table``'s first two axes given its third
+    (float[a, b, r], a distribution or a multiple of one: cells of mass <= 0 count as 0)."""
+    cube = np.clip(np.asarray(table, dtype=np.float64), 0.0, None)
+    total = cube.sum()
+    if total <= 0.0:
+        return 0.0
+    cube = cube / total
+    independent = cube.sum(axis=1, keepdims=True) * cube.sum(axis=0, keepdims=True)
+    slices = cube.sum(axis=(0, 1), keepdims=True)
+    independent = np.divide(independent, slices, out=np.zeros(cube.shape), where=slices > 0.0)
+    mass = (cube > 0.0) & (independent > 0.0)
+    return float(np.sum(cube[mass] * np.log(cube[mass] / independent[mass])))
+
+
+def mediated_interaction(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """float64[a, b, r]: the maximum-entropy table over ``a x b`` given ``r`` whose tables with
+    a third feature ``c`` are ``first`` (float[a, c, r]) and ``second`` (float[b, c, r]) (the
+    same ``c x r`` margins): ``a`` and ``b`` independent given ``(c, r)``,
+
+        m[a, b, r] = sum_c first[a, c, r] * second[b, c, r] / first[+, c, r].
+
+    Its ``a x r`` and ``b x r`` margins are ``first``'s and ``second``'s (where their ``c x r``
+    margins agree); negative cells count as 0; a ``(c, r)`` slice with no mass adds nothing."""
+    first = np.clip(np.asarray(first, dtype=np.float64), 0.0, None)
+    second = np.clip(np.asarray(second, dtype=np.float64), 0.0, None)
+    middle = first.sum(axis=0)  # [c, r]
+    ratio = np.divide(second, middle[None], out=np.zeros(second.shape), where=middle[None] > 0.0)
+    return np.einsum("xcr,ycr->xyr", first, ratio)
+
+
+def _oriented_table(queries: QuerySet, group: int, answers: np.ndarray, first_column: int) -> np.ndarray:
+    """float64[k_first, k_other, r]: a two-feature group's answers with ``first_column``'s axis
+    first (the group's columns are ``(x, y, *rest)``; ``r`` the cells of ``rest``)."""
+    shape = queries.marginal_shape(group)
+    cube = np.asarray(answers, dtype=np.float64).reshape(shape[0], shape[1], -1)
+    columns = queries.group_columns[queries.group_column_offsets[group]:queries.group_column_offsets[group + 1]]
+    return cube if int(columns[0]) == first_column else cube.transpose(1, 0, 2)
+
+
+def mediated_targets(queries: QuerySet, groups: np.ndarray, measured: np.ndarray,
+                     tables: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Per group of ``groups`` (CM groups ``(a, b, *rest)``) that a third feature ``c``
+    mediates, its :func:`mediated_interaction` through the ``c`` whose measured groups
+    ``(a, c, *rest)`` and ``(b, c, *rest)`` (both in ``measured``) hold the strongest
+    association, ``max_c min(I(a; c | rest), I(b; c | rest))``
+    (:func:`conditional_mutual_information`), as float64[cells of the group], row-major over its
+    shape. ``tables`` maps every group of ``groups`` and ``measured`` to its (relaxed) answers.
+    A group no ``c`` mediates, or whose best ``c`` carries no association, is left out."""
+    offsets, columns = queries.group_column_offsets, queries.group_columns
+
+    def key(group: int):
+        cols = columns[offsets[group]:offsets[group + 1]]
+        return frozenset((int(cols[0]), int(cols[1]))), tuple(int(c) for c in cols[2:])
+
+    index = {key(int(g)): int(g) for g in measured if offsets[g + 1] - offsets[g] >= 2}
+    strength: dict[int, float] = {}
+    out = {}
+    for group in map(int, groups):
+        _, rest = key(group)
+        a, b = (int(c) for c in columns[offsets[group]:offsets[group] + 2])
+        best, best_score = None, 0.0
+        for (other_pair, other_rest), first in index.items():
+            if other_rest != rest or a not in other_pair or b in other_pair:
+                continue
+            (c,) = other_pair - {a}
+            second = index.get((frozenset((b, c)), rest))
+            if second is None:
+                continue
+            for g in (first, second):
+                if g not in strength:
+                    strength[g] = conditional_mutual_information(
+                        tables[g].reshape(*queries.marginal_shape(g)[:2], -1))
+            score = min(strength[first], strength[second])
+            if score > best_score:
+                best, best_score = (first, second, c), score
+        if best is not None:
+            first, second, c = best
+            out[group] = mediated_interaction(_oriented_table(queries, first, tables[first], a),
+                                              _oriented_table(queries, second, tables[second], b)).ravel()
+    return out
+
+
 def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
     """int64[g]: the CM groups of ``queries`` with at least two axes that are not in
     ``measured`` (group ids), in id order."""
@@ -109,11 +192,14 @@ def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
 
 
 def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndarray,
-                         public: np.ndarray | None = None, strength: float = 1.0) -> np.ndarray:
+                         public: np.ndarray | None = None, strength: float = 1.0,
+                         mediated: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """float64[answers of ``groups``]: each group's :func:`conditional_independence` fit of its
     ``answers`` (the relaxed data's, float[answers of ``groups``], concatenated in order), or,
     where ``public`` (float64[n_queries of ``queries``], NaN where a public table has no
-    answer) covers the whole group, its :func:`raked_interaction` at ``strength``."""
+    answer) covers the whole group, its :func:`raked_interaction` at ``strength``, or else, where
+    ``mediated`` (from :func:`mediated_targets`) has the group, that table."""
+    mediated = {} if mediated is None else mediated
     answers = np.asarray(answers, dtype=np.float64)
     sizes = queries.group_sizes[groups]
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -124,6 +210,8 @@ def independence_targets(queries: QuerySet, groups: np.ndarray, answers: np.ndar
         reference = None if public is None else public[queries.group_query_indices(np.array([group]))]
         if reference is not None and not np.isnan(reference).any():
             out[part] = raked_interaction(reference, answers[part], shape, strength)
+        elif int(group) in mediated:
+            out[part] = mediated[int(group)]
         else:
             out[part] = conditional_independence(answers[part], shape)
     return out
@@ -165,7 +253,8 @@ def _strength_residuals(queries: QuerySet, group: int, noisy: np.ndarray, public
 
 
 def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, public: np.ndarray | None = None,
-                                memo: list | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+                                memo: list | None = None, mediators: bool = False
+                                ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the
     CM groups not measured (int64[g]), their pseudo-targets (float64, concatenated; raked
     public interactions where ``public``, the public answers of ``queries``, covers a group,
@@ -179,6 +268,15 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, 
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
     strength = 0.0 if public is None else public_strength(record, queries, public, memo)
-    answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(unmeasured), np.inf)
+    measured_cm = np.unique(groups[queries.group_class[groups] == QueryClass.CATEGORICAL_MARGINAL]) if mediators \
+        else np.zeros(0, dtype=np.int64)
+    every = np.concatenate([unmeasured, measured_cm])
+    answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(every), np.inf)
+    mediated = None
+    if len(measured_cm):
+        bounds = np.concatenate([[0], np.cumsum(queries.group_sizes[every])])
+        tables = {int(g): answers[bounds[i]:bounds[i + 1]] for i, g in enumerate(every)}
+        mediated = mediated_targets(queries, unmeasured, measured_cm, tables)
+    answers = answers[:int(queries.group_sizes[unmeasured].sum())]
     return unmeasured, independence_targets(queries, unmeasured, answers, public if strength > 0.0 else None,
-                                            strength), prior_std
+                                            strength, mediated), prior_std

@@ -145,7 +145,7 @@ def run_plan(
     size_exponent: float = 0.0,
     noise_aware: bool = False,
     prior: PublicPrior | None = None,
-    independence: bool = False,
+    independence: bool | str = False,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
@@ -249,7 +249,7 @@ def run_plan(
 
 def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, projection: ProjectionConfig,
                   inverse_variance: bool, prior: PublicPrior | None, bar, ledger: PrivacyLedger, rho: float,
-                  round_index: int, n_measured: int, independence: bool = False) -> None:
+                  round_index: int, n_measured: int, independence: bool | str = False) -> None:
     """Project ``record.params`` onto every measurement so far (warm start), after a step."""
     anneal = step.query_class not in _CATEGORICAL_ONLY
     trace, stds, weights = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
@@ -268,12 +268,13 @@ def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pr
 
 def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection: ProjectionConfig, *,
                      inverse_variance: bool, anneal: bool, warm: bool = False, prior: PublicPrior | None = None,
-                     independence: bool = False):
+                     independence: bool | str = False):
     """Project ``record.params`` (replaced by the result) onto every measurement so far;
     returns ``(trace, stds, weights)``: the projection's trace and each fitted answer's noise
     std and loss weight (float64[answers], weights of mean 1, or None when all equal).
 
-    ``prior`` (public answers) may pull the targets toward them; ``independence`` adds the
+    ``prior`` (public answers) may pull the targets toward them; ``independence`` (True or
+    ``"mediated"``, :attr:`~polars_rap.strategy.Strategy.independence_prior`) adds the
     pseudo-targets of :mod:`polars_rap.independence_prior` for the CM groups not measured yet,
     once a categorical table is measured, as does a prior used for its ``interactions`` (then
     raked from the public tables; post-processing all)."""
@@ -286,7 +287,8 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     public_interactions = prior is not None and prior.interactions
     if independence or public_interactions:
         public, memo = (prior.answers, prior.strength_residuals) if public_interactions else (None, None)
-        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(record, queries, backend, public, memo)
+        pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(
+            record, queries, backend, public, memo, mediators=independence == "mediated")
         if len(pseudo_groups):
             fitted = np.concatenate([groups, pseudo_groups])
             targets = np.concatenate([targets, pseudo_targets])
