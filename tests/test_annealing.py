@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import annealing, kernels, mechanism, rounds
+from polars_rap import annealing, kernels, planning, rounds
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError
 from polars_rap.privacy import PrivacyLedger, closing_charge
@@ -116,7 +116,7 @@ def test_bonferroni_counts_every_annealed_round_beyond_the_class_cap() -> None:
     """An annealed step may re-measure, so its T0 rounds of the K largest groups are added
     beyond the class's answers; other steps are capped as before."""
     domain = Domain.from_mapping(_tiny_frame().schema, TINY_DOMAIN, ["y"])
-    queries, plan, _ = mechanism.workload_and_plan(
+    queries, plan, _ = planning.workload_and_plan(
         domain, PlannedStrategy(cm_anneal=True, class_k={"CM": 2}, cm_anneal_rounds=7),
         np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0, queries_per_round=3,
         n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
@@ -131,13 +131,13 @@ def test_the_noise_check_sees_an_annealed_step_s_first_round() -> None:
     selection step without annealing accepts."""
     rho, selection_share, t0 = 0.02, 0.5, 10
     rho_group = rho * (1 - selection_share) / t0
-    needed = math.ceil(1.0 / (mechanism._MAX_NOISE_STD * math.sqrt(rho_group)))
+    needed = math.ceil(1.0 / (planning.MAX_NOISE_STD * math.sqrt(rho_group)))
     annealed, plain = [Step("CM", 1.0, 1, t0)], [Step("CM", 1.0, 1)]
     share = {("CM", False): 1.0}
-    mechanism._check_rows_against_noise(needed, rho, annealed, share, 1, selection_share, 1.0)
-    mechanism._check_rows_against_noise(needed - 1, rho, plain, share, 1, selection_share, 1.0)
+    planning.check_rows_against_noise(needed, rho, annealed, share, 1, selection_share, 1.0)
+    planning.check_rows_against_noise(needed - 1, rho, plain, share, 1, selection_share, 1.0)
     with pytest.raises(DataError, match=f"needs at least {needed} rows"):
-        mechanism._check_rows_against_noise(needed - 1, rho, annealed, share, 1, selection_share, 1.0)
+        planning.check_rows_against_noise(needed - 1, rho, annealed, share, 1, selection_share, 1.0)
 
 
 # ------------------------------------------------------------------ the rounds, on a stub
@@ -169,7 +169,7 @@ def categorical_setup():
     frame = _tiny_frame(1, 800).drop("t")
     domain_spec = {k: v for k, v in TINY_DOMAIN.items() if k != "t"}
     domain = Domain.from_mapping(frame.schema, domain_spec, ["y"])
-    queries, plan, _ = mechanism.workload_and_plan(
+    queries, plan, _ = planning.workload_and_plan(
         domain, PlannedStrategy(cm_anneal=True), np.random.default_rng(0), rounds_cm=None, rounds_lt=0,
         rounds_mm=0, queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
     true_answers, n_rows = exact_answers(DataSource.from_input(frame), domain, queries,

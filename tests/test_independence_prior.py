@@ -104,7 +104,7 @@ def test_unmeasured_marginals_are_the_cm_groups_left() -> None:
     threshold groups never, whatever was measured."""
     frame = _adult_like(200)
     domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
-    from polars_rap.mechanism import workload_and_plan
+    from polars_rap.planning import workload_and_plan
 
     queries, _, counts = workload_and_plan(
         domain, PlannedStrategy(base_share=0.1), np.random.default_rng(0), rounds_cm=None, rounds_lt=2,
@@ -212,7 +212,7 @@ def test_bad_settings_are_named() -> None:
 @pytest.fixture(scope="module")
 def marginals_only():
     """The CM workload of the Adult-like domain (6 tables: 4 features x income), no thresholds."""
-    from polars_rap.mechanism import workload_and_plan
+    from polars_rap.planning import workload_and_plan
 
     frame = _adult_like(200)
     domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])

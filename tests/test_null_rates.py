@@ -12,7 +12,7 @@ import pytest
 import polars_rap
 from polars_rap import datasets
 from polars_rap.domain import Domain
-from polars_rap.mechanism import workload_and_plan
+from polars_rap.planning import workload_and_plan
 from polars_rap.null_rates import NULL_RATE_SHARE, nullable_blocks
 from polars_rap.privacy import split_budget
 from polars_rap.strategy import resolve_strategy

@@ -245,7 +245,7 @@ def test_strategy_validates_and_describes_the_histogram_settings() -> None:
 
 def test_off_by_default_leaves_the_plan_unchanged(domain) -> None:
     """``histogram_share = 0`` (the default) adds no NH group and no step."""
-    from polars_rap.mechanism import workload_and_plan
+    from polars_rap.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
                     n_linear_thresholds=50, max_marginal_cells=None)
@@ -264,7 +264,7 @@ def test_off_by_default_leaves_the_plan_unchanged(domain) -> None:
 def test_the_last_position_appends_the_step_with_its_loss_scale(domain) -> None:
     """``histogram_position="last"``: the NH step closes the plan with the same share of the
     loop's budget, carrying ``histogram_weight`` as its loss scale; the other steps keep 1."""
-    from polars_rap.mechanism import workload_and_plan
+    from polars_rap.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
                     n_linear_thresholds=50, max_marginal_cells=None)

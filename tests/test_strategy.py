@@ -181,15 +181,15 @@ def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task)
 def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
     """The row-count check takes the least share any group gets: 1/G for an even outright
     step, the smallest group's ``cells ** exponent`` share otherwise; 1/K for LT rounds."""
-    from polars_rap import mechanism
+    from polars_rap import planning
     from polars_rap.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
     strategy = PlannedStrategy(size_exponent=exponent)
-    queries, plan, counts = mechanism.workload_and_plan(
+    queries, plan, counts = planning.workload_and_plan(
         domain, strategy, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
         queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=20_000)
-    share = mechanism._smallest_share(plan, queries, 10, exponent)
+    share = planning.smallest_share(plan, queries, 10, exponent)
     sizes = queries.group_sizes[queries.group_class == rounds.CLASS_CODES["CM"]].astype(float)
     assert share["CM", True] == pytest.approx(sizes.min() ** exponent / np.sum(sizes ** exponent), rel=1e-12)
     assert share["LT", False] == pytest.approx(0.1, rel=1e-12)
@@ -266,12 +266,12 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
                               strategy={"name": "planned", "noise_aware": aware}, **FAST)
     plain, aware = seen[False][0], seen[True][0]  # the first round: same state, same candidates
     assert plain[1:] == aware[1:]
-    from polars_rap import mechanism
+    from polars_rap import planning
     from polars_rap.domain import Domain
     from polars_rap.workload import group_sensitivities
 
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
-    queries, plan, _ = mechanism.workload_and_plan(
+    queries, plan, _ = planning.workload_and_plan(
         domain, PlannedStrategy(noise_aware=True), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
         rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=200,
         max_marginal_cells=20_000)

@@ -5,7 +5,7 @@
 1. *inputs*: check the parameters, read the schema, privately infer the domains asked for
    (:mod:`polars_rap.inference`, charged first), build the public domain and the workload,
    and read the public table when one is given (:mod:`polars_rap.public_prior`; free);
-2. *plan*: the strategy (:mod:`polars_rap.strategy`) turns public counts into steps, each
+2. *plan* (:mod:`polars_rap.planning`): the strategy (:mod:`polars_rap.strategy`) turns public counts into steps, each
    with its share of the budget (``strategy="paper"``: the paper's even split over
    interleaved rounds; ``"planned"``, the default: a budget per query class), and a first
    step measures the null rates the plan would leave unmeasured (:mod:`polars_rap.null_rates`);
@@ -24,40 +24,34 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
 import sys
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
 from polars_rap import kernels
-from polars_rap.base_marginals import add_base_marginals
 from polars_rap.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
-from polars_rap.errors import DataError, ParameterError
+from polars_rap.errors import DataError
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
-from polars_rap.model import SyntheticModel
-from polars_rap.null_rates import add_null_rates
-from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
+from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.public_prior import PublicTable, check_public_use, fit_to_public, open_public, read_public
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
-from polars_rap.report import PrivacyReport
-from polars_rap.rounds import CLASS_CODES, run_plan
+from polars_rap.result import SynthesisResult
+from polars_rap.rounds import run_plan
 from polars_rap.samplers import SecureRandom
 from polars_rap.source import exact_answers, open_source
-from polars_rap.strategy import Step, Strategy, group_shares, resolve_strategy
-from polars_rap.workload import build_workload, group_sensitivities
+from polars_rap.strategy import Strategy, resolve_strategy
+from polars_rap.workload import group_sensitivities
 
 __all__ = ["synthesize", "SynthesisResult"]
 
@@ -65,66 +59,6 @@ logger = logging.getLogger(__name__)
 
 _APPROXIMATE_DELTA_SHARE = 0.5
 """Part of delta given to thresholded category inference when a run uses it."""
-_MAX_NOISE_STD = 0.5
-"""Largest planned noise std of a measured answer (a fraction in [0, 1]) a run accepts."""
-_HTML_COLUMNS = 12
-"""Columns a result's notebook view names before it says how many more there are."""
-
-@dataclass(frozen=True, slots=True, eq=False)
-class SynthesisResult:
-    """Synthetic data and what was released to make it.
-
-    ``data`` has the input's column names, order and dtypes: a DataFrame, or with
-    ``synthesize(output=...)`` a LazyFrame scanning the Parquet parts written there (``files``,
-    in block order; None otherwise). ``relaxed`` (float32[n_relaxed, n_coords]) and ``domain``
-    let more rows be sampled at no privacy cost. No attribute refers to the sensitive input.
-    """
-
-    data: pl.DataFrame | pl.LazyFrame
-    report: PrivacyReport
-    domain: Domain
-    relaxed: np.ndarray = field(repr=False)
-    files: list[str] | None = None
-
-    @property
-    def model(self) -> SyntheticModel:
-        """The released part as a :class:`~polars_rap.model.SyntheticModel`: sample more rows
-        from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
-        return SyntheticModel(self.relaxed, self.domain, self.report)
-
-    def __repr__(self) -> str:
-        """One line: the table's shape, the guarantee and where the rest is (the fields whole
-        would print every ledger event)."""
-        height, width = self._shape()
-        return (f"SynthesisResult({height:,} rows x {width} columns, ({self.report.epsilon:g}, "
-                f"{self.report.delta:g})-DP over {self.report.n_rows:,} input rows, "
-                f"{self.relaxed.shape[0]:,} relaxed rows; .data, .report, .model)")
-
-    def _shape(self) -> tuple[int, int]:
-        """(rows, columns) of ``data`` without reading written parts."""
-        if isinstance(self.data, pl.DataFrame):
-            return self.data.shape
-        return int(self.report.parameters["rows"]), len(self.domain.names)
-
-    def _repr_html_(self) -> str:
-        """A notebook's view: the table's shape and columns, then the privacy report."""
-        import html
-
-        from polars_rap.report import _summary_html
-
-        height, width = self._shape()
-        schema = self.data.collect_schema() if isinstance(self.data, pl.LazyFrame) else self.data.schema
-        columns = ", ".join(f"{name} ({dtype})" for name, dtype in list(schema.items())[:_HTML_COLUMNS])
-        more = f", ... ({width - _HTML_COLUMNS} more)" if width > _HTML_COLUMNS else ""
-        return (f"<div><p><strong>SynthesisResult</strong>: {height:,} synthetic rows x {width} columns "
-                f"({html.escape(columns + more)}) in <code>.data</code>; more rows at no privacy cost "
-                f"from <code>.model.sample(rows)</code>.</p>{_summary_html(self.report)}</div>")
-
-    def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
-        """Save :attr:`model` as a directory (see :mod:`polars_rap.model`); load it back with
-        :func:`polars_rap.load`. Returns the directory."""
-        return self.model.save(path, overwrite=overwrite)
-
 
 def synthesize(
     data: pl.DataFrame | pl.LazyFrame | str | os.PathLike,
@@ -367,8 +301,8 @@ def synthesize(
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
                                          integer_cells=strategy.integer_cells)
     out_rows = n_rows if rows is None else int(rows)
-    smallest_share = _smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
-    _check_rows_against_noise(n_rows, ledger.rho_remaining, plan, smallest_share, queries_per_round,
+    thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
+    check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
                               selection_share, epsilon)
     if delta >= 1.0 / n_rows:
         warnings.warn(
@@ -455,109 +389,3 @@ def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior:
     if prior is not None and prior.targets:
         record["target_factors"] = dict(prior.factors)
     return record
-
-
-def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generator, *,
-                      rounds_cm: int | None, rounds_lt: int, rounds_mm: int, queries_per_round: int,
-                      n_mixed_marginals: int, n_linear_thresholds: int,
-                      max_marginal_cells: int | None) -> tuple[QuerySet, list[Step], dict[str, int]]:
-    """The workload (drawn from ``rng``), the plan and the groups per class, from public
-    values only: the domain, the rounds asked (``rounds_cm`` None: one per categorical
-    feature) and the strategy; null-rate groups join where the plan leaves a nullable column
-    unmeasured (:func:`polars_rap.null_rates.add_null_rates`)."""
-    n_categorical_features = sum(1 for c in domain.columns if c.is_categorical and c.name not in domain.labels)
-    asked = {
-        "CM": n_categorical_features if rounds_cm is None else int(rounds_cm),
-        "LT": int(rounds_lt),
-        "MM": int(rounds_mm),
-    }
-    classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
-    if not classes:
-        msg = (
-            "every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm to 1 or more "
-            f"(rounds_cm defaults to the number of categorical feature columns, here {n_categorical_features})"
-        )
-        raise ParameterError(msg)
-    queries = build_workload(
-        domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
-        n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
-        integer_cells=strategy.integer_cells,
-    )
-    group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
-    plan = strategy.plan(group_counts, asked, queries_per_round)
-    if strategy.base_share > 0:
-        queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
-                                                         strategy.base_share)
-    if strategy.histogram_share > 0:
-        queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
-                                                             strategy.histogram_share, strategy.histogram_bins,
-                                                             last=strategy.histogram_position == "last",
-                                                             loss_scale=strategy.histogram_weight)
-    queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
-    if not plan:
-        msg = (
-            "the workload is empty: the domain needs categorical feature columns (for "
-            "marginals) or numeric columns (for thresholds), and at least one round"
-        )
-        raise ParameterError(msg)
-    return queries, plan, group_counts
-
-
-def _smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: int,
-                    size_exponent: float) -> dict[tuple[str, bool], float]:
-    """Per (class, outright) of the plan's steps: the smallest share of a step's measurement
-    budget any one group can get under :func:`~polars_rap.strategy.group_shares` (an outright
-    step shares among all the class's groups; a selection step among at most K, the worst case
-    the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
-    of K, are keyed as those). Public sizes only."""
-    smallest = {}
-    largest_k = {}
-    for step in plan:
-        largest_k[step.query_class, step.outright] = max(step.k or 0, largest_k.get((step.query_class, step.outright), 0))
-    for query_class, outright in largest_k:
-        sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
-        if query_class == "NH":  # one release per histogram, the step's budget split evenly
-            nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
-            smallest[query_class, outright] = 1.0 / len(histogram_runs(queries, nh_groups))
-        elif outright:
-            smallest[query_class, outright] = float(group_shares(sizes, size_exponent).min())
-        else:
-            k = min(largest_k[query_class, outright], len(sizes))
-            worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
-            smallest[query_class, outright] = float(group_shares(worst, size_exponent)[0])
-    return smallest
-
-
-def _check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
-                              smallest_share: Mapping[tuple[str, bool], float], queries_per_round: int,
-                              selection_share: float, epsilon: float) -> None:
-    """Refuse a run whose planned measurement noise swamps every answer.
-
-    A selection step measures with ``rho_step (1 - selection_share)``, an outright step with
-    ``rho_step``, an annealed step's thinnest round with ``rho_step (1 - selection_share) /
-    T0`` (its rounds start at ``1 / T0`` of its budget and never go below it: see
-    :mod:`polars_rap.annealing`); the group given the least of it (``smallest_share`` per
-    class and kind of step, from :func:`_smallest_share`) gets ``rho_g``, and a marginal cell
-    carries noise of std ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
-    checked. Answers are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The
-    row count is public.
-    """
-    total = math.fsum(step.weight for step in plan)
-    rho_group = min(
-        rho * step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
-        / (step.annealed_rounds or 1) * smallest_share[step.query_class, step.outright]
-        for step in plan
-    )
-    noise_std = 1.0 / (n_rows * math.sqrt(rho_group))
-    if noise_std > _MAX_NOISE_STD:
-        minimum = math.ceil(1.0 / (_MAX_NOISE_STD * math.sqrt(rho_group)))
-        msg = (
-            f"{n_rows} rows are too few for epsilon={epsilon:g} over {len(plan)} rounds of up "
-            f"to {queries_per_round} queries: each measured answer (a fraction in [0, 1]) would "
-            f"carry noise of std {noise_std:.2g} > {_MAX_NOISE_STD}. This plan needs at least "
-            f"{minimum} rows; or raise epsilon, or lower the rounds (rounds_cm, rounds_lt, "
-            "rounds_mm) or queries_per_round"
-        )
-        raise DataError(msg)
-
-

@@ -9,7 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from polars_rap.mechanism import SynthesisResult, synthesize
+from polars_rap.mechanism import synthesize
+from polars_rap.result import SynthesisResult
 
 __all__ = ["DataFrameDP", "LazyFrameDP"]
 

@@ -263,7 +263,7 @@ def quality_report(
 def _synthetic_input(synthetic, mapping, seed: int, max_rows: int) -> tuple[pl.DataFrame, PrivacyReport | None, Domain | None]:
     """The synthetic rows, and the privacy report and domain when the input carries them; a
     model gives as many rows as it was fitted on, at most ``max_rows``."""
-    from polars_rap.mechanism import SynthesisResult
+    from polars_rap.result import SynthesisResult
     from polars_rap.model import SyntheticModel, load
 
     if isinstance(synthetic, (str, os.PathLike)) and Path(synthetic).is_dir():

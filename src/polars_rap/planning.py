@@ -1,0 +1,135 @@
+"""The plan of a run, from public values only: the workload, the strategy's steps with their
+budget shares, and the check that refuses a plan whose noise would swamp every answer.
+
+:func:`workload_and_plan` draws the workload (:mod:`polars_rap.workload`), asks the strategy
+(:mod:`polars_rap.strategy`) for its steps, and adds the steps a strategy or the domain calls
+for: base marginals, numeric histograms, and null rates the plan would leave unmeasured.
+:func:`check_rows_against_noise` refuses a run whose most thinly spread measurement would
+carry noise above :data:`MAX_NOISE_STD` (design.md §5b), naming the rows it needs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from polars_rap.base_marginals import add_base_marginals
+from polars_rap.domain import Domain
+from polars_rap.errors import DataError, ParameterError
+from polars_rap.null_rates import add_null_rates
+from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
+from polars_rap.queries import QuerySet
+from polars_rap.rounds import CLASS_CODES
+from polars_rap.strategy import Step, Strategy, group_shares
+from polars_rap.workload import build_workload
+
+__all__ = ["MAX_NOISE_STD", "check_rows_against_noise", "smallest_share", "workload_and_plan"]
+
+MAX_NOISE_STD = 0.5
+"""Largest planned noise std of a measured answer (a fraction in [0, 1]) a run accepts."""
+
+
+def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generator, *,
+                      rounds_cm: int | None, rounds_lt: int, rounds_mm: int, queries_per_round: int,
+                      n_mixed_marginals: int, n_linear_thresholds: int,
+                      max_marginal_cells: int | None) -> tuple[QuerySet, list[Step], dict[str, int]]:
+    """The workload (drawn from ``rng``), the plan and the groups per class, from public
+    values only: the domain, the rounds asked (``rounds_cm`` None: one per categorical
+    feature) and the strategy; null-rate groups join where the plan leaves a nullable column
+    unmeasured (:func:`polars_rap.null_rates.add_null_rates`)."""
+    n_categorical_features = sum(1 for c in domain.columns if c.is_categorical and c.name not in domain.labels)
+    asked = {
+        "CM": n_categorical_features if rounds_cm is None else int(rounds_cm),
+        "LT": int(rounds_lt),
+        "MM": int(rounds_mm),
+    }
+    classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
+    if not classes:
+        msg = (
+            "every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm to 1 or more "
+            f"(rounds_cm defaults to the number of categorical feature columns, here {n_categorical_features})"
+        )
+        raise ParameterError(msg)
+    queries = build_workload(
+        domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
+        n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
+        integer_cells=strategy.integer_cells,
+    )
+    group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
+    plan = strategy.plan(group_counts, asked, queries_per_round)
+    if strategy.base_share > 0:
+        queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
+                                                         strategy.base_share)
+    if strategy.histogram_share > 0:
+        queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
+                                                             strategy.histogram_share, strategy.histogram_bins,
+                                                             last=strategy.histogram_position == "last",
+                                                             loss_scale=strategy.histogram_weight)
+    queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
+    if not plan:
+        msg = (
+            "the workload is empty: the domain needs categorical feature columns (for "
+            "marginals) or numeric columns (for thresholds), and at least one round"
+        )
+        raise ParameterError(msg)
+    return queries, plan, group_counts
+
+
+def smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: int,
+                    size_exponent: float) -> dict[tuple[str, bool], float]:
+    """Per (class, outright) of the plan's steps: the smallest share of a step's measurement
+    budget any one group can get under :func:`~polars_rap.strategy.group_shares` (an outright
+    step shares among all the class's groups; a selection step among at most K, the worst case
+    the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
+    of K, are keyed as those). Public sizes only."""
+    smallest = {}
+    largest_k = {}
+    for step in plan:
+        largest_k[step.query_class, step.outright] = max(step.k or 0, largest_k.get((step.query_class, step.outright), 0))
+    for query_class, outright in largest_k:
+        sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
+        if query_class == "NH":  # one release per histogram, the step's budget split evenly
+            nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
+            smallest[query_class, outright] = 1.0 / len(histogram_runs(queries, nh_groups))
+        elif outright:
+            smallest[query_class, outright] = float(group_shares(sizes, size_exponent).min())
+        else:
+            k = min(largest_k[query_class, outright], len(sizes))
+            worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
+            smallest[query_class, outright] = float(group_shares(worst, size_exponent)[0])
+    return smallest
+
+
+def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
+                              smallest_share: Mapping[tuple[str, bool], float], queries_per_round: int,
+                              selection_share: float, epsilon: float) -> None:
+    """Refuse a run whose planned measurement noise swamps every answer.
+
+    A selection step measures with ``rho_step (1 - selection_share)``, an outright step with
+    ``rho_step``, an annealed step's thinnest round with ``rho_step (1 - selection_share) /
+    T0`` (its rounds start at ``1 / T0`` of its budget and never go below it: see
+    :mod:`polars_rap.annealing`); the group given the least of it (``smallest_share`` per
+    class and kind of step, from :func:`smallest_share`) gets ``rho_g``, and a marginal cell
+    carries noise of std ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
+    checked. Answers are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The
+    row count is public.
+    """
+    total = math.fsum(step.weight for step in plan)
+    rho_group = min(
+        rho * step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
+        / (step.annealed_rounds or 1) * smallest_share[step.query_class, step.outright]
+        for step in plan
+    )
+    noise_std = 1.0 / (n_rows * math.sqrt(rho_group))
+    if noise_std > MAX_NOISE_STD:
+        minimum = math.ceil(1.0 / (MAX_NOISE_STD * math.sqrt(rho_group)))
+        msg = (
+            f"{n_rows} rows are too few for epsilon={epsilon:g} over {len(plan)} rounds of up "
+            f"to {queries_per_round} queries: each measured answer (a fraction in [0, 1]) would "
+            f"carry noise of std {noise_std:.2g} > {MAX_NOISE_STD}. This plan needs at least "
+            f"{minimum} rows; or raise epsilon, or lower the rounds (rounds_cm, rounds_lt, "
+            "rounds_mm) or queries_per_round"
+        )
+        raise DataError(msg)
