@@ -20,7 +20,9 @@ from polars_rap.privacy import PrivacyLedger, closing_charge
 from polars_rap.projection import ProjectionConfig, ProjectionTrace
 from polars_rap.release import bonferroni_answers
 from polars_rap.report import SelectionRecord, unmeasured_error_bounds
-from polars_rap.rounds import CLASS_CODES, LoopRecord, expected_noise_l1, selection_scores
+from polars_rap.loop_record import LoopRecord
+from polars_rap.queries import CLASS_CODES
+from polars_rap.selection_scores import expected_noise_l1, selection_scores
 from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import PlannedStrategy, Step, resolve_strategy
 from polars_rap.workload import group_sensitivities

@@ -12,6 +12,7 @@ import pytest
 
 import polars_rap
 import polars_rap.mechanism as mechanism
+import polars_rap.planning as planning
 from polars_rap.projection import ProjectionConfig
 from polars_rap.samplers import SecureRandom
 
@@ -166,8 +167,10 @@ def test_more_rounds_than_groups_strand_no_budget(task, strategy):
 # ---------------------------------------------------------------- randomness: where each stream comes from
 TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
                "t": (0.0, 10.0), "s": "numeric", "y": ["0", "1"]}
-STREAM_CONSUMERS = {"build_workload": 1, "infer_declarations": 5, "run_plan": 9, "decode": 3}
-"""The mechanism's functions that receive a generator, and its position among their arguments."""
+STREAM_CONSUMERS = {"build_workload": (planning, 1), "infer_declarations": (mechanism, 5),
+                    "run_plan": (mechanism, 9), "decode": (mechanism, 3)}
+"""The functions of a run that receive a generator: the module that calls each, and the
+generator's position among its arguments."""
 STATES_BEFORE_EXACT_SAMPLERS = "dc5c73356b3337bd850573e0047f44e07aa197c5b49d8e5dde47a70a843a5013"
 ANSWERS_WITH_EXACT_SAMPLERS = "a8a9551be6592e9280c1c436fcf3e561db466f19b89b0699b3486bdb8f857f3d"
 
@@ -192,12 +195,12 @@ def _run_capturing_streams(monkeypatch, seed):
     """A tiny run (CM measured outright, ``s`` inferred); returns it and, per consumer, the
     generator it received with its state at that moment (JSON text)."""
     seen = {}
-    for name, position in STREAM_CONSUMERS.items():
-        def wrapper(*args, _original=getattr(mechanism, name), _name=name, _position=position, **kwargs):
+    for name, (module, position) in STREAM_CONSUMERS.items():
+        def wrapper(*args, _original=getattr(module, name), _name=name, _position=position, **kwargs):
             rng = args[_position]
             seen[_name] = (rng, _state(rng))
             return _original(*args, **kwargs)
-        monkeypatch.setattr(mechanism, name, wrapper)
+        monkeypatch.setattr(module, name, wrapper)
     result = polars_rap.synthesize(
         _tiny_frame(0), epsilon=1.0, delta=1e-9, domain=TINY_DOMAIN, labels=["y"], seed=seed,
         queries_per_round=4, rounds_cm=4, rounds_lt=0, relaxed_rows=50, backend="cpu",

@@ -281,7 +281,7 @@ def test_loss_scales_multiply_the_inverse_variance_weights() -> None:
     """A group's loss scale multiplies its answers' 1/std^2 (or 1 without inverse variance)
     before the weights are scaled to mean 1; with every scale 1 and no inverse variance the
     loss is unweighted (None)."""
-    from polars_rap.rounds import LoopRecord
+    from polars_rap.loop_record import LoopRecord
 
     record = LoopRecord(params=None)
     record.add(0, 0, np.zeros(2), 0.5)

@@ -9,7 +9,7 @@ import pytest
 
 import polars_rap
 from polars_rap import cli
-from polars_rap.rounds import fit_figures
+from polars_rap.loop_record import fit_figures
 
 DOMAIN = {"age": (18, 90), "hours": (0, 99), "sex": ["F", "M"], "y": [0, 1]}
 SMALL = dict(relaxed_rows=30, rounds_lt=2, n_linear_thresholds=30, seed=0)  # LT selects 20 of 30

@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import rounds
+from polars_rap import rounds, selection_scores
+from polars_rap.queries import CLASS_CODES
 from polars_rap.privacy import split_budget
 from polars_rap.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
 
@@ -190,7 +191,7 @@ def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
         domain, strategy, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
         queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=20_000)
     share = planning.smallest_share(plan, queries, 10, exponent)
-    sizes = queries.group_sizes[queries.group_class == rounds.CLASS_CODES["CM"]].astype(float)
+    sizes = queries.group_sizes[queries.group_class == CLASS_CODES["CM"]].astype(float)
     assert share["CM", True] == pytest.approx(sizes.min() ** exponent / np.sum(sizes ** exponent), rel=1e-12)
     assert share["LT", False] == pytest.approx(0.1, rel=1e-12)
 
@@ -240,10 +241,10 @@ def test_expected_noise_l1_is_the_mean_absolute_gaussian_times_cells() -> None:
     it is what Gaussian noise of that sigma averages to (Monte Carlo, 4e5 draws)."""
     l2, sizes, rho = np.array([math.sqrt(2.0) / 1000, 1.0 / 1000]), np.array([12, 1]), 2.5e-4
     sigma = l2 / math.sqrt(2.0 * rho)
-    np.testing.assert_array_equal(rounds.expected_noise_l1(l2, sizes, rho),
+    np.testing.assert_array_equal(selection_scores.expected_noise_l1(l2, sizes, rho),
                                   math.sqrt(2.0 / math.pi) * sigma * sizes)
     draws = np.random.default_rng(0).normal(0.0, sigma[0], size=(400_000 // 12, 12))
-    assert np.abs(draws).sum(axis=1).mean() == pytest.approx(rounds.expected_noise_l1(l2, sizes, rho)[0], rel=0.01)
+    assert np.abs(draws).sum(axis=1).mean() == pytest.approx(selection_scores.expected_noise_l1(l2, sizes, rho)[0], rel=0.01)
 
 
 def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, monkeypatch) -> None:
@@ -276,11 +277,11 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
         rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=200,
         max_marginal_cells=20_000)
     first_selection = next(step for step in plan if not step.outright)
-    in_class = queries.group_class == rounds.CLASS_CODES[first_selection.query_class]
+    in_class = queries.group_class == CLASS_CODES[first_selection.query_class]
     l2 = group_sensitivities(queries, rows.height)[1][in_class]
     measure_rho = aware[3] / 0.5 * (1 - 0.5) / 5  # the Gumbel charge is half the step's ρ
     sizes = queries.group_sizes[in_class]
-    shift_counts = np.rint(np.minimum(rounds.expected_noise_l1(l2, sizes, measure_rho) * rows.height,
+    shift_counts = np.rint(np.minimum(selection_scores.expected_noise_l1(l2, sizes, measure_rho) * rows.height,
                                       float(rows.height) * sizes))  # whole counts: the scores stay exact
     np.testing.assert_array_equal(plain[0] - aware[0], shift_counts)
     cm_rounds = [i for i, step in enumerate(plan) if step.query_class == "CM"]

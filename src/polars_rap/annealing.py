@@ -11,7 +11,7 @@ select / measure / project, and the noise level decides how many:
    by one-shot Gumbel top-``k`` (``selection_share`` of the round's budget) on AIM's
    noise-aware score: the L1 error of the current synthetic data minus the expected L1 norm
    of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``
-   (:func:`polars_rap.rounds.noise_shift_counts`: whole counts, so the scores stay exact);
+   (:func:`polars_rap.selection_scores.noise_shift_counts`: whole counts, so the scores stay exact);
 2. *measure* each with the discrete Gaussian mechanism (the rest of the round's budget,
    split evenly, or by :func:`polars_rap.strategy.group_shares`); a group measured again
    adds a second measurement, and the projection fits both, each weighed by its inverse
@@ -61,15 +61,10 @@ from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumb
 from polars_rap.projection import ProjectionConfig
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
-from polars_rap.rounds import (
-    CLASS_CODES,
-    LoopRecord,
-    _selection_record,
-    fit_measurements,
-    measure_groups,
-    noise_shift_counts,
-    selection_scores,
-)
+from polars_rap.loop_record import LoopRecord
+from polars_rap.queries import CLASS_CODES
+from polars_rap.rounds import fit_measurements, measure_groups
+from polars_rap.selection_scores import noise_shift_counts, selection_record, selection_scores
 from polars_rap.strategy import Step
 
 __all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "run_annealed_step"]
@@ -168,7 +163,7 @@ def run_annealed_step(
                               n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
                               close=close if last else None, charges=charges)
         if selecting:
-            record.selections[name] = _selection_record(
+            record.selections[name] = selection_record(
                 round_index, name, queries, candidates, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_rho, k), record.noisy_parts[-len(selected):],
                 stds, 1.0 / n_rows, shift / n_rows,

@@ -45,7 +45,7 @@ import numpy as np
 from polars_rap.queries import QueryClass, QuerySet
 
 if TYPE_CHECKING:
-    from polars_rap.rounds import LoopRecord
+    from polars_rap.loop_record import LoopRecord
 
 __all__ = ["conditional_independence", "independence_pseudo_targets", "independence_targets",
            "public_strength", "raked_interaction", "unmeasured_marginals"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.queries import QuerySet
-from polars_rap.rounds import CLASS_CODES
+from polars_rap.queries import CLASS_CODES
 from polars_rap.strategy import Step, add_outright_step
 from polars_rap.workload import null_rate_marginals
 

@@ -108,7 +108,7 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
     """Release every histogram of the NH ``groups`` (:func:`histogram_runs`) by the Gaussian
     mechanism on its cells (L2 sensitivity ``sqrt(2)/n``, module docstring), ``measure_rho``
     split evenly over them, and append its prefixes to ``record`` (a
-    :class:`polars_rap.rounds.LoopRecord`) group by group: noisy answers, std ``sqrt(k)
+    :class:`polars_rap.loop_record.LoopRecord`) group by group: noisy answers, std ``sqrt(k)
     sigma`` and ``k`` draws for the ``k``-th prefix, each with ``loss_scale``. ``close``
     (callable or None): the last histogram's charge is its value, read just before that
     charge (what is left)."""

@@ -20,8 +20,7 @@ from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.null_rates import add_null_rates
 from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
-from polars_rap.queries import QuerySet
-from polars_rap.rounds import CLASS_CODES
+from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.strategy import Step, Strategy, group_shares
 from polars_rap.workload import build_workload
 

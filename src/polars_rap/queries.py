@@ -60,7 +60,7 @@ import numpy as np
 from polars_rap.errors import ParameterError
 
 __all__ = [
-    "EXACT_NULLABLE_PER_HALFSPACE", "QueryClass", "QuerySet", "categorical_layout", "group_l1",
+    "CLASS_CODES", "EXACT_NULLABLE_PER_HALFSPACE", "QueryClass", "QuerySet", "categorical_layout", "group_l1",
 ]
 
 #: Nullable numeric columns of one halfspace whose null patterns are summed exactly (the
@@ -83,6 +83,11 @@ class QueryClass:
     NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal",
              "numeric_histogram")
     SHORT = ("CM", "MM", "LT", "NR", "BM", "NH")
+
+
+CLASS_CODES = {short: code for code, short in enumerate(QueryClass.SHORT)}
+"""A query class's short name (a plan step's ``query_class``: ``"CM"``, ...) -> its
+:class:`QueryClass` tag."""
 
 
 def categorical_layout(column_sizes) -> dict:

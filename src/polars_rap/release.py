@@ -1,7 +1,7 @@
 """The privacy report of a synthesis, assembled from what the loop released.
 
 Post-processing only: the noisy answers and their noise scales (from
-:class:`polars_rap.rounds.LoopRecord`), confidence intervals built from them (the
+:class:`polars_rap.loop_record.LoopRecord`), confidence intervals built from them (the
 simultaneous ones corrected for the most answers the public plan can measure), the last
 Gumbel selection of each class (bounds on the groups never measured), and the returned
 rows' answers on the workload. The true answers never reach this module.
@@ -20,7 +20,8 @@ from polars_rap.report import (
     subgaussian_halfwidth,
     unmeasured_error_bounds,
 )
-from polars_rap.rounds import CLASS_CODES, LoopRecord
+from polars_rap.loop_record import LoopRecord
+from polars_rap.queries import CLASS_CODES
 from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import Step
 from polars_rap.workload import describe_queries

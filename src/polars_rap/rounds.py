@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,94 +34,21 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
 from polars_rap.independence_prior import independence_pseudo_targets
+from polars_rap.loop_record import LoopRecord, class_fit_lines, fit_figures
 from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.public_targets import PublicPrior
-from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.report import SelectionRecord
+from polars_rap.queries import CLASS_CODES, QuerySet
+from polars_rap.selection_scores import noise_shift_counts, selection_record, selection_scores
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["CLASS_CODES", "LoopRecord", "run_plan", "fit_figures", "class_fit_lines", "measure_groups",
-           "noise_shift_counts", "selection_scores", "fit_measurements"]
+__all__ = ["run_plan", "measure_groups", "fit_measurements"]
 
 logger = logging.getLogger(__name__)
 
-CLASS_CODES = {"CM": QueryClass.CATEGORICAL_MARGINAL, "MM": QueryClass.MIXED_MARGINAL,
-               "LT": QueryClass.LINEAR_THRESHOLD, "NR": QueryClass.NULL_RATE,
-               "BM": QueryClass.BASE_MARGINAL, "NH": QueryClass.NUMERIC_HISTOGRAM}
 _CATEGORICAL_ONLY = ("CM", "NR", "BM")  # classes without thresholds: no temperature to anneal
-
-
-@dataclass
-class LoopRecord:
-    """What the loop released, in measurement order: group ids (int), the step (round) each
-    was measured in, its noisy answers (float64 arrays) and per-answer noise std, and the
-    projection's targets (the noisy answers, or their shrunk estimates); the last
-    Gumbel selection of each class that still has unmeasured groups (for their bounds; a
-    class whose leftovers a later step measured without selection has none); the final
-    relaxed parameters. An annealed step may measure a group more than once: its id then
-    appears once per measurement, each with its own answers and std."""
-
-    params: RelaxedParams
-    groups: list[int] = field(default_factory=list)
-    rounds: list[int] = field(default_factory=list)
-    noisy_parts: list[np.ndarray] = field(default_factory=list)
-    noise_stds: list[float] = field(default_factory=list)
-    noise_draws: list[int] = field(default_factory=list)
-    """Independent noise draws summed into each answer of the group (1 but for a histogram's
-    prefixes, :mod:`polars_rap.numeric_histograms`): how its interval is drawn."""
-    loss_scales: list[float] = field(default_factory=list)
-    """Factor on each group's answers' weights in the projection loss (its step's
-    :attr:`~polars_rap.strategy.Step.loss_scale`)."""
-    targets: list[np.ndarray] = field(default_factory=list)
-    selections: dict[str, SelectionRecord] = field(default_factory=dict)
-    class_rounds: dict[str, int] = field(default_factory=dict)
-    """Rounds run by each class measured by an annealed step (data-dependent, released)."""
-    thresholds_fitted: bool = False
-    """Whether a projection with thresholds has run: the next one starts warm
-    (:attr:`polars_rap.projection.ProjectionConfig.warm_doublings`)."""
-
-    def add(self, group: int, round_index: int, noisy: np.ndarray, std: float, *, draws: int = 1,
-            target: np.ndarray | None = None, loss_scale: float = 1.0) -> None:
-        """Record one measured group: its noisy answers and std, the noise draws summed into
-        each answer, its projection target (the noisy answers unless given) and loss scale."""
-        self.groups.append(int(group))
-        self.rounds.append(round_index)
-        self.noisy_parts.append(noisy)
-        self.noise_stds.append(std)
-        self.noise_draws.append(draws)
-        self.loss_scales.append(float(loss_scale))
-        self.targets.append(noisy if target is None else target)
-
-    def answer_stds(self, sizes: np.ndarray) -> np.ndarray:
-        """float64[answers measured]: each answer's noise std (``sizes``: each group's answers)."""
-        return np.repeat(np.asarray(self.noise_stds, dtype=np.float64), sizes)
-
-    def answer_weights(self, sizes: np.ndarray, inverse_variance: bool,
-                       extra_stds: np.ndarray | None = None) -> np.ndarray | None:
-        """float64[answers measured]: each answer's weight in the projection loss, ``1 /
-        std**2`` (1 unless ``inverse_variance``) times its group's loss scale, scaled to mean 1
-        (None when every weight is equal). ``sizes``: each group's answers. ``extra_stds``
-        (float64[e], optional): answers fitted after the measured ones (a prior's
-        pseudo-targets), each weighed as a measurement of that std with loss scale 1; the
-        weights are then always an array, over the measured answers and those.
-
-        std is the discrete Gaussian's scale sigma, not its variance's root: the variance is
-        below sigma^2 by a relative 8 pi^2 sigma^2 exp(-2 pi^2 sigma^2) or so (2e-7 at sigma
-        = 1 count, 1e-74 at 3), the same for every answer to that precision, and the weights
-        are relative, so sigma^2 is the simple and (for intervals) conservative choice."""
-        scaled = any(scale != 1.0 for scale in self.loss_scales)
-        if not inverse_variance and not scaled and extra_stds is None:
-            return None
-        extra = np.zeros(0) if extra_stds is None else np.asarray(extra_stds, dtype=np.float64)
-        stds = np.concatenate([self.answer_stds(sizes), extra])
-        weight = 1.0 / np.square(stds) if inverse_variance else np.ones(len(stds))
-        if scaled:
-            weight = weight * np.concatenate([np.repeat(np.asarray(self.loss_scales, dtype=np.float64), sizes),
-                                              np.ones(len(extra))])
-        return weight / weight.mean()
 
 
 def run_plan(
@@ -232,7 +157,7 @@ def run_plan(
                        close=(lambda: ledger.rho_remaining) if is_last else None, loss_scale=step.loss_scale)
         available[selected] = False
         if chosen_by_gumbel:
-            record.selections[step.query_class] = _selection_record(
+            record.selections[step.query_class] = selection_record(
                 round_index, step.query_class, queries, candidates, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_share * step_rho, k),
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
@@ -338,114 +263,3 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
         record.add(group, round_index, noisy, std, loss_scale=loss_scale,
                    target=shrink_marginal(noisy, queries.marginal_shape(group), std)[0] if shrunk else None)
     return stds
-
-
-def expected_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: float) -> np.ndarray:
-    """float64[groups]: the expected L1 norm of each group's Gaussian noise if measured with
-    ``group_rho``: ``sqrt(2/pi) * sigma * cells``, ``sigma = l2 / sqrt(2 rho)`` (per answer;
-    ``l2_sensitivity`` float64[groups], ``sizes`` int[groups] answers per group). Public."""
-    sigma = np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * group_rho)
-    return np.sqrt(2.0 / np.pi) * sigma * np.asarray(sizes, dtype=np.float64)
-
-
-def noise_shift_counts(l2_sensitivity: np.ndarray, sizes: np.ndarray, group_rho: float,
-                       n_rows: int) -> np.ndarray:
-    """float64[groups]: what a noise-aware score subtracts from each group's L1 error (count
-    units): its :func:`expected_noise_l1` at ``group_rho``, in counts, capped at the group's
-    largest possible error (``n_rows * cells``) and rounded to whole counts.
-
-    Whole counts lie on the grid of :func:`selection_scores` (a multiple of ``2**-bits``,
-    below ``n_rows * (cells + 1)``), so ``score - shift`` is exact too; the shift is public
-    (sizes, sensitivities, the planned rho and n), so it leaves the score's sensitivity as is.
-    """
-    noise_counts = expected_noise_l1(l2_sensitivity, sizes, group_rho) * n_rows
-    return np.rint(np.minimum(noise_counts, float(n_rows) * np.asarray(sizes, dtype=np.float64)))
-
-
-def fit_figures(loss: float, stds: np.ndarray, weights: np.ndarray | None) -> tuple[float, float]:
-    """(residual rms, noise rms) of the projection's fit to its M measured answers.
-
-    ``loss`` is the exact loss ``sum_i w_i r_i**2`` (weights of mean 1, or all 1) and
-    ``stds`` (float64[M]) each answer's noise std; both figures are per answer, so they do not
-    grow as measurements are added (the loss does). Their ratio is the fit's residual in units
-    of the noise: near 1, the data fits the answers as well as their noise allows; with
-    inverse-variance weights it is exactly the rms of ``r_i / std_i``.
-    """
-    weights = np.ones(len(stds)) if weights is None else weights
-    residual_rms = math.sqrt(max(loss, 0.0) / len(stds))
-    noise_rms = math.sqrt(float(np.sum(weights * np.square(stds))) / len(stds))
-    return residual_rms, noise_rms
-
-
-def class_fit_lines(record: LoopRecord, queries: QuerySet, plan: list[Step], backend) -> list[str]:
-    """One line per query class: groups and answers measured, steps, and the final fit's
-    residual rms (against the noisy answers, on the relaxed data with hard thresholds) in
-    absolute terms and in units of each answer's noise std."""
-    groups = np.asarray(record.groups)
-    if len(groups) == 0:
-        return []
-    sizes = queries.group_sizes[groups]
-    answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(groups), np.inf)
-    residuals = answers.astype(np.float64) - np.concatenate(record.noisy_parts)
-    stds = record.answer_stds(sizes)
-    answer_class = np.repeat(queries.group_class[groups], sizes)
-    lines = []
-    for name, code in CLASS_CODES.items():
-        mine = answer_class == code
-        if not mine.any():
-            continue
-        residual_rms = math.sqrt(float(np.mean(np.square(residuals[mine]))))
-        relative = math.sqrt(float(np.mean(np.square(residuals[mine] / stds[mine]))))
-        steps = record.class_rounds.get(name, sum(step.query_class == name for step in plan))
-        lines.append(
-            f"{name}: {len(np.unique(groups[queries.group_class[groups] == code]))} groups "
-            f"({int(mine.sum())} answers) measured in {steps} step{'s' if steps > 1 else ''}; "
-            f"fit residual rms {residual_rms:.2g} = {relative:.2f} x the noise std"
-        )
-    return lines
-
-
-def selection_scores(true_counts: np.ndarray, synthetic: np.ndarray, sizes: np.ndarray,
-                     n_rows: int) -> np.ndarray:
-    """float64[n_groups]: each group's L1 error in count units, exact floats.
-
-    Score of group g: sum over its queries j of |c_j - r_j / 2**bits|, with c_j the true
-    count (float64 holding an integer) and r_j = rint(n s_j 2**bits) the synthetic answer s_j
-    (clipped to [0, 1]) on a grid of 2**-bits counts: a post-processing of public values,
-    fixed before the true counts are read. Every term and sum is an integer multiple of
-    2**-bits below 2**53 of them (``bits`` is chosen for that from n and the largest group),
-    so the floats are exact; replacing one row moves c by one in at most two cells of a
-    marginal (one for a single query), so a score moves by at most 2 (1) exactly.
-    ``sizes``: int64[n_groups], queries per group, concatenated in group order.
-    """
-    sizes = np.asarray(sizes, dtype=np.int64)
-    if len(sizes) == 0:
-        return np.zeros(0)
-    largest = int(sizes.max())
-    bits = max(0, 52 - (n_rows * (largest + 1) + largest).bit_length())
-    scale = float(1 << bits)
-    grid = np.rint(np.clip(np.asarray(synthetic, dtype=np.float64), 0.0, 1.0) * (n_rows * scale))
-    terms = np.abs(np.asarray(true_counts, dtype=np.float64) * scale - grid).astype(np.int64)
-    sums = np.add.reduceat(terms, np.concatenate([[0], np.cumsum(sizes)[:-1]]))
-    return sums.astype(np.float64) / scale
-
-
-def _selection_record(round_index, class_name, queries: QuerySet, candidates, synthetic,
-                      selected_local, scale, noisy_parts, stds, lattice_step,
-                      shift=None) -> SelectionRecord:
-    """Keep what a Gumbel round released and compared against, for the unmeasured bounds
-    (``shift``: float64[candidates] subtracted from the errors, answer units, or None)."""
-    sizes = queries.group_sizes[candidates]
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    gaps = np.array([
-        np.abs(noisy - synthetic[starts[i]:starts[i + 1]]).sum()
-        for i, noisy in zip(selected_local, noisy_parts, strict=True)
-    ])
-    return SelectionRecord(
-        round=round_index, query_class=class_name, candidates=np.asarray(candidates, dtype=np.int64),
-        candidate_answers=np.asarray(synthetic, dtype=np.float64), gumbel_scale=float(scale),
-        selected=np.asarray(candidates[selected_local], dtype=np.int64),
-        selected_gap=gaps, selected_std=np.asarray(stds, dtype=np.float64),
-        selected_size=np.asarray(sizes[selected_local], dtype=np.int64), lattice_step=lattice_step,
-        candidate_shift=None if shift is None else np.asarray(shift, dtype=np.float64),
-    )
