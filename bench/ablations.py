@@ -195,6 +195,10 @@ STEPS["mediated_prior"] = [
      "is fitted toward a and b independent given (c, label), the maximum-entropy table given those two "
      "(through the c of strongest association; polars_rap.independence_prior.mediated_targets), as AIM's "
      "graphical model infers a table through the cliques it measured"),
+    ("+ mediator gate 1", {"strategy": {**AIM_LOOP, "independence_prior": "mediated", "mediator_gate": 1.0}},
+     "a measured table links two features only where its interaction's energy is more than twice its noise's, "
+     "||y - m(y)||^2 > 2 cells sigma^2 (polars_rap.independence_prior.significant_links): at low eps a table "
+     "measured mostly as noise otherwise passes its noise on to the tables it mediates"),
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

@@ -15,6 +15,7 @@ import pytest
 import polars_rap
 from polars_rap import rounds
 from polars_rap.independence_prior import (
+    PriorSettings,
     conditional_independence,
     conditional_mutual_information,
     independence_targets,
@@ -136,9 +137,9 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
     pseudo_calls, project_calls = [], []
     real_pseudo, real_project = rounds.independence_pseudo_targets, rounds.project
 
-    def spy_pseudo(record, queries, backend, public=None, memo=None, mediators=False):
-        assert public is None and mediators is False  # no public table, no mediators: independence
-        out = real_pseudo(record, queries, backend, public, memo, mediators=mediators)
+    def spy_pseudo(record, queries, backend, public=None, memo=None, settings=None):
+        assert public is None and settings == PriorSettings()  # no public table, no mediators: independence
+        out = real_pseudo(record, queries, backend, public, memo, settings=settings)
         pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
         return out
 
@@ -204,6 +205,10 @@ def test_bad_settings_are_named() -> None:
         PlannedStrategy(independence_prior=1)
     with pytest.raises(ValueError, match="independence_prior must be True, False or 'mediated'"):
         PlannedStrategy(independence_prior="label")
+    with pytest.raises(ValueError, match="mediator_gate must be a number >= 0 or None"):
+        PlannedStrategy(independence_prior="mediated", mediator_gate=-1.0)
+    with pytest.raises(ValueError, match="mediator_gate=1.0 acts only with independence_prior='mediated'"):
+        PlannedStrategy(independence_prior=True, mediator_gate=1.0)
     with pytest.raises(ValueError, match=r"cm_anneal_selection_share must be a number in \(0, 1\)"):
         PlannedStrategy(cm_anneal=True, cm_anneal_selection_share=1.0)
 
@@ -291,8 +296,8 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
     calls = []
     real_pseudo = rounds.independence_pseudo_targets
 
-    def spy_pseudo(record, queries, backend, public=None, memo=None, mediators=False):
-        assert mediators is False
+    def spy_pseudo(record, queries, backend, public=None, memo=None, settings=None):
+        assert settings is None  # public interactions alone
         out = real_pseudo(record, queries, backend, public, memo)
         calls.append((SimpleNamespace(groups=list(record.groups), noisy_parts=list(record.noisy_parts)),
                       record.params.copy(), queries, public, out))
@@ -479,37 +484,43 @@ def test_mediated_targets_take_the_strongest_mediator_and_leave_the_rest(margina
         assert sorted(scores.values())[-1] > sorted(scores.values())[-2]  # a real choice was made
 
 
-def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch) -> None:
+@pytest.mark.parametrize("gate", [None, 1.0])
+def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> None:
     """With ``independence_prior="mediated"`` every projection fits the released answers and,
     for the CM tables not measured yet, the mediated tables of the relaxed rows it starts from
     (independence given the label where nothing mediates), recomputed here from those rows;
-    some table is mediated in the run; the ledger closes at the budget."""
+    some table is mediated in the run; the ledger closes at the budget. With a gate only the
+    measured tables :func:`significant_links` keeps link two features."""
+    from polars_rap.independence_prior import significant_links
     from polars_rap.independence_prior import unmeasured_marginals
     from polars_rap.kernels import resolve_backend
 
     calls = []
     real_pseudo = rounds.independence_pseudo_targets
 
-    def spy_pseudo(record, queries, backend, public=None, memo=None, mediators=False):
-        assert mediators is True and public is None
-        out = real_pseudo(record, queries, backend, public, memo, mediators=mediators)
-        calls.append((list(record.groups), record.params.copy(), queries, out))
+    def spy_pseudo(record, queries, backend, public=None, memo=None, settings=None):
+        assert settings == PriorSettings(mediated=True, mediator_gate=gate) and public is None
+        out = real_pseudo(record, queries, backend, public, memo, settings=settings)
+        links = None if gate is None else significant_links(record, queries, gate)
+        calls.append((list(record.groups), record.params.copy(), queries, out, links))
         return out
 
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
     result = polars_rap.synthesize(
         _associated(900, 7), epsilon=3.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2,
         relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy={**AIM_LOOP, "independence_prior": "mediated"})
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy={**AIM_LOOP, "independence_prior": "mediated", "mediator_gate": gate})
     assert result.report.parameters["strategy"]["independence_prior"] == "mediated"
+    assert result.report.parameters["strategy"]["mediator_gate"] == gate
     assert result.report.rho_spent == result.report.rho_budget
     backend = resolve_backend("cpu")
     mediated_calls = 0
-    for groups, params, queries, (pseudo, targets, _) in calls:
+    for groups, params, queries, (pseudo, targets, _), links in calls:
         if len(pseudo) == 0:
             continue
         np.testing.assert_array_equal(pseudo, unmeasured_marginals(queries, groups))
-        measured = np.unique([g for g in groups if queries.group_class[g] == QueryClass.CATEGORICAL_MARGINAL])
+        measured = np.unique([g for g in groups if queries.group_class[g] == QueryClass.CATEGORICAL_MARGINAL
+                              and (links is None or g in links)])
         every = np.concatenate([pseudo, measured]).astype(np.int64)
         relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(every), np.inf)
         parts = np.split(relaxed, np.cumsum(queries.group_sizes[every])[:-1])
@@ -521,3 +532,37 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch) -> None:
                                    for g in pseudo])
         np.testing.assert_array_equal(targets, expected)
     assert mediated_calls >= 1
+
+
+def test_significant_links_keep_the_tables_whose_interaction_outweighs_their_noise(marginals_only) -> None:
+    """A measured table links where ||y - m(y)||^2 > (1 + gate) cells sigma^2 for its
+    measurements combined by inverse variance: a strong interaction measured with little noise
+    links, independence plus noise does not, and two measurements of a table count as one of
+    their combined std. Only CM groups are considered."""
+    from polars_rap.independence_prior import significant_links
+    from polars_rap.loop_record import LoopRecord
+
+    queries = marginals_only
+    cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)
+    rng = np.random.default_rng(8)
+    strong, flat, twice = (int(g) for g in cm[:3])
+    record = LoopRecord(params=None)
+    shape = queries.marginal_shape(strong)
+    table = rng.dirichlet(np.full(int(np.prod(shape)), 0.2))  # far from independence
+    record.add(strong, 0, table + rng.normal(0.0, 1e-4, table.size), 1e-4)
+    shape = queries.marginal_shape(flat)
+    independent = conditional_independence(rng.dirichlet(np.ones(int(np.prod(shape)))), shape)
+    record.add(flat, 1, independent + rng.normal(0.0, 0.05, independent.size), 0.05)
+    shape = queries.marginal_shape(twice)
+    cube = rng.dirichlet(np.ones(int(np.prod(shape))))
+    first, second = cube + rng.normal(0.0, 0.02, cube.size), cube + rng.normal(0.0, 0.02, cube.size)
+    record.add(twice, 2, first, 0.02)
+    record.add(twice, 3, second, 0.02)
+    combined = (first + second) / 2.0
+    energy = float(np.sum(np.square(combined - conditional_independence(combined, shape))))
+    ratio = energy / (cube.size * 0.02**2 / 2.0)  # the combined variance: sigma^2 / 2
+    links = significant_links(record, queries, gate=0.0)
+    assert strong in links and flat not in links
+    assert (twice in links) == (ratio > 1.0)
+    assert (twice in significant_links(record, queries, gate=ratio - 1.0 + 1e-9)) is False
+    assert (twice in significant_links(record, queries, gate=max(ratio - 1.0 - 1e-9, 0.0))) == (ratio > 1.0)

@@ -61,6 +61,7 @@ from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumb
 from polars_rap.projection import ProjectionConfig
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
+from polars_rap.independence_prior import PriorSettings
 from polars_rap.loop_record import LoopRecord
 from polars_rap.queries import CLASS_CODES
 from polars_rap.rounds import fit_measurements, measure_groups
@@ -112,7 +113,7 @@ def run_annealed_step(
     shrinkage: bool = False,
     size_exponent: float = 0.0,
     anneal_temperature: bool = False,
-    independence: bool | str = False,
+    independence: PriorSettings | None = None,
     prior: PublicPrior | None = None,
 ) -> int:
     """Spend ``step_rho`` on ``step``'s class by annealed rounds (see the module's text);

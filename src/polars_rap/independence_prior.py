@@ -38,6 +38,7 @@ private and costs no budget (post-processing).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,8 +48,22 @@ from polars_rap.queries import QueryClass, QuerySet
 if TYPE_CHECKING:
     from polars_rap.loop_record import LoopRecord
 
-__all__ = ["conditional_independence", "independence_pseudo_targets", "independence_targets",
-           "public_strength", "raked_interaction", "unmeasured_marginals"]
+__all__ = ["PriorSettings", "conditional_independence", "conditional_mutual_information",
+           "independence_pseudo_targets", "independence_targets", "mediated_interaction", "mediated_targets",
+           "public_strength", "raked_interaction", "significant_links", "unmeasured_marginals"]
+
+
+@dataclass(frozen=True, slots=True)
+class PriorSettings:
+    """How a run's prior builds the pseudo-targets of the CM tables it has not measured
+    (from :attr:`~polars_rap.strategy.PlannedStrategy.independence_prior` and
+    :attr:`~polars_rap.strategy.PlannedStrategy.mediator_gate`)."""
+
+    mediated: bool = False
+    """Through a measured third feature where one links the two (:func:`mediated_targets`)."""
+    mediator_gate: float | None = None
+    """A measured table links two features only where its interaction stands out of its noise
+    by this factor (:func:`significant_links`); None: every measured table links."""
 
 
 def conditional_independence(table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -182,6 +197,31 @@ def mediated_targets(queries: QuerySet, groups: np.ndarray, measured: np.ndarray
     return out
 
 
+def significant_links(record: LoopRecord, queries: QuerySet, gate: float) -> set[int]:
+    """The measured CM groups (two features and the rest) whose interaction stands out of
+    their noise: ``||y - m(y)||^2 > (1 + gate) * cells * sigma^2``, with ``y`` the group's
+    measurements combined by inverse variance (std ``sigma``) and ``m`` their
+    :func:`conditional_independence` fit. Without an interaction the left side is below
+    ``cells * sigma^2`` in expectation (noise less what the margins absorb). A function of
+    released answers and their public stds (post-processing)."""
+    sums: dict[int, tuple[np.ndarray, float]] = {}
+    for group, noisy, std in zip(record.groups, record.noisy_parts, record.noise_stds, strict=True):
+        if queries.group_class[group] != QueryClass.CATEGORICAL_MARGINAL:
+            continue
+        weighted, precision = sums.get(int(group), (0.0, 0.0))
+        sums[int(group)] = (weighted + np.asarray(noisy, dtype=np.float64) / std**2, precision + 1.0 / std**2)
+    links = set()
+    for group, (weighted, precision) in sums.items():
+        shape = queries.marginal_shape(group)
+        if len(shape) < 2:
+            continue
+        combined = weighted / precision
+        energy = float(np.sum(np.square(combined - conditional_independence(combined, shape))))
+        if energy > (1.0 + gate) * combined.size / precision:
+            links.add(group)
+    return links
+
+
 def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
     """int64[g]: the CM groups of ``queries`` with at least two axes that are not in
     ``measured`` (group ids), in id order."""
@@ -253,14 +293,16 @@ def _strength_residuals(queries: QuerySet, group: int, noisy: np.ndarray, public
 
 
 def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, public: np.ndarray | None = None,
-                                memo: list | None = None, mediators: bool = False
+                                memo: list | None = None, settings: PriorSettings | None = None
                                 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``(groups, targets, prior_std)`` of this prior for ``record``'s relaxed data now: the
     CM groups not measured (int64[g]), their pseudo-targets (float64, concatenated; raked
     public interactions where ``public``, the public answers of ``queries``, covers a group,
     at the strength the measured tables support, :func:`public_strength`, with its ``memo``)
     and the std they are weighed with, the largest of the categorical (CM and base-marginal)
-    measurements'; no groups before any such measurement."""
+    measurements'; no groups before any such measurement. ``settings`` (default: independence
+    given the label) may ask for :func:`mediated_targets` where no public table covers a group,
+    through the measured tables :func:`significant_links` keeps when it sets a gate."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
     unmeasured = unmeasured_marginals(queries, groups)
@@ -268,8 +310,13 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, 
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))
     strength = 0.0 if public is None else public_strength(record, queries, public, memo)
-    measured_cm = np.unique(groups[queries.group_class[groups] == QueryClass.CATEGORICAL_MARGINAL]) if mediators \
-        else np.zeros(0, dtype=np.int64)
+    settings = PriorSettings() if settings is None else settings
+    measured_cm = np.zeros(0, dtype=np.int64)
+    if settings.mediated:
+        measured_cm = np.unique(groups[queries.group_class[groups] == QueryClass.CATEGORICAL_MARGINAL])
+        if settings.mediator_gate is not None:
+            links = significant_links(record, queries, settings.mediator_gate)
+            measured_cm = np.array([g for g in measured_cm if int(g) in links], dtype=np.int64)
     every = np.concatenate([unmeasured, measured_cm])
     answers = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(every), np.inf)
     mediated = None

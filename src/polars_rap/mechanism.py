@@ -37,6 +37,7 @@ from polars_rap.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError
+from polars_rap.independence_prior import PriorSettings
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
 from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
@@ -321,7 +322,7 @@ def synthesize(
         backend_module, projection, noise_rng, n_rows=n_rows, selection_share=selection_share,
         inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
         size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware, prior=prior,
-        independence=strategy.independence_prior, progress=sys.stderr.isatty() if progress is None else progress,
+        independence=_prior_settings(strategy), progress=sys.stderr.isatty() if progress is None else progress,
     )
     del true_answers
 
@@ -378,6 +379,13 @@ def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domai
         return params, None
     return params, PublicPrior(answers, targets="targets" in uses, selection="selection" in uses,
                                interactions="interactions" in uses)
+
+
+def _prior_settings(strategy: Strategy) -> PriorSettings | None:
+    """The independence prior's settings from the strategy's (None: no prior)."""
+    if not strategy.independence_prior:
+        return None
+    return PriorSettings(mediated=strategy.independence_prior == "mediated", mediator_gate=strategy.mediator_gate)
 
 
 def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None) -> dict | None:

@@ -33,7 +33,7 @@ if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebo
 else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
-from polars_rap.independence_prior import independence_pseudo_targets
+from polars_rap.independence_prior import PriorSettings, independence_pseudo_targets
 from polars_rap.loop_record import LoopRecord, class_fit_lines, fit_figures
 from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
@@ -70,7 +70,7 @@ def run_plan(
     size_exponent: float = 0.0,
     noise_aware: bool = False,
     prior: PublicPrior | None = None,
-    independence: bool | str = False,
+    independence: PriorSettings | None = None,
     progress: bool,
 ) -> LoopRecord:
     """Run ``plan`` on the workload ``queries`` (exact answers ``true_answers``, float64[m];
@@ -84,8 +84,9 @@ def run_plan(
     candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`).
     ``prior`` (public answers, :mod:`polars_rap.public_targets`) may pull the projection's
     targets toward them and let each class's first selection score against them.
-    ``independence`` fits the CM groups not measured toward conditional independence
-    (:mod:`polars_rap.independence_prior`, post-processing)."""
+    ``independence`` (:class:`~polars_rap.independence_prior.PriorSettings`, None: off) fits
+    the CM groups not measured toward conditional independence (given the label, or a measured
+    third feature; :mod:`polars_rap.independence_prior`, post-processing)."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -174,7 +175,7 @@ def run_plan(
 
 def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, projection: ProjectionConfig,
                   inverse_variance: bool, prior: PublicPrior | None, bar, ledger: PrivacyLedger, rho: float,
-                  round_index: int, n_measured: int, independence: bool | str = False) -> None:
+                  round_index: int, n_measured: int, independence: PriorSettings | None = None) -> None:
     """Project ``record.params`` onto every measurement so far (warm start), after a step."""
     anneal = step.query_class not in _CATEGORICAL_ONLY
     trace, stds, weights = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
@@ -193,13 +194,13 @@ def _project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pr
 
 def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection: ProjectionConfig, *,
                      inverse_variance: bool, anneal: bool, warm: bool = False, prior: PublicPrior | None = None,
-                     independence: bool | str = False):
+                     independence: PriorSettings | None = None):
     """Project ``record.params`` (replaced by the result) onto every measurement so far;
     returns ``(trace, stds, weights)``: the projection's trace and each fitted answer's noise
     std and loss weight (float64[answers], weights of mean 1, or None when all equal).
 
-    ``prior`` (public answers) may pull the targets toward them; ``independence`` (True or
-    ``"mediated"``, :attr:`~polars_rap.strategy.Strategy.independence_prior`) adds the
+    ``prior`` (public answers) may pull the targets toward them; ``independence`` (its
+    settings, or None: off) adds the
     pseudo-targets of :mod:`polars_rap.independence_prior` for the CM groups not measured yet,
     once a categorical table is measured, as does a prior used for its ``interactions`` (then
     raked from the public tables; post-processing all)."""
@@ -210,10 +211,10 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
         targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
     fitted, pseudo_stds = groups, None
     public_interactions = prior is not None and prior.interactions
-    if independence or public_interactions:
+    if independence is not None or public_interactions:
         public, memo = (prior.answers, prior.strength_residuals) if public_interactions else (None, None)
         pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(
-            record, queries, backend, public, memo, mediators=independence == "mediated")
+            record, queries, backend, public, memo, settings=independence)
         if len(pseudo_groups):
             fitted = np.concatenate([groups, pseudo_groups])
             targets = np.concatenate([targets, pseudo_targets])

@@ -134,6 +134,9 @@ class Strategy(Protocol):
     """Fit the categorical marginals not measured (yet) toward conditional independence given
     the label (True), or given a third feature and the label where two measured tables link
     them (``"mediated"``) (:mod:`polars_rap.independence_prior`; post-processing)."""
+    mediator_gate: float | None
+    """With ``independence_prior="mediated"``: how far a measured table's interaction must
+    stand out of its noise to link two features (None: any measured table links)."""
 
     integer_cells: bool
     """Spread integer columns over their rounding cells in the pass over the real rows
@@ -182,6 +185,7 @@ class PaperStrategy:
     integer_cells: bool = field(default=False, init=False)
     warm_doublings: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
+    mediator_gate: float | None = field(default=None, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -281,7 +285,14 @@ class PlannedStrategy:
         projection and weighed as a measurement as noisy as the noisiest categorical one
         (:mod:`polars_rap.independence_prior`; post-processing, free). ``"mediated"``: where
         a third feature has a measured table with each of the two, toward their independence
-        given it and the label instead (the maximum-entropy table given those two tables). It matters only where
+        given it and the label instead (the maximum-entropy table given those two tables).
+    mediator_gate : float or None
+        With ``independence_prior="mediated"``, a measured table links two features through
+        its third only where its interaction stands out of its noise, ``||y - m(y)||^2 > (1 +
+        gate) * cells * sigma^2`` (``m`` the conditional-independence fit;
+        :func:`polars_rap.independence_prior.significant_links`); None: every measured table
+        links. At low epsilon a table measured mostly as noise otherwise passes its noise on
+        to the tables it mediates. It matters only where
         tables go unmeasured, as with ``cm_anneal``, standing in for AIM's inference of those
         tables. Off by default: with ``base_share=0.1, cm_anneal=True,
         cm_anneal_selection_share=0.1`` it cuts CM 18-24% on acs-income-CA at ε <= 1 (F1
@@ -325,6 +336,7 @@ class PlannedStrategy:
     cm_anneal_start: float = 1.0
     cm_anneal_selection_share: float | None = None
     independence_prior: bool | str = False
+    mediator_gate: float | None = None
     integer_cells: bool = False
     warm_doublings: int | None = 1
     name: str = field(default="planned", init=False)
@@ -382,6 +394,15 @@ class PlannedStrategy:
             raise ParameterError(msg)
         if not (isinstance(self.independence_prior, bool) or self.independence_prior == "mediated"):
             msg = f"independence_prior must be True, False or 'mediated'. Got {self.independence_prior!r}"
+            raise ParameterError(msg)
+        if self.mediator_gate is not None and (
+                isinstance(self.mediator_gate, bool) or not isinstance(self.mediator_gate, (int, float))
+                or not math.isfinite(self.mediator_gate) or self.mediator_gate < 0.0):
+            msg = f"mediator_gate must be a number >= 0 or None (no gate). Got {self.mediator_gate!r}"
+            raise ParameterError(msg)
+        if self.mediator_gate is not None and self.independence_prior != "mediated":
+            msg = (f"mediator_gate={self.mediator_gate!r} acts only with independence_prior='mediated'; "
+                   f"set that too, or leave mediator_gate unset. Got independence_prior={self.independence_prior!r}")
             raise ParameterError(msg)
         for flag in ("cm_anneal", "integer_cells"):
             if not isinstance(getattr(self, flag), bool):
@@ -442,7 +463,8 @@ class PlannedStrategy:
                 "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
-                "independence_prior": self.independence_prior, "integer_cells": self.integer_cells,
+                "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
+                "integer_cells": self.integer_cells,
                 "warm_doublings": self.warm_doublings}
 
 
@@ -470,7 +492,7 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
              "noise_aware", "base_share", "histogram_share", "histogram_bins", "histogram_position",
-             "histogram_weight", "integer_cells", "warm_doublings", "independence_prior", "plan",
+             "histogram_weight", "integer_cells", "warm_doublings", "independence_prior", "mediator_gate", "plan",
              "describe")
 
 
