@@ -22,6 +22,15 @@ them and pulls its interaction toward zero; once the table is measured its pseud
 dropped and the measurement alone is fitted. The targets are recomputed at every projection,
 from the rows the last one left.
 
+``independence_prior="mediated"`` (:class:`PriorSettings`) goes one step further where the
+measured tables allow it: a table ``(a, b, label)`` whose features each share a measured table
+with a third feature ``c`` gets the maximum-entropy table given those two, ``a`` and ``b``
+independent given ``(c, label)`` (:func:`mediated_interaction`, through the ``c`` of strongest
+association, :func:`mediated_targets`), computed from the relaxed data's tables; with a
+``mediator_gate`` only measured tables whose interaction stands out of their noise link
+(:func:`significant_links`). With true tables this is 2.2x closer to the truth than independence
+given the label on acs-income-CA and 1.4x on Adult (``bench/results/mediation_oracle.md``).
+
 With a public table used for its ``"interactions"`` (:data:`polars_rap.public_prior.PUBLIC_USES`)
 a table's pseudo-target is the public table's own table raked to the relaxed margins
 (:func:`raked_interaction`): its odds ratios, not independence, where the public table has the
