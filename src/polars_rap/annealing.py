@@ -22,6 +22,11 @@ select / measure / project, and the noise level decides how many:
    cells_g`` (the measurement taught less than its noise), the next round's budget is four
    times this one's (sigma halves, AIM's eps doubling and sigma halving).
 
+Where the step's budget would measure every group with a noise std of at most
+``Step.outright_noise`` (:func:`outright_std`, public: the budget, n and the sensitivities),
+the step is one round that measures every group with its whole budget, without selection, as
+an outright step would: annealing is for noise too large to measure everything well.
+
 Budget. With T0 = ``step.annealed_rounds`` (public), round t spends ``rho_t = rho_step * m_t
 / T0`` with ``m_t`` a power of 4 (1 at first). The test for the last round is on integers:
 with ``U`` the units of ``rho_step / T0`` spent so far, round t is the last when ``T0 - U <=
@@ -66,9 +71,9 @@ from polars_rap.loop_record import LoopRecord
 from polars_rap.queries import CLASS_CODES
 from polars_rap.rounds import fit_measurements, measure_groups
 from polars_rap.selection_scores import noise_shift_counts, selection_record, selection_scores
-from polars_rap.strategy import Step
+from polars_rap.strategy import Step, group_shares
 
-__all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "run_annealed_step"]
+__all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "outright_std", "run_annealed_step"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +95,16 @@ def annealing_threshold(stds, sizes) -> float:
     groups when it measures more than one."""
     return float(math.sqrt(2.0 / math.pi) * np.sum(np.asarray(stds, dtype=np.float64)
                                                     * np.asarray(sizes, dtype=np.float64)))
+
+
+def outright_std(step: Step, l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: float,
+                 size_exponent: float = 0.0) -> float:
+    """The largest noise std (answer units) of an answer if ``step_rho`` measured every group
+    of the step's class at once (float64[groups] sensitivities and int[groups] sizes),
+    split as :func:`polars_rap.rounds.measure_groups` splits a step's budget: ``l2 /
+    sqrt(2 rho_g)``. Public values only."""
+    shares = group_shares(sizes, size_exponent) if size_exponent else np.full(len(sizes), 1.0 / len(sizes))
+    return float(np.max(np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * step_rho * shares)))
 
 
 def run_annealed_step(
@@ -136,13 +151,18 @@ def run_annealed_step(
     selecting = k < len(candidates)
     candidate_queries = queries.take_groups(candidates)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    precise = outright_std(step, l2_sensitivity[candidates], sizes, step_rho, size_exponent) \
+        <= (step.outright_noise if step.outright_noise is not None else -math.inf)
+    if precise:  # public: every group measured in one round, the step's whole budget, no selection
+        selecting, k = False, len(candidates)
+        logger.debug("%s: every group measured outright (noise std within %g)", name, step.outright_noise)
     if selecting:  # the only reads of the real data outside the measurements, all charged
         true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
         selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
     charges: list[float] = []  # this step's, to close it at step_rho exactly
     units_spent, multiplier, round_index = 0, 1, first_round
     while True:
-        last = is_last_round(total_units - units_spent, multiplier)
+        last = precise or is_last_round(total_units - units_spent, multiplier)
         round_rho = closing_charge(charges, step_rho) if last else step_rho * multiplier / total_units
         synthetic = backend.answers_relaxed(record.params.relaxed(), candidate_queries, np.inf)
         measure_rho = (1.0 - selection_share) * round_rho if selecting else round_rho
