@@ -406,11 +406,12 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
 
 # ---------------------------------------------------------------- measured outright where precise enough
 def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> None:
-    """With cm_outright_noise above what the CM share's outright measurement of every table
-    would carry (outright_std), the annealed step is one round: every CM table measured once,
-    no selection, each std at most the threshold and the largest exactly outright_std; the CM
-    share and the ledger close exactly. Below it, the run is the annealed run bit for bit."""
-    from polars_rap.annealing import outright_std
+    """With cm_outright_l1 at or above the mean expected noise L1 norm the CM share's outright
+    measurement of every table would carry (outright_noise_l1: sqrt(2/pi) sigma cells per
+    table, sigma = l2 / sqrt(2 rho / tables)), the annealed step is one round: every CM table
+    measured once, no selection, at that sigma; the CM share and the ledger close exactly.
+    Below it, the run is the annealed run bit for bit."""
+    from polars_rap.annealing import outright_noise_l1
 
     rows = _adult_like()
     common = dict(epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=60,
@@ -418,33 +419,35 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
                   projection=ProjectionConfig(max_steps=10))
     annealed = polars_rap.synthesize(rows, strategy={"name": "planned", "cm_anneal": True}, **common)
     cm_rho = annealed.report.rho_budget * (2.0 / 3.0)
-    n_tables = 6  # 4 categorical features, pairs x income
+    cells = np.array([3 * 4, 3 * 2, 3 * 3, 4 * 2, 4 * 3, 2 * 3]) * 2  # feature pairs x income
     l2 = math.sqrt(2.0) / rows.height
-    std = l2 / math.sqrt(2.0 * cm_rho / n_tables)
-    assert outright_std(Step("CM", 1.0, 1, 6), np.full(n_tables, l2), np.full(n_tables, 8), cm_rho) == std
+    sigma = l2 / math.sqrt(2.0 * cm_rho / len(cells))
+    noise_l1 = float(np.mean(math.sqrt(2.0 / math.pi) * sigma * cells))
+    assert outright_noise_l1(np.full(len(cells), l2), cells, cm_rho) == pytest.approx(noise_l1, rel=1e-14)
 
     precise = polars_rap.synthesize(rows, strategy={"name": "planned", "cm_anneal": True,
-                                                    "cm_outright_noise": std * 1.0001}, **common)
+                                                    "cm_outright_l1": noise_l1 * 1.0001}, **common)
     report = precise.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     assert not any(e.description == "CM selection" for e in cm)
     assert {e.round for e in cm} == {0} and report.parameters["rounds"]["CM"] == 1
-    assert len(cm) == n_tables and math.fsum(e.rho for e in cm) == cm_rho
+    assert len(cm) == len(cells) and math.fsum(e.rho for e in cm) == cm_rho
     assert report.rho_spent == report.rho_budget
     measured = report.measurements.filter(pl.col("query_class") == "CM")
-    assert measured["group"].n_unique() == n_tables == measured.group_by("group").len().height
-    assert measured["noise_std"].max() == pytest.approx(std, rel=1e-12)
+    assert measured.group_by("group").len().height == len(cells) == measured["group"].n_unique()
+    assert sorted(measured.group_by("group").len()["len"].to_list()) == sorted(cells.tolist())
+    np.testing.assert_allclose(measured["noise_std"].to_numpy(), sigma, rtol=1e-9)
     assert report.unmeasured.filter(pl.col("query_class") == "CM").height == 0
 
     loose = polars_rap.synthesize(rows, strategy={"name": "planned", "cm_anneal": True,
-                                                  "cm_outright_noise": std * 0.9999}, **common)
+                                                  "cm_outright_l1": noise_l1 * 0.9999}, **common)
     assert _fingerprint(loose) == _fingerprint(annealed)
 
 
-def test_cm_outright_noise_is_checked() -> None:
-    assert PlannedStrategy(cm_anneal=True, cm_outright_noise=0.001).describe()["cm_outright_noise"] == 0.001
+def test_cm_outright_l1_is_checked() -> None:
+    assert PlannedStrategy(cm_anneal=True, cm_outright_l1=0.15).describe()["cm_outright_l1"] == 0.15
     for bad in (0.0, -1.0, math.inf, True, "0.1"):
-        with pytest.raises(ValueError, match="cm_outright_noise must be a number > 0"):
-            PlannedStrategy(cm_anneal=True, cm_outright_noise=bad)
-    with pytest.raises(ValueError, match="cm_outright_noise=0.001 acts only with cm_anneal=True"):
-        PlannedStrategy(cm_outright_noise=0.001)
+        with pytest.raises(ValueError, match="cm_outright_l1 must be a number > 0"):
+            PlannedStrategy(cm_anneal=True, cm_outright_l1=bad)
+    with pytest.raises(ValueError, match="cm_outright_l1=0.15 acts only with cm_anneal=True"):
+        PlannedStrategy(cm_outright_l1=0.15)

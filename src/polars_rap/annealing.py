@@ -22,8 +22,9 @@ select / measure / project, and the noise level decides how many:
    cells_g`` (the measurement taught less than its noise), the next round's budget is four
    times this one's (sigma halves, AIM's eps doubling and sigma halving).
 
-Where the step's budget would measure every group with a noise std of at most
-``Step.outright_noise`` (:func:`outright_std`, public: the budget, n and the sensitivities),
+Where the step's budget would measure every group with a mean expected noise L1 norm of at
+most ``Step.outright_l1`` (:func:`outright_noise_l1`, public: the budget, n, the sizes and
+sensitivities),
 the step is one round that measures every group with its whole budget, without selection, as
 an outright step would: annealing is for noise too large to measure everything well.
 
@@ -70,10 +71,10 @@ from polars_rap.independence_prior import PriorSettings
 from polars_rap.loop_record import LoopRecord
 from polars_rap.queries import CLASS_CODES
 from polars_rap.rounds import fit_measurements, measure_groups
-from polars_rap.selection_scores import noise_shift_counts, selection_record, selection_scores
+from polars_rap.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
 from polars_rap.strategy import Step, group_shares
 
-__all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "outright_std", "run_annealed_step"]
+__all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "outright_noise_l1", "run_annealed_step"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,14 +98,15 @@ def annealing_threshold(stds, sizes) -> float:
                                                     * np.asarray(sizes, dtype=np.float64)))
 
 
-def outright_std(step: Step, l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: float,
-                 size_exponent: float = 0.0) -> float:
-    """The largest noise std (answer units) of an answer if ``step_rho`` measured every group
-    of the step's class at once (float64[groups] sensitivities and int[groups] sizes),
-    split as :func:`polars_rap.rounds.measure_groups` splits a step's budget: ``l2 /
-    sqrt(2 rho_g)``. Public values only."""
+def outright_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: float,
+                      size_exponent: float = 0.0) -> float:
+    """The mean over the class's groups (float64[groups] sensitivities, int[groups] sizes) of
+    the expected L1 norm of a group's noise (answer units; a marginal's answers sum to 1) if
+    ``step_rho`` measured every group at once, split as
+    :func:`polars_rap.rounds.measure_groups` splits a step's budget
+    (:func:`polars_rap.selection_scores.expected_noise_l1`). Public values only."""
     shares = group_shares(sizes, size_exponent) if size_exponent else np.full(len(sizes), 1.0 / len(sizes))
-    return float(np.max(np.asarray(l2_sensitivity, dtype=np.float64) / np.sqrt(2.0 * step_rho * shares)))
+    return float(np.mean(expected_noise_l1(l2_sensitivity, sizes, step_rho * shares)))
 
 
 def run_annealed_step(
@@ -151,11 +153,12 @@ def run_annealed_step(
     selecting = k < len(candidates)
     candidate_queries = queries.take_groups(candidates)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    precise = outright_std(step, l2_sensitivity[candidates], sizes, step_rho, size_exponent) \
-        <= (step.outright_noise if step.outright_noise is not None else -math.inf)
+    noise_l1 = outright_noise_l1(l2_sensitivity[candidates], sizes, step_rho, size_exponent)
+    precise = step.outright_l1 is not None and noise_l1 <= step.outright_l1
     if precise:  # public: every group measured in one round, the step's whole budget, no selection
         selecting, k = False, len(candidates)
-        logger.debug("%s: every group measured outright (noise std within %g)", name, step.outright_noise)
+    logger.debug("%s: measuring every group at once would add a mean noise L1 norm of %.3g per group%s",
+                 name, noise_l1, ": measured so, in one round" if precise else "")
     if selecting:  # the only reads of the real data outside the measurements, all charged
         true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
         selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n

@@ -68,9 +68,10 @@ class Step:
     ``selection_share`` (public): the part of an annealed round's budget its selection pays,
     instead of the run's (None: the run's).
 
-    ``outright_noise`` (public): an annealed step whose whole budget would measure every group
-    of its class with a noise std (answer units) of at most this measures them so, in one
-    round without selection, as an outright step would (None: it never does)."""
+    ``outright_l1`` (public): an annealed step whose whole budget would measure every group of
+    its class with a mean expected noise L1 norm (answer units: a marginal's answers sum to 1)
+    of at most this measures them so, in one round without selection, as an outright step
+    would (None: it never does)."""
 
     query_class: str
     weight: float
@@ -78,7 +79,7 @@ class Step:
     annealed_rounds: int | None = None
     loss_scale: float = 1.0
     selection_share: float | None = None
-    outright_noise: float | None = None
+    outright_l1: float | None = None
 
     @property
     def outright(self) -> bool:
@@ -281,13 +282,13 @@ class PlannedStrategy:
         an outright step's (1: the same, less the selection's part; 0.25: T0 is four times the
         number of CM groups, so rounds start at a quarter of it, their noise std doubled, and
         more tables can be measured before the budget runs out).
-    cm_outright_noise : float or None
-        With ``cm_anneal``: when the CM share would measure every CM table with a noise std of
-        at most this (answer units, a fraction of the rows; public: the budget, the row count
-        and the tables' sensitivities), measure them all outright in one round instead of
-        annealing, and so leave no table to a prior (``Step.outright_noise``). Budget
-        annealing measures a few tables well where noise is large; where every table can be
-        measured precisely, measuring them all is better (the default's rows at epsilon = 5).
+    cm_outright_l1 : float or None
+        With ``cm_anneal``: when the CM share would measure every CM table with an expected
+        noise L1 norm of at most this on average (a table's answers sum to 1; public: the
+        budget, the row count, the tables' sizes and sensitivities), measure them all outright
+        in one round instead of annealing, and so leave no table to a prior
+        (``Step.outright_l1``). Budget annealing measures a few tables well where noise is
+        large; where every table can be measured precisely, measuring them all is better.
         None: always anneal.
     cm_anneal_selection_share : float or None
         Part of an annealed CM round's budget its selection pays (AIM's is 0.1); None: the
@@ -348,7 +349,7 @@ class PlannedStrategy:
     cm_anneal_rounds: int | None = None
     cm_anneal_start: float = 1.0
     cm_anneal_selection_share: float | None = None
-    cm_outright_noise: float | None = None
+    cm_outright_l1: float | None = None
     independence_prior: bool | str = False
     mediator_gate: float | None = None
     integer_cells: bool = False
@@ -409,14 +410,14 @@ class PlannedStrategy:
         if not (isinstance(self.independence_prior, bool) or self.independence_prior == "mediated"):
             msg = f"independence_prior must be True, False or 'mediated'. Got {self.independence_prior!r}"
             raise ParameterError(msg)
-        if self.cm_outright_noise is not None and (
-                isinstance(self.cm_outright_noise, bool) or not isinstance(self.cm_outright_noise, (int, float))
-                or not math.isfinite(self.cm_outright_noise) or self.cm_outright_noise <= 0.0):
-            msg = ("cm_outright_noise must be a number > 0 (a noise std, as a fraction of the rows) or None. "
-                   f"Got {self.cm_outright_noise!r}")
+        if self.cm_outright_l1 is not None and (
+                isinstance(self.cm_outright_l1, bool) or not isinstance(self.cm_outright_l1, (int, float))
+                or not math.isfinite(self.cm_outright_l1) or self.cm_outright_l1 <= 0.0):
+            msg = ("cm_outright_l1 must be a number > 0 (a table's expected noise L1 norm; its answers sum to 1) "
+                   f"or None. Got {self.cm_outright_l1!r}")
             raise ParameterError(msg)
-        if self.cm_outright_noise is not None and not self.cm_anneal:
-            msg = (f"cm_outright_noise={self.cm_outright_noise!r} acts only with cm_anneal=True (without it every "
+        if self.cm_outright_l1 is not None and not self.cm_anneal:
+            msg = (f"cm_outright_l1={self.cm_outright_l1!r} acts only with cm_anneal=True (without it every "
                    "CM table is measured by the plan already); set cm_anneal=True or leave it unset")
             raise ParameterError(msg)
         if self.mediator_gate is not None and (
@@ -466,7 +467,7 @@ class PlannedStrategy:
         annealed = ["CM"] if self.cm_anneal and "CM" in share else []
         steps = [Step(c, share[c], int((self.class_k or {}).get(c, 1)),
                       int(self.cm_anneal_rounds or max(1, round(group_counts[c] / self.cm_anneal_start))),
-                      selection_share=self.cm_anneal_selection_share, outright_noise=self.cm_outright_noise)
+                      selection_share=self.cm_anneal_selection_share, outright_l1=self.cm_outright_l1)
                  for c in annealed]
         outright = [c for c in share if c not in annealed
                     and self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
@@ -488,7 +489,7 @@ class PlannedStrategy:
                 "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
-                "cm_outright_noise": self.cm_outright_noise,
+                "cm_outright_l1": self.cm_outright_l1,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells,
                 "warm_doublings": self.warm_doublings}
