@@ -449,5 +449,3 @@ def test_cm_outright_l1_is_checked() -> None:
     for bad in (0.0, -1.0, math.inf, True, "0.1"):
         with pytest.raises(ValueError, match="cm_outright_l1 must be a number > 0"):
             PlannedStrategy(cm_anneal=True, cm_outright_l1=bad)
-    with pytest.raises(ValueError, match="cm_outright_l1=0.15 acts only with cm_anneal=True"):
-        PlannedStrategy(cm_outright_l1=0.15)

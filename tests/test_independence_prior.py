@@ -207,8 +207,6 @@ def test_bad_settings_are_named() -> None:
         PlannedStrategy(independence_prior="label")
     with pytest.raises(ValueError, match="mediator_gate must be a number >= 0 or None"):
         PlannedStrategy(independence_prior="mediated", mediator_gate=-1.0)
-    with pytest.raises(ValueError, match="mediator_gate=1.0 acts only with independence_prior='mediated'"):
-        PlannedStrategy(independence_prior=True, mediator_gate=1.0)
     with pytest.raises(ValueError, match=r"cm_anneal_selection_share must be a number in \(0, 1\)"):
         PlannedStrategy(cm_anneal=True, cm_anneal_selection_share=1.0)
 

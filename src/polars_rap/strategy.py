@@ -204,6 +204,14 @@ class PaperStrategy:
 class PlannedStrategy:
     """A budget per query class, measured where it pays (the default).
 
+    By default: 10% of the budget measures every feature x label margin first; the categorical
+    marginals' share (twice each threshold class's) is spent by AIM's budget annealing, a few
+    tables measured sharply where noise is large, every table where it is small; the tables
+    left unmeasured are fitted toward the maximum-entropy table given the measured tables that
+    link their features; the threshold classes are measured as the paper does, by rounds of
+    selection. ``cm_anneal=False, base_share=0.0`` measures every CM table outright (the
+    default until the ablation ``bench/results/ablation_mediated_prior.md``).
+
     Parameters
     ----------
     class_shares : mapping, "rounds" or None
@@ -235,7 +243,8 @@ class PlannedStrategy:
     base_share : float
         Part of the loop's budget spent first on the base marginals, every categorical feature
         block times each label, measured outright (:mod:`polars_rap.base_marginals`; AIM's
-        one-way marginals); 0 measures none.
+        one-way marginals; default 0.1, the margins the annealed CM rounds and the prior build
+        on); 0 measures none.
     histogram_share : float
         Part of the loop's budget spent first on the numeric histograms: each numeric
         column's one-way distribution times each label, on a public grid of at most
@@ -263,16 +272,20 @@ class PlannedStrategy:
         score's sensitivity is the error's).
     cm_anneal : bool
         Spend the CM class's share by AIM's budget annealing instead of a fixed plan
-        (:mod:`polars_rap.annealing`): adaptive rounds, each selecting ``class_k["CM"]`` tables
-        (default 1) among all CM tables, measured or not, by the noise-aware score (paying the
-        run's ``selection_share`` of the round for it; AIM pays 0.1), measuring them and
-        projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
+        (:mod:`polars_rap.annealing`; on by default): adaptive rounds, each selecting
+        ``class_k["CM"]`` tables (default 1) among all CM tables, measured or not, by the
+        noise-aware score (paying ``cm_anneal_selection_share`` of the round for it), measuring
+        them and projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
         quadruples (its noise std halves) after a round whose measurement moved the synthetic
         answers by no more than the noise's expected L1 norm; the last round takes what is
-        left. How many tables are measured thus follows the noise level. It replaces
-        ``outright`` and the CM rounds for that class (``rounds_cm`` only has to be > 0). Off
-        by default: its ablation (``bench/results/ablation_cm_anneal.md``) cut CM error 4% on
-        acs-income-CA but raised it 30% on Adult, whose interactions need every table measured.
+        left. How many tables are measured thus follows the noise level, and the tables left
+        unmeasured are inferred by ``independence_prior``. It replaces ``outright`` and the CM
+        rounds for that class (``rounds_cm`` only has to be > 0). With the base marginals, the
+        gated mediated prior and ``cm_outright_l1`` (the defaults) it cuts CM error 21-25% on
+        acs-income-CA and 3-12% on Adult at ε <= 1 against measuring every table outright
+        (``cm_anneal=False, base_share=0``), for 5-35% more MM and LT error, most at ε = 0.25
+        on CA (``bench/results/ablation_mediated_prior.md``). Alone, without a prior, it cut
+        CM 4% on CA and raised it 30% on Adult (``ablation_cm_anneal.md``).
     cm_anneal_rounds : int or None
         T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
         1)`` rounds run. None (default): the number of CM groups over ``cm_anneal_start``
@@ -288,30 +301,30 @@ class PlannedStrategy:
         budget, the row count, the tables' sizes and sensitivities), measure them all outright
         in one round instead of annealing, and so leave no table to a prior
         (``Step.outright_l1``). Budget annealing measures a few tables well where noise is
-        large; where every table can be measured precisely, measuring them all is better.
-        None: always anneal.
+        large; where every table can be measured precisely, measuring them all is better. The
+        default 0.15 lies between both headline datasets' 0.07-0.08 at ε = 5 and 0.33-0.36 at
+        ε = 1 (chosen on them: a third table would test it). None: always anneal. No effect
+        without ``cm_anneal``.
     cm_anneal_selection_share : float or None
-        Part of an annealed CM round's budget its selection pays (AIM's is 0.1); None: the
-        run's ``selection_share``.
+        Part of an annealed CM round's budget its selection pays (default 0.1, AIM's); None:
+        the run's ``selection_share``.
     independence_prior : bool or "mediated"
-        Fit every CM table not measured (yet) toward the conditional independence of its two
-        features given the label, computed from the relaxed data's own margins before each
-        projection and weighed as a measurement as noisy as the noisiest categorical one
-        (:mod:`polars_rap.independence_prior`; post-processing, free). ``"mediated"``: where
-        a third feature has a measured table with each of the two, toward their independence
-        given it and the label instead (the maximum-entropy table given those two tables).
+        Fit every CM table not measured (yet) toward an inferred table, weighed as a
+        measurement as noisy as the noisiest categorical one, recomputed from the relaxed
+        data's own tables before each projection (:mod:`polars_rap.independence_prior`;
+        post-processing, free): with True, the conditional independence of its two features
+        given the label; with ``"mediated"`` (the default), where a third feature has a
+        measured table with each of the two, their independence given it and the label (the
+        maximum-entropy table given those two tables), else as with True. It matters only
+        where tables go unmeasured, as with ``cm_anneal``, standing in for AIM's inference of
+        those tables. False: unmeasured tables are whatever the projection leaves them.
     mediator_gate : float or None
         With ``independence_prior="mediated"``, a measured table links two features through
         its third only where its interaction stands out of its noise, ``||y - m(y)||^2 > (1 +
         gate) * cells * sigma^2`` (``m`` the conditional-independence fit;
         :func:`polars_rap.independence_prior.significant_links`); None: every measured table
-        links. At low epsilon a table measured mostly as noise otherwise passes its noise on
-        to the tables it mediates. It matters only where
-        tables go unmeasured, as with ``cm_anneal``, standing in for AIM's inference of those
-        tables. Off by default: with ``base_share=0.1, cm_anneal=True,
-        cm_anneal_selection_share=0.1`` it cuts CM 18-24% on acs-income-CA at ε <= 1 (F1
-        +0.005 to +0.008) but raises it at ε = 5 and on Adult
-        (``bench/results/ablation_independence_prior.md``).
+        links. At low ε a table measured mostly as noise otherwise passes its noise on to the
+        tables it mediates (CA at ε = 0.25: CM -8% and F1 +0.010 with the default gate 1).
     integer_cells : bool
         Spread each whole value ``x`` of an integer column over its rounding cell ``[x - 1/2,
         x + 1/2]`` (a per-row map keyed by a hash of the row:
@@ -340,18 +353,18 @@ class PlannedStrategy:
     size_exponent: float = 0.0
     noise_aware: bool = False
     class_k: Mapping[str, int] | None = None
-    base_share: float = 0.0
+    base_share: float = 0.1
     histogram_share: float = 0.0
     histogram_bins: int = 200
     histogram_position: str = "first"
     histogram_weight: float = 1.0
-    cm_anneal: bool = False
+    cm_anneal: bool = True
     cm_anneal_rounds: int | None = None
     cm_anneal_start: float = 1.0
-    cm_anneal_selection_share: float | None = None
-    cm_outright_l1: float | None = None
-    independence_prior: bool | str = False
-    mediator_gate: float | None = None
+    cm_anneal_selection_share: float | None = 0.1
+    cm_outright_l1: float | None = 0.15
+    independence_prior: bool | str = "mediated"
+    mediator_gate: float | None = 1.0
     integer_cells: bool = False
     warm_doublings: int | None = 1
     name: str = field(default="planned", init=False)
@@ -416,18 +429,10 @@ class PlannedStrategy:
             msg = ("cm_outright_l1 must be a number > 0 (a table's expected noise L1 norm; its answers sum to 1) "
                    f"or None. Got {self.cm_outright_l1!r}")
             raise ParameterError(msg)
-        if self.cm_outright_l1 is not None and not self.cm_anneal:
-            msg = (f"cm_outright_l1={self.cm_outright_l1!r} acts only with cm_anneal=True (without it every "
-                   "CM table is measured by the plan already); set cm_anneal=True or leave it unset")
-            raise ParameterError(msg)
         if self.mediator_gate is not None and (
                 isinstance(self.mediator_gate, bool) or not isinstance(self.mediator_gate, (int, float))
                 or not math.isfinite(self.mediator_gate) or self.mediator_gate < 0.0):
             msg = f"mediator_gate must be a number >= 0 or None (no gate). Got {self.mediator_gate!r}"
-            raise ParameterError(msg)
-        if self.mediator_gate is not None and self.independence_prior != "mediated":
-            msg = (f"mediator_gate={self.mediator_gate!r} acts only with independence_prior='mediated'; "
-                   f"set that too, or leave mediator_gate unset. Got independence_prior={self.independence_prior!r}")
             raise ParameterError(msg)
         for flag in ("cm_anneal", "integer_cells"):
             if not isinstance(getattr(self, flag), bool):
