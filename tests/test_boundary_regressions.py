@@ -222,3 +222,21 @@ def test_decimal_bounds_that_hold_no_value_of_the_column_are_a_data_error():
     frame = pl.DataFrame({"b": [Decimal("0.47")] * 4}, schema={"b": pl.Decimal(10, 2)})
     with pytest.raises(DataError, match="column 'b' is declared with bounds .* none lies between those bounds"):
         synthesize(frame, {"b": (0.471, 0.479)})
+
+
+def test_a_schedule_past_float32_is_refused_by_name():
+    """Was an OverflowError inside the projection (Hypothesis, 2026-11-24: max_doublings=1798
+    made sigma_initial * 2**max_doublings overflow): the kernels read the inverse temperature as
+    float32, so a schedule past its range is refused up front, naming the largest that fits;
+    that largest one runs."""
+    with pytest.raises(ParameterError, match=r"max_doublings=1798 .* use max_doublings <= 124"):
+        ProjectionConfig(max_doublings=1798)
+    with pytest.raises(ParameterError, match=r"max_doublings=125 with sigma_initial=8 .* use max_doublings <= 124"):
+        ProjectionConfig(max_doublings=125)
+    with pytest.raises(ParameterError, match=r"max_doublings=3 with sigma_initial=1e\+38 .* <= 1"):
+        ProjectionConfig(sigma_initial=1e38, max_doublings=3)
+    frame = pl.DataFrame({"x": [0.5, 1.5] * 200, "y": ["a", "b"] * 200})
+    result = pr.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"x": (0.0, 2.0), "y": ["a", "b"]}, labels=["y"],
+                           seed=0, relaxed_rows=10, rounds_lt=1, n_linear_thresholds=10, progress=False,
+                           projection=ProjectionConfig(max_doublings=124, max_steps=2))
+    assert result.data.height == 400

@@ -191,9 +191,10 @@ def synthesize(
         class's first selection scores against its answers; ``"interactions"``, each
         categorical marginal not measured (yet) is fitted toward the public table's, raked to
         the synthetic margins, its associations scaled by the strength the measured tables
-        support (:mod:`polars_rap.independence_prior`; it acts only where a strategy leaves
-        tables unmeasured, e.g. ``cm_anneal``; for a public table of the same population
-        only). Only with ``public``.
+        support (:mod:`polars_rap.independence_prior`; it acts on the tables a strategy
+        leaves unmeasured, as the default's annealed rounds do at ε <= 1, in place of the
+        prior's own targets; for a public table of the same population only). Only with
+        ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,

@@ -70,6 +70,18 @@ class ProjectionConfig:
             check_int(name, getattr(self, name), low)
         if self.warm_doublings is not None:
             check_int("warm_doublings", self.warm_doublings, 0)
+        final = float(self.sigma_initial) * 2.0 ** min(int(self.max_doublings), 1023)  # inf past float64
+        if not final <= _LARGEST_SIGMA:  # the kernels take the temperature as float32
+            largest = math.floor(math.log2(_LARGEST_SIGMA / self.sigma_initial))
+            msg = (f"max_doublings={self.max_doublings} with sigma_initial={self.sigma_initial:g} puts the last "
+                   f"stage's inverse temperature sigma_initial * 2**max_doublings past float32's range "
+                   f"({_LARGEST_SIGMA:.3g}); use max_doublings <= {largest} (thresholds are already sharp "
+                   "long before: the default is 6)")
+            raise ParameterError(msg)
+
+
+_LARGEST_SIGMA = float(np.finfo(np.float32).max)
+"""The largest inverse temperature a stage may reach: the kernels read it as float32."""
 
 
 def temperature_stages(config: ProjectionConfig, has_threshold: bool, anneal: bool = True,

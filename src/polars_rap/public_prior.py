@@ -63,7 +63,7 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions")
 - ``"interactions"``: every categorical marginal not measured (yet) is fitted toward the public
   table's interaction, raked to the relaxed rows' own margins and scaled by the strength the
   measured tables support, instead of being left to chance (:mod:`polars_rap.independence_prior`,
-  which without a public table uses independence). On CA with the other states' table it lowers
+  whose own targets, mediated tables or independence, it replaces where it covers a table). On CA with the other states' table it lowers
   CM by 23% at ε = 1, but Puerto Rico's raises it by 34% (``bench/results/public_prior.md``):
   for a public table of the same population only.
 """
