@@ -27,6 +27,8 @@ from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import PlannedStrategy, Step, resolve_strategy
 from polars_rap.workload import group_sensitivities
 
+from plans import ANNEALED_ONLY, ANNEALED_ONLY_KEYWORDS, OUTRIGHT, OUTRIGHT_KEYWORDS  # tests/plans.py
+
 TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
                "t": (0.0, 10.0), "y": ["0", "1"]}
 TINY = dict(epsilon=1.0, delta=1e-7, domain=TINY_DOMAIN, labels=["y"], seed=5, relaxed_rows=40,
@@ -62,17 +64,16 @@ def _fingerprint(result) -> str:
 
 
 # ------------------------------------------------------------------ default plans unchanged
-EQUAL_SHARES = {"name": "planned", "class_shares": None, "warm_doublings": None}  # the default when hashed: equal shares, whole schedule
+EQUAL_SHARES = {**OUTRIGHT, "class_shares": None, "warm_doublings": None}  # the default when hashed: equal shares, whole schedule
 
 
-@pytest.mark.parametrize("strategy", [EQUAL_SHARES, {**EQUAL_SHARES, "cm_anneal": False}])
 @pytest.mark.parametrize(("kind", "settings"), [("outright", {}),
                                                 ("selection", {"rounds_cm": 2, "queries_per_round": 2})])
-def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(strategy, kind, settings) -> None:
-    """With cm_anneal off (the default, or set False), a fixed-seed run releases and returns
+def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(kind, settings) -> None:
+    """With cm_anneal off (and no base marginals), a fixed-seed run releases and returns
     exactly what the code before the option did: same relaxed data, events, measurements and
     rows (hashes taken on merge-work a3fe068, whose default gave the classes equal shares)."""
-    result = polars_rap.synthesize(_tiny_frame(), strategy=strategy, **{**TINY, **settings})
+    result = polars_rap.synthesize(_tiny_frame(), strategy=EQUAL_SHARES, **{**TINY, **settings})
     assert _fingerprint(result) == BEFORE_ANNEALING[kind]
 
 
@@ -80,14 +81,14 @@ def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(strategy, kind
 def test_the_annealed_plan_puts_one_cm_step_first_with_the_class_share() -> None:
     """cm_anneal: one annealed CM step (K = 1, T0 = the CM groups) in place of the outright
     step, with the same share; LT's rounds as before. class_k and cm_anneal_rounds set K and T0."""
-    plan = PlannedStrategy(cm_anneal=True).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)
+    plan = PlannedStrategy(**ANNEALED_ONLY_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)
     assert plan[0] == Step("CM", 2.0 / 3.0, 1, 153) and plan[0].kind == "annealed" and not plan[0].outright
     assert [(s.query_class, s.kind, s.k) for s in plan[1:]] == [("LT", "selection", 10)] * 5
-    assert plan[1:] == PlannedStrategy().plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)[1:]
-    set_k = PlannedStrategy(cm_anneal=True, class_k={"CM": 3}, cm_anneal_rounds=40).plan(
+    assert plan[1:] == PlannedStrategy(**OUTRIGHT_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)[1:]
+    set_k = PlannedStrategy(**{**ANNEALED_ONLY_KEYWORDS, "class_k": {"CM": 3}, "cm_anneal_rounds": 40}).plan(
         {"CM": 153, "LT": 2_000}, {"CM": 1, "LT": 5}, 10)
     assert set_k[0] == Step("CM", 2.0 / 3.0, 3, 40)
-    assert PlannedStrategy(cm_anneal=True).plan({"CM": 153, "LT": 100}, {"CM": 0, "LT": 1}, 10) == [
+    assert PlannedStrategy(**ANNEALED_ONLY_KEYWORDS).plan({"CM": 153, "LT": 100}, {"CM": 0, "LT": 1}, 10) == [
         Step("LT", 1.0, 10)]  # no CM rounds asked: no CM step
     assert Step("CM", 1.0, None).kind == "outright" and Step("LT", 1.0, 5).kind == "selection"
 
@@ -97,7 +98,8 @@ def test_the_option_is_checked_described_and_resolved() -> None:
     assert strategy == PlannedStrategy(cm_anneal=True, cm_anneal_rounds=12)
     described = strategy.describe()
     assert described["cm_anneal"] is True and described["cm_anneal_rounds"] == 12
-    assert PlannedStrategy().describe()["cm_anneal"] is False
+    assert PlannedStrategy().describe()["cm_anneal"] is True  # the default since ablation_mediated_prior
+    assert PlannedStrategy(cm_anneal=False).describe()["cm_anneal"] is False
     with pytest.raises(ValueError, match="cm_anneal must be True or False. Got 1"):
         PlannedStrategy(cm_anneal=1)
     for bad in (0, 2.5, True):
@@ -119,7 +121,7 @@ def test_bonferroni_counts_every_annealed_round_beyond_the_class_cap() -> None:
     beyond the class's answers; other steps are capped as before."""
     domain = Domain.from_mapping(_tiny_frame().schema, TINY_DOMAIN, ["y"])
     queries, plan, _ = planning.workload_and_plan(
-        domain, PlannedStrategy(cm_anneal=True, class_k={"CM": 2}, cm_anneal_rounds=7),
+        domain, PlannedStrategy(**{**ANNEALED_ONLY_KEYWORDS, "class_k": {"CM": 2}, "cm_anneal_rounds": 7}),
         np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0, queries_per_round=3,
         n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
     sizes = np.sort(queries.group_sizes[queries.group_class == CLASS_CODES["CM"]])[::-1]
@@ -348,7 +350,7 @@ def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
     result = polars_rap.synthesize(
         rows, epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=60,
         rounds_lt=2, n_linear_thresholds=40, backend="cpu", progress=False,
-        projection=ProjectionConfig(max_steps=10), strategy={"name": "planned", "cm_anneal": True})
+        projection=ProjectionConfig(max_steps=10), strategy=ANNEALED_ONLY)
     report = result.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     cm_rounds = sorted({e.round for e in cm})
@@ -387,7 +389,7 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     result = polars_rap.synthesize(
         _adult_like(), epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=40,
         rounds_lt=0, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=5),
-        strategy={"name": "planned", "cm_anneal": True, "cm_anneal_rounds": 6})
+        strategy={**ANNEALED_ONLY, "cm_anneal_rounds": 6})
     report = result.report
     m = report.measurements
     first = int(m["group"][0])
@@ -417,7 +419,7 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     common = dict(epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=60,
                   rounds_lt=2, n_linear_thresholds=40, backend="cpu", progress=False,
                   projection=ProjectionConfig(max_steps=10))
-    annealed = polars_rap.synthesize(rows, strategy={"name": "planned", "cm_anneal": True}, **common)
+    annealed = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY, **common)
     cm_rho = annealed.report.rho_budget * (2.0 / 3.0)
     cells = np.array([3 * 4, 3 * 2, 3 * 3, 4 * 2, 4 * 3, 2 * 3]) * 2  # feature pairs x income
     l2 = math.sqrt(2.0) / rows.height
@@ -425,8 +427,7 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     noise_l1 = float(np.mean(math.sqrt(2.0 / math.pi) * sigma * cells))
     assert outright_noise_l1(np.full(len(cells), l2), cells, cm_rho) == pytest.approx(noise_l1, rel=1e-14)
 
-    precise = polars_rap.synthesize(rows, strategy={"name": "planned", "cm_anneal": True,
-                                                    "cm_outright_l1": noise_l1 * 1.0001}, **common)
+    precise = polars_rap.synthesize(rows, strategy={**ANNEALED_ONLY, "cm_outright_l1": noise_l1 * 1.0001}, **common)
     report = precise.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     assert not any(e.description == "CM selection" for e in cm)
@@ -439,8 +440,7 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     np.testing.assert_allclose(measured["noise_std"].to_numpy(), sigma, rtol=1e-9)
     assert report.unmeasured.filter(pl.col("query_class") == "CM").height == 0
 
-    loose = polars_rap.synthesize(rows, strategy={"name": "planned", "cm_anneal": True,
-                                                  "cm_outright_l1": noise_l1 * 0.9999}, **common)
+    loose = polars_rap.synthesize(rows, strategy={**ANNEALED_ONLY, "cm_outright_l1": noise_l1 * 0.9999}, **common)
     assert _fingerprint(loose) == _fingerprint(annealed)
 
 

@@ -45,7 +45,7 @@ from scipy import stats
 
 import polars_rap
 from polars_rap.errors import ParameterError
-from polars_rap import bounds, inference, kernels, mechanism, privacy, release, rounds, source
+from polars_rap import annealing, bounds, inference, kernels, mechanism, privacy, release, rounds, source
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -608,6 +608,8 @@ def recorded() -> Iterator[Recording]:
             recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(rounds, "gumbel_top_k", _recorder(
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
+        mock.patch.object(annealing, "gumbel_top_k", _recorder(  # the default's annealed CM rounds
+            recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
         mock.patch.object(inference, "gaussian_mechanism", _recorder(
             recording, "inference", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(bounds, "gaussian_mechanism", _recorder(
@@ -685,9 +687,10 @@ def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
     for call, size in zip(calls, sizes, strict=True):
         assert call.arguments["l2_sensitivity"] == (math.sqrt(2.0) if size > 1 else 1.0) / n
         assert call.arguments["n_rows"] == n  # the noise is drawn on the counts behind the answers
-    # 2 CM selection rounds may miss the nullable columns: their null-rate groups (NR) are
-    # measured outright, through the same recorded Gaussian calls (polars_rap.null_rates)
-    assert set(measurements["query_class"]) == {"NR", "CM", "LT"}
+    # the default measures every feature x label margin first (BM), nullable indicators
+    # included, then CM tables by annealed rounds and LT by selection rounds, all through the
+    # same recorded Gaussian calls
+    assert set(measurements["query_class"]) == {"BM", "CM", "LT"}
     round_class = dict(measurements.select("round", "query_class").unique().iter_rows())
     selections = [c for c in recording.calls if c.mechanism == "gumbel_top_k"]
     assert selections

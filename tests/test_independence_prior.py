@@ -28,11 +28,15 @@ from polars_rap.independence_prior import (
 from polars_rap.queries import QueryClass
 from polars_rap.strategy import PlannedStrategy
 
+from plans import OUTRIGHT  # tests/plans.py
+
 ADULT_DOMAIN = {"workclass": ["private", "self", "gov"], "education": ["hs", "college", "grad", "other"],
                 "sex": ["F", "M"], "race": ["a", "b", "c"], "age": (17, 90), "hours": (1, 99),
                 "income": ["<=50K", ">50K"]}
 AIM_LOOP = {"name": "planned", "base_share": 0.1, "cm_anneal": True, "cm_anneal_selection_share": 0.1,
-            "cm_anneal_rounds": 8}
+            "cm_anneal_rounds": 8, "cm_outright_l1": None, "independence_prior": False}
+"""The annealed loop without a prior and always annealed (tiny tables have little noise): each
+test sets the prior it is about."""
 
 
 def _adult_like(n: int = 800, seed: int = 5) -> pl.DataFrame:
@@ -188,14 +192,14 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
 
 
 def test_without_unmeasured_tables_the_prior_changes_nothing() -> None:
-    """With every CM table measured outright (the default plan) no table is left for the
+    """With every CM table measured outright (the outright plan) no table is left for the
     prior: the run is the same to the last bit with it on or off."""
     frame = _adult_like(500)
     common = dict(epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=40,
                   rounds_lt=2, n_linear_thresholds=60, backend="cpu", progress=False,
                   projection=polars_rap.ProjectionConfig(max_steps=4))
-    on = polars_rap.synthesize(frame, strategy={"name": "planned", "independence_prior": True}, **common)
-    off = polars_rap.synthesize(frame, strategy="planned", **common)
+    on = polars_rap.synthesize(frame, strategy={**OUTRIGHT, "independence_prior": True}, **common)
+    off = polars_rap.synthesize(frame, strategy=OUTRIGHT, **common)
     np.testing.assert_array_equal(on.relaxed, off.relaxed)
     assert on.data.equals(off.data)
 

@@ -16,6 +16,8 @@ import polars_rap.planning as planning
 from polars_rap.projection import ProjectionConfig
 from polars_rap.samplers import SecureRandom
 
+from plans import OUTRIGHT  # tests/plans.py
+
 FAST = dict(relaxed_rows=100, rounds_cm=3, rounds_lt=3, rounds_mm=2, n_linear_thresholds=300,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=30, max_doublings=2),
             progress=False)
@@ -29,7 +31,7 @@ def small(task):
 @pytest.fixture(scope="module")
 def result(small, task):
     return small.dp.synthesize(epsilon=1.0, delta=1e-7, domain=task.domain, labels=task.labels,
-                               seed=0, **FAST)
+                               seed=0, strategy=OUTRIGHT, **FAST)  # rounds of K groups (the outright plan)
 
 
 def test_output_has_input_schema_and_row_count(result, small):
@@ -85,7 +87,7 @@ def test_report_noise_scales_follow_the_charges(result):
 
 def test_same_seed_gives_identical_output(small, task, result):
     again = polars_rap.synthesize(small, epsilon=1.0, delta=1e-7, domain=task.domain,
-                                  labels=task.labels, seed=0, **FAST)
+                                  labels=task.labels, seed=0, strategy=OUTRIGHT, **FAST)
     assert again.data.equals(result.data)
     assert again.report.measurements.equals(result.report.measurements)
 
@@ -154,7 +156,8 @@ def test_more_rounds_than_groups_strand_no_budget(task, strategy):
     result = task.frame.sample(3000, seed=0).dp.synthesize(
         epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=0,
         relaxed_rows=50, rounds_cm=40, rounds_lt=1, n_linear_thresholds=50,
-        projection=ProjectionConfig(max_steps=3), progress=False, strategy=strategy,
+        projection=ProjectionConfig(max_steps=3), progress=False,
+        strategy=OUTRIGHT if strategy == "planned" else strategy,
     )
     report = result.report
     n_cm_groups = report.measurements.filter(pl.col("query_class") == "CM")["group"].n_unique()
@@ -205,6 +208,7 @@ def _run_capturing_streams(monkeypatch, seed):
         _tiny_frame(0), epsilon=1.0, delta=1e-9, domain=TINY_DOMAIN, labels=["y"], seed=seed,
         queries_per_round=4, rounds_cm=4, rounds_lt=0, relaxed_rows=50, backend="cpu",
         infer_domain=["s"], projection=ProjectionConfig(max_steps=5), progress=False,
+        strategy=OUTRIGHT,  # the plan the hashes were taken on
     )
     assert set(seen) == set(STREAM_CONSUMERS)
     return result, seen

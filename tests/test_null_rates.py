@@ -17,6 +17,8 @@ from polars_rap.null_rates import NULL_RATE_SHARE, nullable_blocks
 from polars_rap.privacy import split_budget
 from polars_rap.strategy import resolve_strategy
 
+from plans import OUTRIGHT  # tests/plans.py
+
 N_ROWS = 12_000
 NULL_RATES = {"age": 0.10, "income": 0.35, "city": 0.20}
 TOLERANCE = 0.01  # the issue's target; at epsilon = 4 a measured null rate's noise std is < 0.002
@@ -85,7 +87,8 @@ def test_null_rate_groups_are_charged_once_each_with_their_share() -> None:
     (age x sex, income x sex) of NULL_RATE_SHARE / 2 of rho each, released in the report as
     class NR; the rounds parameter counts it; the rest goes to LT as before."""
     frame, domain = gss_like(0, 0)
-    result = polars_rap.synthesize(frame, epsilon=1.0, delta=1e-9, domain=domain, labels=["sex"], seed=0, **FAST)
+    result = polars_rap.synthesize(frame, epsilon=1.0, delta=1e-9, domain=domain, labels=["sex"], seed=0,
+                                   strategy=OUTRIGHT, **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-9).rho
     nr = [e for e in report.events if e.description.startswith("NR group")]
@@ -128,10 +131,10 @@ def test_benchmark_plans_need_no_null_rate_step(name, settings) -> None:
 
 
 def test_selected_cm_rounds_get_a_null_rate_step_for_what_they_may_miss() -> None:
-    """CA with 2 CM selection rounds (as tests/test_audits.py runs it): the CM marginals may
+    """CA with 2 CM selection rounds (the outright plan): the CM marginals may
     miss JWMNP's indicator and FER/ESP, so each gets a block x label group in the NR step."""
     domain = _task_domain("acs-income-CA")
-    queries, plan, counts = _plan(domain, rounds_cm=2, rounds_lt=3)
+    queries, plan, counts = _plan(domain, rounds_cm=2, rounds_lt=3, strategy=OUTRIGHT)
     assert counts["NR"] == 3 and plan[0].query_class == "NR" and plan[0].outright
     weights = math.fsum(step.weight for step in plan)
     assert plan[0].weight / weights == pytest.approx(NULL_RATE_SHARE, rel=1e-12)

@@ -26,6 +26,8 @@ from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import PlannedStrategy, resolve_strategy
 from polars_rap.transforms import to_unit
 
+from plans import OUTRIGHT  # tests/plans.py
+
 DECLARED = {
     "age": {"bounds": (17, 99), "integer": True, "nullable": True},
     "income": (0.0, 250_000.0),
@@ -138,7 +140,7 @@ def _recorded_run(frame: pl.DataFrame, share: float, **settings):
             frame, epsilon=1.0, delta=1e-6, domain=DECLARED, labels=["y"], seed=3, relaxed_rows=100,
             rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
             projection=polars_rap.ProjectionConfig(max_steps=10),
-            strategy={"name": "planned", "histogram_share": share, "histogram_bins": 40, **settings},
+            strategy={**OUTRIGHT, "histogram_share": share, "histogram_bins": 40, **settings},
         )
     return result, calls
 

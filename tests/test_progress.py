@@ -11,6 +11,8 @@ import polars_rap
 from polars_rap import cli
 from polars_rap.loop_record import fit_figures
 
+from plans import OUTRIGHT  # tests/plans.py
+
 DOMAIN = {"age": (18, 90), "hours": (0, 99), "sex": ["F", "M"], "y": [0, 1]}
 SMALL = dict(relaxed_rows=30, rounds_lt=2, n_linear_thresholds=30, seed=0)  # LT selects 20 of 30
 
@@ -49,7 +51,7 @@ def test_the_figure_stays_put_where_the_loss_grows_with_the_measurements():
 def test_without_a_bar_each_class_gets_one_line_at_the_end(frame, caplog):
     with caplog.at_level(logging.INFO, logger="polars_rap"):
         polars_rap.synthesize(frame, epsilon=1.0, delta=1e-7, domain=DOMAIN, labels=["y"],
-                              progress=False, **SMALL)
+                              progress=False, strategy=OUTRIGHT, **SMALL)  # one outright CM step
     lines = [r.getMessage() for r in caplog.records if "fit residual rms" in r.getMessage()]
     assert [line.split(":")[0] for line in lines] == ["CM", "LT"]
     assert lines[0].startswith("CM: 1 groups (4 answers) measured in 1 step; fit residual rms ")

@@ -7,6 +7,8 @@ from polars_rap.kernels import get_backend
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.queries import QuerySet
 
+from plans import OUTRIGHT  # tests/plans.py
+
 BLOCKS = [3, 2]
 N_NUMERIC = 2
 
@@ -180,6 +182,6 @@ def test_the_loop_projects_warm_after_its_first_threshold_projection():
         polars_rap.synthesize(
             frame, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"], "y": ["no", "yes"]},
             labels=["y"], relaxed_rows=20, rounds_lt=3, n_linear_thresholds=40, seed=0, progress=False,
-            projection=ProjectionConfig(max_steps=3, max_doublings=3, warm_doublings=1),
+            projection=ProjectionConfig(max_steps=3, max_doublings=3, warm_doublings=1), strategy=OUTRIGHT,
         )
     assert calls == [(False, False, 1), (True, False, 4), (True, True, 2), (True, True, 2)]

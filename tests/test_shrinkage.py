@@ -9,6 +9,8 @@ import polars_rap
 from polars_rap import rounds
 from polars_rap.shrinkage import interaction_dof, shrink_marginal
 
+from plans import OUTRIGHT  # tests/plans.py
+
 FAST = dict(relaxed_rows=80, rounds_lt=2, n_linear_thresholds=200, progress=False,
             projection=polars_rap.ProjectionConfig(max_steps=5))
 
@@ -95,9 +97,9 @@ def test_shrinkage_is_post_processing_of_what_was_released(task, monkeypatch) ->
     monkeypatch.setattr(rounds, "project", spy)
     rows = task.frame.sample(2_000, seed=7)
     common = dict(epsilon=0.5, delta=1e-8, domain=task.domain, labels=task.labels, seed=4, **FAST)
-    shrunk = polars_rap.synthesize(rows, strategy={"name": "planned", "shrinkage": True}, **common)
+    shrunk = polars_rap.synthesize(rows, strategy={**OUTRIGHT, "shrinkage": True}, **common)
     fitted_queries, final_targets = targets[-1]  # groups in measurement order
-    plain = polars_rap.synthesize(rows, strategy="planned", **common)
+    plain = polars_rap.synthesize(rows, strategy=OUTRIGHT, **common)
 
     def charges(report):
         return [(e.description.split(" group")[0], e.rho) for e in report.events]

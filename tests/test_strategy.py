@@ -10,9 +10,11 @@ import pytest
 
 import polars_rap
 from polars_rap import rounds, selection_scores
-from polars_rap.queries import CLASS_CODES
 from polars_rap.privacy import split_budget
+from polars_rap.queries import CLASS_CODES
 from polars_rap.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
+
+from plans import OUTRIGHT, OUTRIGHT_KEYWORDS  # tests/plans.py
 
 FAST = dict(relaxed_rows=80, rounds_lt=3, n_linear_thresholds=200, progress=False,
             projection=polars_rap.ProjectionConfig(max_steps=5))
@@ -33,7 +35,7 @@ def test_paper_plan_caps_rounds_at_the_groups_left() -> None:
 def test_planned_measures_a_class_outright_when_its_rounds_would_cover_it() -> None:
     """CM: 4 rounds x K=10 >= 25 groups, so one outright step first; LT keeps its 5 rounds,
     and CM gets twice LT's share by default (DEFAULT_CLASS_SHARES; MM has no rounds)."""
-    plan = PlannedStrategy().plan({"CM": 25, "LT": 100}, {"CM": 4, "LT": 5, "MM": 0}, 10)
+    plan = PlannedStrategy(**OUTRIGHT_KEYWORDS).plan({"CM": 25, "LT": 100}, {"CM": 4, "LT": 5, "MM": 0}, 10)
     assert plan[0] == Step("CM", 2.0 / 3.0, None) and plan[0].outright
     assert [s.query_class for s in plan[1:]] == ["LT"] * 5
     assert all(s.k == 10 and s.weight == (1.0 / 3.0) / 5 for s in plan[1:])
@@ -41,7 +43,7 @@ def test_planned_measures_a_class_outright_when_its_rounds_would_cover_it() -> N
 
 
 def test_planned_selects_when_rounds_cannot_cover_the_class() -> None:
-    plan = PlannedStrategy().plan({"CM": 25, "LT": 100}, {"CM": 2, "LT": 2, "MM": 0}, 10)
+    plan = PlannedStrategy(**OUTRIGHT_KEYWORDS).plan({"CM": 25, "LT": 100}, {"CM": 2, "LT": 2, "MM": 0}, 10)
     assert sorted(s.query_class for s in plan) == ["CM", "CM", "LT", "LT"]
     assert all(not s.outright for s in plan)
 
@@ -79,7 +81,7 @@ def test_bad_strategy_names_the_setting(spec, message) -> None:
 def planned_run(task):
     rows = task.frame.sample(3_000, seed=4)
     return polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                 seed=2, **FAST)
+                                 seed=2, strategy=OUTRIGHT, **FAST)
 
 
 def test_planned_run_charges_every_cm_group_once_without_selection(planned_run) -> None:
@@ -114,7 +116,8 @@ def test_projection_weighs_answers_by_inverse_variance_only_when_planned(task, m
 
     monkeypatch.setattr(rounds, "project", spy)
     result = polars_rap.synthesize(task.frame.sample(2_000, seed=6), epsilon=1.0, delta=1e-8,
-                                   domain=task.domain, labels=task.labels, seed=3, strategy=strategy, **FAST)
+                                   domain=task.domain, labels=task.labels, seed=3,
+                                   strategy=OUTRIGHT if strategy == "planned" else strategy, **FAST)
     measurements = result.report.measurements
     if strategy == "paper":
         assert calls and all(w is None for w in calls)
@@ -163,7 +166,7 @@ def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task)
     closes to the last float. The sizes are public, so the split reveals nothing."""
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=2, strategy={"name": "planned", "size_exponent": 2 / 3}, **FAST)
+                                   seed=2, strategy={**OUTRIGHT, "size_exponent": 2 / 3}, **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-8).rho
     cm = [e for e in report.events if e.description.startswith("CM group")]
@@ -186,7 +189,7 @@ def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
     from polars_rap.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-    strategy = PlannedStrategy(size_exponent=exponent)
+    strategy = PlannedStrategy(size_exponent=exponent, **OUTRIGHT_KEYWORDS)
     queries, plan, counts = planning.workload_and_plan(
         domain, strategy, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
         queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=20_000)
@@ -264,7 +267,7 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
         monkeypatch.setattr(rounds, "gumbel_top_k", spy)
         polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels, seed=3,
                               rounds_cm=2, queries_per_round=5,
-                              strategy={"name": "planned", "noise_aware": aware}, **FAST)
+                              strategy={**OUTRIGHT, "noise_aware": aware}, **FAST)
     plain, aware = seen[False][0], seen[True][0]  # the first round: same state, same candidates
     assert plain[1:] == aware[1:]
     from polars_rap import planning
@@ -273,7 +276,7 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
 
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
     queries, plan, _ = planning.workload_and_plan(
-        domain, PlannedStrategy(noise_aware=True), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
+        domain, PlannedStrategy(noise_aware=True, **OUTRIGHT_KEYWORDS), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
         rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=200,
         max_marginal_cells=20_000)
     first_selection = next(step for step in plan if not step.outright)
@@ -291,11 +294,11 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
 def test_class_k_sets_a_class_s_groups_per_round() -> None:
     """class_k overrides K for its class only: 6 CM rounds of 5 (30 < 153 groups, so they
     select), LT keeps the run's K; a class whose K times rounds covers it goes outright."""
-    plan = PlannedStrategy(class_k={"CM": 5}).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
+    plan = PlannedStrategy(class_k={"CM": 5}, **OUTRIGHT_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
     assert [s.k for s in plan if s.query_class == "CM"] == [5] * 6
     assert [s.k for s in plan if s.query_class == "LT"] == [10] * 4
     assert math.fsum(s.weight for s in plan if s.query_class == "CM") == pytest.approx(2 / 3, rel=1e-15)
-    covered = PlannedStrategy(class_k={"CM": 30}).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
+    covered = PlannedStrategy(class_k={"CM": 30}, **OUTRIGHT_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
     assert [(s.query_class, s.k) for s in covered if s.query_class == "CM"] == [("CM", None)]
     with pytest.raises(ValueError, match="class_k maps a query class"):
         PlannedStrategy(class_k={"CM": 0})

@@ -386,7 +386,8 @@ def _prior_settings(strategy: Strategy) -> PriorSettings | None:
     """The independence prior's settings from the strategy's (None: no prior)."""
     if not strategy.independence_prior:
         return None
-    return PriorSettings(mediated=strategy.independence_prior == "mediated", mediator_gate=strategy.mediator_gate)
+    mediated = strategy.independence_prior == "mediated"
+    return PriorSettings(mediated=mediated, mediator_gate=strategy.mediator_gate if mediated else None)
 
 
 def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None) -> dict | None:

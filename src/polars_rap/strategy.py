@@ -209,8 +209,8 @@ class PlannedStrategy:
     tables measured sharply where noise is large, every table where it is small; the tables
     left unmeasured are fitted toward the maximum-entropy table given the measured tables that
     link their features; the threshold classes are measured as the paper does, by rounds of
-    selection. ``cm_anneal=False, base_share=0.0`` measures every CM table outright (the
-    default until the ablation ``bench/results/ablation_mediated_prior.md``).
+    selection. ``cm_anneal=False, base_share=0.0, independence_prior=False`` measures every CM
+    table outright, the default until ``bench/results/ablation_mediated_prior.md``, bit for bit.
 
     Parameters
     ----------
@@ -283,7 +283,8 @@ class PlannedStrategy:
         rounds for that class (``rounds_cm`` only has to be > 0). With the base marginals, the
         gated mediated prior and ``cm_outright_l1`` (the defaults) it cuts CM error 21-25% on
         acs-income-CA and 3-12% on Adult at ε <= 1 against measuring every table outright
-        (``cm_anneal=False, base_share=0``), for 5-35% more MM and LT error, most at ε = 0.25
+        (``cm_anneal=False, base_share=0, independence_prior=False``), for 3-35% more MM and LT
+        error, most at ε = 0.25
         on CA (``bench/results/ablation_mediated_prior.md``). Alone, without a prior, it cut
         CM 4% on CA and raised it 30% on Adult (``ablation_cm_anneal.md``).
     cm_anneal_rounds : int or None
