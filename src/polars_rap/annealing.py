@@ -24,9 +24,9 @@ select / measure / project, and the noise level decides how many:
 
 Where the step's budget would measure every group with a mean expected noise L1 norm of at
 most ``Step.outright_l1`` (:func:`outright_noise_l1`, public: the budget, n, the sizes and
-sensitivities),
-the step is one round that measures every group with its whole budget, without selection, as
-an outright step would: annealing is for noise too large to measure everything well.
+sensitivities), the step is one round that measures every group with its whole budget, without
+selection, as an outright step would: annealing is for noise too large to measure everything
+well.
 
 Budget. With T0 = ``step.annealed_rounds`` (public), round t spends ``rho_t = rho_step * m_t
 / T0`` with ``m_t`` a power of 4 (1 at first). The test for the last round is on integers:
@@ -63,13 +63,12 @@ import math
 
 import numpy as np
 
+from polars_rap.independence_prior import PriorSettings
+from polars_rap.loop_record import LoopRecord
 from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig
 from polars_rap.public_targets import PublicPrior
-from polars_rap.queries import QuerySet
-from polars_rap.independence_prior import PriorSettings
-from polars_rap.loop_record import LoopRecord
-from polars_rap.queries import CLASS_CODES
+from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.rounds import fit_measurements, measure_groups
 from polars_rap.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
 from polars_rap.strategy import Step, group_shares

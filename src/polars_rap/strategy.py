@@ -284,9 +284,9 @@ class PlannedStrategy:
         gated mediated prior and ``cm_outright_l1`` (the defaults) it cuts CM error 21-25% on
         acs-income-CA and 3-12% on Adult at ε <= 1 against measuring every table outright
         (``cm_anneal=False, base_share=0, independence_prior=False``), for 3-35% more MM and LT
-        error, most at ε = 0.25
-        on CA (``bench/results/ablation_mediated_prior.md``). Alone, without a prior, it cut
-        CM 4% on CA and raised it 30% on Adult (``ablation_cm_anneal.md``).
+        error, most at ε = 0.25 on CA (``bench/results/ablation_mediated_prior.md``). Alone,
+        without a prior, it cut CM 4% on CA and raised it 30% on Adult
+        (``ablation_cm_anneal.md``).
     cm_anneal_rounds : int or None
         T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
         1)`` rounds run. None (default): the number of CM groups over ``cm_anneal_start``
