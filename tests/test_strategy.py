@@ -234,7 +234,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, base_share, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, warm_doublings, independence_prior, mediator_gate, describe"):
+    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, base_share, base_from, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, warm_doublings, independence_prior, mediator_gate, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 
@@ -333,3 +333,28 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
 def test_base_share_is_checked() -> None:
     with pytest.raises(ValueError, match="base_share must be a number in"):
         PlannedStrategy(base_share=1.0)
+
+
+def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
+    """base_from="CM": the BM step takes base_share of the loop's budget out of the CM steps
+    alone, the LT steps keep their weights; without it every step pays its part. A bad class
+    is refused by name."""
+    from polars_rap import planning
+    from polars_rap.domain import Domain
+
+    domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+    common = dict(rounds_cm=None, rounds_lt=4, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
+                  n_linear_thresholds=200, max_marginal_cells=None)
+
+    def weights(**settings):
+        _, plan, _ = planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), **common)
+        total = math.fsum(step.weight for step in plan)
+        return {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT")}
+
+    every = weights(base_share=0.1)
+    from_cm = weights(base_share=0.1, base_from="CM")
+    assert every["BM"] == pytest.approx(0.1, rel=1e-12) and every["LT"] == pytest.approx(0.9 / 3, rel=1e-12)
+    assert from_cm["BM"] == pytest.approx(0.1, rel=1e-12)
+    assert from_cm["LT"] == pytest.approx(1 / 3, rel=1e-12) and from_cm["CM"] == pytest.approx(2 / 3 - 0.1, rel=1e-12)
+    with pytest.raises(ValueError, match="base_from must be one of"):
+        PlannedStrategy(base_from="BM")

@@ -19,6 +19,8 @@ Every feature block is then measured, so no null-rate step is needed after it.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 
 from polars_rap.domain import Domain
@@ -35,12 +37,14 @@ def feature_blocks(domain: Domain) -> list[int]:
 
 
 def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
-                       share: float) -> tuple[QuerySet, list[Step], dict[str, int]]:
+                       share: float, from_class: str | None = None) -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload, plan and group counts with one base group per feature block (× label).
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
     outright ``"BM"`` step goes first, weighted so that it takes ``share`` (in (0, 1)) of the
-    loop's budget. Unchanged when the domain has no categorical feature block.
+    loop's budget: out of every step's, or with ``from_class`` (a query class of the plan whose
+    steps weigh more than that share) out of that class's steps alone, the others keeping
+    their budgets. Unchanged when the domain has no categorical feature block.
     """
     counts = dict(group_counts)
     blocks = feature_blocks(domain)
@@ -48,4 +52,12 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
     counts["BM"] = added.n_groups
-    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share), counts
+    queries = QuerySet.concatenate([queries, added])
+    total = math.fsum(step.weight for step in plan)
+    donor = math.fsum(step.weight for step in plan if step.query_class == from_class)
+    if from_class is None or donor <= share * total:
+        return queries, add_outright_step(plan, "BM", share), counts
+    scale = (donor - share * total) / donor
+    kept = [dataclasses.replace(step, weight=step.weight * scale) if step.query_class == from_class else step
+            for step in plan]
+    return queries, [Step("BM", share * total, None), *kept], counts

@@ -60,7 +60,7 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     plan = strategy.plan(group_counts, asked, queries_per_round)
     if strategy.base_share > 0:
         queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
-                                                         strategy.base_share)
+                                                         strategy.base_share, from_class=strategy.base_from)
     if strategy.histogram_share > 0:
         queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
                                                              strategy.histogram_share, strategy.histogram_bins,

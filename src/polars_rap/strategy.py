@@ -143,6 +143,8 @@ class Strategy(Protocol):
     mediator_gate: float | None
     """With ``independence_prior="mediated"``: how far a measured table's interaction must
     stand out of its noise to link two features (None: any measured table links)."""
+    base_from: str | None
+    """The query class whose share pays for the base marginals (None: every class's)."""
 
     integer_cells: bool
     """Spread integer columns over their rounding cells in the pass over the real rows
@@ -192,6 +194,7 @@ class PaperStrategy:
     warm_doublings: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
     mediator_gate: float | None = field(default=None, init=False)
+    base_from: str | None = field(default=None, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -245,6 +248,9 @@ class PlannedStrategy:
         block times each label, measured outright (:mod:`polars_rap.base_marginals`; AIM's
         one-way marginals; default 0.1, the margins the annealed CM rounds and the prior build
         on); 0 measures none.
+    base_from : str or None
+        The query class (``"CM"``, ``"MM"`` or ``"LT"``) whose share pays for the base
+        marginals, the others keeping theirs; None (default): every class pays its part.
     histogram_share : float
         Part of the loop's budget spent first on the numeric histograms: each numeric
         column's one-way distribution times each label, on a public grid of at most
@@ -355,6 +361,7 @@ class PlannedStrategy:
     noise_aware: bool = False
     class_k: Mapping[str, int] | None = None
     base_share: float = 0.1
+    base_from: str | None = None
     histogram_share: float = 0.0
     histogram_bins: int = 200
     histogram_position: str = "first"
@@ -424,6 +431,9 @@ class PlannedStrategy:
         if not (isinstance(self.independence_prior, bool) or self.independence_prior == "mediated"):
             msg = f"independence_prior must be True, False or 'mediated'. Got {self.independence_prior!r}"
             raise ParameterError(msg)
+        if self.base_from is not None and self.base_from not in CLASSES:
+            msg = f"base_from must be one of {list(CLASSES)} or None (every class pays). Got {self.base_from!r}"
+            raise ParameterError(msg)
         if self.cm_outright_l1 is not None and (
                 isinstance(self.cm_outright_l1, bool) or not isinstance(self.cm_outright_l1, (int, float))
                 or not math.isfinite(self.cm_outright_l1) or self.cm_outright_l1 <= 0.0):
@@ -490,7 +500,7 @@ class PlannedStrategy:
                 "selection_share": self.selection_share, "size_exponent": self.size_exponent,
                 "noise_aware": self.noise_aware,
                 "class_k": dict(self.class_k) if self.class_k is not None else None,
-                "base_share": self.base_share, "histogram_share": self.histogram_share,
+                "base_share": self.base_share, "base_from": self.base_from, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
                 "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
@@ -524,7 +534,7 @@ def group_shares(cells, exponent: float) -> np.ndarray:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "noise_aware", "base_share", "histogram_share", "histogram_bins", "histogram_position",
+             "noise_aware", "base_share", "base_from", "histogram_share", "histogram_bins", "histogram_position",
              "histogram_weight", "integer_cells", "warm_doublings", "independence_prior", "mediator_gate", "plan",
              "describe")
 
