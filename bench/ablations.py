@@ -415,7 +415,16 @@ FINDINGS["mediated_prior"] = [
     "is paid for in numeric error, most at eps = 0.25 on CA (LT 1.02x and MM 1.10x AIM's there, the better of "
     "its samplers, against 0.75x and 0.85x before). Fits take 28-92 s, 0.07x AIM's on CA at eps = 1.",
 ]
+FINDINGS["base_from_cm"] = [
+    "+ base marginals from the CM share (eps 0.25 and 1 only, 3 seeds): a candidate for the next default, "
+    "not yet adopted (eps = 5 not run). MM -21% / -5% and LT -20% / -5% on CA at eps 0.25 / 1, MM -1% / -2% "
+    "and LT -6% / -4% on Adult, CM within 2% (CA +1% / +2%, Adult -1% / -1%), F1 +0.005 / -0.004 on CA and "
+    "+0.004 / +0.002 on Adult: the threshold classes' 10% back takes back most of the numeric cost of the "
+    "annealed loop at eps = 0.25 on CA, for CA's CM at eps = 1 crossing AIM's (0.000609 vs 0.000605).",
+]
 SECONDS_NOTES: dict[str, str] = {
+    "base_from_cm": "Seconds are not comparable: these runs shared the 2 cores with notebook executions and a "
+                    "clean-clone CI run (1-min load in the CSV).",
     "mediated_prior": "Seconds compare only roughly: the mediated step's first CA runs shared the 2 cores with "
                       "unit-test runs (1-min load in the CSV up to 3.7; CA at eps = 0.25 seed 0 took 172 s, seed 2 "
                       "77 s), the gated and threshold steps ran mostly alone.",
