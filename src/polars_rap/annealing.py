@@ -104,8 +104,7 @@ def outright_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: f
     ``step_rho`` measured every group at once, split as
     :func:`polars_rap.rounds.measure_groups` splits a step's budget
     (:func:`polars_rap.selection_scores.expected_noise_l1`). Public values only."""
-    shares = group_shares(sizes, size_exponent) if size_exponent else np.full(len(sizes), 1.0 / len(sizes))
-    return float(np.mean(expected_noise_l1(l2_sensitivity, sizes, step_rho * shares)))
+    return float(np.mean(expected_noise_l1(l2_sensitivity, sizes, step_rho * group_shares(sizes, size_exponent))))
 
 
 def run_annealed_step(

@@ -42,9 +42,10 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
     outright ``"BM"`` step goes first, weighted so that it takes ``share`` (in (0, 1)) of the
-    loop's budget: out of every step's, or with ``from_class`` (a query class of the plan whose
-    steps weigh more than that share) out of that class's steps alone, the others keeping
-    their budgets. Unchanged when the domain has no categorical feature block.
+    loop's budget: out of every step's, or with ``from_class`` out of that class's steps alone,
+    the others keeping their budgets (out of every step's still when that class's steps weigh
+    no more than the share, or the plan has none). Unchanged when the domain has no
+    categorical feature block.
     """
     counts = dict(group_counts)
     blocks = feature_blocks(domain)

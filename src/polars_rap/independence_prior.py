@@ -131,9 +131,7 @@ def conditional_mutual_information(table: np.ndarray) -> float:
     if total <= 0.0:
         return 0.0
     cube = cube / total
-    independent = cube.sum(axis=1, keepdims=True) * cube.sum(axis=0, keepdims=True)
-    slices = cube.sum(axis=(0, 1), keepdims=True)
-    independent = np.divide(independent, slices, out=np.zeros(cube.shape), where=slices > 0.0)
+    independent = conditional_independence(cube.ravel(), cube.shape).reshape(cube.shape)
     mass = (cube > 0.0) & (independent > 0.0)
     return float(np.sum(cube[mass] * np.log(cube[mass] / independent[mass])))
 

@@ -250,7 +250,8 @@ class PlannedStrategy:
         on); 0 measures none.
     base_from : str or None
         The query class (``"CM"``, ``"MM"`` or ``"LT"``) whose share pays for the base
-        marginals, the others keeping theirs; None (default): every class pays its part.
+        marginals, the others keeping theirs (every class pays when that one's share is no
+        larger than ``base_share``); None (default): every class pays its part.
     histogram_share : float
         Part of the loop's budget spent first on the numeric histograms: each numeric
         column's one-way distribution times each label, on a public grid of at most
