@@ -27,6 +27,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run independence_prior  # AIM's loop and its inference of unmeasured tables (#20)
     python -m bench.ablations --run mediated_prior      # unmeasured tables inferred through a measured third feature (#20)
     python -m bench.ablations --run base_from_cm        # the base marginals paid by the categorical share alone (#20)
+    python -m bench.ablations --run cm_prefixes         # numeric prefixes x feature x label in the CM loop (#20)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -213,6 +214,19 @@ STEPS["base_from_cm"] = [
     ("+ base marginals from the CM share", {"strategy": {"name": "planned", "base_from": "CM"}},
      "the base marginals' 10% comes out of the categorical share alone, so the threshold classes keep the "
      "budget they had before the base marginals (their noise std was about 5% higher)"),
+]
+CM_PREFIXES = [0.125, 0.25, 0.5, 0.75]
+STEPS["cm_prefixes"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-24d: the annealed CM loop first, after the "
+                            "base marginals (the headline suite's rap++ rows)"),
+    ("+ CM loop after the thresholds", {"strategy": {"name": "planned", "cm_anneal_last": True}},
+     "the annealed CM step runs after the linear thresholds' step, so that its selections see the numeric "
+     "columns as the thresholds fitted them"),
+    ("+ categorical prefixes", {"strategy": {"name": "planned", "cm_anneal_last": True, "cm_prefixes": CM_PREFIXES}},
+     "on top of the step before: every feature x label x numeric prefix x_j <= t (t at 1/8, 1/4, 1/2, 3/4 of the "
+     "mapped range, half-integers on integer columns; polars_rap.categorical_prefixes) joins the CM loop's "
+     "candidates, so its noise-aware selection can measure how a numeric column moves with a feature, as AIM's "
+     "3-way marginals of binned numerics do (nothing in the workload tied them before)"),
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

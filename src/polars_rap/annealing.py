@@ -7,7 +7,8 @@ spreads the budget too thin, at large epsilon it stops short. Here the step's bu
 ``rho_step`` (the class's share, fixed by the public plan) is spent by rounds of
 select / measure / project, and the noise level decides how many:
 
-1. *select* ``k`` groups (tables) among **all** the class's groups, measured before or not,
+1. *select* ``k`` groups (tables) among **all** the class's groups (and those of the classes
+   ``Step.joined`` adds, as :mod:`polars_rap.categorical_prefixes`), measured before or not,
    by one-shot Gumbel top-``k`` (``selection_share`` of the round's budget) on AIM's
    noise-aware score: the L1 error of the current synthetic data minus the expected L1 norm
    of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``
@@ -25,8 +26,8 @@ select / measure / project, and the noise level decides how many:
 Where the step's budget would measure every group with a mean expected noise L1 norm of at
 most ``Step.outright_l1`` (:func:`outright_noise_l1`, public: the budget, n, the sizes and
 sensitivities), the step is one round that measures every group with its whole budget, without
-selection, as an outright step would: annealing is for noise too large to measure everything
-well.
+selection, as an outright step would (the class's own groups only: a joined class's are then
+not measured): annealing is for noise too large to measure everything well.
 
 Budget. With T0 = ``step.annealed_rounds`` (public), round t spends ``rho_t = rho_step * m_t
 / T0`` with ``m_t`` a power of 4 (1 at first). The test for the last round is on integers:
@@ -146,13 +147,17 @@ def run_annealed_step(
     name = step.query_class
     total_units = int(step.annealed_rounds)
     candidates = np.flatnonzero(queries.group_class == CLASS_CODES[name])
+    noise_l1 = outright_noise_l1(l2_sensitivity[candidates], queries.group_sizes[candidates], step_rho,
+                                 size_exponent)
+    precise = step.outright_l1 is not None and noise_l1 <= step.outright_l1
+    if step.joined and not precise:  # other classes' groups compete in the same selections
+        codes = [CLASS_CODES[c] for c in (name, *step.joined)]
+        candidates = np.flatnonzero(np.isin(queries.group_class, codes))
     sizes = queries.group_sizes[candidates]
     k = min(int(step.k), len(candidates))
     selecting = k < len(candidates)
     candidate_queries = queries.take_groups(candidates)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    noise_l1 = outright_noise_l1(l2_sensitivity[candidates], sizes, step_rho, size_exponent)
-    precise = step.outright_l1 is not None and noise_l1 <= step.outright_l1
     if precise:  # public: every group measured in one round, the step's whole budget, no selection
         selecting, k = False, len(candidates)
     logger.debug("%s: measuring every group at once would add a mean noise L1 norm of %.3g per group%s",
@@ -181,7 +186,7 @@ def run_annealed_step(
         selected = candidates[selected_local]
         close = (lambda: ledger.rho_remaining) if closes_ledger else (lambda: closing_charge(charges, step_rho))
         stds = measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
-                              measure_rho=measure_rho, query_class=name, round_index=round_index,
+                              measure_rho=measure_rho, round_index=round_index,
                               n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
                               close=close if last else None, charges=charges)
         if selecting:

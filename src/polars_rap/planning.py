@@ -3,7 +3,7 @@ budget shares, and the check that refuses a plan whose noise would swamp every a
 
 :func:`workload_and_plan` draws the workload (:mod:`polars_rap.workload`), asks the strategy
 (:mod:`polars_rap.strategy`) for its steps, and adds the steps a strategy or the domain calls
-for: base marginals, numeric histograms, and null rates the plan would leave unmeasured.
+for: base marginals, numeric histograms, categorical prefixes, and null rates the plan would leave unmeasured.
 :func:`check_rows_against_noise` refuses a run whose most thinly spread measurement would
 carry noise above :data:`MAX_NOISE_STD` (design.md §5b), naming the rows it needs.
 """
@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from polars_rap.base_marginals import add_base_marginals
+from polars_rap.categorical_prefixes import add_categorical_prefixes
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.null_rates import add_null_rates
@@ -66,6 +67,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                              strategy.histogram_share, strategy.histogram_bins,
                                                              last=strategy.histogram_position == "last",
                                                              loss_scale=strategy.histogram_weight)
+    if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
+        queries, plan, group_counts = add_categorical_prefixes(domain, queries, plan, group_counts,
+                                                               strategy.cm_prefixes)
     queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
     if not plan:
         msg = (

@@ -80,9 +80,10 @@ class QueryClass:
     NULL_RATE = 3  # a nullable block (x each label): polars_rap.null_rates
     BASE_MARGINAL = 4  # every feature block x each label, measured first: polars_rap.base_marginals
     NUMERIC_HISTOGRAM = 5  # prefixes of each numeric column's histogram x label: polars_rap.numeric_histograms
+    CATEGORICAL_PREFIX = 6  # a feature block x label x one numeric prefix: polars_rap.categorical_prefixes
     NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal",
-             "numeric_histogram")
-    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH")
+             "numeric_histogram", "categorical_prefix")
+    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH", "CP")
 
 
 CLASS_CODES = {short: code for code, short in enumerate(QueryClass.SHORT)}

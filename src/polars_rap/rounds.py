@@ -39,7 +39,7 @@ from polars_rap.numeric_histograms import measure_histograms
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.public_targets import PublicPrior
-from polars_rap.queries import CLASS_CODES, QuerySet
+from polars_rap.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.selection_scores import noise_shift_counts, selection_record, selection_scores
 from polars_rap.shrinkage import shrink_marginal
 from polars_rap.strategy import Step, group_shares
@@ -153,7 +153,7 @@ def run_plan(
             record.selections.pop(step.query_class, None)
         selected = candidates[selected_local]
         measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
-                       measure_rho=measure_rho, query_class=step.query_class, round_index=round_index,
+                       measure_rho=measure_rho, round_index=round_index,
                        n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
                        close=(lambda: ledger.rho_remaining) if is_last else None, loss_scale=step.loss_scale)
         available[selected] = False
@@ -230,7 +230,7 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
 
 def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
                    l2_sensitivity: np.ndarray, ledger: PrivacyLedger, rng, *, measure_rho: float,
-                   query_class: str, round_index: int, n_rows: int, shrinkage: bool = False,
+                   round_index: int, n_rows: int, shrinkage: bool = False,
                    size_exponent: float = 0.0, close=None, charges: list[float] | None = None,
                    loss_scale: float = 1.0) -> list[float]:
     """Measure each group of ``selected`` (int64[k]) with the Gaussian mechanism, charged to
@@ -253,14 +253,15 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
         else:
             group_rho = measure_rho * float(shares[position])
         start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
+        group_class = QueryClass.SHORT[queries.group_class[group]]  # a joined class's own name
         noisy, std = gaussian_mechanism(
             true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
-            description=f"{query_class} group {group}", round=round_index, n_rows=n_rows,
+            description=f"{group_class} group {group}", round=round_index, n_rows=n_rows,
         )
         if charges is not None:
             charges.append(group_rho)
         stds.append(std)
-        shrunk = shrinkage and query_class == "CM"
+        shrunk = shrinkage and group_class == "CM"
         record.add(group, round_index, noisy, std, loss_scale=loss_scale,
                    target=shrink_marginal(noisy, queries.marginal_shape(group), std)[0] if shrunk else None)
     return stds

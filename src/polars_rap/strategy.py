@@ -71,7 +71,12 @@ class Step:
     ``outright_l1`` (public): an annealed step whose whole budget would measure every group of
     its class with a mean expected noise L1 norm (answer units: a marginal's answers sum to 1)
     of at most this measures them so, in one round without selection, as an outright step
-    would (None: it never does)."""
+    would (None: it never does).
+
+    ``joined`` (public): other classes whose groups join an annealed step's candidates,
+    selected and measured with its own (its budget; none of their own), as
+    :mod:`polars_rap.categorical_prefixes` joins the CM step; not in a step measured outright
+    in one round."""
 
     query_class: str
     weight: float
@@ -80,6 +85,7 @@ class Step:
     loss_scale: float = 1.0
     selection_share: float | None = None
     outright_l1: float | None = None
+    joined: tuple[str, ...] = ()
 
     @property
     def outright(self) -> bool:
@@ -316,6 +322,18 @@ class PlannedStrategy:
     cm_anneal_selection_share : float or None
         Part of an annealed CM round's budget its selection pays (default 0.1, AIM's); None:
         the run's ``selection_share``.
+    cm_anneal_last : bool
+        With ``cm_anneal``: run the annealed CM step after the other classes' steps (the
+        threshold rounds) instead of first, so that its selections see the numeric columns as
+        the thresholds fitted them (what ``cm_prefixes`` scores against). False (default):
+        first, after the base marginals.
+    cm_prefixes : tuple of float or None
+        With ``cm_anneal``: fractions of each numeric column's mapped range whose categorical
+        prefixes (a feature × the label × ``x <= t``:
+        :mod:`polars_rap.categorical_prefixes`) join the annealed CM step's candidates, so
+        that its selection can measure how a numeric column moves with a feature, as AIM's
+        marginals of binned numerics do; none join a step measured outright (``cm_outright_l1``).
+        None (default): none.
     independence_prior : bool or "mediated"
         Fit every CM table not measured (yet) toward an inferred table, weighed as a
         measurement as noisy as the noisiest categorical one, recomputed from the relaxed
@@ -372,6 +390,8 @@ class PlannedStrategy:
     cm_anneal_start: float = 1.0
     cm_anneal_selection_share: float | None = 0.1
     cm_outright_l1: float | None = 0.15
+    cm_anneal_last: bool = False
+    cm_prefixes: tuple[float, ...] | None = None
     independence_prior: bool | str = "mediated"
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
@@ -446,7 +466,16 @@ class PlannedStrategy:
                 or not math.isfinite(self.mediator_gate) or self.mediator_gate < 0.0):
             msg = f"mediator_gate must be a number >= 0 or None (no gate). Got {self.mediator_gate!r}"
             raise ParameterError(msg)
-        for flag in ("cm_anneal", "integer_cells"):
+        if self.cm_prefixes is not None:
+            fractions = self.cm_prefixes
+            if (isinstance(fractions, (str, bytes)) or not isinstance(fractions, (tuple, list)) or not fractions
+                    or any(isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f < 1.0
+                           for f in fractions)):
+                msg = ("cm_prefixes must be a non-empty tuple of fractions in (0, 1) (where each numeric "
+                       f"column's prefixes end on its mapped range), or None. Got {fractions!r}")
+                raise ParameterError(msg)
+            object.__setattr__(self, "cm_prefixes", tuple(float(f) for f in fractions))
+        for flag in ("cm_anneal", "cm_anneal_last", "integer_cells"):
             if not isinstance(getattr(self, flag), bool):
                 msg = f"{flag} must be True or False. Got {getattr(self, flag)!r}"
                 raise ParameterError(msg)
@@ -491,6 +520,8 @@ class PlannedStrategy:
         steps += [Step(c, share[c], None) for c in outright]
         selecting = {c: capped[c] for c in share if c not in outright and c not in annealed}
         steps += [Step(c, share[c] / selecting[c], ks[c]) for c in interleave(selecting)]
+        if self.cm_anneal_last:
+            steps = [s for s in steps if not s.annealed] + [s for s in steps if s.annealed]
         return steps
 
     def describe(self) -> dict[str, Any]:
@@ -506,7 +537,8 @@ class PlannedStrategy:
                 "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
-                "cm_outright_l1": self.cm_outright_l1,
+                "cm_outright_l1": self.cm_outright_l1, "cm_anneal_last": self.cm_anneal_last,
+                "cm_prefixes": None if self.cm_prefixes is None else list(self.cm_prefixes),
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells,
                 "warm_doublings": self.warm_doublings}
