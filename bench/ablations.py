@@ -227,6 +227,10 @@ STEPS["cm_prefixes"] = [
      "mapped range, half-integers on integer columns; polars_rap.categorical_prefixes) joins the CM loop's "
      "candidates, so its noise-aware selection can measure how a numeric column moves with a feature, as AIM's "
      "3-way marginals of binned numerics do (nothing in the workload tied them before)"),
+    ("+ categorical prefixes, a step of their own last (10%)",
+     {"strategy": {"name": "planned", "cm_prefixes": CM_PREFIXES, "cm_prefixes_share": 0.1}},
+     "instead of the two steps above, on the default: the same prefixes measured by annealed rounds of their "
+     "own, after the thresholds' step, with 10% of the budget out of every class's"),
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

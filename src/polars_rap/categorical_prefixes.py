@@ -16,11 +16,13 @@ mapped ``[0, 1]`` coordinate (so they follow its declared scale and atoms), move
 half-integers on integer columns (:func:`polars_rap.workload.half_integer_threshold`), so that
 decoding's rounding never crosses one: public, from the domain only.
 
-These groups are not measured on their own. They join the candidates of the annealed
-categorical step (:attr:`polars_rap.strategy.Step.joined`), whose noise-aware Gumbel selection
-measures one only where its error on the synthetic data stands out of the noise its
-measurement would add (:mod:`polars_rap.annealing`); a step that measures every categorical
-marginal outright in one round (``Step.outright_l1``) measures none of them.
+They are measured by AIM's annealed rounds (:mod:`polars_rap.annealing`), whose noise-aware
+Gumbel selection measures one only where its error on the synthetic data stands out of the
+noise its measurement would add: either as candidates of the annealed categorical step
+(:attr:`polars_rap.strategy.Step.joined`; a step that measures every categorical marginal
+outright in one round, ``Step.outright_l1``, measures none of them), or in an annealed step of
+their own with a share of the budget, last in the plan, after the thresholds have placed the
+numeric columns.
 
 Privacy. A group's cells partition the rows with ``x_j <= t`` (a null numeric reads as 0 and
 is among them, as in every exact answer), so replacing one row moves at most one count out of
@@ -34,6 +36,7 @@ before any noise is drawn, exactly as a categorical marginal's.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -73,19 +76,29 @@ def categorical_prefixes(domain: Domain, fractions: Sequence[float] = DEFAULT_PR
 
 
 def add_categorical_prefixes(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
-                             fractions: Sequence[float]) -> tuple[QuerySet, list[Step], dict[str, int]]:
-    """The workload, plan and group counts with the categorical-prefix groups joined to the
-    plan's annealed ``"CM"`` step (its candidates; no budget of their own). The groups are
-    appended to ``queries`` (earlier group ids keep their meaning). Unchanged when the plan has
-    no annealed CM step or the domain no numeric column or feature block."""
+                             fractions: Sequence[float], share: float | None = None,
+                             selection_share: float = 0.1) -> tuple[QuerySet, list[Step], dict[str, int]]:
+    """The workload, plan and group counts with the categorical-prefix groups.
+
+    With ``share`` None they join the plan's annealed ``"CM"`` step (its candidates; no budget
+    of their own), and nothing changes when the plan has none. With ``share`` (in (0, 1)) an
+    annealed ``"CP"`` step goes last, weighted so that it takes that share of the loop's
+    budget (out of every step's), one group per round, ``selection_share`` of each round for
+    its selection, T0 the number of groups. The groups are appended to ``queries`` (earlier
+    group ids keep their meaning). Unchanged when the domain has no numeric column or feature
+    block, or the plan is empty."""
     counts = dict(group_counts)
     annealed = [i for i, step in enumerate(plan) if step.query_class == "CM" and step.annealed]
-    if not annealed:
+    if not plan or (share is None and not annealed):
         return queries, list(plan), counts
     added = categorical_prefixes(domain, fractions)
     if added.n_groups == 0:
         return queries, list(plan), counts
     counts["CP"] = added.n_groups
-    steps = [dataclasses.replace(step, joined=(*step.joined, "CP")) if i in annealed else step
-             for i, step in enumerate(plan)]
+    if share is None:
+        steps = [dataclasses.replace(step, joined=(*step.joined, "CP")) if i in annealed else step
+                 for i, step in enumerate(plan)]
+    else:
+        weight = share / (1.0 - share) * math.fsum(step.weight for step in plan)
+        steps = [*plan, Step("CP", weight, 1, added.n_groups, selection_share=selection_share)]
     return QuerySet.concatenate([queries, added]), steps, counts

@@ -68,8 +68,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                              last=strategy.histogram_position == "last",
                                                              loss_scale=strategy.histogram_weight)
     if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
-        queries, plan, group_counts = add_categorical_prefixes(domain, queries, plan, group_counts,
-                                                               strategy.cm_prefixes)
+        queries, plan, group_counts = add_categorical_prefixes(
+            domain, queries, plan, group_counts, strategy.cm_prefixes, getattr(strategy, "cm_prefixes_share", None))
     queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
     if not plan:
         msg = (

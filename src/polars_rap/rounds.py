@@ -49,6 +49,9 @@ __all__ = ["run_plan", "measure_groups", "fit_measurements"]
 logger = logging.getLogger(__name__)
 
 _CATEGORICAL_ONLY = ("CM", "NR", "BM")  # classes without thresholds: no temperature to anneal
+_FINAL_TEMPERATURE = (*_CATEGORICAL_ONLY, "CP")
+"""Classes whose annealed rounds project at the final temperature only: the categorical
+prefixes' one threshold each is fitted through the rows' categories, on numerics already placed."""
 
 
 def run_plan(
@@ -107,7 +110,7 @@ def run_plan(
                 n_rows=n_rows,
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
                 inverse_variance=inverse_variance, shrinkage=shrinkage, size_exponent=size_exponent,
-                anneal_temperature=step.query_class not in _CATEGORICAL_ONLY, independence=independence,
+                anneal_temperature=step.query_class not in _FINAL_TEMPERATURE, independence=independence,
                 prior=prior,
             ) - 1
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],

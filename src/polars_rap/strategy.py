@@ -334,6 +334,10 @@ class PlannedStrategy:
         that its selection can measure how a numeric column moves with a feature, as AIM's
         marginals of binned numerics do; none join a step measured outright (``cm_outright_l1``).
         None (default): none.
+    cm_prefixes_share : float or None
+        With ``cm_prefixes``: instead of joining the CM step, the prefixes get an annealed step
+        of their own, last in the plan (after the thresholds have placed the numeric columns),
+        taking this share of the loop's budget out of every step's. None (default): they join.
     independence_prior : bool or "mediated"
         Fit every CM table not measured (yet) toward an inferred table, weighed as a
         measurement as noisy as the noisiest categorical one, recomputed from the relaxed
@@ -392,6 +396,7 @@ class PlannedStrategy:
     cm_outright_l1: float | None = 0.15
     cm_anneal_last: bool = False
     cm_prefixes: tuple[float, ...] | None = None
+    cm_prefixes_share: float | None = None
     independence_prior: bool | str = "mediated"
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
@@ -475,6 +480,11 @@ class PlannedStrategy:
                        f"column's prefixes end on its mapped range), or None. Got {fractions!r}")
                 raise ParameterError(msg)
             object.__setattr__(self, "cm_prefixes", tuple(float(f) for f in fractions))
+        if self.cm_prefixes_share is not None and (
+                isinstance(self.cm_prefixes_share, bool) or not isinstance(self.cm_prefixes_share, (int, float))
+                or not 0.0 < self.cm_prefixes_share < 1.0):
+            msg = f"cm_prefixes_share must be a number in (0, 1) or None. Got {self.cm_prefixes_share!r}"
+            raise ParameterError(msg)
         for flag in ("cm_anneal", "cm_anneal_last", "integer_cells"):
             if not isinstance(getattr(self, flag), bool):
                 msg = f"{flag} must be True or False. Got {getattr(self, flag)!r}"
@@ -539,6 +549,7 @@ class PlannedStrategy:
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
                 "cm_outright_l1": self.cm_outright_l1, "cm_anneal_last": self.cm_anneal_last,
                 "cm_prefixes": None if self.cm_prefixes is None else list(self.cm_prefixes),
+                "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells,
                 "warm_doublings": self.warm_doublings}
