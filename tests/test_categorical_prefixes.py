@@ -178,6 +178,9 @@ def test_a_selected_prefix_is_measured_as_a_charged_marginal(monkeypatch) -> Non
         assert rows["synthetic_answer"].is_not_null().all()
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
     assert report.parameters["strategy"]["cm_prefixes"] == list(FRACTIONS)
+    unmeasured = report.unmeasured.filter(pl.col("query_class").is_in(["CM", "CP"]))  # the selections' candidates
+    assert set(unmeasured["query_class"]) == {"CM", "CP"}
+    assert (unmeasured["description"].str.contains("<=") == (unmeasured["query_class"] == "CP")).all()
 
 
 def test_an_outright_cm_step_measures_no_prefix_and_runs_as_without_them() -> None:

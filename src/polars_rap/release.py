@@ -128,7 +128,7 @@ def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers,
         bounds, groups = bounds[never], groups[never]
         first_query = queries.group_offsets[groups]
         parts.append(pl.DataFrame({
-            "query_class": [record.query_class] * len(groups),
+            "query_class": [QueryClass.SHORT[c] for c in queries.group_class[groups]],  # joined classes too
             "group": groups,
             "description": describe_queries(queries, domain, first_query),
             "round": np.full(len(groups), record.round, dtype=np.int64),
