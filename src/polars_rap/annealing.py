@@ -14,7 +14,7 @@ select / measure / project, and the noise level decides how many:
    of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``
    (:func:`polars_rap.selection_scores.noise_shift_counts`: whole counts, so the scores stay exact);
 2. *measure* each with the discrete Gaussian mechanism (the rest of the round's budget,
-   split evenly, or by :func:`polars_rap.strategy.group_shares`); a group measured again
+   split evenly, or by :func:`polars_rap.plan_steps.group_shares`); a group measured again
    adds a second measurement, and the projection fits both, each weighed by its inverse
    noise variance (their maximum-likelihood combination);
 3. *project* onto every measurement so far, warm-started;
@@ -66,13 +66,13 @@ import numpy as np
 
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.loop_record import LoopRecord
+from polars_rap.plan_steps import Step, group_shares
 from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.rounds import fit_measurements, measure_groups
 from polars_rap.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
-from polars_rap.strategy import Step, group_shares
 
 __all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "outright_noise_l1", "run_annealed_step"]
 

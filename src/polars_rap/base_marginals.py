@@ -24,8 +24,8 @@ import math
 from collections.abc import Mapping
 
 from polars_rap.domain import Domain
+from polars_rap.plan_steps import Step, add_outright_step
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step, add_outright_step
 from polars_rap.workload import _feature_and_label_blocks, null_rate_marginals
 
 __all__ = ["add_base_marginals", "feature_blocks"]

@@ -19,7 +19,7 @@ decoding's rounding never crosses one: public, from the domain only.
 They are measured by AIM's annealed rounds (:mod:`polars_rap.annealing`), whose noise-aware
 Gumbel selection measures one only where its error on the synthetic data stands out of the
 noise its measurement would add: either as candidates of the annealed categorical step
-(:attr:`polars_rap.strategy.Step.joined`; a step that measures every categorical marginal
+(:attr:`polars_rap.plan_steps.Step.joined`; a step that measures every categorical marginal
 outright in one round, ``Step.outright_l1``, measures none of them), or in an annealed step of
 their own with a share of the budget, last in the plan, after the thresholds have placed the
 numeric columns.
@@ -42,8 +42,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from polars_rap.domain import Domain
+from polars_rap.plan_steps import Step
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
 __all__ = ["DEFAULT_PREFIX_FRACTIONS", "add_categorical_prefixes", "categorical_prefixes"]

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from polars_rap.plan_steps import Step
 from polars_rap.projection import RelaxedParams
 from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.report import SelectionRecord
-from polars_rap.strategy import Step
 
 __all__ = ["LoopRecord", "class_fit_lines", "fit_figures"]
 
@@ -37,7 +37,7 @@ class LoopRecord:
     prefixes, :mod:`polars_rap.numeric_histograms`): how its interval is drawn."""
     loss_scales: list[float] = field(default_factory=list)
     """Factor on each group's answers' weights in the projection loss (its step's
-    :attr:`~polars_rap.strategy.Step.loss_scale`)."""
+    :attr:`~polars_rap.plan_steps.Step.loss_scale`)."""
     targets: list[np.ndarray] = field(default_factory=list)
     selections: dict[str, SelectionRecord] = field(default_factory=dict)
     class_rounds: dict[str, int] = field(default_factory=dict)

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from polars_rap.domain import Domain
+from polars_rap.plan_steps import Step, add_outright_step
 from polars_rap.queries import QuerySet
 from polars_rap.queries import CLASS_CODES
-from polars_rap.strategy import Step, add_outright_step
 from polars_rap.workload import null_rate_marginals
 
 __all__ = ["NULL_RATE_SHARE", "add_null_rates", "nullable_blocks", "uncovered_blocks"]

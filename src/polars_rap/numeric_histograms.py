@@ -39,9 +39,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from polars_rap.domain import Domain
+from polars_rap.plan_steps import Step, add_outright_step
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.strategy import Step, add_outright_step
 from polars_rap.transforms import to_unit
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 

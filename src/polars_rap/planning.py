@@ -21,8 +21,9 @@ from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.null_rates import add_null_rates
 from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
+from polars_rap.plan_steps import Step, group_shares
 from polars_rap.queries import CLASS_CODES, QuerySet
-from polars_rap.strategy import Step, Strategy, group_shares
+from polars_rap.strategy import Strategy
 from polars_rap.workload import build_workload
 
 __all__ = ["MAX_NOISE_STD", "check_rows_against_noise", "smallest_share", "workload_and_plan"]
@@ -83,7 +84,7 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
 def smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: int,
                     size_exponent: float) -> dict[tuple[str, bool], float]:
     """Per (class, outright) of the plan's steps: the smallest share of a step's measurement
-    budget any one group can get under :func:`~polars_rap.strategy.group_shares` (an outright
+    budget any one group can get under :func:`~polars_rap.plan_steps.group_shares` (an outright
     step shares among all the class's groups; a selection step among at most K, the worst case
     the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
     of K, are keyed as those). Public sizes only."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from polars_rap.queries import QueryClass, QuerySet
+from polars_rap.loop_record import LoopRecord
+from polars_rap.plan_steps import Step
+from polars_rap.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.report import (
     PrivacyReport,
     interval_halfwidth,
@@ -20,10 +22,7 @@ from polars_rap.report import (
     subgaussian_halfwidth,
     unmeasured_error_bounds,
 )
-from polars_rap.loop_record import LoopRecord
-from polars_rap.queries import CLASS_CODES
 from polars_rap.source import DataSource, exact_answers
-from polars_rap.strategy import Step
 from polars_rap.workload import describe_queries
 
 __all__ = ["bonferroni_answers", "build_report"]

@@ -36,13 +36,13 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
 from polars_rap.independence_prior import PriorSettings, independence_pseudo_targets
 from polars_rap.loop_record import LoopRecord, class_fit_lines, fit_figures
 from polars_rap.numeric_histograms import measure_histograms
+from polars_rap.plan_steps import Step, group_shares
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.selection_scores import noise_shift_counts, selection_record, selection_scores
 from polars_rap.shrinkage import shrink_marginal
-from polars_rap.strategy import Step, group_shares
 
 __all__ = ["run_plan", "measure_groups", "fit_measurements"]
 
@@ -244,7 +244,7 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
     when ``size_exponent`` is set. ``close`` (a callable or None): the last group's charge is
     its value instead, read just before that charge, so that it is exactly what is left of a
     budget. ``charges`` (optional) gets each charge appended as it is made. ``loss_scale``:
-    the groups' factor on their loss weights (:attr:`~polars_rap.strategy.Step.loss_scale`).
+    the groups' factor on their loss weights (:attr:`~polars_rap.plan_steps.Step.loss_scale`).
     """
     shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
     stds = []

@@ -1,0 +1,115 @@
+"""The parts a plan is made of: :class:`Step` and the helpers strategies build plans with.
+
+A plan is a list of :class:`Step`, each on one query class (``"CM"``, ``"MM"``, ``"LT"``):
+
+- a *selection round* (``k`` set): one-shot Gumbel top-``k`` among the class's groups not yet
+  measured, by the L1 error of the current synthetic data, then a Gaussian measurement of
+  each group picked, the round's budget split evenly between them (paper Alg. 2); when ``k``
+  would pick every candidate left, the round measures them all and pays no selection;
+- an *outright* step (``k is None``): a Gaussian measurement of every group of the class
+  left, with no selection (choosing all of them reveals nothing, so it costs nothing);
+- an *annealed* step (``annealed_rounds`` set): the class's share spent by adaptive rounds,
+  each selecting ``k`` groups among all of the class's by AIM's noise-aware score, with a
+  per-round budget that starts at ``share / annealed_rounds`` and quadruples whenever a round
+  taught little (:mod:`polars_rap.annealing`).
+
+A step's ``weight`` fixes its share of the loop's budget: at run time step ``i`` spends
+``rho_remaining * weight_i / sum(weights of the steps not yet run)``, so the shares hold
+exactly when every step spends its part, and the last step takes what is left to the last
+float. Plans depend only on public values (group counts, rounds, K): never on the data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CLASSES", "Step", "add_outright_step", "capped_rounds", "group_shares", "interleave"]
+
+CLASSES = ("CM", "MM", "LT")
+"""Query classes in workload order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a plan: ``query_class`` measured with ``weight`` (a share of the loop's
+    budget, relative to the other steps), selecting ``k`` groups, or all left when None.
+
+    ``annealed_rounds`` (T0, public) makes it an annealed step: rounds of ``k`` groups each,
+    starting at ``1 / T0`` of the step's budget, at most ``max(1, T0 - 1)`` of them
+    (:func:`polars_rap.annealing.run_annealed_step`); None for the other kinds.
+
+    ``loss_scale`` (> 0, public) multiplies an outright or selection step's measurements'
+    weights in the projection loss, relative to the other steps' (post-processing: what is
+    released is unchanged); an annealed step's are not scaled.
+
+    ``selection_share`` (public): the part of an annealed round's budget its selection pays,
+    instead of the run's (None: the run's).
+
+    ``outright_l1`` (public): an annealed step whose whole budget would measure every group of
+    its class with a mean expected noise L1 norm (answer units: a marginal's answers sum to 1)
+    of at most this measures them so, in one round without selection, as an outright step
+    would (None: it never does).
+
+    ``joined`` (public): other classes whose groups join an annealed step's candidates,
+    selected and measured with its own (its budget; none of their own), as
+    :mod:`polars_rap.categorical_prefixes` joins the CM step; not in a step measured outright
+    in one round."""
+
+    query_class: str
+    weight: float
+    k: int | None
+    annealed_rounds: int | None = None
+    loss_scale: float = 1.0
+    selection_share: float | None = None
+    outright_l1: float | None = None
+    joined: tuple[str, ...] = ()
+
+    @property
+    def outright(self) -> bool:
+        return self.k is None
+
+    @property
+    def annealed(self) -> bool:
+        return self.annealed_rounds is not None
+
+    @property
+    def kind(self) -> str:
+        """``"outright"``, ``"selection"`` or ``"annealed"``."""
+        return "outright" if self.outright else "annealed" if self.annealed else "selection"
+
+
+def capped_rounds(group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> dict[str, int]:
+    """Rounds per class, at most ``ceil(groups / k)``: a round always has a group left to
+    measure, so no round's share of the budget is stranded."""
+    return {c: min(int(r), -(-int(group_counts.get(c, 0)) // k)) for c, r in rounds.items()}
+
+
+def interleave(rounds: Mapping[str, int]) -> list[str]:
+    """Spread each class's rounds evenly over one schedule (deterministic)."""
+    slots = [((i + 0.5) / count, name) for name, count in rounds.items() for i in range(count)]
+    return [name for _, name in sorted(slots, key=lambda s: (s[0], s[1]))]
+
+
+def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,
+                      loss_scale: float = 1.0) -> list[Step]:
+    """``plan`` with an outright step of ``query_class`` put first (or ``last``), weighted so
+    that it takes ``share`` (in (0, 1)) of the loop's budget: ``share / (1 - share)`` times the
+    other steps' weights (weight 1, all of it, when ``plan`` is empty); ``loss_scale`` is its
+    :attr:`Step.loss_scale`."""
+    others = math.fsum(step.weight for step in plan)
+    weight = share / (1.0 - share) * others if others > 0 else 1.0
+    step = Step(query_class, weight, None, loss_scale=float(loss_scale))
+    return [*plan, step] if last else [step, *plan]
+
+
+def group_shares(cells, exponent: float) -> np.ndarray:
+    """float64[k]: each measured group's share of its step's measurement budget, in proportion
+    to ``cells ** exponent`` (``cells``: int[k], each group's answers; public). Exponent 2/3
+    minimises the expected total absolute noise over all cells, ``sum_g cells_g / sqrt(rho_g)``
+    at fixed ``sum_g rho_g``; 0 gives every group the same share."""
+    power = np.asarray(cells, dtype=np.float64) ** float(exponent)
+    return power / math.fsum(power)
