@@ -6,6 +6,10 @@ import os
 import subprocess
 from pathlib import Path
 
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+"""The shared survey tables (``../shared/data`` beside the repository): the 51 ACS state files,
+the NIST excerpts, CPS; the default of every benchmark that reads more than the bundled tasks."""
+
 
 def cpu_model() -> str:
     """The CPU's model name from ``/proc/cpuinfo``, e.g. ``AMD EPYC 7B13``; empty when it

@@ -41,6 +41,7 @@ from pathlib import Path
 import polars as pl
 
 from bench.ablations import AIM_LOOP
+from bench.host import SHARED_DATA
 from bench.run import (
     ERROR_CLASSES, REPO_ROOT, RESULTS, SUITES, _draw_mean_range, _epsilon_ticks, _seed_stats, append_row,
     completed_keys, execute, read_results, run_key, table_markdown,
@@ -79,7 +80,7 @@ SMOKE = {"train_rows": 300, "synthesize": {"relaxed_rows": 50, "rounds_lt": 2, "
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get(DATA_ENV) or REPO_ROOT.parent / "shared" / "data")
+    return Path(os.environ.get(DATA_ENV) or SHARED_DATA)
 
 
 @lru_cache(maxsize=2)

@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import cpu_model, git_commit  # noqa: E402
+from bench.host import SHARED_DATA, cpu_model, git_commit  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASK = "acs-income-CA"
@@ -75,7 +75,7 @@ NOTES = [
 def _state_files() -> list[Path]:
     from polars_rap import datasets
 
-    folder = Path(os.environ.get(datasets.DATA_DIR_ENV) or Path(__file__).resolve().parents[1] / datasets._DEFAULT_DATA_DIR)
+    folder = Path(os.environ.get(datasets.DATA_DIR_ENV) or SHARED_DATA)
     files = sorted(folder.glob("acs2018_1yr_person_*.parquet"))
     if len(files) != 51:
         msg = (f"expected the 51 files acs2018_1yr_person_<ST>.parquet in {folder.resolve()}, found "
