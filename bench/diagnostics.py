@@ -267,7 +267,7 @@ def write_ties(names: Sequence[str], seeds: Sequence[int] = (0, 1, 2)) -> Path:
              "Macro F1 of logistic regression trained on the real training rows, some columns shuffled within "
              "each label value (mean of 3 permutations), tested on the real test rows. The CM + LT workload "
              "measures feature x feature x label tables and numeric thresholds x label: nothing in it ties a "
-             "numeric column to a categorical feature (what the "numerics shuffled jointly" column loses).", "",
+             "numeric column to a categorical feature (what the 'numerics shuffled jointly' column loses).", "",
              "| dataset | real | numerics shuffled jointly | each numeric shuffled | each categorical shuffled |",
              "|---|---|---|---|---|"]
     for name in names:

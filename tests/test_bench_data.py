@@ -12,3 +12,15 @@ def test_the_streaming_input_finds_the_51_state_tables() -> None:
     that no longer existed, and failed before reading anything)."""
     files = _state_files()
     assert len(files) == 51 and all(path.parent == SHARED_DATA for path in files)
+
+
+def test_every_bench_module_compiles() -> None:
+    """Every script under bench/ is at least valid Python (most run only by hand, for minutes,
+    so nothing else would notice a broken one before its next run)."""
+    import py_compile
+    from pathlib import Path
+
+    scripts = sorted((Path(__file__).resolve().parents[1] / "bench").glob("*.py"))
+    assert len(scripts) > 10
+    for script in scripts:
+        py_compile.compile(str(script), doraise=True)
