@@ -36,13 +36,12 @@ before any noise is drawn, exactly as a categorical marginal's.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from polars_rap.domain import Domain
-from polars_rap.plan_steps import Step
+from polars_rap.plan_steps import Step, add_step_with_share
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
@@ -99,6 +98,6 @@ def add_categorical_prefixes(domain: Domain, queries: QuerySet, plan: list[Step]
         steps = [dataclasses.replace(step, joined=(*step.joined, "CP")) if i in annealed else step
                  for i, step in enumerate(plan)]
     else:
-        weight = share / (1.0 - share) * math.fsum(step.weight for step in plan)
-        steps = [*plan, Step("CP", weight, 1, added.n_groups, selection_share=selection_share)]
+        steps = add_step_with_share(plan, Step("CP", 0.0, 1, added.n_groups, selection_share=selection_share),
+                                    share, last=True)
     return QuerySet.concatenate([queries, added]), steps, counts

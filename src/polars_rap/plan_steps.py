@@ -21,13 +21,15 @@ float. Plans depend only on public values (group counts, rounds, K): never on th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CLASSES", "Step", "add_outright_step", "capped_rounds", "group_shares", "interleave"]
+__all__ = ["CLASSES", "Step", "add_outright_step", "add_step_with_share", "capped_rounds", "group_shares",
+           "interleave"]
 
 CLASSES = ("CM", "MM", "LT")
 """Query classes in workload order."""
@@ -94,16 +96,20 @@ def interleave(rounds: Mapping[str, int]) -> list[str]:
     return [name for _, name in sorted(slots, key=lambda s: (s[0], s[1]))]
 
 
+def add_step_with_share(plan: list[Step], step: Step, share: float, *, last: bool = False) -> list[Step]:
+    """``plan`` with ``step`` put first (or ``last``), its weight set so that it takes
+    ``share`` (in (0, 1)) of the loop's budget: ``share / (1 - share)`` times the other steps'
+    weights (weight 1, all of it, when ``plan`` is empty)."""
+    others = math.fsum(s.weight for s in plan)
+    step = dataclasses.replace(step, weight=share / (1.0 - share) * others if others > 0 else 1.0)
+    return [*plan, step] if last else [step, *plan]
+
+
 def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,
                       loss_scale: float = 1.0) -> list[Step]:
-    """``plan`` with an outright step of ``query_class`` put first (or ``last``), weighted so
-    that it takes ``share`` (in (0, 1)) of the loop's budget: ``share / (1 - share)`` times the
-    other steps' weights (weight 1, all of it, when ``plan`` is empty); ``loss_scale`` is its
-    :attr:`Step.loss_scale`."""
-    others = math.fsum(step.weight for step in plan)
-    weight = share / (1.0 - share) * others if others > 0 else 1.0
-    step = Step(query_class, weight, None, loss_scale=float(loss_scale))
-    return [*plan, step] if last else [step, *plan]
+    """``plan`` with an outright step of ``query_class`` taking ``share`` of the loop's budget
+    (:func:`add_step_with_share`); ``loss_scale`` is its :attr:`Step.loss_scale`."""
+    return add_step_with_share(plan, Step(query_class, 0.0, None, loss_scale=float(loss_scale)), share, last=last)
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:
