@@ -28,6 +28,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run mediated_prior      # unmeasured tables inferred through a measured third feature (#20)
     python -m bench.ablations --run base_from_cm        # the base marginals paid by the categorical share alone (#20)
     python -m bench.ablations --run cm_prefixes         # numeric prefixes x feature x label in the CM loop (#20)
+    python -m bench.ablations --run histograms_now      # the numeric histograms again, on the current default (#14, #20)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -231,6 +232,15 @@ STEPS["cm_prefixes"] = [
      {"strategy": {"name": "planned", "cm_prefixes": CM_PREFIXES, "cm_prefixes_share": 0.1}},
      "instead of the two steps above, on the default: the same prefixes measured by annealed rounds of their "
      "own, after the thresholds' step, with 10% of the budget out of every class's"),
+]
+STEPS["histograms_now"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-24d: base marginals, the annealed CM loop, "
+                            "then the thresholds (the headline suite's rap++ rows)"),
+    ("+ numeric histograms (10%), last, a tenth of the weight",
+     {"strategy": {"name": "planned", "histogram_share": 0.1, "histogram_position": "last", "histogram_weight": 0.1}},
+     "ablation_histograms' step again on the current default: each numeric column's one-way histogram x label "
+     "measured once with 10% of the loop's budget after every other step, its answers weighed a tenth of their "
+     "inverse variance (the base marginals and annealed CM loop did not exist when it was dropped for CM)"),
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
