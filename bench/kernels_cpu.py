@@ -206,8 +206,8 @@ def main() -> None:
     n_groups = int(is_marginal.sum())
     _require(
         np.array_equal(
-            cpu._exact_counts(codes, numerics, marginal_part, structured=True),
-            cpu._exact_counts(codes, numerics, marginal_part, structured=False),
+            cpu._exact_counts(codes, numerics, marginal_part, structured=True, distinct=False),
+            cpu._exact_counts(codes, numerics, marginal_part, structured=False, distinct=False),
         ),
         "exact histogram and CSR counts differ",
     )
@@ -223,15 +223,15 @@ def main() -> None:
     exact = {
         "public_all": timed(lambda: cpu.answers_exact(codes, numerics, exact_queries), m_exact, n),
         "marginal_cells_histogram": timed(
-            lambda: cpu._exact_counts(codes, numerics, marginal_part, structured=True),
+            lambda: cpu._exact_counts(codes, numerics, marginal_part, structured=True, distinct=False),
             marginal_part.n_queries, n, n_groups=n_groups,
         ),
         "marginal_cells_csr": timed(
-            lambda: cpu._exact_counts(codes, numerics, marginal_part, structured=False),
+            lambda: cpu._exact_counts(codes, numerics, marginal_part, structured=False, distinct=False),
             marginal_part.n_queries, n, repeats=slow_repeats, n_groups=n_groups,
         ),
         "linear_thresholds_csr": timed(
-            lambda: cpu._exact_counts(codes, numerics, linear_part), linear_part.n_queries, n
+            lambda: cpu._exact_counts(codes, numerics, linear_part, distinct=False), linear_part.n_queries, n
         ),
     }
     exact["speedup_histogram_over_csr"] = (

@@ -7,7 +7,10 @@ checks its inputs once on the host, transposes the data so that rows are the con
 - ``answers_exact`` counts a whole *marginal group* in one pass over the rows (a histogram of
   the cell index, weighted by the group's shared halfspace indicator), parallel over groups;
   other queries take the general CSR loop, parallel over chunks of queries, tiled over blocks
-  of rows so that a block stays in cache for the whole chunk.
+  of rows so that a block stays in cache for the whole chunk. Queries that read the same
+  few columns (the linear thresholds and mixed marginals of a table with few numeric columns)
+  are counted over those columns' distinct values, each weighted by the rows that hold it
+  (:mod:`polars_rap.kernels.distinct_rows`): the same integer counts, far fewer evaluations.
 - ``answers_relaxed`` walks each marginal group's cells in row-major order, multiplying one
   column's probabilities into a running prefix product per level (the "structured" path: no
   per-query index loads, one multiply-add per cell and row); other queries take the CSR loop.
@@ -44,6 +47,7 @@ from polars_rap.kernels._checks import (
     checked,
     mark_checked,
 )
+from polars_rap.kernels.distinct_rows import distinct_rows, footprint_plan
 from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 __all__ = ["answers_exact", "answers_relaxed", "loss_and_grad"]
@@ -344,8 +348,9 @@ def _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_o
 @njit(parallel=True, cache=True)
 def _exact_marginal_kernel(codes_t, numerics_t, halfspace_offsets, theta_offsets, theta_index,
                            theta_weight, tau, group_offsets, group_column_offsets, group_columns,
-                           column_sizes, groups, row_block, out):
-    """out[q] (counts) for every query of ``groups``: one histogram pass per group."""
+                           column_sizes, groups, weights, row_block, out):
+    """out[q] (counts) for every query of ``groups``: one histogram pass per group; row ``r``
+    counts ``weights[r]`` times (int64; ones, or the multiplicities of distinct rows)."""
     n_rows = codes_t.shape[1]
     for a in prange(len(groups)):
         g = groups[a]
@@ -374,7 +379,7 @@ def _exact_marginal_kernel(codes_t, numerics_t, halfspace_offsets, theta_offsets
                     keep[i] = keep[i] and dot[i] <= threshold
             for i in range(nb):
                 if keep[i]:
-                    counts[cell[i]] += 1
+                    counts[cell[i]] += weights[r0 + i]
         for j in range(n_cells):
             out[q0 + j] = counts[j]
 
@@ -382,9 +387,10 @@ def _exact_marginal_kernel(codes_t, numerics_t, halfspace_offsets, theta_offsets
 @njit(parallel=True, cache=True)
 def _exact_csr_kernel(codes_t, numerics_t, cat_offsets, cat_coords, halfspace_offsets,
                       theta_offsets, theta_index, theta_weight, tau, coord_column, coord_code,
-                      queries, n_chunks, row_block, out):
+                      queries, weights, n_chunks, row_block, out):
     """out[q] (counts) for every q in ``queries``; chunks of queries in parallel, each chunk
-    sweeping blocks of rows so a block is reused from cache by all its queries."""
+    sweeping blocks of rows so a block is reused from cache by all its queries. Row ``r``
+    counts ``weights[r]`` times (int64)."""
     n_rows = codes_t.shape[1]
     n_items = len(queries)
     for chunk in prange(n_chunks):
@@ -412,7 +418,7 @@ def _exact_csr_kernel(codes_t, numerics_t, cat_offsets, cat_coords, halfspace_of
                         keep[i] &= dot[i] <= threshold
                 total = 0
                 for i in range(nb):
-                    total += keep[i]
+                    total += keep[i] * weights[r0 + i]
                 counts[a - lo] += total
         for a in range(lo, hi):
             out[queries[a]] = counts[a - lo]
@@ -738,10 +744,32 @@ def _block_starts(queries: QuerySet) -> np.ndarray:
     return np.cumsum(sizes) - sizes
 
 
-def _exact_counts(codes, numerics, queries: QuerySet, *, structured: bool = True) -> np.ndarray:
-    """float64[n_queries] counts of rows satisfying each query (checked inputs)."""
+def _exact_counts(codes, numerics, queries: QuerySet, *, structured: bool = True,
+                  distinct: bool = True) -> np.ndarray:
+    """float64[n_queries] counts of rows satisfying each query (checked inputs).
+
+    With ``distinct``, the queries of each footprint that holds enough work are counted over
+    that footprint's distinct rows, weighted (:mod:`polars_rap.kernels.distinct_rows`); the
+    integer counts are the same either way.
+    """
     out = np.zeros(queries.n_queries, dtype=np.float64)
     groups, csr = _plan(queries, None, structured)
+    if distinct:
+        for footprint in footprint_plan(queries, groups, csr):
+            reduced = distinct_rows(codes, numerics, footprint)
+            if reduced is None:
+                continue
+            _count(*reduced, queries, footprint.groups, footprint.queries, out)
+            groups = np.setdiff1d(groups, footprint.groups, assume_unique=True)
+            csr = np.setdiff1d(csr, footprint.queries, assume_unique=True)
+    _count(codes, numerics, np.ones(codes.shape[0], dtype=np.int64), queries, groups, csr, out)
+    return out
+
+
+def _count(codes, numerics, weights, queries: QuerySet, groups, csr, out) -> None:
+    """Write into ``out`` the weighted counts of marginal ``groups`` and single ``csr`` queries."""
+    if not (len(groups) or len(csr)):
+        return
     codes_t = np.ascontiguousarray(codes.T)
     numerics_t = np.ascontiguousarray(numerics.T)
     if len(groups):
@@ -749,16 +777,15 @@ def _exact_counts(codes, numerics, queries: QuerySet, *, structured: bool = True
             codes_t, numerics_t, queries.halfspace_offsets, queries.theta_offsets,
             queries.theta_index, queries.theta_weight, queries.tau, queries.group_offsets,
             queries.group_column_offsets, queries.group_columns, queries.column_sizes, groups,
-            _EXACT_ROW_BLOCK, out,
+            weights, _EXACT_ROW_BLOCK, out,
         )
     if len(csr):
         _exact_csr_kernel(
             codes_t, numerics_t, queries.cat_offsets, queries.cat_coords,
             queries.halfspace_offsets, queries.theta_offsets, queries.theta_index,
             queries.theta_weight, queries.tau, queries.coord_column, queries.coord_code, csr,
-            _n_chunks(len(csr)), _EXACT_ROW_BLOCK, out,
+            weights, _n_chunks(len(csr)), _EXACT_ROW_BLOCK, out,
         )
-    return out
 
 
 def _relaxed_sums(XT, queries: QuerySet, sigma, groups, csr) -> np.ndarray:
