@@ -197,6 +197,27 @@ def stage_answers(path: Path) -> dict:
     }
 
 
+def stage_quality(path: Path) -> dict:
+    """Time :func:`polars_rap.evaluation.quality_report` of the file against the bundled task's
+    rows standing in for a synthetic table, with the task's labels (so the benchmark
+    workload's exact answers run: 220,000 queries by default), on the CPU backend."""
+    from polars_rap.evaluation import quality_report
+
+    task, _, _, _ = _task_domain_and_workload(path)
+    quality_report(task.frame.head(2_000), task.frame.head(500), domain=task.domain, labels=task.labels,
+                   backend="cpu")  # compile
+    rss_before = _rss_mib()
+    started = time.perf_counter()
+    report = quality_report(path, task.frame, domain=task.domain, labels=task.labels, backend="cpu")
+    seconds = time.perf_counter() - started
+    return {
+        "stage": "quality", "rows": report.n_real, "synthetic_rows": report.n_synthetic,
+        "queries": int(report.workload_errors.height) if report.workload_errors is not None else 0,
+        "seconds": round(seconds, 2), "rows_per_second": round(report.n_real / seconds),
+        "rss_before_mib": round(rss_before, 1), "peak_rss_mib": round(_peak_rss_mib(), 1),
+    }
+
+
 class BackgroundSampler:
     """A context manager that calls ``sample()`` every ``interval_s`` seconds in a daemon
     thread while its block runs (subclasses define ``sample``)."""
@@ -389,6 +410,8 @@ def main() -> int:
             run = stage_answers(Path(argument))
         elif stage == "synthesize":
             run = stage_synthesize(Path(argument), json.loads(args.options))
+        elif stage == "quality":
+            run = stage_quality(Path(argument))
         else:
             run = stage_decode(int(argument))
         print(json.dumps(run))
@@ -399,7 +422,7 @@ def main() -> int:
         input_facts = build_input(path, args.rows)
         input_facts["build_seconds"] = round(time.perf_counter() - started, 1)
         print(f"input: {input_facts}", flush=True)
-        stages = [("answers", path, {})]
+        stages = [("answers", path, {}), ("quality", path, {})]
         if not args.skip_synthesize:
             stages.append(("synthesize", path, {"rows": args.synthesize_rows}))
             stages += [("decode", rows_out, {}) for rows_out in DECODE_ROWS]
