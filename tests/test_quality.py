@@ -90,6 +90,22 @@ def test_ks_distance_equals_scipy_and_does_not_depend_on_batching(tmp_path):
     assert batched.names["real"] == "real.parquet"  # a file's name, never its path
 
 
+def test_workload_errors_do_not_depend_on_how_the_answers_are_chunked(monkeypatch):
+    """The real rows' workload answers are counted over chunks of encoded batches
+    (ANSWER_CHUNK_ROWS); any chunking, down to one batch of 97 rows per call, gives the same
+    errors to the bit."""
+    from polars_rap import quality_stats
+
+    task = polars_rap.datasets.load_task("acs-income-CA")
+    real, synthetic = task.frame.head(1_500), task.frame.slice(1_500, 400)
+    options = dict(domain=task.domain, labels=task.labels, n_mixed_marginals=50, n_linear_thresholds=300,
+                   batch_rows=97, backend="cpu")
+    together = evaluation.quality_report(real, synthetic, **options)
+    monkeypatch.setattr(quality_stats, "ANSWER_CHUNK_ROWS", 1)
+    one_by_one = evaluation.quality_report(real, synthetic, **options)
+    assert together.workload_errors.equals(one_by_one.workload_errors)
+
+
 def test_mismatched_schemas_name_the_columns():
     real, synthetic, domain = tiny_tables()
     with pytest.raises(ValueError, match=r"only in the real table \['v'\], only in the synthetic table \['w'\]"):

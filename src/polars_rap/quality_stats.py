@@ -41,6 +41,9 @@ N_BINS = 60
 """Most histogram bins over a numeric column's bounds, for the plots."""
 _CONSTANT = 1e-12
 """A sum of squares at or below this fraction of the row count is a constant column."""
+ANSWER_CHUNK_ROWS = 1_000_000
+"""Encoded rows (about 100 MB for 20 columns) gathered before the workload's answers are
+counted: a table's (label, numerics) values repeat, and each call counts its distinct ones once."""
 
 
 def ks_points(frame: pl.DataFrame, domain: Domain) -> dict[str, np.ndarray]:
@@ -131,7 +134,8 @@ class TableStats:
         self.histograms = {c.name: np.zeros(self.edges[c.name].size - 1) for c in domain.numeric_columns}
         self.cdfs = {name: EmpiricalCdf(p) for name, p in points.items()}
         self.pair_totals: dict[tuple[str, str], np.ndarray] = {}
-        self.answer_counts = None if queries is None else np.zeros(queries.n_queries)
+        self._answer_counts = None if queries is None else np.zeros(queries.n_queries)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # encoded rows not counted yet
         self.sample: pl.DataFrame | None = None
         self.sample_keys = np.empty(0)
 
@@ -150,12 +154,30 @@ class TableStats:
                 self._add_numeric(spec, batch.get_column(spec.name))
                 columns[spec.name] = (_linear(batch.get_column(spec.name), spec), present)
         self._add_pairs(columns)
-        if self.answer_counts is not None:
-            answers = self.backend.answers_exact(encoded.codes, encoded.numerics, self.queries)
-            self.answer_counts += np.rint(answers * batch.height)
+        if self._answer_counts is not None:
+            self._pending.append((encoded.codes, encoded.numerics))
+            if sum(len(codes) for codes, _ in self._pending) >= ANSWER_CHUNK_ROWS:
+                self._count_pending()
         if self.sample_rows:
             self._add_sample(batch)
         self.n_rows += batch.height
+
+    @property
+    def answer_counts(self) -> np.ndarray | None:
+        """float64[n_queries]: rows satisfying each workload query so far (None: no workload)."""
+        if self._answer_counts is not None:
+            self._count_pending()
+        return self._answer_counts
+
+    def _count_pending(self) -> None:
+        """Count the encoded rows kept since the last call, together: the CPU kernels count a
+        footprint's distinct values once per call, so larger calls repeat less work."""
+        if not self._pending:
+            return
+        codes = np.concatenate([codes for codes, _ in self._pending])
+        numerics = np.concatenate([numerics for _, numerics in self._pending])
+        self._pending = []
+        self._answer_counts += np.rint(self.backend.answers_exact(codes, numerics, self.queries) * len(codes))
 
     def _add_numeric(self, spec, column: pl.Series) -> None:
         values = numeric_values(column, spec)
