@@ -339,7 +339,7 @@ def _warm_up(train, task, mechanism: str) -> None:
         return
     import polars_rap
 
-    polars_rap.synthesize(train.head(300), epsilon=1.0, delta=1e-6, domain=task.domain,
+    polars_rap.synthesize(train.head(1_000), epsilon=1.0, delta=1e-6, domain=task.domain,
                           labels=task.labels, seed=0, rounds_cm=1, rounds_lt=1, relaxed_rows=20,
                           n_linear_thresholds=20, progress=False)
 

@@ -28,6 +28,7 @@ import gc
 import inspect
 import itertools
 import math
+import re
 import sys
 import signal
 import weakref
@@ -45,7 +46,7 @@ from scipy import stats
 
 import polars_rap
 from polars_rap.errors import ParameterError
-from polars_rap import annealing, bounds, inference, kernels, mechanism, privacy, release, rounds, source
+from polars_rap import annealing, bounds, inference, kernels, mechanism, numeric_histograms, privacy, release, rounds, source
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -608,6 +609,8 @@ def recorded() -> Iterator[Recording]:
             recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(rounds, "gumbel_top_k", _recorder(
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
+        mock.patch.object(numeric_histograms, "gaussian_mechanism", _recorder(  # the default's histograms
+            recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(annealing, "gumbel_top_k", _recorder(  # the default's annealed CM rounds
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
         mock.patch.object(inference, "gaussian_mechanism", _recorder(
@@ -678,29 +681,43 @@ def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
     measurements = result.report.measurements
     calls = recording.gaussian("rap")
     n = result.report.n_rows
-    released = np.concatenate([call.output[0] for call in calls])
+    released = np.concatenate([_released(call)[0] for call in calls])
     noisy = measurements["noisy_answer"].to_numpy()
     assert noisy.dtype == np.float64 and released.view(np.uint64).tolist() == noisy.view(np.uint64).tolist()
-    sizes = [len(call.arguments["values"]) for call in calls]
     np.testing.assert_array_equal(measurements["noise_std"].to_numpy(),
-                                  np.repeat([call.output[1] for call in calls], sizes))
-    for call, size in zip(calls, sizes, strict=True):
+                                  np.concatenate([_released(call)[1] for call in calls]))
+    for call in calls:
+        size = len(call.arguments["values"])
         assert call.arguments["l2_sensitivity"] == (math.sqrt(2.0) if size > 1 else 1.0) / n
         assert call.arguments["n_rows"] == n  # the noise is drawn on the counts behind the answers
     # the default measures every feature x label margin first (BM), nullable indicators
-    # included, then CM tables by annealed rounds and LT by selection rounds, all through the
-    # same recorded Gaussian calls
-    assert set(measurements["query_class"]) == {"BM", "CM", "LT"}
+    # included, then CM tables by annealed rounds, LT by selection rounds and each numeric
+    # column's histogram x label last (NH), all through the same recorded Gaussian calls
+    assert set(measurements["query_class"]) == {"BM", "CM", "LT", "NH"}
     round_class = dict(measurements.select("round", "query_class").unique().iter_rows())
     selections = [c for c in recording.calls if c.mechanism == "gumbel_top_k"]
     assert selections
     for call in selections:
         expected = {"CM": 2.0, "MM": 2.0, "LT": 1.0}[round_class[call.arguments["round"]]]
         assert call.arguments["l1_sensitivity"] == expected  # count units: exact integer-grid scores
-    true = np.concatenate([call.arguments["values"] for call in calls])
-    z = (noisy - true) / measurements["noise_std"].to_numpy()
+    # each call's own noise (a histogram's cells, not their cumulative sums) is independent
+    z = np.concatenate([(call.output[0] - call.arguments["values"]) / call.output[1] for call in calls])
     low, high = stats.chi2.ppf([0.5e-4, 1 - 0.5e-4], len(z))
     assert low <= float(np.sum(z**2)) <= high
+
+
+def _released(call) -> tuple[np.ndarray, np.ndarray]:
+    """(answers, stds) a recorded Gaussian call puts in the report: its output as drawn, or
+    for a numeric histogram (K cells per label value, cell-major) the K prefixes' cumulative
+    sums, the k-th with std sqrt(k) sigma (post-processing of the cells)."""
+    noisy, std = call.output
+    found = re.fullmatch(r"NH histogram of numeric column \d+ \((\d+) cells per label value\)",
+                         call.arguments.get("description", ""))
+    if found is None:
+        return noisy, np.full(len(noisy), std)
+    k = int(found.group(1))
+    prefixes = np.cumsum(noisy.reshape(k, -1), axis=0)
+    return prefixes.ravel(), np.repeat(std * np.sqrt(np.arange(1, k + 1)), prefixes.shape[1])
 
 
 def _floats(value: Any) -> Iterator[float]:
@@ -813,7 +830,7 @@ def test_inference_is_charged_first_and_the_statement_composes(rows, task) -> No
     assert report.conversion_delta + (1 + math.exp(report.epsilon)) * report.approximate_delta <= report.delta
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
     assert math.fsum(e.rho for e in report.events[:3]) == pytest.approx(0.1 * report.rho_budget, rel=1e-15)
-    noisy = np.concatenate([call.output[0] for call in recording.gaussian("rap")])
+    noisy = np.concatenate([_released(call)[0] for call in recording.gaussian("rap")])
     assert np.array_equal(noisy, report.measurements["noisy_answer"].to_numpy())
 
 

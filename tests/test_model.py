@@ -78,7 +78,7 @@ def test_the_saved_report_is_a_small_summary_and_compressed_tables(result, saved
     """The full report as JSON grows with the workload; the saved files are a fraction of it."""
     summary = json.loads((saved / "report.json").read_text())
     assert summary["rho_spent"] == result.report.rho_spent and summary["n_rows"] == 2000
-    assert {row["query_class"] for row in summary["measured_by_class"]} == {"BM", "CM", "MM", "LT"}
+    assert {row["query_class"] for row in summary["measured_by_class"]} == {"BM", "CM", "MM", "LT", "NH"}
     assert sum(row["count"] for row in summary["charges"]) == len(result.report.events)
     saved_bytes = sum((saved / name).stat().st_size for name in ["report.json", *REPORT_TABLES])
     assert saved_bytes < len(result.report.to_json(indent=None)) / 3

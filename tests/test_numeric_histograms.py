@@ -230,7 +230,7 @@ def test_strategy_validates_and_describes_the_histogram_settings() -> None:
     strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1, "histogram_bins": 64})
     assert strategy.describe()["histogram_share"] == 0.1 and strategy.describe()["histogram_bins"] == 64
     assert resolve_strategy("paper").histogram_share == 0.0
-    assert strategy.describe()["histogram_position"] == "first" and strategy.describe()["histogram_weight"] == 1.0
+    assert strategy.describe()["histogram_position"] == "last" and strategy.describe()["histogram_weight"] == 0.1
     for bad in ("middle", None, 1):
         with pytest.raises(polars_rap.ParameterError, match="histogram_position"):
             PlannedStrategy(histogram_position=bad)
@@ -245,22 +245,29 @@ def test_strategy_validates_and_describes_the_histogram_settings() -> None:
             PlannedStrategy(histogram_bins=bad)
 
 
-def test_off_by_default_leaves_the_plan_unchanged(domain) -> None:
-    """``histogram_share = 0`` (the default) adds no NH group and no step."""
+def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last(domain) -> None:
+    """``histogram_share = 0`` adds no NH group and no step; the default (0.05, last, a tenth of
+    the weight: bench/results/ablation_histograms_now.md) closes the plan with one outright NH
+    step of 5% of the loop's budget; ``"first"`` puts it first (after the null rates)."""
     from polars_rap.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
                     n_linear_thresholds=50, max_marginal_cells=None)
-    plain = workload_and_plan(domain, resolve_strategy("planned"), np.random.default_rng(0), **settings)
-    added = workload_and_plan(domain, resolve_strategy({"name": "planned", "histogram_share": 0.1}),
+    plain = workload_and_plan(domain, resolve_strategy({"name": "planned", "histogram_share": 0.0}),
+                              np.random.default_rng(0), **settings)
+    default = workload_and_plan(domain, resolve_strategy("planned"), np.random.default_rng(0), **settings)
+    first = workload_and_plan(domain, resolve_strategy({"name": "planned", "histogram_position": "first"}),
                               np.random.default_rng(0), **settings)
     assert "NH" not in plain[2] and all(step.query_class != "NH" for step in plain[1])
-    histograms = [step for step in added[1] if step.query_class == "NH"]
+    assert default[1][-1].query_class == "NH" and default[1][-1].outright and default[1][-1].loss_scale == 0.1
+    histograms = [step for step in first[1] if step.query_class == "NH"]
     assert len(histograms) == 1 and histograms[0].outright
-    assert added[1].index(histograms[0]) == (1 if added[1][0].query_class == "NR" else 0)  # first but nulls
-    others = math.fsum(step.weight for step in added[1] if step.query_class != "NR")
-    assert math.isclose(histograms[0].weight / others, 0.1, rel_tol=1e-12)
-    assert added[2]["NH"] == histogram_groups(domain).n_groups
+    assert first[1].index(histograms[0]) == (1 if first[1][0].query_class == "NR" else 0)  # first but nulls
+    for plan in (default[1], first[1]):
+        others = math.fsum(step.weight for step in plan if step.query_class != "NR")
+        nh = next(step for step in plan if step.query_class == "NH")
+        assert math.isclose(nh.weight / others, 0.05, rel_tol=1e-12)
+    assert default[2]["NH"] == first[2]["NH"] == histogram_groups(domain).n_groups
 
 
 def test_the_last_position_appends_the_step_with_its_loss_scale(domain) -> None:

@@ -316,7 +316,8 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
                                    seed=2, rounds_cm=2, queries_per_round=5,
-                                   strategy={"name": "planned", "base_share": 0.1, "noise_aware": True}, **FAST)
+                                   strategy={"name": "planned", "base_share": 0.1, "noise_aware": True,
+                                             "histogram_share": 0.0}, **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-8).rho
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
@@ -351,10 +352,13 @@ def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
         total = math.fsum(step.weight for step in plan)
         return {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT")}
 
-    every = weights(base_share=0.1)
-    from_cm = weights(base_share=0.1, base_from="CM")
+    every = weights(base_share=0.1, histogram_share=0.0)
+    from_cm = weights(base_share=0.1, base_from="CM", histogram_share=0.0)
     assert every["BM"] == pytest.approx(0.1, rel=1e-12) and every["LT"] == pytest.approx(0.9 / 3, rel=1e-12)
     assert from_cm["BM"] == pytest.approx(0.1, rel=1e-12)
     assert from_cm["LT"] == pytest.approx(1 / 3, rel=1e-12) and from_cm["CM"] == pytest.approx(2 / 3 - 0.1, rel=1e-12)
+    # the default's histograms then take their 5% of the whole: the base keeps 0.95 x 0.1
+    default = weights()
+    assert default["BM"] == pytest.approx(0.095, rel=1e-12) and default["LT"] == pytest.approx(0.95 * 0.9 / 3, rel=1e-12)
     with pytest.raises(ValueError, match="base_from must be one of"):
         PlannedStrategy(base_from="BM")
