@@ -190,7 +190,7 @@ def quality_report(
         Size of the benchmark workload (:func:`polars_rap.evaluation.workload_errors`).
     backend : str, default "auto"
         Kernel backend of the workload answers (``"auto"``: CUDA when a GPU is usable, as in
-        ``synthesize``). They dominate the time with labels: 62 s over 10 million CA-shaped
+        ``synthesize``). They dominate the time with labels: 37 s over 10 million CA-shaped
         rows on two CPU cores, where the rows' (label, numerics) values repeat (counted once
         each); up to three minutes per million rows on one core where they do not.
     batch_rows : int, optional
