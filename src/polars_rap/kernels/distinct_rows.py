@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from polars_rap.queries import QuerySet
+from polars_rap.queries import QuerySet, _ranges
 
 __all__ = ["Footprint", "distinct_rows", "footprint_plan"]
 
@@ -57,14 +57,14 @@ def footprint_plan(queries: QuerySet, groups: np.ndarray, csr: np.ndarray) -> li
     reads = np.zeros((len(units), n_cat + n_num), dtype=bool)
     cat_lengths = queries.cat_offsets[units + 1] - queries.cat_offsets[units]
     cat_rows = np.repeat(np.arange(len(units)), cat_lengths)
-    cat_items = _ranges(queries.cat_offsets[units], cat_lengths)
+    cat_items = _ranges(queries.cat_offsets[units], queries.cat_offsets[units + 1])
     reads[cat_rows, queries.coord_column[queries.cat_coords[cat_items]]] = True
     h_lengths = queries.halfspace_offsets[units + 1] - queries.halfspace_offsets[units]
     h_rows = np.repeat(np.arange(len(units)), h_lengths)
-    halfspaces = _ranges(queries.halfspace_offsets[units], h_lengths)
+    halfspaces = _ranges(queries.halfspace_offsets[units], queries.halfspace_offsets[units + 1])
     t_lengths = queries.theta_offsets[halfspaces + 1] - queries.theta_offsets[halfspaces]
     t_rows = np.repeat(h_rows, t_lengths)
-    thetas = _ranges(queries.theta_offsets[halfspaces], t_lengths)
+    thetas = _ranges(queries.theta_offsets[halfspaces], queries.theta_offsets[halfspaces + 1])
     reads[t_rows, n_cat + queries.theta_index[thetas]] = True
     packed = np.packbits(reads, axis=1, bitorder="little")  # uint8[n_units, ceil(columns / 8)]
     packed = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
@@ -107,13 +107,3 @@ def distinct_rows(codes: np.ndarray, numerics: np.ndarray, footprint: Footprint
     for j in footprint.numeric:
         reduced_numerics[:, j] = distinct.get_column(f"x{j}").to_numpy()
     return reduced_codes, reduced_numerics, distinct.get_column("rows").to_numpy().astype(np.int64)
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """int64: ``starts[i] .. starts[i] + lengths[i] - 1`` for every i, concatenated."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(np.asarray(starts, dtype=np.int64) - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return offsets + np.arange(total, dtype=np.int64)
