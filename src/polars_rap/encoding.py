@@ -179,6 +179,7 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
             "the column's type or cast the column first"
         )
         raise DataError(msg) from error
+    _check_categories_survive_the_cast(spec, declared, values.dtype)
     codes = values.replace_strict(
         declared, np.arange(len(declared), dtype=np.int32), default=-1, return_dtype=pl.Int32
     )
@@ -210,6 +211,27 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
         )
         raise DataError(msg)
     return codes.to_numpy().astype(np.int32, copy=False)
+
+
+def _check_categories_survive_the_cast(spec: ColumnSpec, declared: pl.Series, dtype: pl.DataType) -> None:
+    """Refuse categories that the cast to the column's dtype merged or changed: ``[1, -1]`` both
+    read as ``true`` in a Boolean column, ``2.5`` as ``2`` in an integer one. Either would put
+    rows under a category the domain did not declare, a silently wrong answer. (A cast that
+    cannot be undone, e.g. text back to a datetime, is judged on merging alone.)"""
+    listed = pl.Series(list(spec.categories))
+    try:
+        back = declared.cast(listed.dtype, strict=False)
+    except Exception:  # noqa: BLE001 - polars raises several error types for unsupported casts
+        back = listed
+    changed = [(a, b) for a, b, same in zip(listed.to_list(), declared.to_list(), back.eq_missing(listed).to_list(),
+                                            strict=True) if not same]
+    merged = declared.drop_nulls().is_duplicated().any()
+    if changed or merged:
+        shown = ", ".join(f"{a!r} reads as {b!r}" for a, b in changed[:_MAX_OFFENDING_SHOWN])
+        msg = (f"column {spec.name!r} holds {dtype} but its declared categories {listed.to_list()[:8]} do not "
+               f"stay distinct as {dtype} ({shown or 'two of them become the same value'}); declare them with the "
+               "column's type or cast the column first")
+        raise DataError(msg)
 
 
 def numeric_values(column: pl.Series, spec: ColumnSpec) -> np.ndarray:

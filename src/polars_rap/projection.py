@@ -70,6 +70,11 @@ class ProjectionConfig:
             check_int(name, getattr(self, name), low)
         if self.warm_doublings is not None:
             check_int("warm_doublings", self.warm_doublings, 0)
+        if not float(self.sigma_initial) >= _SMALLEST_SIGMA:  # 0 once read as float32
+            msg = (f"The 'sigma_initial' parameter must be at least {_SMALLEST_SIGMA:.3g} (float32's smallest "
+                   f"normal: the kernels read the temperature as float32). Got {self.sigma_initial!r}; the "
+                   "default is 8.0")
+            raise ParameterError(msg)
         final = float(self.sigma_initial) * 2.0 ** min(int(self.max_doublings), 1023)  # inf past float64
         if not final <= _LARGEST_SIGMA:  # the kernels take the temperature as float32
             largest = math.floor(math.log2(_LARGEST_SIGMA / self.sigma_initial))
@@ -82,6 +87,8 @@ class ProjectionConfig:
 
 _LARGEST_SIGMA = float(np.finfo(np.float32).max)
 """The largest inverse temperature a stage may reach: the kernels read it as float32."""
+_SMALLEST_SIGMA = float(np.finfo(np.float32).tiny)
+"""The smallest first inverse temperature: below it, float32 reads it as 0 or a subnormal."""
 
 
 def temperature_stages(config: ProjectionConfig, has_threshold: bool, anneal: bool = True,
