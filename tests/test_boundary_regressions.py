@@ -240,3 +240,52 @@ def test_a_schedule_past_float32_is_refused_by_name():
                            seed=0, relaxed_rows=10, rounds_lt=1, n_linear_thresholds=10, progress=False,
                            projection=ProjectionConfig(max_doublings=124, max_steps=2))
     assert result.data.height == 400
+
+
+def test_a_first_temperature_that_float32_reads_as_zero_is_refused_by_name():
+    """Was "sigma must be > 0 ... found minimum 0.0" from inside the kernels, naming no
+    parameter (Hypothesis, 2026-11-24: sigma_initial=1e-300 underflowed to 0 in float32)."""
+    with pytest.raises(ParameterError, match=r"The 'sigma_initial' parameter must be at least 1.18e-38"):
+        ProjectionConfig(sigma_initial=1e-300)
+    assert ProjectionConfig(sigma_initial=float(np.finfo(np.float32).tiny)).sigma_initial > 0
+
+
+@pytest.mark.parametrize("categories, shown", [([1, -1], "-1 reads as True"), ([2, 0], "2 reads as True")])
+def test_categories_the_column_dtype_would_merge_are_a_data_error(categories, shown):
+    """Was polars' "`old` input for `replace` must not contain duplicates" ([1, -1] both cast to
+    true in a Boolean column; Hypothesis, 2026-11-24), and [2, 0] silently counted every true
+    row as the category 2. Categories that do not survive the cast to the column's dtype are
+    refused, naming the column, the value and the fix."""
+    frame = pl.DataFrame({"a": [False, True] * 20, "b": [0, 1] * 20})
+    with pytest.raises(DataError, match=rf"column 'a' holds Boolean .* \({shown}\); declare them with the column's type"):
+        synthesize(frame, {"a": categories, "b": (0, 1)})
+
+
+def test_an_integer_column_s_categories_that_are_not_whole_are_a_data_error():
+    """1.5 would have been read as 1 and its rows counted there."""
+    frame = pl.DataFrame({"a": [1, 2] * 20, "c": ["x", "y"] * 20})
+    with pytest.raises(DataError, match=r"column 'a' holds Int64 .* \(1.5 reads as 1\)"):
+        synthesize(frame, {"a": [1.5, 2], "c": ["x", "y"]})
+    result = synthesize(frame, {"a": [1.0, 2.0], "c": ["x", "y"]})
+    assert set(result.data["a"].to_list()) <= {1, 2}
+
+
+@pytest.mark.parametrize("domain, labels", [
+    ({"a": [1, 2]}, []),  # one categorical column and nothing else
+    ({"y": [0, 1]}, ["y"]),  # a label alone
+    ({"y": [0, 1], "z": [0, 1]}, ["y", "z"]),  # labels alone
+])
+def test_a_table_of_one_categorical_column_or_of_labels_alone_is_synthesized(domain, labels):
+    """Were "the workload is empty": with no label the categorical marginals were the 2-way
+    ones (none for one column), and with labels the feature pairs × label (none without
+    features). A lone column now gets its 1-way marginal and labels alone their pairs, and the
+    joint distribution comes back."""
+    frame = pl.DataFrame({"a": [1, 2, 2, 2] * 50, "y": [0, 1] * 100}).with_columns(z=pl.col("a") - 1)
+    frame = frame.select(list(domain))
+    result = pr.synthesize(frame, epsilon=1e4, delta=1e-9, domain=domain, labels=labels, seed=0,
+                           relaxed_rows=40, progress=False)
+    real = frame.group_by(list(domain)).len().sort(list(domain))
+    fake = result.data.group_by(list(domain)).len().sort(list(domain))
+    joined = real.join(fake, on=list(domain), how="full", coalesce=True).fill_null(0)
+    difference = joined["len"].cast(pl.Int64) - joined["len_right"].cast(pl.Int64)
+    assert difference.abs().max() <= 0.05 * frame.height

@@ -41,8 +41,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     feature) and the strategy; null-rate groups join where the plan leaves a nullable column
     unmeasured (:func:`polars_rap.null_rates.add_null_rates`)."""
     n_categorical_features = sum(1 for c in domain.columns if c.is_categorical and c.name not in domain.labels)
-    asked = {
-        "CM": n_categorical_features if rounds_cm is None else int(rounds_cm),
+    n_categorical = sum(1 for c in domain.columns if c.is_categorical)
+    asked = {  # a table of labels alone still has their marginals: one round
+        "CM": (n_categorical_features or min(n_categorical, 1)) if rounds_cm is None else int(rounds_cm),
         "LT": int(rounds_lt),
         "MM": int(rounds_mm),
     }

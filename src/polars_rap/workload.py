@@ -134,7 +134,8 @@ def _feature_and_label_blocks(domain: Domain) -> tuple[list[int], list[int]]:
 def categorical_marginals(domain: Domain, max_cells: int | None = 20_000) -> QuerySet:
     """All class-conditional 3-way marginals (two categorical features × one label).
 
-    Without labels, all 2-way marginals of categorical features. Null indicators of nullable
+    Without labels, all 2-way marginals of categorical features (a lone feature's 1-way
+    marginal; with labels and no feature, the labels' as features'). Null indicators of nullable
     numeric columns count as categorical features. Marginals with more than ``max_cells``
     cells are left out (logged): their cells would be pure noise at any useful ε.
     """
@@ -144,8 +145,10 @@ def categorical_marginals(domain: Domain, max_cells: int | None = 20_000) -> Que
         combos = [(a, b, l) for a, b in itertools.combinations(features, 2) for l in labels]
         if len(features) == 1:
             combos = [(features[0], l) for l in labels]
+        elif not features:  # labels alone: as features would be without labels
+            combos = list(itertools.combinations(labels, 2)) or [(labels[0],)]
     else:
-        combos = list(itertools.combinations(features, 2))
+        combos = list(itertools.combinations(features, 2)) or [(b,) for b in features]
     if max_cells is not None:
         kept = [c for c in combos if math.prod(sizes[b] for b in c) <= max_cells]
         if len(kept) < len(combos):
