@@ -182,6 +182,22 @@ def test_html_is_self_contained_with_one_figure_per_column_and_the_heatmap(synth
     assert report.privacy is result.report and report.n_synthetic == result.data.height
 
 
+def test_both_reference_classifiers_train_on_at_most_ml_rows_uniform_rows(synthesized, tmp_path):
+    """``ml_rows`` caps the training rows of the "real" classifier (a uniform sample kept while
+    the real table streams) and of the "synthetic" one alike, so they compare at one size."""
+    real, test, result = synthesized
+    path = tmp_path / "real.parquet"
+    real.write_parquet(path)
+    report = evaluation.quality_report(path, result, test=test, ml_rows=120, batch_rows=50, **SMALL_WORKLOAD)
+    n_train = dict(report.ml_utility.select("trained_on", "n_train").iter_rows())
+    assert n_train == {"real": 120, "synthetic": 120}
+    whole = evaluation.quality_report(real, result, test=test, **SMALL_WORKLOAD)
+    assert dict(whole.ml_utility.select("trained_on", "n_train").iter_rows()) == {
+        "real": real.height, "synthetic": result.data.height}
+    with pytest.raises(polars_rap.ParameterError, match=r"The 'ml_rows' parameter must be an int in \[1, inf\)"):
+        evaluation.quality_report(real, result, test=test, ml_rows=0)
+
+
 def test_figures_are_non_empty_matplotlib_figures(synthesized):
     real, _, result = synthesized
     report = evaluation.quality_report(real, result, **SMALL_WORKLOAD)

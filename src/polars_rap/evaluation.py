@@ -357,8 +357,8 @@ def numeric_summary(real: pl.DataFrame, synthetic: pl.DataFrame, domain: Domain)
 
 def quality_report(
     real, synthetic, domain=None, labels=None, test=None, *, model=None, seed: int = 0,
-    sample_rows: int = 1_000_000, n_mixed_marginals: int = 20_000, n_linear_thresholds: int = 200_000,
-    backend: str = "auto", batch_rows: int | None = None,
+    sample_rows: int = 1_000_000, ml_rows: int = 200_000, n_mixed_marginals: int = 20_000,
+    n_linear_thresholds: int = 200_000, backend: str = "auto", batch_rows: int | None = None,
 ):
     """Compare a synthetic table with the real one: per-column distances, the change in
     association of every pair, workload errors (with labels) and ML utility (with ``test``).
@@ -371,6 +371,6 @@ def quality_report(
 
     return _quality_report(
         real, synthetic, domain=domain, labels=labels, test=test, model=model, seed=seed,
-        sample_rows=sample_rows, n_mixed_marginals=n_mixed_marginals,
+        sample_rows=sample_rows, ml_rows=ml_rows, n_mixed_marginals=n_mixed_marginals,
         n_linear_thresholds=n_linear_thresholds, backend=backend, batch_rows=batch_rows,
     )
