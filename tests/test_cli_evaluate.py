@@ -118,3 +118,12 @@ def test_demo_writes_its_report_and_says_where(work, tmp_path, monkeypatch, caps
     assert report.is_file() and "Synthetic data quality report" in report.read_text(encoding="utf-8")
     out = capsys.readouterr().out
     assert "macro F1 on held-out rows" in out and str(report.resolve()) in out
+
+
+def test_evaluate_ml_rows_caps_both_classifiers_training_rows(work):
+    """``--ml-rows`` reaches ``quality_report(ml_rows=...)``: the ML table lists 137 training
+    rows for the real and the synthetic classifier (600 of each without it)."""
+    output = work / "report-ml-rows.html"
+    assert cli.main(evaluate_args(work, output, "--test", str(work / "test.parquet"), "--ml-rows", "137")) == 0
+    ml_part = output.read_text(encoding="utf-8").split("Machine-learning utility", 1)[1]
+    assert ml_part.count("<td>137</td>") == 2 and "<td>600</td>" not in ml_part

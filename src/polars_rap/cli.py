@@ -371,7 +371,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise _UsageError(msg)
     started = time.perf_counter()
     report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
-                            test=args.test, model=args.model, seed=args.seed, backend=args.backend)
+                            test=args.test, model=args.model, seed=args.seed, backend=args.backend,
+                            ml_rows=args.ml_rows)
     report.to_html(output)
     worst = report.summary().head(3)
     print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"
