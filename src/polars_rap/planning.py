@@ -41,9 +41,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     feature) and the strategy; null-rate groups join where the plan leaves a nullable column
     unmeasured (:func:`polars_rap.null_rates.add_null_rates`)."""
     n_categorical_features = sum(1 for c in domain.columns if c.is_categorical and c.name not in domain.labels)
-    n_categorical = sum(1 for c in domain.columns if c.is_categorical)
+    labels_alone = n_categorical_features == 0 and not domain.numeric_columns
     asked = {  # a table of labels alone still has their marginals: one round
-        "CM": (n_categorical_features or min(n_categorical, 1)) if rounds_cm is None else int(rounds_cm),
+        "CM": (n_categorical_features or int(labels_alone)) if rounds_cm is None else int(rounds_cm),
         "LT": int(rounds_lt),
         "MM": int(rounds_mm),
     }
@@ -68,7 +68,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
         queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
                                                              strategy.histogram_share, strategy.histogram_bins,
                                                              last=strategy.histogram_position == "last",
-                                                             loss_scale=strategy.histogram_weight)
+                                                             loss_scale=strategy.histogram_weight,
+                                                             from_class=getattr(strategy, "histogram_from", None))
     if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
         queries, plan, group_counts = add_categorical_prefixes(
             domain, queries, plan, group_counts, strategy.cm_prefixes, getattr(strategy, "cm_prefixes_share", None))
