@@ -29,6 +29,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run base_from_cm        # the base marginals paid by the categorical share alone (#20)
     python -m bench.ablations --run cm_prefixes         # numeric prefixes x feature x label in the CM loop (#20)
     python -m bench.ablations --run histograms_now      # the numeric histograms again, on the current default (#14, #20)
+    python -m bench.ablations --run histograms_from_lt  # the histograms paid by the thresholds' share alone (#14, #20)
 
 (A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
@@ -245,6 +246,18 @@ STEPS["histograms_now"] = [
      {"strategy": {"name": "planned", "histogram_share": 0.05, "histogram_position": "last", "histogram_weight": 0.1}},
      "the same with half the budget (instead of the step above, not on top of it): the 10% cost CM 3-4% on CA, "
      "as the budget it takes from the CM share would"),
+]
+STEPS["histograms_from_lt"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-24e: numeric histograms with 5% of the whole "
+                            "loop's budget, last, a tenth of the weight (the headline suite's rap++ rows)"),
+    ("numeric histograms (10%) out of the thresholds' share",
+     {"strategy": {"name": "planned", "histogram_share": 0.1, "histogram_from": "LT"}},
+     "twice the histograms' budget, all of it out of the LT steps (histogram_from='LT'): the base marginals and "
+     "the CM loop keep the budget they have without histograms (the 10% step of histograms_now cost CM 2-4%)"),
+    ("numeric histograms (5%) out of the thresholds' share",
+     {"strategy": {"name": "planned", "histogram_from": "LT"}},
+     "instead: the default's 5%, out of the LT steps alone, so that the categorical steps get back the 5% they "
+     "pay for the histograms today"),
 ]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

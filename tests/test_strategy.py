@@ -362,3 +362,32 @@ def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
     assert default["BM"] == pytest.approx(0.095, rel=1e-12) and default["LT"] == pytest.approx(0.95 * 0.9 / 3, rel=1e-12)
     with pytest.raises(ValueError, match="base_from must be one of"):
         PlannedStrategy(base_from="BM")
+
+
+
+def test_numeric_histograms_can_be_paid_by_one_class_alone(task) -> None:
+    """histogram_from="LT": the NH step takes histogram_share of the loop's budget out of the
+    LT steps alone, the base marginals and CM steps keep their weights (the default: every
+    step pays its part). A bad class is refused by name."""
+    from polars_rap import planning
+    from polars_rap.domain import Domain
+
+    domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+    common = dict(rounds_cm=None, rounds_lt=4, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
+                  n_linear_thresholds=200, max_marginal_cells=None)
+
+    def weights(**settings):
+        _, plan, _ = planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), **common)
+        total = math.fsum(step.weight for step in plan)
+        assert plan[-1].query_class == "NH" and plan[-1].outright and plan[-1].loss_scale == 0.1
+        return {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT", "NH")}
+
+    every = weights(histogram_share=0.1)
+    from_lt = weights(histogram_share=0.1, histogram_from="LT")
+    assert every["NH"] == pytest.approx(0.1, rel=1e-12) and every["BM"] == pytest.approx(0.9 * 0.1, rel=1e-12)
+    assert every["LT"] == pytest.approx(0.9 * 0.9 / 3, rel=1e-12)
+    assert from_lt["NH"] == pytest.approx(0.1, rel=1e-12) and from_lt["BM"] == pytest.approx(0.1, rel=1e-12)
+    assert from_lt["CM"] == pytest.approx(every["CM"] / 0.9, rel=1e-12)
+    assert from_lt["LT"] == pytest.approx(0.9 / 3 - 0.1, rel=1e-12)
+    with pytest.raises(ValueError, match="histogram_from must be one of"):
+        PlannedStrategy(histogram_from="NH")

@@ -19,8 +19,6 @@ Every feature block is then measured, so no null-rate step is needed after it.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Mapping
 
 from polars_rap.domain import Domain
@@ -53,12 +51,4 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
     counts["BM"] = added.n_groups
-    queries = QuerySet.concatenate([queries, added])
-    total = math.fsum(step.weight for step in plan)
-    donor = math.fsum(step.weight for step in plan if step.query_class == from_class)
-    if from_class is None or donor <= share * total:
-        return queries, add_outright_step(plan, "BM", share), counts
-    scale = (donor - share * total) / donor
-    kept = [dataclasses.replace(step, weight=step.weight * scale) if step.query_class == from_class else step
-            for step in plan]
-    return queries, [Step("BM", share * total, None), *kept], counts
+    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share, from_class=from_class), counts

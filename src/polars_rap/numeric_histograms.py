@@ -132,17 +132,19 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
 
 def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
                            share: float, max_bins: int = DEFAULT_MAX_BINS, *, last: bool = False,
-                           loss_scale: float = 1.0) -> tuple[QuerySet, list[Step], dict[str, int]]:
+                           loss_scale: float = 1.0, from_class: str | None = None,
+                           ) -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload, plan and group counts with every numeric column's histogram prefixes.
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
     outright ``"NH"`` step goes first (or ``last``), weighted so that it takes ``share`` (in
-    (0, 1)) of the loop's budget, its answers' loss weights times ``loss_scale``. Unchanged
-    when the domain has no numeric column or the plan is empty."""
+    (0, 1)) of the loop's budget (out of ``from_class``'s steps alone when given:
+    :func:`~polars_rap.plan_steps.add_outright_step`), its answers' loss weights times
+    ``loss_scale``. Unchanged when the domain has no numeric column or the plan is empty."""
     counts = dict(group_counts)
     if not domain.numeric_columns or not plan:
         return queries, list(plan), counts
     added = histogram_groups(domain, max_bins)
     counts["NH"] = added.n_groups
     return QuerySet.concatenate([queries, added]), add_outright_step(plan, "NH", share, last=last,
-                                                                   loss_scale=loss_scale), counts
+                                                                   loss_scale=loss_scale, from_class=from_class), counts

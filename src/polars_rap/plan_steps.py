@@ -106,10 +106,21 @@ def add_step_with_share(plan: list[Step], step: Step, share: float, *, last: boo
 
 
 def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,
-                      loss_scale: float = 1.0) -> list[Step]:
+                      loss_scale: float = 1.0, from_class: str | None = None) -> list[Step]:
     """``plan`` with an outright step of ``query_class`` taking ``share`` of the loop's budget
-    (:func:`add_step_with_share`); ``loss_scale`` is its :attr:`Step.loss_scale`."""
-    return add_step_with_share(plan, Step(query_class, 0.0, None, loss_scale=float(loss_scale)), share, last=last)
+    (:func:`add_step_with_share`); ``loss_scale`` is its :attr:`Step.loss_scale`. With
+    ``from_class`` the share comes out of that class's steps alone, the others keeping their
+    budgets (out of every step's still when that class's steps weigh no more than the share,
+    or the plan has none)."""
+    step = Step(query_class, 0.0, None, loss_scale=float(loss_scale))
+    total = math.fsum(s.weight for s in plan)
+    donor = math.fsum(s.weight for s in plan if s.query_class == from_class)
+    if from_class is None or donor <= share * total:
+        return add_step_with_share(plan, step, share, last=last)
+    scale = (donor - share * total) / donor
+    kept = [dataclasses.replace(s, weight=s.weight * scale) if s.query_class == from_class else s for s in plan]
+    step = dataclasses.replace(step, weight=share * total)
+    return [*kept, step] if last else [step, *kept]
 
 
 def group_shares(cells, exponent: float) -> np.ndarray:

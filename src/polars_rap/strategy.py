@@ -202,6 +202,10 @@ class PlannedStrategy:
         threshold query, and its k-th cumulative sum about 80 / k times a threshold answer's
         weight on acs-income-CA, so at 1 the fit serves the margins before the joint
         thresholds.
+    histogram_from : str or None
+        The query class (``"CM"``, ``"MM"`` or ``"LT"``) whose share pays for the numeric
+        histograms, the others keeping theirs (as ``base_from``); None (default): every class
+        pays its part, the base marginals' step included.
     class_k : mapping or None
         Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
         ``queries_per_round`` for that class (public).
@@ -320,6 +324,7 @@ class PlannedStrategy:
     histogram_bins: int = 200
     histogram_position: str = "last"
     histogram_weight: float = 0.1
+    histogram_from: str | None = None
     cm_anneal: bool = True
     cm_anneal_rounds: int | None = None
     cm_anneal_start: float = 1.0
@@ -387,6 +392,10 @@ class PlannedStrategy:
             raise ParameterError(msg)
         if not (isinstance(self.independence_prior, bool) or self.independence_prior == "mediated"):
             msg = f"independence_prior must be True, False or 'mediated'. Got {self.independence_prior!r}"
+            raise ParameterError(msg)
+        if self.histogram_from is not None and self.histogram_from not in CLASSES:
+            msg = (f"histogram_from must be one of {list(CLASSES)} or None (every class pays). "
+                   f"Got {self.histogram_from!r}")
             raise ParameterError(msg)
         if self.base_from is not None and self.base_from not in CLASSES:
             msg = f"base_from must be one of {list(CLASSES)} or None (every class pays). Got {self.base_from!r}"
@@ -475,7 +484,8 @@ class PlannedStrategy:
                 "class_k": dict(self.class_k) if self.class_k is not None else None,
                 "base_share": self.base_share, "base_from": self.base_from, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
-                "histogram_weight": self.histogram_weight, "cm_anneal": self.cm_anneal,
+                "histogram_weight": self.histogram_weight, "histogram_from": self.histogram_from,
+                "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
                 "cm_outright_l1": self.cm_outright_l1, "cm_anneal_last": self.cm_anneal_last,
