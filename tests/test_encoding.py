@@ -190,3 +190,26 @@ def test_integer_float_columns_decode_to_whole_numbers_of_their_dtype():
             assert np.array_equal(values, np.round(values)) and low <= values.min() and values.max() <= high
         assert 0 < out["hours"].null_count() < 3000
         assert not np.array_equal(out["x"].to_numpy(), np.round(out["x"].to_numpy()))
+
+
+def _stratified_reference(rows, n_columns, rng):
+    """The plain form of stratified_uniforms: lexsort by (relaxed row, uniform) per column,
+    ranks by searching each sorted row's first position; the same draws in the same order."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.empty((len(rows), n_columns), dtype=np.float64)
+    counts = np.bincount(rows)
+    for column in range(n_columns):
+        order = np.lexsort((rng.random(len(rows)), rows))
+        sorted_rows = rows[order]
+        rank = np.arange(len(rows)) - np.searchsorted(sorted_rows, sorted_rows, side="left")
+        offset = rng.random(len(counts))
+        out[order, column] = (rank + offset[sorted_rows]) / counts[sorted_rows]
+    return out
+
+
+@pytest.mark.parametrize("n_relaxed, n_out", [(1, 10), (5, 7), (300, 48_842), (1_000, 27_540), (27_540, 100_000)])
+def test_stratified_uniforms_equal_the_lexsort_reference_bit_for_bit(n_relaxed, n_out):
+    """The one-key sort gives the reference's uniforms exactly (from the same generator state)."""
+    rows = spread_rows(n_relaxed, n_out, np.random.default_rng(n_out))
+    expected = _stratified_reference(rows, 6, np.random.default_rng(1))
+    np.testing.assert_array_equal(stratified_uniforms(rows, 6, np.random.default_rng(1)), expected)
