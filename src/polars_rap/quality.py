@@ -197,14 +197,14 @@ def quality_report(
     ml_rows : int, default 200,000
         Training rows of each reference classifier (see ``test``). On the 10-million-row
         benchmark file the real classifier's F1 is 0.7772 from 200,000 rows and 0.7771 from a
-        million, and the whole report takes 52 s at 844 MiB peak RSS against 74 s at 2.5 GiB
+        million, and the whole report takes 55 s at 837 MiB peak RSS against 77 s at 2.5 GiB
         (two cores; ``bench/results/streaming_cpu.json``).
     n_mixed_marginals, n_linear_thresholds : int
         Size of the benchmark workload (:func:`polars_rap.evaluation.workload_errors`).
     backend : str, default "auto"
         Kernel backend of the workload answers (``"auto"``: CUDA when a GPU is usable, as in
-        ``synthesize``). They dominate the time with labels: 43 s over 10 million CA-shaped
-        rows on two CPU cores (52 s with ``test``), where the rows' (label, numerics) values
+        ``synthesize``). They dominate the time with labels: 45 s over 10 million CA-shaped
+        rows on two CPU cores (55 s with ``test``), where the rows' (label, numerics) values
         repeat (counted once each); up to three minutes per million rows on one core where
         they do not.
     batch_rows : int, optional
