@@ -336,54 +336,44 @@ def test_base_share_is_checked() -> None:
         PlannedStrategy(base_share=1.0)
 
 
-def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
-    """base_from="CM": the BM step takes base_share of the loop's budget out of the CM steps
-    alone, the LT steps keep their weights; without it every step pays its part. A bad class
-    is refused by name."""
+def _class_weights(task, **settings) -> tuple[list, dict[str, float]]:
+    """The plan of acs-income-CA's domain under ``PlannedStrategy(**settings)`` (4 LT rounds,
+    no MM) and each class's share of its weight (BM, CM, LT, NH)."""
     from polars_rap import planning
     from polars_rap.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-    common = dict(rounds_cm=None, rounds_lt=4, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
-                  n_linear_thresholds=200, max_marginal_cells=None)
+    _, plan, _ = planning.workload_and_plan(
+        domain, PlannedStrategy(**settings), np.random.default_rng(0), rounds_cm=None, rounds_lt=4, rounds_mm=0,
+        queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=None)
+    total = math.fsum(step.weight for step in plan)
+    return plan, {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT", "NH")}
 
-    def weights(**settings):
-        _, plan, _ = planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), **common)
-        total = math.fsum(step.weight for step in plan)
-        return {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT")}
 
-    every = weights(base_share=0.1, histogram_share=0.0)
-    from_cm = weights(base_share=0.1, base_from="CM", histogram_share=0.0)
+def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
+    """base_from="CM": the BM step takes base_share of the loop's budget out of the CM steps
+    alone, the LT steps keep their weights; without it every step pays its part. A bad class
+    is refused by name."""
+    _, every = _class_weights(task, base_share=0.1, histogram_share=0.0)
+    _, from_cm = _class_weights(task, base_share=0.1, base_from="CM", histogram_share=0.0)
     assert every["BM"] == pytest.approx(0.1, rel=1e-12) and every["LT"] == pytest.approx(0.9 / 3, rel=1e-12)
     assert from_cm["BM"] == pytest.approx(0.1, rel=1e-12)
     assert from_cm["LT"] == pytest.approx(1 / 3, rel=1e-12) and from_cm["CM"] == pytest.approx(2 / 3 - 0.1, rel=1e-12)
     # the default's histograms then take their 5% of the whole: the base keeps 0.95 x 0.1
-    default = weights()
+    _, default = _class_weights(task)
     assert default["BM"] == pytest.approx(0.095, rel=1e-12) and default["LT"] == pytest.approx(0.95 * 0.9 / 3, rel=1e-12)
     with pytest.raises(ValueError, match="base_from must be one of"):
         PlannedStrategy(base_from="BM")
-
 
 
 def test_numeric_histograms_can_be_paid_by_one_class_alone(task) -> None:
     """histogram_from="LT": the NH step takes histogram_share of the loop's budget out of the
     LT steps alone, the base marginals and CM steps keep their weights (the default: every
     step pays its part). A bad class is refused by name."""
-    from polars_rap import planning
-    from polars_rap.domain import Domain
-
-    domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-    common = dict(rounds_cm=None, rounds_lt=4, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
-                  n_linear_thresholds=200, max_marginal_cells=None)
-
-    def weights(**settings):
-        _, plan, _ = planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), **common)
-        total = math.fsum(step.weight for step in plan)
-        assert plan[-1].query_class == "NH" and plan[-1].outright and plan[-1].loss_scale == 0.1
-        return {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT", "NH")}
-
-    every = weights(histogram_share=0.1)
-    from_lt = weights(histogram_share=0.1, histogram_from="LT")
+    plan, every = _class_weights(task, histogram_share=0.1)
+    plan_lt, from_lt = _class_weights(task, histogram_share=0.1, histogram_from="LT")
+    for last in (plan[-1], plan_lt[-1]):
+        assert last.query_class == "NH" and last.outright and last.loss_scale == 0.1
     assert every["NH"] == pytest.approx(0.1, rel=1e-12) and every["BM"] == pytest.approx(0.9 * 0.1, rel=1e-12)
     assert every["LT"] == pytest.approx(0.9 * 0.9 / 3, rel=1e-12)
     assert from_lt["NH"] == pytest.approx(0.1, rel=1e-12) and from_lt["BM"] == pytest.approx(0.1, rel=1e-12)
