@@ -171,7 +171,8 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
     if isinstance(values.dtype, (pl.Enum, pl.Categorical)):
         values = values.cast(pl.String)
     try:
-        declared = pl.Series(list(spec.categories)).cast(values.dtype, strict=True)
+        listed = pl.Series(list(spec.categories))
+        declared = listed.cast(values.dtype, strict=True)
     except Exception as error:  # polars raises several error types for failed casts
         msg = (
             f"column {spec.name!r} holds {values.dtype} but its declared categories "
@@ -179,7 +180,7 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
             "the column's type or cast the column first"
         )
         raise DataError(msg) from error
-    _check_categories_survive_the_cast(spec, declared, values.dtype)
+    _check_categories_survive_the_cast(spec.name, listed, declared)
     codes = values.replace_strict(
         declared, np.arange(len(declared), dtype=np.int32), default=-1, return_dtype=pl.Int32
     )
@@ -213,12 +214,13 @@ def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:
     return codes.to_numpy().astype(np.int32, copy=False)
 
 
-def _check_categories_survive_the_cast(spec: ColumnSpec, declared: pl.Series, dtype: pl.DataType) -> None:
-    """Refuse categories that the cast to the column's dtype merged or changed: ``[1, -1]`` both
-    read as ``true`` in a Boolean column, ``2.5`` as ``2`` in an integer one. Either would put
-    rows under a category the domain did not declare, a silently wrong answer. (A cast that
-    cannot be undone, e.g. text back to a datetime, is judged on merging alone.)"""
-    listed = pl.Series(list(spec.categories))
+def _check_categories_survive_the_cast(name: str, listed: pl.Series, declared: pl.Series) -> None:
+    """Refuse categories (``listed``, as declared) that the cast to the column's dtype
+    (``declared``) merged or changed: ``[1, -1]`` both read as ``true`` in a Boolean column,
+    ``2.5`` as ``2`` in an integer one. Either would put rows under a category the domain did
+    not declare, a silently wrong answer. (A cast that cannot be undone, e.g. text back to a
+    datetime, is judged on merging alone.)"""
+    dtype = declared.dtype
     try:
         back = declared.cast(listed.dtype, strict=False)
     except Exception:  # noqa: BLE001 - polars raises several error types for unsupported casts
@@ -228,7 +230,7 @@ def _check_categories_survive_the_cast(spec: ColumnSpec, declared: pl.Series, dt
     merged = declared.drop_nulls().is_duplicated().any()
     if changed or merged:
         shown = ", ".join(f"{a!r} reads as {b!r}" for a, b in changed[:_MAX_OFFENDING_SHOWN])
-        msg = (f"column {spec.name!r} holds {dtype} but its declared categories {listed.to_list()[:8]} do not "
+        msg = (f"column {name!r} holds {dtype} but its declared categories {listed.to_list()[:8]} do not "
                f"stay distinct as {dtype} ({shown or 'two of them become the same value'}); declare them with the "
                "column's type or cast the column first")
         raise DataError(msg)
