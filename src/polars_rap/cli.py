@@ -352,7 +352,7 @@ def _init(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from polars_rap.model import load
-    from polars_rap.quality import quality_report
+    from polars_rap.quality import ML_ROWS, quality_report
 
     config = _read_config(args.config)
     output = Path(args.output)
@@ -372,7 +372,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
                             test=args.test, model=args.model, seed=args.seed, backend=args.backend,
-                            ml_rows=args.ml_rows)
+                            ml_rows=ML_ROWS if args.ml_rows is None else args.ml_rows)
     report.to_html(output)
     worst = report.summary().head(3)
     print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"

@@ -120,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--test", default=None, metavar="TEST", help="held-out real rows: ML utility per label")
     evaluate.add_argument("--model", default=None, metavar="DIR", help="saved model: its privacy report is shown")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the workload and samples (default 0)")
-    evaluate.add_argument("--ml-rows", type=int, default=200_000, metavar="N",
-                          help="training rows of each reference classifier with --test (default 200000)")
+    evaluate.add_argument("--ml-rows", type=int, default=None, metavar="N",
+                          help="training rows of each reference classifier with --test (default: quality_report's)")
     evaluate.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                           help="kernels of the workload answers (default auto: a GPU when usable)")
     evaluate.add_argument("--overwrite", action="store_true", help="replace the report if it exists")

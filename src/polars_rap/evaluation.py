@@ -18,6 +18,7 @@ from polars_rap import kernels
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.errors import DataError, ParameterError
+from polars_rap.quality import ML_ROWS
 from polars_rap.quality_stats import EmpiricalCdf, ks_statistic, numeric_values
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.temporal import is_temporal, to_internal
@@ -357,7 +358,7 @@ def numeric_summary(real: pl.DataFrame, synthetic: pl.DataFrame, domain: Domain)
 
 def quality_report(
     real, synthetic, domain=None, labels=None, test=None, *, model=None, seed: int = 0,
-    sample_rows: int = 1_000_000, ml_rows: int = 200_000, n_mixed_marginals: int = 20_000,
+    sample_rows: int = 1_000_000, ml_rows: int = ML_ROWS, n_mixed_marginals: int = 20_000,
     n_linear_thresholds: int = 200_000, backend: str = "auto", batch_rows: int | None = None,
 ):
     """Compare a synthetic table with the real one: per-column distances, the change in
