@@ -184,8 +184,10 @@ def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, proje
 
 def rap_plus_plus(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
     """polars-rap's default (``strategy="planned"``) with categorical marginals and linear
-    thresholds, the paper's workload."""
-    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0)
+    thresholds, the paper's workload (mixed marginals too where the run's ``synthesize``
+    keywords give ``rounds_mm``, as an ablation does)."""
+    rounds_mm = int((settings.get("synthesize") or {}).get("rounds_mm", 0))
+    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=rounds_mm)
 
 
 def rap_plus_plus_paper(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
