@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray engine's tests need Ray: pip install 'polars-rap[ray]'")
@@ -122,6 +123,33 @@ def test_a_lost_worker_is_rerun_by_ray_and_nothing_is_lost_or_doubled(flaky_dir,
     finally:
         _clear(flaky_dir)
     assert n_rows == task.frame.height and np.array_equal(answers, in_process[0])
+
+
+@pytest.mark.parametrize("piece_rows", [1, 5_000, 10**9])
+def test_parquet_pieces_equal_the_in_process_pass_bit_for_bit(flaky_dir, task, domain, queries, in_process,
+                                                              parquet_folder, piece_rows):
+    """Parquet paths are cut into pieces of whole row groups (one row group each, 5,000 rows,
+    one piece per file): every row is counted once whatever the cut, a file's row groups
+    spread over several tasks."""
+    source = RaySource.from_input(parquet_folder, piece_rows=piece_rows)
+    groups = sum(pq.ParquetFile(f).num_row_groups for f in parquet_folder.iterdir())
+    assert len(source.pieces.pieces) == {1: groups, 5_000: 5 * 2, 10**9: 5}[piece_rows]
+    answers, n_rows = exact_answers(source, domain, queries, get_backend("cpu"), batch_rows=3_000)
+    assert n_rows == in_process[1] and np.array_equal(answers, in_process[0])
+
+
+def test_failed_kernel_calls_on_parquet_pieces_are_retried_exactly(flaky_dir, task, domain, queries, in_process,
+                                                                   parquet_folder):
+    """As for a Dataset's blocks: each batch's first kernel call raises, its piece is read and
+    counted again from zero counts, and the answers are still exact."""
+    _clear(flaky_dir)
+    source = RaySource.from_input([sorted(parquet_folder.iterdir())[k] for k in (0, 3)], piece_rows=4_000)
+    answers, n_rows = exact_answers(source, domain, queries, ray_flaky_backend, batch_rows=4_000)
+    rows = [pl.read_parquet(sorted(parquet_folder.iterdir())[k]) for k in (0, 3)]
+    expected, expected_rows = exact_answers(DataSource.from_input(pl.concat(rows)), domain, queries,
+                                            get_backend("cpu"), batch_rows=4_000)
+    assert n_rows == expected_rows and np.array_equal(answers, expected)
+    assert len(list(flaky_dir.iterdir())) == len(source.pieces.pieces)  # pieces of <= 4,000 rows: a batch each
 
 
 def _clear(folder: Path) -> None:

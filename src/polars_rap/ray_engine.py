@@ -9,11 +9,14 @@ workload answers; private domain inference's counts) and writing the synthetic r
 
 How a pass runs
 ---------------
-Each block of the dataset goes to a Ray task (``map_batches``, one ``pyarrow.Table`` per
-block), which counts it with the functions the in-process pass uses
+Each block of a ``ray.data.Dataset`` goes to a Ray task (``map_batches``, one
+``pyarrow.Table`` per block); Parquet paths are cut into pieces of whole row groups by the
+driver (:mod:`polars_rap.ray_parquet`), one task each, which streams its piece in record
+batches (``ray.data.read_parquet`` would read a file in one task, so one worker would count a
+one-file table). A task counts with the functions the in-process pass uses
 (:func:`polars_rap.source.batch_counts`, the Numba kernels; :class:`InferenceCounts.add
 <polars_rap.inference.InferenceCounts>`) in slices of at most ``batch_rows`` rows, so a
-worker's memory is bounded by the slice, not the block. The task *returns* its partial
+worker's memory is bounded by the slice (and, for a Dataset, its block). The task *returns* its partial
 counts (whole-row int64 counts and the block's row total) as its result; it writes nothing
 anywhere. The driver streams these results in and adds them exactly
 (:func:`polars_rap.source.add_counts`: int64, refusing more than 2**63 - 1 rows, refusing a
@@ -40,7 +43,7 @@ import importlib
 import logging
 import os
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -51,6 +54,7 @@ import polars as pl
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.queries import QuerySet
+from polars_rap.ray_parquet import DEFAULT_PIECE_ROWS, ParquetPieces, piece_frames, plan_pieces
 from polars_rap.source import MAX_BATCH_ROWS, add_counts, batch_counts, default_batch_rows, finish_answers
 
 __all__ = ["RaySource", "write_blocks", "import_ray", "DEFAULT_MAX_RETRIES"]
@@ -99,7 +103,8 @@ class _AnswerPart:
 
 @dataclass(frozen=True, slots=True)
 class _AnswerTask:
-    """Counts one block (a Polars frame) in slices of ``batch_rows`` rows; runs on a worker."""
+    """Counts one block or piece (Polars frames) in slices of ``batch_rows`` rows; runs on a
+    worker."""
 
     domain: Domain
     queries: QuerySet
@@ -107,50 +112,67 @@ class _AnswerTask:
     batch_rows: int
     integer_cells: bool = False
 
-    def __call__(self, block: pl.DataFrame) -> _AnswerPart:
+    def __call__(self, frames: Iterable[pl.DataFrame], where: str) -> _AnswerPart:
         backend = importlib.import_module(self.backend)
         counts = np.zeros(self.queries.n_queries, dtype=np.int64)
         clip_counts: dict[str, int] = {}
         n_rows = 0
-        where = f"a block of {block.height:,} rows of the Ray dataset; nothing was released"
-        for batch in block.iter_slices(self.batch_rows):
-            part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where,
-                                self.integer_cells)
-            n_rows = add_counts(counts, n_rows, part, batch.height)
+        for frame in frames:
+            for batch in frame.iter_slices(self.batch_rows):
+                part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where,
+                                    self.integer_cells)
+                n_rows = add_counts(counts, n_rows, part, batch.height)
         return _AnswerPart(counts, n_rows, clip_counts)
 
 
 @dataclass(frozen=True, slots=True)
 class _InferenceTask:
-    """Counts one block for private domain inference; runs on a worker."""
+    """Counts one block or piece for private domain inference; runs on a worker."""
 
     requests: tuple
+    batch_rows: int = MAX_BATCH_ROWS
 
-    def __call__(self, block: pl.DataFrame):
+    def __call__(self, frames: Iterable[pl.DataFrame], where: str):
         from polars_rap.inference import InferenceCounts
 
         counts = InferenceCounts(self.requests)
-        for batch in block.iter_slices(MAX_BATCH_ROWS):
-            counts.add(batch)
+        for frame in frames:
+            for batch in frame.iter_slices(self.batch_rows):
+                counts.add(batch)
         return counts
 
 
 def _count_block(table, task, retries: int) -> Any:
-    """Ray ``map_batches`` function: ``task`` on one block (a ``pyarrow.Table``); returns a
-    one-row table holding the pickled partial result (or the block's data error).
+    """Ray ``map_batches`` function: ``task`` on one block of a Dataset (a ``pyarrow.Table``);
+    returns a one-row table holding the pickled partial result (or the block's data error)."""
+    _use_assigned_cpus()
+    block = pl.from_arrow(table, rechunk=False)
+    where = f"a block of {block.height:,} rows of the Ray dataset; nothing was released"
+    return _attempts(lambda: task([block], where), retries)
 
-    An exception in ``task`` (a failed kernel call) runs it again on the same block, up to
-    ``retries`` times: each attempt starts from zero counts, and only a finished attempt's
-    result is returned, so nothing is counted twice. A ``DataError`` is the block's content
-    (deterministic): returned at once, for the driver to raise.
+
+def _count_piece(batch, task, retries: int, schema, columns: Sequence[str]) -> Any:
+    """Ray ``map_batches`` function: ``task`` on the Parquet piece of ``batch`` (one row of
+    pickled pieces, :mod:`polars_rap.ray_parquet`), streamed in record batches of the task's
+    ``batch_rows``; returns as :func:`_count_block`."""
+    _use_assigned_cpus()
+    (piece,) = batch.column("piece").to_pylist()
+    where = "a piece of row groups of the Parquet input; nothing was released"
+    return _attempts(lambda: task(piece_frames(piece, schema, columns, task.batch_rows), where), retries)
+
+
+def _attempts(count, retries: int) -> Any:
+    """``count()`` (one block's or piece's partial result) as a one-row ``pyarrow.Table`` of
+    its pickle, run again up to ``retries`` times after an exception (a failed kernel call, a
+    store's hiccup): each attempt starts from zero counts and rereads its rows, and only a
+    finished attempt's result is returned, so nothing is counted twice. A ``DataError`` is
+    the rows' content (deterministic): returned at once, for the driver to raise.
     """
     import pyarrow as pa
 
-    _use_assigned_cpus()
-    block = pl.from_arrow(table, rechunk=False)
     for attempt in range(retries + 1):
         try:
-            part = task(block)
+            part = count()
             break
         except DataError as error:
             part = _DataError(str(error))
@@ -184,7 +206,8 @@ def _polars_schema(dataset) -> pl.Schema:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RaySource:
-    """The sensitive input as a ``ray.data.Dataset``, read per block by Ray tasks.
+    """The sensitive input read per block by Ray tasks: a ``ray.data.Dataset`` (``dataset``)
+    or Parquet paths planned as pieces of row groups (``pieces``).
 
     Build it with :meth:`from_input`. Like :class:`~polars_rap.source.DataSource` it has a
     ``schema`` (read without reading rows), :meth:`inference_counts` and
@@ -194,26 +217,28 @@ class RaySource:
     dataset: Any = field(repr=False)
     schema: pl.Schema
     max_retries: int = DEFAULT_MAX_RETRIES
+    pieces: ParquetPieces | None = field(default=None, repr=False)
 
     @classmethod
-    def from_input(cls, data, *, max_retries: int = DEFAULT_MAX_RETRIES) -> RaySource:
-        """Wrap ``data``: a ``ray.data.Dataset``, or a Parquet file, folder or URI (``str``,
-        path-like, or a list of them), read by ``ray.data.read_parquet``. Needs the ``ray``
-        extra; a ``TypeError`` for anything else."""
+    def from_input(cls, data, *, max_retries: int = DEFAULT_MAX_RETRIES,
+                   piece_rows: int = DEFAULT_PIECE_ROWS) -> RaySource:
+        """Wrap ``data``: a ``ray.data.Dataset`` (counted per its blocks), or a Parquet file,
+        folder or URI (``str``, path-like, or a list of them), planned from its footers into
+        pieces of about ``piece_rows`` rows of whole row groups, one Ray task each
+        (:func:`polars_rap.ray_parquet.plan_pieces`). Needs the ``ray`` extra; a
+        ``TypeError`` for anything else."""
         ray = import_ray()
         if isinstance(data, ray.data.Dataset):
-            dataset = data
-        elif isinstance(data, (str, os.PathLike)) or (
+            return cls(data, _polars_schema(data), int(max_retries))
+        if isinstance(data, (str, os.PathLike)) or (
                 isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, os.PathLike)) for p in data)):
-            paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-            dataset = ray.data.read_parquet([_absolute(p) for p in paths])
-        else:
-            msg = (
-                "with engine='ray', data must be a ray.data.Dataset or Parquet paths/URIs "
-                f"(a file, a folder, s3://...). Got {type(data).__name__}"
-            )
-            raise TypeError(msg)
-        return cls(dataset, _polars_schema(dataset), int(max_retries))
+            plan = plan_pieces([data] if isinstance(data, (str, os.PathLike)) else list(data), piece_rows)
+            return cls(None, plan.polars_schema, int(max_retries), plan)
+        msg = (
+            "with engine='ray', data must be a ray.data.Dataset or Parquet paths/URIs "
+            f"(a file, a folder, s3://...). Got {type(data).__name__}"
+        )
+        raise TypeError(msg)
 
     def inference_counts(self, requests: Sequence) -> Any:
         """The counts private domain inference reads, as
@@ -251,12 +276,21 @@ class RaySource:
         if missing:
             msg = f"the data lacks columns the domain declares: {missing}"
             raise DataError(msg)
-        # One batch per block; a worker lost mid-task is Ray Data's to rerun (its default
-        # retries), and only the rerun's output reaches this loop.
-        mapped = self.dataset.select_columns(list(columns)).map_batches(
-            _count_block, fn_kwargs={"task": task, "retries": self.max_retries}, batch_format="pyarrow",
-            batch_size=None, zero_copy_batch=True,
-        )
+        # One batch per block or piece; a worker lost mid-task is Ray Data's to rerun (its
+        # default retries), and only the rerun's output reaches this loop.
+        if self.pieces is None:
+            mapped = self.dataset.select_columns(list(columns)).map_batches(
+                _count_block, fn_kwargs={"task": task, "retries": self.max_retries}, batch_format="pyarrow",
+                batch_size=None, zero_copy_batch=True,
+            )
+        else:
+            ray = import_ray()
+            pieces = self.pieces.pieces
+            mapped = ray.data.from_items([{"piece": p} for p in pieces], override_num_blocks=len(pieces)).map_batches(
+                _count_piece, fn_kwargs={"task": task, "retries": self.max_retries, "schema": self.pieces.schema,
+                                         "columns": list(columns)},
+                batch_format="pyarrow", batch_size=1, zero_copy_batch=True,
+            )
         for batch in mapped.iter_batches(batch_size=None, batch_format="pyarrow"):
             for blob in batch.column(_PARTIAL).to_pylist():
                 part = pickle.loads(blob)  # written by _count_block above, never by the user
@@ -304,12 +338,6 @@ def _write_batch(batch: Mapping[str, np.ndarray], job, retries: int) -> dict[str
                 logger.warning("writing block %d failed (%s: %s); attempt %d of %d",
                                index, type(error).__name__, error, attempt + 2, retries + 1)
     return {"index": indices, "rows": heights}
-
-
-def _absolute(path: str | os.PathLike) -> str:
-    """A local path made absolute (workers may start elsewhere); a URI (``s3://``) as given."""
-    text = os.fspath(path)
-    return text if "://" in text else os.path.abspath(text)
 
 
 def _merge_clip_counts(total: dict[str, int], part: Mapping[str, int]) -> None:
