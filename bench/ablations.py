@@ -539,6 +539,8 @@ FINDINGS["histograms_now"] = [
     "5%. At eps 5: MM -44/-61%, KS -64/-87%, LT -8/+3.5%, CM +1.9/+2.2% (CA, Adult; every seed), F1 -0.004 on CA (every seed) and +0.000 on Adult. The default since this ablation (rerun of 2026-11-24e): a column's heaps and the rows pinned at a bound are measured at 5% of the budget, and what it takes from CM is within its seed noise.",
 ]
 SECONDS_NOTES: dict[str, str] = {
+    "mm_rounds": "Seconds are not comparable with the default's: the probe's runs shared the 2 cores with Ray "
+                 "engine profiling; the accuracy figures are deterministic.",
     "histograms_from_lt": "Seconds are not comparable with the default's: the 10% step's runs shared the 2 cores "
                           "with a fuzz-test loop and a streaming benchmark's tail throughout, the 5% step's first "
                           "five runs with the fuzz loop; the accuracy figures are deterministic.",
