@@ -34,6 +34,14 @@ def test_the_pieces_partition_the_row_groups(table_folder, piece_rows, pieces):
     assert sorted(rows.get_column("x").to_list()) == list(range(1_500))  # each row once
 
 
+@pytest.mark.parametrize(("min_pieces", "pieces"), [(1, 2), (6, 8), (15, 15), (100, 15)])
+def test_pieces_follow_the_cluster_where_the_row_groups_allow(table_folder, min_pieces, pieces):
+    """With piece_rows None, pieces of at most ceil(rows / min_pieces) rows (and at most
+    DEFAULT_PIECE_ROWS): 1,500 rows in row groups of 100 give 2 pieces (one per file) to 15."""
+    plan = plan_pieces([table_folder], None, min_pieces=min_pieces)
+    assert len(plan.pieces) == pieces and plan.rows == 1_500
+
+
 def test_a_piece_streams_batches_of_the_asked_rows(table_folder):
     """Row groups of 100 rows are joined into batches of 250 (the last shorter), columns as asked."""
     plan = plan_pieces([table_folder / "a.parquet"], 10**9)
@@ -64,5 +72,5 @@ def test_an_input_without_rows_and_a_bad_piece_size_are_refused(tmp_path):
     pl.DataFrame({"x": []}, schema={"x": pl.Int64}).write_parquet(tmp_path / "empty.parquet")
     with pytest.raises(DataError, match="the input has no rows"):
         plan_pieces([tmp_path / "empty.parquet"])
-    with pytest.raises(ValueError, match="The 'piece_rows' parameter must be an int in \\[1, inf\\). Got 0"):
+    with pytest.raises(ValueError, match="The 'piece_rows' parameter must be an int in \\[1, inf\\) or None. Got 0"):
         plan_pieces([tmp_path / "empty.parquet"], 0)

@@ -54,7 +54,7 @@ import polars as pl
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.queries import QuerySet
-from polars_rap.ray_parquet import DEFAULT_PIECE_ROWS, ParquetPieces, piece_frames, plan_pieces
+from polars_rap.ray_parquet import ParquetPieces, piece_frames, plan_pieces
 from polars_rap.source import MAX_BATCH_ROWS, add_counts, batch_counts, default_batch_rows, finish_answers
 
 __all__ = ["RaySource", "write_blocks", "import_ray", "DEFAULT_MAX_RETRIES"]
@@ -64,6 +64,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_RETRIES = 3
 """Times a block's count is run again after an exception before the pass fails (a lost
 worker is retried by Ray Data itself)."""
+
+PIECES_PER_CPU = 4
+"""Pieces per CPU of the cluster a Parquet input is cut into at least (where its row groups
+allow): a small input still keeps every CPU busy, and the last pieces to finish are short."""
 
 _PARTIAL = "partial"  # the one column of a task's output: its pickled partial counts
 _WORKER_BACKENDS = {"polars_rap.kernels.cuda": "polars_rap.kernels.cpu"}  # tasks hold no GPU
@@ -221,18 +225,23 @@ class RaySource:
 
     @classmethod
     def from_input(cls, data, *, max_retries: int = DEFAULT_MAX_RETRIES,
-                   piece_rows: int = DEFAULT_PIECE_ROWS) -> RaySource:
+                   piece_rows: int | None = None) -> RaySource:
         """Wrap ``data``: a ``ray.data.Dataset`` (counted per its blocks), or a Parquet file,
         folder or URI (``str``, path-like, or a list of them), planned from its footers into
-        pieces of about ``piece_rows`` rows of whole row groups, one Ray task each
-        (:func:`polars_rap.ray_parquet.plan_pieces`). Needs the ``ray`` extra; a
-        ``TypeError`` for anything else."""
+        pieces of whole row groups, one Ray task each (:func:`polars_rap.ray_parquet.plan_pieces`):
+        of about ``piece_rows`` rows, or with None (default) of at most
+        ``DEFAULT_PIECE_ROWS`` and at least ``PIECES_PER_CPU`` per CPU of the cluster where
+        the row groups allow. Needs the ``ray`` extra; a ``TypeError`` for anything else."""
         ray = import_ray()
         if isinstance(data, ray.data.Dataset):
             return cls(data, _polars_schema(data), int(max_retries))
         if isinstance(data, (str, os.PathLike)) or (
                 isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, os.PathLike)) for p in data)):
-            plan = plan_pieces([data] if isinstance(data, (str, os.PathLike)) else list(data), piece_rows)
+            if not ray.is_initialized():
+                ray.init()  # as Ray Data would on first use: the pieces follow the cluster's CPUs
+            cpus = ray.cluster_resources().get("CPU", 1)
+            plan = plan_pieces([data] if isinstance(data, (str, os.PathLike)) else list(data), piece_rows,
+                               min_pieces=int(PIECES_PER_CPU * cpus))
             return cls(None, plan.polars_schema, int(max_retries), plan)
         msg = (
             "with engine='ray', data must be a ray.data.Dataset or Parquet paths/URIs "

@@ -47,9 +47,13 @@ class ParquetPieces:
         return pl.from_arrow(self.schema.empty_table()).schema
 
 
-def plan_pieces(paths: Sequence[str | os.PathLike], piece_rows: int = DEFAULT_PIECE_ROWS) -> ParquetPieces:
+def plan_pieces(paths: Sequence[str | os.PathLike], piece_rows: int | None = DEFAULT_PIECE_ROWS, *,
+                min_pieces: int = 1) -> ParquetPieces:
     """Plan the pieces of Parquet ``paths`` (files, folders or URIs, hive partitioning as
-    ``ray.data.read_parquet`` reads it) from their footers alone.
+    ``ray.data.read_parquet`` reads it) from their footers alone: pieces of about
+    ``piece_rows`` rows, or with None of ``DEFAULT_PIECE_ROWS`` at most and small enough
+    that there are ``min_pieces`` of them where the row groups allow (a cluster's CPUs get
+    work even from a small input).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -57,11 +61,13 @@ def plan_pieces(paths: Sequence[str | os.PathLike], piece_rows: int = DEFAULT_PI
     >>> plan = plan_pieces([folder], piece_rows=6)
     >>> len(plan.pieces), plan.rows   # row groups of 3, 3, 3, 1 rows: pieces of 6 and 4 rows
     (2, 10)
+    >>> len(plan_pieces([folder], None, min_pieces=4).pieces)   # pieces of 3 rows at most
+    4
     """
     import pyarrow.dataset as pads
 
-    if isinstance(piece_rows, bool) or not isinstance(piece_rows, int) or piece_rows < 1:
-        msg = f"The 'piece_rows' parameter must be an int in [1, inf). Got {piece_rows!r}"
+    if piece_rows is not None and (isinstance(piece_rows, bool) or not isinstance(piece_rows, int) or piece_rows < 1):
+        msg = f"The 'piece_rows' parameter must be an int in [1, inf) or None. Got {piece_rows!r}"
         raise ValueError(msg)
     datasets = [pads.dataset(_absolute(p), format="parquet", partitioning="hive") for p in paths]
     schema = datasets[0].schema
@@ -71,10 +77,14 @@ def plan_pieces(paths: Sequence[str | os.PathLike], piece_rows: int = DEFAULT_PI
                    f"({dataset.schema.types}), {os.fspath(paths[0])!r} {schema.names} ({schema.types}); "
                    "pass files of one table")
             raise DataError(msg)
+    fragments = [f for dataset in datasets for f in dataset.get_fragments()]
+    if piece_rows is None:
+        total = sum(group.num_rows for f in fragments for group in f.row_groups)  # reads the footers
+        piece_rows = max(1, min(DEFAULT_PIECE_ROWS, -(-total // max(1, int(min_pieces)))))
     pieces, rows = [], 0
-    for fragment in (f for dataset in datasets for f in dataset.get_fragments()):
+    for fragment in fragments:
         run, run_rows = [], 0
-        for group in fragment.row_groups:  # reads the footer
+        for group in fragment.row_groups:
             if run and run_rows + group.num_rows > piece_rows:
                 pieces.append(pickle.dumps(fragment.subset(row_group_ids=run), protocol=5))
                 run, run_rows = [], 0
