@@ -416,7 +416,7 @@ def test_device_projection_follows_the_reference_trajectory():
     config = ProjectionConfig(learning_rate=0.2, max_steps=7, patience=2, min_improvement=0.3,
                               max_doublings=1)  # stage 1 stops on a plateau after 5 steps
     expected, expected_trace = project(params, queries, targets, reference, config)
-    actual, trace = cuda_kernels.project(params, queries, targets, config)
+    actual, trace = project(params, queries, targets, cuda_kernels, config)
     assert expected_trace.steps < config.max_steps * expected_trace.stages  # a plateau stop
     assert (trace.steps, trace.stages) == (expected_trace.steps, expected_trace.stages)
     assert trace.exact_loss == pytest.approx(expected_trace.exact_loss, rel=1e-5)
@@ -466,7 +466,7 @@ def test_device_projection_without_queries_matches_the_reference():
     queries = QuerySet.from_lists([], [], [], COLUMN_SIZES, N_NUMERIC)
     params = RelaxedParams.random(5, COLUMN_SIZES, N_NUMERIC, rng)
     expected, expected_trace = project(params, queries, np.zeros(0), reference)
-    actual, trace = cuda_kernels.project(params, queries, np.zeros(0))
+    actual, trace = project(params, queries, np.zeros(0), cuda_kernels)
     assert trace == expected_trace
     np.testing.assert_array_equal(actual.values, params.values)
 

@@ -187,8 +187,8 @@ def project(
     Returns the best parameters by exact loss (possibly the starting point) and a trace.
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
-    if hasattr(backend, "project"):  # device backends keep the whole loop on the device
-        return backend.project(params, queries, targets, config, anneal, weights=weights, warm=warm)
+    if hasattr(backend, "device_fit"):  # a device backend: the same loop over device-resident state
+        return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm)
     targets = np.asarray(targets, dtype=np.float64)
     scale = np.ones(len(targets)) if weights is None else np.asarray(weights, dtype=np.float64)
     has_threshold = np.diff(queries.halfspace_offsets) > 0
@@ -230,6 +230,35 @@ def project(
 
 
 # ------------------------------------------------------------------ row kernels
+def _project_on_device(params: RelaxedParams, queries: QuerySet, targets: np.ndarray, backend,
+                       config: ProjectionConfig, anneal: bool, weights: np.ndarray | None,
+                       warm: bool) -> tuple[RelaxedParams, ProjectionTrace]:
+    """:func:`project` with the parameters, Adam moments and stop tests on the device
+    (``backend.device_fit``, e.g. :class:`polars_rap.kernels.cuda_fit.DeviceFit`): the same
+    stages, plateau and gradient-norm stops and best-by-exact-loss rule, the state read once
+    per ``fit.check_every`` steps instead of after each."""
+    fit = backend.device_fit(
+        params.values, params.block_starts, params.numeric_offset, queries, targets, weights,
+        adam=(config.beta1, config.beta2, config.learning_rate, config.adam_epsilon),
+        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.max_steps))
+    best_loss = fit.exact_loss()
+    stages = temperature_stages(config, bool(fit.has_threshold.any()), anneal, warm)
+    for stage in stages:
+        fit.start_stage(config.sigma_initial * 2.0**stage)
+        launched = 0
+        while launched < config.max_steps:
+            batch = min(fit.check_every, config.max_steps - launched)
+            launched += batch
+            if fit.run_steps(batch):
+                break
+        candidate_loss = fit.exact_loss()
+        if candidate_loss < best_loss:
+            fit.keep_best()
+            best_loss = candidate_loss
+    best = RelaxedParams(fit.best_values(), params.block_starts, params.numeric_offset)
+    return best, ProjectionTrace(fit.steps, len(stages), best_loss)
+
+
 @njit(parallel=True, cache=True)
 def _block_softmax(values, block_starts, numeric_offset, out):  # pragma: no cover - numba
     """``out`` = block softmax of ``values[:, :numeric_offset]``, numerics copied."""

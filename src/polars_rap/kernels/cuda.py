@@ -1,7 +1,8 @@
 """CUDA kernels: hand-written ``numba.cuda`` kernels over the CSR query layout (design.md §6).
 
-Same three functions and signatures as ``reference`` and ``cpu``, plus ``project``, the whole
-projection (paper Alg. 1, ``projection.project``) with its Adam loop on the device:
+Same three functions and signatures as ``reference`` and ``cpu``, plus ``device_fit``: the
+primitives (:mod:`polars_rap.kernels.cuda_fit`) with which ``projection.project`` runs its Adam
+loop on the device:
 
 - ``answers_exact`` (real data): a tiled rows x queries kernel. A block stages a tile of real
   rows (codes and numerics) in shared memory; each thread owns one query and keeps one bit per
@@ -39,9 +40,11 @@ finite-difference tests use); row sums and losses are float64. Compile-time size
 per block of the shared reduction arrays, the most factors of a query in the local scratch)
 and the compute precision are baked in by ``_relaxed_kernels``, a cached factory.
 
-``project`` keeps the parameters, Adam moments and a small state vector (step counts, stage
+``device_fit`` keeps the parameters, Adam moments and a small state vector (step counts, stage
 best, stop flag) on the device; the plateau and gradient-norm tests run there after every
-step, and the host reads the state every ``PROJECTION_CHECK_EVERY`` steps (see ``project``).
+step, and the host reads the state every ``PROJECTION_CHECK_EVERY`` steps. The kernels know the
+query contract and the Adam arithmetic, never the projection's schedule (its stages and
+best-iterate rule live in ``projection.project``).
 
 Launch sizes and math flags live in ``cuda_config``, read at launch. Kernels never validate:
 the host wrappers run the checks of ``_checks`` first. Kernels use comparisons, not the
@@ -56,7 +59,6 @@ from __future__ import annotations
 import functools
 import math
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -68,15 +70,11 @@ from polars_rap.kernels._checks import (
     check_queries,
     check_real_data,
     check_relaxed_call,
-    check_targets,
     check_weights,
 )
 from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
-if TYPE_CHECKING:
-    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams, temperature_stages
-
-__all__ = ["answers_exact", "answers_relaxed", "is_available", "loss_and_grad", "project"]
+__all__ = ["answers_exact", "answers_relaxed", "is_available", "loss_and_grad", "device_fit"]
 
 _SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 #: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).
@@ -867,140 +865,11 @@ def loss_and_grad(
     return workspace.loss(), np.ascontiguousarray(grad_t.T)
 
 
-def project(
-    params: RelaxedParams,
-    queries: QuerySet,
-    targets: np.ndarray,
-    config: ProjectionConfig | None = None,
-    anneal: bool = True,
-    weights: np.ndarray | None = None,
-    warm: bool = False,
-) -> tuple[RelaxedParams, ProjectionTrace]:
-    """``projection.project`` with the whole Adam loop on the device.
 
-    Same parameterisation (block softmax of logits, numerics clipped to ``[0, 1]`` after each
-    step), same Adam update (float32 storage, float64 math), same stages (sigma doubling, or
-    with ``anneal=False`` one stage at the final temperature), same plateau and gradient-norm
-    tests, same best-by-exact-loss rule, same return types. ``projection.project`` delegates
-    here when the backend is this module.
+def device_fit(*args, **kwargs):
+    """The projection's device-resident Adam state and step primitives
+    (:class:`~polars_rap.kernels.cuda_fit.DeviceFit`; same arguments). Its presence tells
+    :func:`polars_rap.projection.project` to run its loop on the device."""
+    from polars_rap.kernels.cuda_fit import DeviceFit
 
-    Per step the device runs: softmax -> relaxed sums -> residuals (loss partials) ->
-    gradient slices -> slice sum -> chain rule + Adam (gradient-norm partials) -> stage
-    control, which adds the partial sums in order and sets a stop flag on the device. The
-    host launches ``cuda_config.PROJECTION_CHECK_EVERY`` steps at a time and then reads the
-    state (one small copy); steps launched after a stop do nothing. Once per stage it reads
-    the exact loss (hard thresholds, float32-rounded answers, as the reference does) and keeps
-    a device copy of the best parameters. So the trajectory is that of the reference loop, up
-    to floating-point rounding, with one host round trip per ``PROJECTION_CHECK_EVERY`` steps.
-
-    Parameters
-    ----------
-    params : RelaxedParams
-        Starting point (float32 ``[n_rows, n_coords]`` logits and numerics).
-    queries : QuerySet
-    targets : float64[n_queries]
-        Noisy answers.
-    config : ProjectionConfig, optional
-    anneal : bool
-        False: a single stage at ``sigma_initial * 2**max_doublings``.
-    weights : float64[n_queries], optional
-        Loss weight of each query (all ones when None), in the Adam and the exact loss alike.
-    warm : bool
-        ``params`` were already fitted to thresholds: ``config.warm_doublings`` may shorten
-        the schedule (``projection.temperature_stages``).
-
-    Returns
-    -------
-    (RelaxedParams, ProjectionTrace)
-    """
-    from polars_rap.projection import ProjectionConfig, ProjectionTrace, RelaxedParams, temperature_stages
-
-    config = ProjectionConfig() if config is None else config
-    check_queries(queries)
-    targets = check_targets(targets, queries.n_queries)
-    weights = check_weights(weights, queries.n_queries)
-    values = np.asarray(params.values)
-    if values.ndim != 2 or values.shape[1] != queries.n_coords or values.shape[0] == 0:
-        msg = (
-            f"params.values must have shape (n_rows >= 1, {queries.n_coords}) to match the "
-            f"queries; got {values.shape}"
-        )
-        raise ParameterError(msg)
-    if params.numeric_offset != queries.numeric_offset:
-        msg = (
-            f"params.numeric_offset ({params.numeric_offset}) must equal "
-            f"queries.numeric_offset ({queries.numeric_offset})"
-        )
-        raise ParameterError(msg)
-    threads = _threads_per_block()
-    n_rows = values.shape[0]
-    device_queries = _DeviceQueries(queries)
-    workspace = _RelaxedWorkspace(device_queries, n_rows, np.float32)
-    kernels = workspace.kernels
-
-    current = cuda.to_device(np.ascontiguousarray(values.T, dtype=np.float32))
-    best = cuda.to_device(np.ascontiguousarray(values.T, dtype=np.float32))
-    relaxed = cuda.device_array_like(current)
-    first = cuda.to_device(np.zeros(current.shape, dtype=np.float32))
-    second = cuda.to_device(np.zeros(current.shape, dtype=np.float32))
-    block_starts = _upload(np.asarray(params.block_starts, dtype=np.int64))
-    n_blocks = len(params.block_starts) if params.numeric_offset else 0
-    targets_device = _upload(targets)
-    weights_device = _upload(weights)
-    hard = cuda.to_device(np.zeros(max(queries.n_queries, 1), dtype=np.float32))
-    row_grid = _blocks(n_rows, threads, cuda_config.MAX_BLOCKS)
-    adam_grid = _blocks(n_rows, threads, cuda_config.REDUCTION_BLOCKS)
-    norm_partials = cuda.device_array(adam_grid, np.float64)
-    state_host = np.zeros(_N_STATE, dtype=np.float64)
-    state = cuda.to_device(state_host)
-    never = workspace.never
-    adam = (float(config.beta1), float(config.beta2), float(config.learning_rate),
-            float(config.adam_epsilon))
-    check_every = max(1, int(cuda_config.PROJECTION_CHECK_EVERY))
-
-    def exact_loss(source) -> float:
-        _softmax_kernel[row_grid, threads](source, block_starts, n_blocks, params.numeric_offset,
-                                           relaxed, never)
-        workspace.relaxed_answers(relaxed, hard, targets_device, query_weights=weights_device,
-                                  round_to_float32=True)
-        return workspace.loss()
-
-    def step() -> None:
-        _softmax_kernel[row_grid, threads](current, block_starts, n_blocks,
-                                           params.numeric_offset, relaxed, state)
-        workspace.relaxed_answers(relaxed, sigma, targets_device, query_weights=weights_device,
-                                  halt=state)
-        workspace.gradient(relaxed, sigma, halt=state)
-        kernels.adam[adam_grid, threads](
-            current, relaxed, workspace.grad, first, second, block_starts, n_blocks,
-            params.numeric_offset, state, *adam, norm_partials)
-        _stage_control_kernel[1, 1](state, workspace.loss_partials, norm_partials,
-                                    1.0 - config.min_improvement, float(config.grad_tolerance),
-                                    float(config.patience), float(config.max_steps))
-
-    best_loss = exact_loss(current)
-    stages = temperature_stages(config, bool(device_queries.has_threshold.any()), anneal, warm)
-    stages_run = 0
-    for stage in stages:
-        stages_run += 1
-        stage_sigma = np.where(device_queries.has_threshold,
-                               config.sigma_initial * 2.0**stage, np.inf).astype(np.float32)
-        sigma = _upload(_encode_sigma(stage_sigma))
-        state_host[[_STOPPED, _STAGE_STEPS, _SINCE_BEST]] = 0.0
-        state_host[_STAGE_BEST] = np.inf
-        state.copy_to_device(state_host)
-        launched = 0
-        while launched < config.max_steps:
-            for _ in range(min(check_every, config.max_steps - launched)):
-                step()
-            launched += min(check_every, config.max_steps - launched)
-            state_host = state.copy_to_host()
-            if state_host[_STOPPED]:
-                break
-        candidate_loss = exact_loss(current)
-        if candidate_loss < best_loss:
-            best.copy_to_device(current)
-            best_loss = candidate_loss
-    best_values = np.ascontiguousarray(best.copy_to_host().T)
-    result = RelaxedParams(best_values, params.block_starts, params.numeric_offset)
-    return result, ProjectionTrace(int(state_host[_STEP]), stages_run, best_loss)
+    return DeviceFit(*args, **kwargs)
