@@ -202,6 +202,25 @@ def test_bad_input_through_ray_gives_the_in_process_errors(flaky_dir, task, doma
                       get_backend("cpu"))
 
 
+def test_bad_parquet_input_through_ray_gives_the_in_process_errors(flaky_dir, task, domain, queries, tmp_path):
+    """Read from Parquet pieces: an undeclared category in one file's row group, text in a
+    numeric column and an empty file raise the in-process errors, naming the piece."""
+    bad = task.frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 20_000).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))
+    task.frame.head(10_000).write_parquet(tmp_path / "good.parquet", row_group_size=2_000)
+    bad.slice(10_000).write_parquet(tmp_path / "bad.parquet", row_group_size=2_000)
+    message = r"column 'OCCP' holds 1 values outside its declared categories.*'XXX'"
+    with pytest.raises(DataError, match=message + r".*found in a piece of row groups of the Parquet input"):
+        exact_answers(RaySource.from_input(tmp_path), domain, queries, get_backend("cpu"))
+    task.frame.with_columns(pl.col("AGEP").cast(pl.String)).write_parquet(tmp_path / "text.parquet")
+    with pytest.raises(ValueError, match="'AGEP'"):
+        polars_rap.synthesize(str(tmp_path / "text.parquet"), engine="ray", epsilon=1.0, delta=1e-9,
+                              domain=task.domain, labels=task.labels, **FAST)
+    task.frame.head(0).write_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(DataError, match="the input has no rows; differential privacy needs at least one"):
+        RaySource.from_input(tmp_path / "empty.parquet")
+
+
 def test_the_output_does_not_depend_on_the_ray_layout(flaky_dir, tmp_path):
     """Block i is seeded by (seed, i) alone: the files are byte for byte the same whether
     written here or by 1 or 4 Ray tasks."""

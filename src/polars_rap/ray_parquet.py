@@ -85,6 +85,8 @@ def plan_pieces(paths: Sequence[str | os.PathLike], piece_rows: int | None = DEF
     for fragment in fragments:
         run, run_rows = [], 0
         for group in fragment.row_groups:
+            if group.num_rows == 0:  # a writer may leave an empty row group: nothing to read
+                continue
             if run and run_rows + group.num_rows > piece_rows:
                 pieces.append(pickle.dumps(fragment.subset(row_group_ids=run), protocol=5))
                 run, run_rows = [], 0
