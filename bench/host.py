@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
+import sys
 from pathlib import Path
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -40,3 +42,20 @@ def git_commit(root: str | os.PathLike | None = None) -> str:
 
     commit = git("rev-parse", "HEAD") or "unknown"
     return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def own_peak_rss_mib() -> float:
+    """Peak resident set size (MiB) of this process's own memory: ``VmHWM`` of
+    ``/proc/self/status`` on Linux. ``ru_maxrss`` is not that: a process started by
+    ``subprocess`` (fork + exec) inherits its parent's high-water mark, so a stage spawned by a
+    parent holding 480 MiB reported at least 480 MiB whatever it used itself (measured: a
+    child of a 300 MiB parent reports ``ru_maxrss`` 327 MiB, ``VmHWM`` 13 MiB). Elsewhere,
+    ``ru_maxrss`` (KiB on Linux and BSD, bytes on macOS)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024

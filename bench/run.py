@@ -47,7 +47,6 @@ import json
 import math
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -58,7 +57,7 @@ from typing import Any
 
 import polars as pl
 
-from bench.host import cpu_model, git_commit
+from bench.host import cpu_model, git_commit, own_peak_rss_mib
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -377,7 +376,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
         row.update(status="error", message=f"{type(error).__name__}: {error} | "
                    + traceback.format_exc(limit=4).replace("\n", " | "))
-        row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        row["peak_rss_mib"] = own_peak_rss_mib()
         return [row]
     rows = []
     for mechanism, result in [(spec["mechanism"], run), *run.companions.items()]:
@@ -399,7 +398,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
             item.update(macro_f1=utility["macro_f1"], accuracy=utility["accuracy"])
             if utility.get("note"):
                 item["message"] = "; ".join(filter(None, [item["message"], utility["note"]]))
-        own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        own_peak = own_peak_rss_mib()  # VmHWM: not the parent's high-water mark ru_maxrss inherits
         item["peak_rss_mib"] = result.peak_rss_mib if result.peak_rss_mib is not None else own_peak
         rows.append(item)
     return rows

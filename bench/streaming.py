@@ -48,7 +48,7 @@ import pyarrow.parquet as pq
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import SHARED_DATA, cpu_model, git_commit  # noqa: E402
+from bench.host import SHARED_DATA, cpu_model, git_commit, own_peak_rss_mib  # noqa: E402
 from polars_rap.quality import ML_ROWS  # noqa: E402  (quality_report's default, against a million)
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,7 +61,8 @@ SYNTHESIZE_ROWS = None
 """Output rows of the synthesize stage: None, synthesize's default (as many as the input)."""
 DECODE_ROWS = (1_000_000, 10_000_000)
 NOTES = [
-    "peak_rss_mib is ru_maxrss of the stage's own fresh process (KiB on Linux, shown in MiB); "
+    "peak_rss_mib is VmHWM of the stage's own fresh process (its own memory's high-water mark; "
+    "results before 2026-11-24 23:45 UTC used ru_maxrss, which a spawned process inherits from its parent); "
     "rss_before_mib is its RSS after imports and the warm-up call, before the timed call",
     "evaluations_per_second = rows * queries / seconds of the whole pass (reading, encoding "
     "and counting); read/encode/kernel seconds come from separate passes in the same process",
@@ -138,8 +139,10 @@ def _bundled_ca() -> Path:
 
 # ------------------------------------------------------------------------------ measuring
 def _peak_rss_mib() -> float:
-    """Peak resident set size of this process so far (``ru_maxrss`` is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident set size of this process's own memory so far
+    (:func:`bench.host.own_peak_rss_mib`: ``VmHWM``, not the ``ru_maxrss`` a spawned stage
+    inherits from its parent)."""
+    return own_peak_rss_mib()
 
 
 def _rss_mib() -> float:
