@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from polars_rap.errors import DataError
-from polars_rap.ray_parquet import piece_frames, plan_pieces
+from polars_rap.ray_parquet import describe_piece, piece_frames, plan_pieces
 
 
 @pytest.fixture
@@ -49,6 +49,14 @@ def test_a_piece_streams_batches_of_the_asked_rows(table_folder):
     assert [f.height for f in frames] == [250, 250, 250, 250] and rows.columns == ["y"]
     frames, _ = _rows(plan, ["y"], 80)
     assert [f.height for f in frames] == [80] * 12 + [40]
+
+
+def test_a_piece_says_where_its_rows_are(table_folder):
+    plan = plan_pieces([table_folder / "a.parquet"], 250)
+    assert [describe_piece(p).split(" of ")[0] for p in plan.pieces] == [
+        "row groups 0-1", "row groups 2-3", "row groups 4-5", "row groups 6-7", "row groups 8-9"]
+    assert describe_piece(plan_pieces([table_folder / "b.parquet"], 1).pieces[4]).startswith("row group 4 of '")
+    assert describe_piece(plan.pieces[0]).endswith("a.parquet'")
 
 
 def test_hive_partition_columns_are_read(tmp_path):

@@ -54,7 +54,7 @@ import polars as pl
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.queries import QuerySet
-from polars_rap.ray_parquet import ParquetPieces, piece_frames, plan_pieces
+from polars_rap.ray_parquet import ParquetPieces, describe_piece, piece_frames, plan_pieces
 from polars_rap.source import MAX_BATCH_ROWS, add_counts, batch_counts, default_batch_rows, finish_answers
 
 __all__ = ["RaySource", "write_blocks", "import_ray", "DEFAULT_MAX_RETRIES"]
@@ -161,7 +161,7 @@ def _count_piece(batch, task, retries: int, schema, columns: Sequence[str]) -> A
     ``batch_rows``; returns as :func:`_count_block`."""
     _use_assigned_cpus()
     (piece,) = batch.column("piece").to_pylist()
-    where = "a piece of row groups of the Parquet input; nothing was released"
+    where = f"{describe_piece(piece)} (a piece of the Parquet input); nothing was released"
     return _attempts(lambda: task(piece_frames(piece, schema, columns, task.batch_rows), where), retries)
 
 

@@ -23,7 +23,7 @@ import polars as pl
 
 from polars_rap.errors import DataError
 
-__all__ = ["ParquetPieces", "plan_pieces", "piece_frames", "DEFAULT_PIECE_ROWS"]
+__all__ = ["ParquetPieces", "plan_pieces", "piece_frames", "describe_piece", "DEFAULT_PIECE_ROWS"]
 
 DEFAULT_PIECE_ROWS = 1_000_000
 """Rows of a piece (one Ray task) the planner aims at; a piece holds whole row groups, at
@@ -123,6 +123,15 @@ def piece_frames(piece: bytes, schema, columns: Sequence[str], batch_rows: int) 
             pending, pending_rows = rest.to_batches(), rest.num_rows
     if pending_rows:
         yield pl.from_arrow(pa.Table.from_batches(pending, schema=pending[0].schema), rechunk=False)
+
+
+def describe_piece(piece: bytes) -> str:
+    """Where a planned piece's rows are, for a curator's message: ``row groups 2-3 of
+    '/data/part-0.parquet'``."""
+    fragment = pickle.loads(piece)  # planned by plan_pieces on the driver
+    ids = [group.id for group in fragment.row_groups]
+    span = f"row group {ids[0]}" if len(ids) == 1 else f"row groups {ids[0]}-{ids[-1]}"
+    return f"{span} of {fragment.path!r}"
 
 
 def _absolute(path: str | os.PathLike) -> str:
