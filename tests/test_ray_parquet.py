@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from polars_rap.errors import DataError
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.ray_parquet import describe_piece, piece_frames, plan_pieces
 
 
@@ -80,5 +80,5 @@ def test_an_input_without_rows_and_a_bad_piece_size_are_refused(tmp_path):
     pl.DataFrame({"x": []}, schema={"x": pl.Int64}).write_parquet(tmp_path / "empty.parquet")
     with pytest.raises(DataError, match="the input has no rows"):
         plan_pieces([tmp_path / "empty.parquet"])
-    with pytest.raises(ValueError, match="The 'piece_rows' parameter must be an int in \\[1, inf\\) or None. Got 0"):
+    with pytest.raises(ParameterError, match="The 'piece_rows' parameter must be an int in \\[1, inf\\) or None. Got 0"):
         plan_pieces([tmp_path / "empty.parquet"], 0)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from polars_rap.errors import DataError
+from polars_rap.errors import DataError, ParameterError
 
 __all__ = ["ParquetPieces", "plan_pieces", "piece_frames", "describe_piece", "DEFAULT_PIECE_ROWS"]
 
@@ -68,7 +68,7 @@ def plan_pieces(paths: Sequence[str | os.PathLike], piece_rows: int | None = DEF
 
     if piece_rows is not None and (isinstance(piece_rows, bool) or not isinstance(piece_rows, int) or piece_rows < 1):
         msg = f"The 'piece_rows' parameter must be an int in [1, inf) or None. Got {piece_rows!r}"
-        raise ValueError(msg)
+        raise ParameterError(msg)
     datasets = [pads.dataset(_absolute(p), format="parquet", partitioning="hive") for p in paths]
     schema = datasets[0].schema
     for path, dataset in zip(paths, datasets, strict=True):
