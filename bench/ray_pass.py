@@ -37,9 +37,8 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import git_commit  # noqa: E402
+from bench.host import git_commit, own_peak_rss_mib  # noqa: E402
 from bench.streaming import (  # noqa: E402
-    _peak_rss_mib,
     _task_domain_and_workload,
     build_input,
     machine,
@@ -65,8 +64,9 @@ while True:
 
 class _WorkerMeter:
     """Largest RSS (MiB) of any Ray worker process, sampled every 50 ms with psutil by a
-    *separate* process, so that the driver's own peak RSS is the engine's alone (sampling
-    in a driver thread added up to 150 MiB to it over a 10M-row pass)."""
+    *separate* process, so that the sampler's own memory never counts in the driver's peak.
+    (The driver's 482 MiB at 10M rows, first blamed on a sampling thread, was the parent's
+    RSS that ``ru_maxrss`` inherits: :func:`bench.host.own_peak_rss_mib`.)"""
 
     def __enter__(self):
         self._process = subprocess.Popen([sys.executable, "-c", _METER_LOOP], stdout=subprocess.PIPE, text=True)
@@ -101,7 +101,7 @@ def stage_inprocess(path: Path) -> dict:
     answers, n_rows = exact_answers(data_source, domain, queries, backend)
     seconds = time.perf_counter() - started
     return {"stage": "inprocess", "rows": n_rows, "queries": queries.n_queries, "seconds": round(seconds, 2),
-            "rows_per_second": round(n_rows / seconds), "driver_peak_rss_mib": round(_peak_rss_mib(), 1),
+            "rows_per_second": round(n_rows / seconds), "driver_peak_rss_mib": round(own_peak_rss_mib(), 1),
             "answers_checksum": float(answers.sum())}
 
 
@@ -120,7 +120,7 @@ def stage_ray(path: Path, workers: int) -> dict:
         seconds = time.perf_counter() - started
     return {"stage": "ray", "workers": workers, "rows": n_rows, "queries": queries.n_queries,
             "seconds": round(seconds, 2), "rows_per_second": round(n_rows / seconds),
-            "driver_peak_rss_mib": round(_peak_rss_mib(), 1), "worker_peak_rss_mib": round(meter.peak_mib, 1),
+            "driver_peak_rss_mib": round(own_peak_rss_mib(), 1), "worker_peak_rss_mib": round(meter.peak_mib, 1),
             "answers_checksum": float(answers.sum())}
 
 
@@ -141,7 +141,7 @@ def stage_write(rows: int, workers: int) -> dict:
         size = sum(Path(f).stat().st_size for f in files)
     return {"stage": "write", "workers": workers, "rows": rows, "files": len(files), "seconds": round(seconds, 2),
             "rows_per_second": round(rows / seconds), "output_mib": round(size / 2**20, 1),
-            "driver_peak_rss_mib": round(_peak_rss_mib(), 1), "worker_peak_rss_mib": round(meter.peak_mib, 1)}
+            "driver_peak_rss_mib": round(own_peak_rss_mib(), 1), "worker_peak_rss_mib": round(meter.peak_mib, 1)}
 
 
 def _run_stage(*arguments: str) -> dict:

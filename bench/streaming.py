@@ -138,13 +138,6 @@ def _bundled_ca() -> Path:
 
 
 # ------------------------------------------------------------------------------ measuring
-def _peak_rss_mib() -> float:
-    """Peak resident set size of this process's own memory so far
-    (:func:`bench.host.own_peak_rss_mib`: ``VmHWM``, not the ``ru_maxrss`` a spawned stage
-    inherits from its parent)."""
-    return own_peak_rss_mib()
-
-
 def _rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -182,7 +175,7 @@ def stage_answers(path: Path) -> dict:
     started = time.perf_counter()
     answers, n_rows = exact_answers(data_source, domain, queries, backend)
     seconds = time.perf_counter() - started
-    peak = _peak_rss_mib()
+    peak = own_peak_rss_mib()
     batch_rows = default_batch_rows(domain)
     started = time.perf_counter()
     n_batches = sum(1 for _ in data_source.batches(domain.names, batch_rows))
@@ -230,7 +223,7 @@ def stage_quality(path: Path, options: dict | None = None) -> dict:
         "stage": "quality", "rows": report.n_real, "synthetic_rows": report.n_synthetic,
         "queries": int(report.workload_errors.height) if report.workload_errors is not None else 0,
         "seconds": round(seconds, 2), "rows_per_second": round(report.n_real / seconds),
-        "rss_before_mib": round(rss_before, 1), "peak_rss_mib": round(_peak_rss_mib(), 1),
+        "rss_before_mib": round(rss_before, 1), "peak_rss_mib": round(own_peak_rss_mib(), 1),
     }
     if report.ml_utility is not None:
         run["test_rows"] = test.height
@@ -324,7 +317,7 @@ def stage_synthesize(path: Path, options: dict) -> dict:
     return {
         "stage": "synthesize", "rows": n_rows, "rows_out": result.data.height, "options": options,
         "seconds": round(seconds, 2), "rss_before_mib": round(rss_before, 1),
-        "peak_rss_mib": round(_peak_rss_mib(), 1), "phases": meter.summary(),
+        "peak_rss_mib": round(own_peak_rss_mib(), 1), "phases": meter.summary(),
         "rho_spent": result.report.rho_spent, "measured_queries": result.report.measurements.height,
     }
 
@@ -346,7 +339,7 @@ def stage_decode(rows_out: int) -> dict:
     seconds = time.perf_counter() - started
     return {"stage": "decode", "rows_out": rows_out, "n_coords": domain.n_coords,
             "seconds": round(seconds, 2), "rss_before_mib": round(rss_before, 1),
-            "peak_rss_mib": round(_peak_rss_mib(), 1),
+            "peak_rss_mib": round(own_peak_rss_mib(), 1),
             "output_frame_mib": round(frame.estimated_size() / 2**20, 1)}
 
 
