@@ -302,7 +302,7 @@ class RaySource:
             )
         for batch in mapped.iter_batches(batch_size=None, batch_format="pyarrow"):
             for blob in batch.column(_PARTIAL).to_pylist():
-                part = pickle.loads(blob)  # written by _count_block above, never by the user
+                part = pickle.loads(blob)  # written by _attempts above, never by the user
                 if isinstance(part, _DataError):
                     raise DataError(part.message)
                 yield part
