@@ -73,7 +73,8 @@ def offset_fit(x: np.ndarray, offset: np.ndarray, y: np.ndarray, ridge: float, i
     return beta
 
 
-def run(dataset: str, epsilon: float, seeds: Sequence[int]) -> list[dict]:
+def run(dataset: str, epsilon: float, seeds: Sequence[int], self_ridges: Sequence[float] = SELF_RIDGES,
+        public_ridges: Sequence[float] = PUBLIC_RIDGES, publics: Sequence[str] = ("matched",)) -> list[dict]:
     from sklearn.linear_model import LogisticRegression
 
     import polars_rap
@@ -87,18 +88,20 @@ def run(dataset: str, epsilon: float, seeds: Sequence[int]) -> list[dict]:
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     label = task.labels[0]
     categories = list(next(c for c in domain.columns if c.name == label).categories)
-    public_model = None
+    public_models = {}
     if dataset == "acs-income-CA":
-        public_x, public_y = design(public_table("matched", train.columns), domain, label)
-        public_model = LogisticRegression(max_iter=2000, C=1.0).fit(public_x, public_y)
+        for which in publics:
+            public_x, public_y = design(public_table(which, train.columns), domain, label)
+            public_models[which] = LogisticRegression(max_iter=2000, C=1.0).fit(public_x, public_y)
     rows = []
     for seed in seeds:
         synthetic = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
                                           labels=task.labels, seed=seed, progress=False).data
         x, y = design(synthetic, domain, label)
-        fits = [("self", np.zeros(len(y)), r) for r in SELF_RIDGES]
-        if public_model is not None:
-            fits += [("public", public_model.decision_function(x), r) for r in PUBLIC_RIDGES]
+        fits = [("self", np.zeros(len(y)), r) for r in self_ridges]
+        for which, model in public_models.items():
+            name = "public" if which == "matched" else f"public {which}"
+            fits += [(name, model.decision_function(x), r) for r in public_ridges]
         variants = [("default", synthetic)]
         for source, offset, ridge in fits:
             beta = offset_fit(x, offset, y.astype(float), ridge * len(y))
@@ -134,17 +137,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", default=["acs-income-CA", "adult"])
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.25, 1.0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--self-ridges", nargs="*", type=float, default=list(SELF_RIDGES))
+    parser.add_argument("--public-ridges", nargs="*", type=float, default=list(PUBLIC_RIDGES))
+    parser.add_argument("--publics", nargs="*", default=["matched"], choices=["matched", "mismatched"])
+    parser.add_argument("--out", type=Path, default=OUT, help="the CSV the rows are appended to")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.table_only:
         for dataset in args.datasets:
             for epsilon in args.epsilons:
-                new = pl.DataFrame(run(dataset, epsilon, args.seeds))
-                old = pl.read_csv(OUT) if OUT.exists() else None
-                (new if old is None else pl.concat([old, new], how="vertical_relaxed")).write_csv(OUT)
+                new = pl.DataFrame(run(dataset, epsilon, args.seeds, args.self_ridges, args.public_ridges,
+                                       args.publics))
+                old = pl.read_csv(args.out) if args.out.exists() else None
+                (new if old is None else pl.concat([old, new], how="vertical_relaxed")).write_csv(args.out)
     from bench.run import table_markdown
 
-    summary = table(pl.read_csv(OUT))
+    summary = table(pl.read_csv(args.out))
+    if args.out != OUT:
+        args.out.with_suffix(".md").write_text(f"# Probe: label models ({' '.join(argv or [])})\n\n"
+                                               + table_markdown(summary) + "\n")
+        return 0
     (RESULTS / "probe_label_model.md").write_text(
         "# Probe: labels drawn from a logistic model of the synthetic rows (bench/label_model_probe.py)\n\n"
         + __doc__.split("\n\n", 1)[1].split("    python -m")[0] + "\n" + table_markdown(summary) + "\n" + FINDINGS + "\n")

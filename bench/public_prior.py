@@ -4,6 +4,8 @@
     python -m bench.public_prior --conditions none matched/init --epsilons 0.25 --seeds 0
     python -m bench.public_prior --table-only          # table and plot from the CSV
     python -m bench.public_prior --smoke               # 300 rows, one ε and seed, into a temp folder
+    python -m bench.public_prior --conditions none matched/labels mismatched/labels \
+        --out bench/results/public_labels.csv --plots-dir bench/results/plots/public_labels
 
 Private: the ``acs-income-CA`` task's training rows (``bench.run``'s 80/20 split with seed 0,
 δ = 1/n_train², the headline suite's evaluation workload, logistic-regression macro F1 on the
@@ -65,6 +67,8 @@ CONDITIONS: dict[str, tuple[str | None, tuple[str, ...], dict | None]] = {
     "matched/init+fit+targets+selection": ("matched", ("init", "fit", "targets", "selection"), None),
     "mismatched/init": ("mismatched", ("init",), None),
     "mismatched/init+targets": ("mismatched", ("init", "targets"), None),
+    "matched/labels": ("matched", ("labels",), None),
+    "mismatched/labels": ("mismatched", ("labels",), None),
     "loop/none": (None, (), LOOP),
     "loop/matched/interactions": ("matched", ("interactions",), LOOP),
     "loop/mismatched/interactions": ("mismatched", ("interactions",), LOOP),

@@ -50,9 +50,10 @@ def block_file_name(index: int) -> str:
 
 
 def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, entropy: int,
-                 decoding: str = "independent") -> pl.DataFrame:
+                 decoding: str = "independent", labels=None) -> pl.DataFrame:
     """Block ``index`` of the output: ``height`` rows decoded from ``relaxed``
-    (float32[n_relaxed, n_coords]) with a generator seeded by ``(entropy, index)`` only.
+    (float32[n_relaxed, n_coords]) with a generator seeded by ``(entropy, index)`` only, their
+    labels redrawn by ``labels`` (a :class:`~polars_rap.public_labels.LabelModel`) if given.
 
     >>> import polars as pl, numpy as np
     >>> from polars_rap import Domain
@@ -62,7 +63,7 @@ def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, e
     True
     """
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(index),)))
-    return decode(relaxed, domain, int(height), rng, method=decoding)
+    return decode(relaxed, domain, int(height), rng, method=decoding, labels=labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,7 @@ class _WriteJob:
     entropy: int
     filesystem: object  # a pyarrow.fs.FileSystem
     root: str
+    labels: object = None  # a LabelModel, or None
 
     @property
     def n_blocks(self) -> int:
@@ -87,7 +89,7 @@ class _WriteJob:
         import pyarrow.parquet as pq
 
         height = min(self.block_rows, self.rows - index * self.block_rows)
-        frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding)
+        frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding, self.labels)
         final = f"{self.root}/{block_file_name(index)}"
         partial = f"{self.root}/.{block_file_name(index)}.partial"
         pq.write_table(frame.to_arrow(), partial, filesystem=self.filesystem)
@@ -144,15 +146,16 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     """
     return write_relaxed(model.relaxed, model.domain, path, rows, decoding=model.report.parameters.get(
         "decoding", "independent"), seed=seed, block_rows=block_rows, engine=engine, overwrite=overwrite,
-        ray_tasks=ray_tasks)
+        ray_tasks=ray_tasks, labels=model.label_model)
 
 
 def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, rows: int, *, decoding: str,
                   seed: int | None = None, block_rows: int = DEFAULT_BLOCK_ROWS, engine: str = "polars",
-                  overwrite: bool = False, ray_tasks: int | None = None) -> list[str]:
+                  overwrite: bool = False, ray_tasks: int | None = None, labels=None) -> list[str]:
     """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
-    n_coords]), their domain and decoding method (``"independent"`` or ``"controlled"``);
-    :func:`polars_rap.synthesize` writes its ``output=`` with it before its model exists."""
+    n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``) and
+    label model (None without one); :func:`polars_rap.synthesize` writes its ``output=`` with
+    it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             msg = f"The {name!r} parameter must be an int in [1, inf). Got {value!r}"
@@ -165,7 +168,7 @@ def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, 
         raise ParameterError(msg)
     filesystem, root = _prepare_folder(path, overwrite)
     entropy = secrets.randbits(128) if seed is None else int(seed)
-    job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root)
+    job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root, labels)
     if engine == "ray":
         from polars_rap.ray_engine import write_blocks
 

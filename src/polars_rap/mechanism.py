@@ -43,6 +43,7 @@ from polars_rap.parameters import check_int, check_memory, check_share, check_sy
 from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
+from polars_rap.public_labels import LabelModel, check_label_use, label_model_for_release, label_noise_std
 from polars_rap.public_prior import PublicTable, check_public_use, fit_to_public, open_public, read_public
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
@@ -193,8 +194,11 @@ def synthesize(
         the synthetic margins, its associations scaled by the strength the measured tables
         support (:mod:`polars_rap.independence_prior`; it acts on the tables a strategy
         leaves unmeasured, as the default's annealed rounds do at ε <= 1, in place of the
-        prior's own targets; for a public table of the same population only). Only with
-        ``public``.
+        prior's own targets; for a public table of the same population only); ``"labels"``,
+        after decoding each row's labels are redrawn from the public table's conditional of
+        the labels given the other columns, tilted to the synthetic rows' label margins
+        (:mod:`polars_rap.public_labels`; needs ``labels`` and a public table holding them;
+        the saved model keeps it). Only with ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,
@@ -275,7 +279,7 @@ def synthesize(
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
-    workload_rng, init_rng, noise_rng, decode_rng, inference_rng = np.random.default_rng(seed).spawn(5)
+    workload_rng, init_rng, noise_rng, decode_rng, inference_rng, label_rng = np.random.default_rng(seed).spawn(6)
     if seed is None:  # a release: the noise reads the OS's cryptographic source, no seed at all
         noise_rng, inference_rng = SecureRandom(), SecureRandom()
     if requests:  # one private pass over the inferred columns, charged before the domain exists
@@ -291,6 +295,8 @@ def synthesize(
     # the public table, read freely (no charge) and checked before the pass over the sensitive rows
     public_table = None if public_source is None else read_public(
         public_source, public_domain, integer_cells=strategy.integer_cells)
+    if "labels" in public_uses:
+        check_label_use(public_domain, public_table.filled_blocks)
 
     # 2. workload and plan: public values only
     queries, plan, group_counts = workload_and_plan(
@@ -327,18 +333,22 @@ def synthesize(
     )
     del true_answers
 
-    # 5. decode (here, or block by block into ``output``) and report
+    # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report
     relaxed = record.params.relaxed()
+    label_model = None if "labels" not in public_uses else label_model_for_release(
+        public_table, public_domain, relaxed, label_noise_std(record.groups, record.noise_stds, queries, public_domain),
+        label_rng)
     files = None
     if output is None:
-        synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding)
+        synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
+                                 labels=label_model)
     else:  # from Ray tasks when the pass ran on Ray
         from polars_rap.ray_engine import RaySource  # no Ray import: it is read lazily
 
         files = write_relaxed(relaxed, public_domain, output, out_rows, decoding=strategy.decoding,
                               seed=None if seed is None else int(decode_rng.integers(2**63)),
                               block_rows=output_block_rows,
-                              engine="ray" if isinstance(source, RaySource) else "polars")
+                              engine="ray" if isinstance(source, RaySource) else "polars", labels=label_model)
         synthetic_frame = pl.scan_parquet(files)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
@@ -354,9 +364,9 @@ def synthesize(
             strategy=strategy.describe(), decoding=strategy.decoding,
             warm_doublings=projection.warm_doublings,
         ),
-        public_data=_public_record(public_table, public_uses, prior),
+        public_data=_public_record(public_table, public_uses, prior, label_model),
     )
-    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files)
+    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model)
 
 
 # ---------------------------------------------------------------- helpers
@@ -390,12 +400,16 @@ def _prior_settings(strategy: Strategy) -> PriorSettings | None:
     return PriorSettings(mediated=mediated, mediator_gate=strategy.mediator_gate if mediated else None)
 
 
-def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None) -> dict | None:
+def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
+                   label_model: LabelModel | None) -> dict | None:
     """The report's record of the public table (:meth:`PublicTable.record`), with the mean
-    James-Stein factor per class when its answers were targets; None without one."""
+    James-Stein factor per class when its answers were targets and the label model's ridge
+    when it drew the labels; None without one."""
     if public_table is None:
         return None
     record = public_table.record(uses)
     if prior is not None and prior.targets:
         record["target_factors"] = dict(prior.factors)
+    if label_model is not None:
+        record["label_ridge"] = label_model.ridge
     return record

@@ -8,7 +8,7 @@ the input rows, true answers or clip counts.
 
 On disk a model is a directory of open, versioned files::
 
-    manifest.json   {"format": "polars-rap-model", "format_version": 3, "library_version",
+    manifest.json   {"format": "polars-rap-model", "format_version": 4, "library_version",
                      "created_utc", "relaxed_shape", "public_data", "files": [{"name", "bytes",
                      "sha256", "content"}, ...]}; ``public_data`` is the record of the public
                     table the synthesis started from (row count, content hash, columns, uses;
@@ -25,11 +25,17 @@ On disk a model is a directory of open, versioned files::
     report_events.parquet, report_measurements.parquet, report_unmeasured.parquet
                     the report's tables (:mod:`polars_rap.report_files`): the ledger, the
                     measured queries, the unmeasured groups' bounds
+    label_model.arrow
+                    only with a public table's label model (``public_use="labels"``): Arrow
+                    IPC, one row per (label, feature, code) coefficient
+                    (:meth:`LabelModel.to_arrow <polars_rap.public_labels.LabelModel.to_arrow>`)
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
 (:meth:`PrivacyReport.to_dict`, megabytes on the CA task); version 2 (before issue 19) had no
-record of a public table, which older readers would drop unseen (hence version 3). Both still
-load (a version-2 model's ``report.public_data`` is None).
+record of a public table, which older readers would drop unseen (hence version 3); version 3
+(before the label model) had no ``label_model.arrow``, which an older reader would ignore and
+sample different labels (hence version 4). All still load (a version-2 model's
+``report.public_data`` is None; models before version 4 have no label model).
 
 Any Arrow reader opens the ``.arrow`` files (``pl.read_ipc``, ``pyarrow.ipc.open_file``).
 Loading checks the format name and version and each file's size and SHA-256, and names the
@@ -70,6 +76,7 @@ import pyarrow as pa
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+from polars_rap.public_labels import LabelModel
 from polars_rap.report import PrivacyReport
 from polars_rap.report_files import REPORT_FILES, report_files, report_from_files
 
@@ -78,14 +85,15 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 3
-"""The on-disk format this library writes; it reads this one and versions 1 and 2."""
-_READABLE_VERSIONS = (1, 2, FORMAT_VERSION)
+FORMAT_VERSION = 4
+"""The on-disk format this library writes; it reads this one and versions 1 to 3."""
+_READABLE_VERSIONS = (1, 2, 3, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
 _DOMAIN = "domain.arrow"
 _REPORT = "report.json"
+_LABEL_MODEL = "label_model.arrow"
 _CONTENTS = {
     _RELAXED: "relaxed synthetic data, float32[n_relaxed, n_coords], one column per coordinate",
     _DOMAIN: "public domain: Arrow schema with per-field metadata, no rows",
@@ -93,7 +101,8 @@ _CONTENTS = {
 }
 _CONTENTS_V1 = {_RELAXED: _CONTENTS[_RELAXED], _DOMAIN: _CONTENTS[_DOMAIN],
                 _REPORT: "privacy report: ledger events, measured queries, noisy answers, intervals"}
-_MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS})
+_LABEL_MODEL_CONTENT = "the public table's label model: one row per (label, feature, code) coefficient"
+_MODEL_FILES = frozenset({_MANIFEST, _LABEL_MODEL, *_CONTENTS})
 
 
 def _library_version() -> str:
@@ -118,6 +127,9 @@ class SyntheticModel:
         The public schema: column names, dtypes, categories, bounds, labels.
     report : PrivacyReport
         What was released and what it cost.
+    label_model : LabelModel or None
+        With a public table used for ``"labels"``: the model each sampled row's labels are
+        redrawn from (:mod:`polars_rap.public_labels`); None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
     format_version : int
@@ -127,6 +139,7 @@ class SyntheticModel:
     relaxed: np.ndarray = field(repr=False)
     domain: Domain
     report: PrivacyReport = field(repr=False)
+    label_model: LabelModel | None = field(default=None, repr=False)
     library_version: str = field(default_factory=_library_version)
     format_version: int = FORMAT_VERSION
 
@@ -200,7 +213,8 @@ class SyntheticModel:
             msg = f"The 'rows' parameter must be an int in [1, inf). Got {rows!r}"
             raise ParameterError(msg)
         decoding = self.report.parameters.get("decoding", "independent")
-        return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding)
+        return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
+                      labels=self.label_model)
 
     def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
                       block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:
@@ -238,6 +252,10 @@ class SyntheticModel:
             _write_atomic(directory / _RELAXED, _ipc_bytes(_relaxed_table(self.relaxed, self.domain))),
             *(_write_atomic(directory / name, data) for name, data in report_files(self.report).items()),
         ]
+        if self.label_model is not None:
+            written.append(_write_atomic(directory / _LABEL_MODEL, _ipc_bytes(self.label_model.to_arrow())))
+        elif (directory / _LABEL_MODEL).exists():  # an overwritten model's
+            (directory / _LABEL_MODEL).unlink()
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -248,7 +266,7 @@ class SyntheticModel:
             "public_data": self.report.public_data,
             "files": [
                 {"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                 "content": _CONTENTS[name]}
+                 "content": _CONTENTS.get(name, _LABEL_MODEL_CONTENT)}
                 for name, data in written
             ],
         }
@@ -275,7 +293,11 @@ class SyntheticModel:
         except (ValueError, TypeError, KeyError) as error:
             msg = f"the report in {str(directory)!r} is not a valid privacy report: {error}"
             raise DataError(msg) from error
-        return cls(relaxed, domain, report, library_version=str(manifest.get("library_version", "unknown")),
+        label_model = None
+        if any(isinstance(e, dict) and e.get("name") == _LABEL_MODEL for e in manifest["files"]):
+            label_model = _label_model_from_ipc(_read_checked(directory, _LABEL_MODEL, manifest), domain)
+        return cls(relaxed, domain, report, label_model,
+                   library_version=str(manifest.get("library_version", "unknown")),
                    format_version=manifest["format_version"])
 
 
@@ -469,3 +491,12 @@ def _relaxed_from_ipc(data: bytes, domain: Domain) -> np.ndarray:
         msg = f"{_RELAXED} holds non-finite values; save the model again"
         raise DataError(msg)
     return relaxed
+
+
+def _label_model_from_ipc(data: bytes, domain: Domain) -> LabelModel:
+    try:
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    except pa.ArrowException as error:
+        msg = f"{_LABEL_MODEL} is not a readable Arrow IPC file: {error}"
+        raise DataError(msg) from error
+    return LabelModel.from_arrow(table, domain)

@@ -49,7 +49,7 @@ __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "PublicTable", "check_public_us
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions")
+PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels")
 """What a public table may be used for (``synthesize(public_use=...)``):
 
 - ``"init"``: the relaxed rows start from a sample of the public rows (one-hot, softened);
@@ -65,7 +65,10 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions")
   measured tables support, instead of being left to chance (:mod:`polars_rap.independence_prior`,
   whose own targets, mediated tables or independence, it replaces where it covers a table). On CA with the other states' table it lowers
   CM by 23% at ε = 1, but Puerto Rico's raises it by 34% (``bench/results/public_prior.md``):
-  for a public table of the same population only.
+  for a public table of the same population only;
+- ``"labels"``: after decoding, each row's labels are redrawn from the public table's
+  conditional of the labels given the other columns, tilted to the synthetic rows' own label
+  margins, more strongly the noisier the measurements (:mod:`polars_rap.public_labels`).
 """
 DEFAULT_PUBLIC_USES = ("init",)
 """The uses when ``public_use`` is not given: the one that is never worse by construction
