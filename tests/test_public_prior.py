@@ -11,6 +11,7 @@ import pytest
 import polars_rap
 from polars_rap import DataError, ParameterError, ProjectionConfig, cli, evaluation, kernels
 from polars_rap.domain import Domain
+from polars_rap.model import FORMAT_VERSION
 from polars_rap.public_prior import (
     DEFAULT_PUBLIC_USES,
     check_public_use,
@@ -156,7 +157,7 @@ def test_saved_models_carry_the_record_and_a_format_2_model_still_loads(private,
     result = run(private, declared, public=public)
     saved = result.save(tmp_path / "model")
     manifest = json.loads((saved / "manifest.json").read_text())
-    assert manifest["format_version"] == 3 and manifest["public_data"] == result.report.public_data
+    assert manifest["format_version"] == FORMAT_VERSION and manifest["public_data"] == result.report.public_data
     assert set(manifest["public_data"]) == RECORD_KEYS
     loaded = polars_rap.load(saved)
     assert loaded.report.public_data == result.report.public_data

@@ -28,6 +28,7 @@ from polars_rap import cli  # noqa: E402
 from polars_rap.blocks import write_parquet  # noqa: E402
 from polars_rap.errors import DataError  # noqa: E402
 from polars_rap.kernels import get_backend  # noqa: E402
+from polars_rap.model import SyntheticModel  # noqa: E402
 from polars_rap.projection import ProjectionConfig  # noqa: E402
 from polars_rap.ray_engine import RaySource  # noqa: E402
 from polars_rap.source import DataSource, exact_answers, open_source  # noqa: E402
@@ -250,6 +251,21 @@ def test_synthesize_output_on_ray_writes_the_in_process_parts(flaky_dir, task, t
     assert len(here.files) == 3 and [Path(f).name for f in on_ray.files] == [Path(f).name for f in here.files]
     assert all(filecmp.cmp(a, b, shallow=False) for a, b in zip(here.files, on_ray.files, strict=True))
     assert on_ray.report.to_dict() == here.report.to_dict()
+
+
+def test_ray_writers_apply_a_public_label_model(flaky_dir, task, tmp_path):
+    """A model with a public table's label model writes the same parts from Ray tasks as here,
+    and its labels are the model's, not the relaxed rows' draws."""
+    res = polars_rap.synthesize(task.frame, epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels,
+                                seed=2, public=task.frame.sample(600, seed=5), public_use=["labels"], **FAST)
+    assert res.label_model is not None
+    here = write_parquet(res.model, tmp_path / "here", 2_000, seed=1, block_rows=700)
+    on_ray = write_parquet(res.model, tmp_path / "ray", 2_000, seed=1, block_rows=700, engine="ray", ray_tasks=2)
+    assert all(filecmp.cmp(a, b, shallow=False) for a, b in zip(here, on_ray, strict=True))
+    unlabelled = write_parquet(SyntheticModel(res.relaxed, res.domain, res.report), tmp_path / "plain", 2_000,
+                               seed=1, block_rows=700)
+    ours, plain = pl.read_parquet(here), pl.read_parquet(unlabelled)
+    assert ours.drop(task.labels).equals(plain.drop(task.labels)) and not ours.equals(plain)
 
 
 def test_cli_synthesizes_on_ray_and_samples_parts(flaky_dir, task, parquet_folder, tmp_path, capsys):
