@@ -11,7 +11,7 @@ import pytest
 import polars_rap
 from polars_rap import DataError, ParameterError, ProjectionConfig, cli, evaluation, kernels
 from polars_rap.domain import Domain
-from polars_rap.model import FORMAT_VERSION
+from polars_rap.model import FORMAT_VERSION, SyntheticModel
 from polars_rap.public_prior import (
     DEFAULT_PUBLIC_USES,
     check_public_use,
@@ -332,6 +332,19 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
     public.head(20).with_columns(pl.lit(9, dtype=pl.Int32).alias("SEX")).write_parquet(bad)
     assert synthesize(config, "--public", str(bad)) == 3
     assert "the public table: column 'SEX'" in capsys.readouterr().err
+    # public_use "labels": the saved model keeps the label model, and `sample` draws labels from it
+    config.write_text(config.read_text().replace('public_use = ["init", "targets"]', 'public_use = ["labels"]'))
+    assert synthesize(config, "--model", str(tmp_path / "model")) == 0
+    record = json.loads(capsys.readouterr().out)["public_data"]
+    assert record["uses"] == ["labels"] and record["label_ridge"] > 0
+    assert (tmp_path / "model" / "label_model.arrow").is_file()
+    assert cli.main(["sample", str(tmp_path / "model"), "-n", "400", "-o", str(tmp_path / "more.parquet"),
+                     "--seed", "1"]) == 0
+    loaded = polars_rap.load(tmp_path / "model")
+    more = pl.read_parquet(tmp_path / "more.parquet")
+    assert more.equals(loaded.sample(400, seed=1))
+    unlabelled = SyntheticModel(loaded.relaxed, loaded.domain, loaded.report).sample(400, seed=1)
+    assert more.drop(LABELS).equals(unlabelled.drop(LABELS)) and not more.equals(unlabelled)
 
 
 # ------------------------------------------------------------------ the benchmark's public tables
