@@ -255,3 +255,19 @@ def test_a_label_model_that_does_not_fit_the_domain_is_a_data_error(released, do
         LabelModel.from_arrow(table, other)
     with pytest.raises(DataError, match="not one polars-rap wrote"):
         LabelModel.from_arrow(table.replace_schema_metadata({}), domain)
+
+
+def test_a_large_public_table_is_fitted_on_a_sample(monkeypatch, domain, caplog):
+    from polars_rap import public_labels
+    from polars_rap.public_prior import open_public, read_public
+
+    table = read_public(open_public(additive_table(3000, 12), None, domain.names), domain)
+    relaxed = np.full((4, domain.n_coords), 0.5, dtype=np.float32)
+    monkeypatch.setattr(public_labels, "PUBLIC_FIT_ROWS", 500)
+    monkeypatch.setattr(public_labels, "FIT_ROWS", 400)
+    with caplog.at_level("INFO", logger="polars_rap.public_labels"):
+        model = public_labels.label_model_for_release(table, domain, relaxed, 0.05, np.random.default_rng(0))
+    assert "fitted on 500 of the public table's 3000 rows" in caplog.text
+    again = public_labels.label_model_for_release(table, domain, relaxed, 0.05, np.random.default_rng(0))
+    np.testing.assert_array_equal(model.coefficients[0], again.coefficients[0])  # the same sample for a seed
+    assert model.ridge == tilt_ridge(0.05)

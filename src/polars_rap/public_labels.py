@@ -60,6 +60,9 @@ RIDGE_PER_NOISE_VARIANCE = 150.0
 where the probes found ridges of 0.01-0.1 best (``bench/results/probe_label_model.md``), about
 0.09 at ε = 0.1, where 0.1 was (``probe_label_sweep.csv``), and 16 times less than at 0.25 at
 ε = 1, where 0.01 already cost CM: a prior's weight against measurements of variance s²."""
+PUBLIC_FIT_ROWS = 1_000_000
+"""Public rows the public model is fitted on at most (a sample without replacement beyond):
+about 30 s of Newton steps on two cores for the CA task's 151 features."""
 _PUBLIC_RIDGE = 1.0
 """Ridge of the public fit on its summed log-loss (scikit-learn's ``C = 1``)."""
 
@@ -290,11 +293,17 @@ def fit_label_model(public_codes: np.ndarray, public_numerics: np.ndarray, fille
 def label_model_for_release(public, domain: Domain, relaxed: np.ndarray, noise_std: float,
                             rng: np.random.Generator) -> LabelModel:
     """The label model of a release: :func:`fit_label_model` on ``public`` (a
-    :class:`~polars_rap.public_prior.PublicTable`) and :data:`FIT_ROWS` rows decoded from
+    :class:`~polars_rap.public_prior.PublicTable`; :data:`PUBLIC_FIT_ROWS` of its rows at most)
+    and :data:`FIT_ROWS` rows decoded from
     ``relaxed`` (float32[n_relaxed, n_coords], released) with ``rng``, its ridge
     :func:`tilt_ridge` of ``noise_std`` (:func:`label_noise_std`)."""
     sample = decode_codes(relaxed, domain, spread_rows(relaxed.shape[0], FIT_ROWS, rng), rng)
     ridge = tilt_ridge(noise_std)
+    codes, numerics = public.codes, public.numerics
+    if len(codes) > PUBLIC_FIT_ROWS:
+        chosen = np.sort(rng.choice(len(codes), PUBLIC_FIT_ROWS, replace=False))
+        codes, numerics = codes[chosen], numerics[chosen]
+        logger.info("label model: fitted on %d of the public table's %d rows", PUBLIC_FIT_ROWS, public.n_rows)
     logger.info("label model: the public table's conditional tilted with ridge %.3g (measured label "
                 "margins' noise std %.3g)", ridge, noise_std)
-    return fit_label_model(public.codes, public.numerics, public.filled_blocks, sample, domain, ridge)
+    return fit_label_model(codes, numerics, public.filled_blocks, sample, domain, ridge)
