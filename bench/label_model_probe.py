@@ -185,10 +185,11 @@ here, and `run('adult', 1.0, [0])` from here reproduces its rows bit for bit; se
   many one-hot features (about 1,000) as relaxed rows the fit is ill-posed. Its code was not
   kept.
 
-Next: the `public` variant in the library (`public_use="labels"`), fitted on a decoded sample
-and applied to every decoded block (the in-process output, the Parquet blocks and Ray writers,
-saved models), with the ridge set from the measured margins' noise so that it shrinks as ε
-grows; then the public_prior benchmark with the mismatched table (PR) at ε = 1, 3 seeds.
+Since then: the `public` variant is the library's `public_use="labels"`
+(`polars_rap.public_labels`: fitted on 100,000 rows decoded from the relaxed rows and applied
+to every decoded block, in process, in Parquet parts and on Ray writers, kept by saved
+models), its ridge 150 s² from the measured label marginals' noise std s, measured in
+`public_labels.md` (`bench/public_prior.py`, the mismatched table too).
 """
 
 if __name__ == "__main__":
