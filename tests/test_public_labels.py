@@ -15,6 +15,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import EncodedData
 from polars_rap.model import FORMAT_VERSION
 from polars_rap.public_labels import (
+    FULL_SHARE_STD,
     NUMERIC_CELLS,
     RIDGE_PER_NOISE_VARIANCE,
     LabelModel,
@@ -27,6 +28,7 @@ from polars_rap.public_labels import (
     feature_index,
     fit_label_model,
     label_noise_std,
+    redraw_share,
     tilt_ridge,
 )
 from polars_rap.queries import CLASS_CODES
@@ -157,6 +159,19 @@ def test_redraw_draws_each_label_from_the_models_probabilities(domain):
         assert abs(observed - p) < 4 * np.sqrt(p * (1 - p) / chosen.sum()), (a_code, observed, p)
 
 
+def test_a_share_below_one_redraws_that_share_of_the_rows_and_keeps_the_others(domain):
+    rows = encoded(additive_table(40_000, 13), domain)
+    label = domain.block_index("y")
+    coefficients = np.zeros((_n_features(domain, label), 2))
+    coefficients[0, 1] = 50.0  # the model says "yes" for every row
+    before = rows.codes[:, label].copy()
+    LabelModel(("y",), (coefficients,), 0.1, share=0.25).redraw(rows, domain, np.random.default_rng(8))
+    after = rows.codes[:, label]
+    assert np.all(after[before == 1] == 1)
+    turned = after[before == 0].mean()  # the "no" rows redrawn (all to "yes")
+    assert abs(turned - 0.25) < 4 * np.sqrt(0.25 * 0.75 / (before == 0).sum()), turned
+
+
 # ------------------------------------------------------------------ the ridge
 def test_the_ridge_comes_from_the_measured_label_marginals_noise(domain):
     queries = build_workload(domain, np.random.default_rng(0), n_linear_thresholds=10, n_mixed_marginals=4)
@@ -172,6 +187,8 @@ def test_the_ridge_comes_from_the_measured_label_marginals_noise(domain):
     with pytest.raises(polars_rap.ParameterError, match="at least one measurement"):
         label_noise_std([], [], queries, domain)
     assert tilt_ridge(0.02) == RIDGE_PER_NOISE_VARIANCE * 0.02 ** 2
+    assert redraw_share(FULL_SHARE_STD) == redraw_share(0.1) == 1.0
+    assert redraw_share(FULL_SHARE_STD / 2) == pytest.approx(0.25)
 
 
 def reads_label_of(queries, domain, group):
@@ -212,7 +229,8 @@ def test_a_release_records_the_model_and_its_labels_follow_the_public_conditiona
     record = released.report.public_data
     assert record["uses"] == ["labels"] and record["rho_charged"] == 0.0
     assert record["label_ridge"] == released.label_model.ridge > 0
-    assert "labels drawn from its model, ridge" in released.report.summary()
+    assert record["label_share"] == released.label_model.share == 1.0  # ε = 0.1: noisy margins, every row
+    assert "100% of labels drawn from its model, ridge" in released.report.summary()
     plain = polars_rap.synthesize(additive_table(3000, 10), epsilon=0.1, delta=1e-7, domain=DECLARED, labels=["y"],
                                   seed=0, **FAST)
     assert released.report.rho_spent == plain.report.rho_spent  # post-processing: nothing more charged
@@ -233,7 +251,7 @@ def test_every_sampling_path_applies_the_model_and_saved_models_keep_it(released
     loaded = polars_rap.load(saved)
     for ours, theirs in zip(loaded.label_model.coefficients, model.label_model.coefficients, strict=True):
         np.testing.assert_array_equal(ours, theirs)
-    assert loaded.label_model.ridge == model.label_model.ridge
+    assert (loaded.label_model.ridge, loaded.label_model.share) == (model.label_model.ridge, model.label_model.share)
     assert loaded.sample(2000, seed=3).equals(model.sample(2000, seed=3))
     files = loaded.write_parquet(tmp_path / "parts", 2500, seed=4, block_rows=1000)
     decoding = model.report.parameters["decoding"]
@@ -270,4 +288,4 @@ def test_a_large_public_table_is_fitted_on_a_sample(monkeypatch, domain, caplog)
     assert "fitted on 500 of the public table's 3000 rows" in caplog.text
     again = public_labels.label_model_for_release(table, domain, relaxed, 0.05, np.random.default_rng(0))
     np.testing.assert_array_equal(model.coefficients[0], again.coefficients[0])  # the same sample for a seed
-    assert model.ridge == tilt_ridge(0.05)
+    assert model.ridge == tilt_ridge(0.05) and model.share == redraw_share(0.05) == 1.0

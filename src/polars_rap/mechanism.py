@@ -411,5 +411,5 @@ def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior:
     if prior is not None and prior.targets:
         record["target_factors"] = dict(prior.factors)
     if label_model is not None:
-        record["label_ridge"] = label_model.ridge
+        record.update(label_ridge=label_model.ridge, label_share=label_model.share)
     return record

@@ -18,7 +18,10 @@ label margin of the synthetic rows exactly (the moment equations of a logistic f
 changes is only the labels' higher-order dependence, now the public table's. The ridge says
 how far to trust the synthetic margins: it is :func:`tilt_ridge` of the measurements' noise,
 so the public conditional weighs less as ε grows (a Gaussian prior on ``B_tilt`` against
-measurements of that noise; ``bench/results/probe_label_model.md`` measured the scale).
+measurements of that noise; ``bench/results/probe_label_model.md`` measured the scale). Where
+the measurements are sharp enough to carry the labels' structure themselves, only a share of
+the rows (:func:`redraw_share`) is redrawn; the others keep the label decoded from their
+relaxed row.
 
 Privacy: post-processing. The fit reads the public table and rows decoded from the released
 relaxed rows; the ridge reads the released noise scales. Nothing here touches the sensitive
@@ -46,7 +49,7 @@ from polars_rap.queries import CLASS_CODES, QuerySet
 
 __all__ = ["NUMERIC_CELLS", "FIT_ROWS", "LabelModel", "check_label_use", "fit_label_model", "label_model_for_release", "tilt_ridge",
            "feature_index",
-           "label_noise_std"]
+           "label_noise_std", "redraw_share"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,13 @@ where the probes found ridges of 0.01-0.1 best (``bench/results/probe_label_mode
 PUBLIC_FIT_ROWS = 1_000_000
 """Public rows the public model is fitted on at most (a sample without replacement beyond):
 about 30 s of Newton steps on two cores for the CA task's 151 features."""
+FULL_SHARE_STD = 0.009
+"""Below this noise std ``s`` only a share ``(s / 0.009)²`` of the rows gets a redrawn label
+(:func:`redraw_share`). With every row redrawn, acs-income-CA at ε = 1 (s = 0.0038-0.0051) lost
+CM 4% with the other states' table and 10% with Puerto Rico's, while at ε <= 0.25 (s >= 0.0096)
+every error fell (``bench/results/public_labels_share1.md``): once the measurements carry the
+labels' structure, replacing it costs more than the public table adds, and the share lets the
+measurements win as they sharpen."""
 _PUBLIC_RIDGE = 1.0
 """Ridge of the public fit on its summed log-loss (scikit-learn's ``C = 1``)."""
 
@@ -181,6 +191,12 @@ def label_noise_std(groups: Sequence[int], noise_stds: Sequence[float], queries:
     raise AssertionError("unreachable")
 
 
+def redraw_share(noise_std: float) -> float:
+    """The share of rows whose labels the model redraws: ``min(1, (s / FULL_SHARE_STD)²)`` for
+    ``s`` = ``noise_std`` (:func:`label_noise_std`). Released values only."""
+    return min(1.0, (float(noise_std) / FULL_SHARE_STD) ** 2)
+
+
 def tilt_ridge(noise_std: float) -> float:
     """The tilt's ridge, :data:`RIDGE_PER_NOISE_VARIANCE` ``· s²`` for ``s`` = ``noise_std``
     (:func:`label_noise_std`). Released values only."""
@@ -190,25 +206,32 @@ def tilt_ridge(noise_std: float) -> float:
 @dataclass(frozen=True, slots=True, eq=False)
 class LabelModel:
     """The label model of a release: per label column (domain order), the coefficients
-    float64[n_features, n_codes] of :func:`feature_index`'s design, and the tilt's ridge."""
+    float64[n_features, n_codes] of :func:`feature_index`'s design, the tilt's ridge, and the
+    share of rows whose labels are redrawn (:func:`redraw_share`; the others keep the label
+    decoded from their relaxed row)."""
 
     labels: tuple[str, ...]
     coefficients: tuple[np.ndarray, ...] = field(repr=False)
     ridge: float
+    share: float = 1.0
 
     def redraw(self, sample: EncodedData, domain: Domain, rng: np.random.Generator) -> None:
-        """Replace each label's codes in ``sample`` (in place) with draws from the model, one
-        label after the other (a later label sees the earlier ones' new codes)."""
+        """Replace each label's codes in ``sample`` (in place) with draws from the model in a
+        :attr:`share` of the rows (each row independently), one label after the other (a later
+        label sees the earlier ones' new codes)."""
         for label, coefficients in zip(self.labels, self.coefficients, strict=True):
             block = domain.block_index(label)
             index = feature_index(sample.codes, sample.numerics, domain, block)
             cumulative = np.cumsum(_softmax(_logits(index, coefficients)), axis=1)
             drawn = (cumulative < rng.random((len(index), 1)) * cumulative[:, -1:]).sum(axis=1)
-            sample.codes[:, block] = np.minimum(drawn, coefficients.shape[1] - 1)
+            drawn = np.minimum(drawn, coefficients.shape[1] - 1)
+            if self.share < 1.0:  # no draw at share 1: its rows are the same as before shares existed
+                drawn = np.where(rng.random(len(index)) < self.share, drawn, sample.codes[:, block])
+            sample.codes[:, block] = drawn
 
     def to_arrow(self) -> pa.Table:
         """One row per (label, feature, code): ``label`` (str), ``feature``, ``code`` (int32),
-        ``coefficient`` (float64); the ridge in the schema's metadata."""
+        ``coefficient`` (float64); the ridge and share in the schema's metadata."""
         parts = []
         for label, coefficients in zip(self.labels, self.coefficients, strict=True):
             features, codes = np.indices(coefficients.shape)
@@ -217,7 +240,7 @@ class LabelModel:
                                    "code": pa.array(codes.ravel(), pa.int32()),
                                    "coefficient": pa.array(coefficients.ravel(), pa.float64())}))
         table = pa.concat_tables(parts)
-        return table.replace_schema_metadata({"ridge": repr(self.ridge)})
+        return table.replace_schema_metadata({"ridge": repr(self.ridge), "share": repr(self.share)})
 
     @classmethod
     def from_arrow(cls, table: pa.Table, domain: Domain) -> LabelModel:
@@ -225,6 +248,7 @@ class LabelModel:
         :class:`~polars_rap.errors.DataError` names what does not fit)."""
         try:
             ridge = float((table.schema.metadata or {})[b"ridge"])
+            share = float((table.schema.metadata or {})[b"share"])
             labels = table.column("label").to_pylist()
             features = table.column("feature").to_numpy()
             codes = table.column("code").to_numpy()
@@ -246,7 +270,7 @@ class LabelModel:
             matrix = np.zeros(shape)
             matrix[features[rows], codes[rows]] = values[rows]
             coefficients.append(matrix)
-        return cls(names, tuple(coefficients), ridge)
+        return cls(names, tuple(coefficients), ridge, share)
 
 
 def check_label_use(domain: Domain, filled_blocks: np.ndarray) -> None:
@@ -265,7 +289,7 @@ def check_label_use(domain: Domain, filled_blocks: np.ndarray) -> None:
 
 
 def fit_label_model(public_codes: np.ndarray, public_numerics: np.ndarray, filled_blocks: np.ndarray,
-                    synthetic: EncodedData, domain: Domain, ridge: float) -> LabelModel:
+                    synthetic: EncodedData, domain: Domain, ridge: float, share: float = 1.0) -> LabelModel:
     """Fit :class:`LabelModel` for every label of ``domain``: the public model on the public
     rows (``public_codes`` int32[n_public, n_blocks], ``public_numerics`` float64[n_public,
     n_numeric]), then the tilt on the ``synthetic`` rows (decoded from the released relaxed
@@ -287,7 +311,7 @@ def fit_label_model(public_codes: np.ndarray, public_numerics: np.ndarray, fille
         index = feature_index(synthetic.codes, synthetic.numerics, domain, block)
         tilt = _fit(index, synthetic.codes[:, block], n_codes, n_features, _logits(index, public), ridge)
         coefficients.append(public + tilt)
-    return LabelModel(tuple(domain.labels), tuple(coefficients), float(ridge))
+    return LabelModel(tuple(domain.labels), tuple(coefficients), float(ridge), float(share))
 
 
 def label_model_for_release(public, domain: Domain, relaxed: np.ndarray, noise_std: float,
@@ -296,7 +320,7 @@ def label_model_for_release(public, domain: Domain, relaxed: np.ndarray, noise_s
     :class:`~polars_rap.public_prior.PublicTable`; :data:`PUBLIC_FIT_ROWS` of its rows at most)
     and :data:`FIT_ROWS` rows decoded from
     ``relaxed`` (float32[n_relaxed, n_coords], released) with ``rng``, its ridge
-    :func:`tilt_ridge` of ``noise_std`` (:func:`label_noise_std`)."""
+    :func:`tilt_ridge` and share :func:`redraw_share` of ``noise_std`` (:func:`label_noise_std`)."""
     sample = decode_codes(relaxed, domain, spread_rows(relaxed.shape[0], FIT_ROWS, rng), rng)
     ridge = tilt_ridge(noise_std)
     codes, numerics = public.codes, public.numerics
@@ -304,6 +328,7 @@ def label_model_for_release(public, domain: Domain, relaxed: np.ndarray, noise_s
         chosen = np.sort(rng.choice(len(codes), PUBLIC_FIT_ROWS, replace=False))
         codes, numerics = codes[chosen], numerics[chosen]
         logger.info("label model: fitted on %d of the public table's %d rows", PUBLIC_FIT_ROWS, public.n_rows)
-    logger.info("label model: the public table's conditional tilted with ridge %.3g (measured label "
-                "margins' noise std %.3g)", ridge, noise_std)
-    return fit_label_model(codes, numerics, public.filled_blocks, sample, domain, ridge)
+    share = redraw_share(noise_std)
+    logger.info("label model: the public table's conditional tilted with ridge %.3g, redrawing %.0f%% of the "
+                "labels (measured label margins' noise std %.3g)", ridge, 100 * share, noise_std)
+    return fit_label_model(codes, numerics, public.filled_blocks, sample, domain, ridge, share)

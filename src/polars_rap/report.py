@@ -377,7 +377,8 @@ def public_data_line(record: Mapping[str, Any]) -> str:
             f"{len(record.get('columns', []))} columns" + (f", filled: {', '.join(filled)}" if filled else "")
             + f"; used for {', '.join(record.get('uses', []))}"
             + ("; target factors " + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()) if factors else "")
-            + (f"; labels drawn from its model, ridge {record['label_ridge']:.3g}" if "label_ridge" in record else "")
+            + (f"; {record.get('label_share', 1.0):.0%} of labels drawn from its model, ridge {record['label_ridge']:.3g}"
+               if "label_ridge" in record else "")
             + "; no budget charged")
 
 
