@@ -210,6 +210,17 @@ def test_labels_need_a_label_column_and_a_public_table_holding_it(domain):
         check_label_use(domain, filled)
 
 
+def test_the_default_use_is_labels_when_the_public_table_holds_them_else_init():
+    private = additive_table(800, 14)
+    arguments = dict(epsilon=1.0, delta=1e-7, domain=DECLARED, seed=0, **FAST)
+    labelled = polars_rap.synthesize(private, labels=["y"], public=additive_table(400, 15), **arguments)
+    assert labelled.report.public_data["uses"] == ["labels"] and labelled.label_model is not None
+    for options in ({"labels": ["y"], "public": additive_table(400, 15).drop("y")},
+                    {"public": additive_table(400, 15)}):
+        other = polars_rap.synthesize(private, **options, **arguments)
+        assert other.report.public_data["uses"] == ["init"] and other.label_model is None
+
+
 def test_synthesize_refuses_a_public_table_without_the_label_before_reading_the_rows():
     private = additive_table(800, 8)
     with pytest.raises(DataError, match="the public table lacks the label column 'y'"):

@@ -154,7 +154,7 @@ def test_the_report_records_row_count_and_content_hash_never_rows(private, publi
 
 
 def test_saved_models_carry_the_record_and_a_format_2_model_still_loads(private, public, declared, tmp_path):
-    result = run(private, declared, public=public)
+    result = run(private, declared, public=public, public_use=["init"])
     saved = result.save(tmp_path / "model")
     manifest = json.loads((saved / "manifest.json").read_text())
     assert manifest["format_version"] == FORMAT_VERSION and manifest["public_data"] == result.report.public_data
@@ -201,7 +201,7 @@ def test_a_column_no_query_measures_keeps_the_public_tables_distribution(private
     skewed = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"))
     options = dict(rounds_cm=0, epsilon=0.3, strategy=OUTRIGHT)
     with_public = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0,
-                                        public=skewed, **{**FAST, **options})
+                                        public=skewed, public_use=["init"], **{**FAST, **options})
     without = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0,
                                     **{**FAST, **options})
     assert (with_public.data["SEX"] == 2).mean() > 0.9

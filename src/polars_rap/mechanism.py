@@ -44,7 +44,9 @@ from polars_rap.planning import check_rows_against_noise, smallest_share, worklo
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.public_labels import LabelModel, check_label_use, label_model_for_release, label_noise_std
-from polars_rap.public_prior import PublicTable, check_public_use, fit_to_public, open_public, read_public
+from polars_rap.public_prior import (
+    PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
+)
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
@@ -184,7 +186,8 @@ def synthesize(
         The report records its row count and a content hash (``report.public_data``), never
         its rows.
     public_use : sequence of str, optional
-        What the public table is used for (default ``["init"]``): ``"init"``, the relaxed
+        What the public table is used for (default ``["labels"]`` when it holds every label
+        column, else ``["init"]``): ``"init"``, the relaxed
         rows start from a sample of its rows; ``"fit"``, they are first fitted to its answers
         on the whole workload; ``"targets"``, each measured answer is pulled toward the
         public answer by a James-Stein factor, which lets the measurement win where the two
@@ -276,6 +279,8 @@ def synthesize(
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
     public_source = None if public is None else open_public(public, domain, list(source.schema))
+    if public_source is not None and public_use is None:
+        public_uses = default_public_uses(labels or (), list(public_source.schema))
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
