@@ -409,7 +409,7 @@ def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior:
                    label_model: LabelModel | None) -> dict | None:
     """The report's record of the public table (:meth:`PublicTable.record`), with the mean
     James-Stein factor per class when its answers were targets and the label model's ridge
-    when it drew the labels; None without one."""
+    and share of redrawn rows when it drew the labels; None without one."""
     if public_table is None:
         return None
     record = public_table.record(uses)

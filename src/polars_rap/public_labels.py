@@ -4,7 +4,7 @@ public table's conditional, tilted to the synthetic rows' own margins.
 The projection fits the measured marginals; how a label depends on several features *at
 once* is left to whatever the relaxed rows happen to hold, and at small ε that is mostly
 noise. A public table of the same population knows that dependence. With this use, after
-decoding, every synthetic row's label is redrawn from
+decoding, every synthetic row's label (or a share of them, below) is redrawn from
 
     P(label = c | x) = softmax_c(x · (B_public + B_tilt))
 
@@ -47,9 +47,8 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.public_prior import touches_columns
 from polars_rap.queries import CLASS_CODES, QuerySet
 
-__all__ = ["NUMERIC_CELLS", "FIT_ROWS", "LabelModel", "check_label_use", "fit_label_model", "label_model_for_release", "tilt_ridge",
-           "feature_index",
-           "label_noise_std", "redraw_share"]
+__all__ = ["NUMERIC_CELLS", "FIT_ROWS", "PUBLIC_FIT_ROWS", "LabelModel", "check_label_use", "feature_index",
+           "fit_label_model", "label_model_for_release", "label_noise_std", "redraw_share", "tilt_ridge"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,11 +60,12 @@ then far below the measurements'."""
 RIDGE_PER_NOISE_VARIANCE = 150.0
 """``ridge = 150 · s²`` (:func:`tilt_ridge`): 0.014 on acs-income-CA at ε = 0.25 (s = 0.0096),
 where the probes found ridges of 0.01-0.1 best (``bench/results/probe_label_model.md``), about
-0.09 at ε = 0.1, where 0.1 was (``probe_label_sweep.csv``), and 16 times less than at 0.25 at
-ε = 1, where 0.01 already cost CM: a prior's weight against measurements of variance s²."""
+0.08 at ε = 0.1 (s = 0.023), where 0.1 was (``probe_label_sweep.md``), and 0.002-0.004 at
+ε = 1 (s = 0.0038-0.0051), where 0.01 already cost CM: a prior's weight against measurements
+of variance s²."""
 PUBLIC_FIT_ROWS = 1_000_000
 """Public rows the public model is fitted on at most (a sample without replacement beyond):
-about 30 s of Newton steps on two cores for the CA task's 151 features."""
+about 35 s of Newton steps on two cores for the CA task's 151 features (9 s for 260,818 rows)."""
 FULL_SHARE_STD = 0.009
 """Below this noise std ``s`` only a share ``(s / 0.009)²`` of the rows gets a redrawn label
 (:func:`redraw_share`). With every row redrawn, acs-income-CA at ε = 1 (s = 0.0038-0.0051) lost
