@@ -1,0 +1,74 @@
+"""A state the label model was not tuned on (issue 19): private = one state's ACS income task
+(80/20 split, seed 0), public = every other state's and Puerto Rico's rows (CA included), the
+default synthesis with and without the public table (``public_use`` default: ``"labels"``).
+
+    python -m bench.other_state_check --state TX --epsilons 0.25 1 --seed 0
+
+Prints one JSON row per (ε, variant) and appends it to ``bench/results/other_state_check.csv``:
+the suite's evaluation (CM, MM, LT mean errors on the training rows, macro F1 of logistic
+regression on the state's test rows, and on its real training rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+
+import polars as pl
+
+from bench.host import SHARED_DATA
+from bench.run import RESULTS
+
+OUT = RESULTS / "other_state_check.csv"
+
+
+def run(state: str, epsilons: Sequence[float], seed: int) -> list[dict]:
+    import polars_rap
+    from polars_rap import datasets, evaluation
+    from polars_rap.datasets import preprocess_acs_income
+    from polars_rap.domain import Domain
+
+    task = datasets.load_task("acs-income-CA")  # its domain (TOML) holds every state's codes
+    files = sorted(SHARED_DATA.glob("acs2018_1yr_person_*.parquet"))
+    frame = preprocess_acs_income(pl.read_parquet(SHARED_DATA / f"acs2018_1yr_person_{state}.parquet"))
+    train, test = datasets.train_test_split(frame.select(task.frame.columns), test_fraction=0.2, seed=0)
+    public = pl.concat([preprocess_acs_income(pl.read_parquet(f)).select(task.frame.columns)
+                        for f in files if not f.stem.endswith(f"_{state}")])
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    real_f1 = evaluation.ml_utility_for_domain(train, test, task.labels[0], domain)["macro_f1"]
+    rows = []
+    for epsilon in epsilons:
+        for variant, extra in (("none", {}), ("public", {"public": public})):
+            started = time.perf_counter()
+            result = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
+                                           labels=task.labels, seed=seed, progress=False, **extra)
+            seconds = time.perf_counter() - started
+            errors = evaluation.workload_errors(train, result.data, domain, seed=0, n_mixed_marginals=20_000,
+                                                n_linear_thresholds=200_000)
+            row = {"state": state, "train_rows": train.height, "public_rows": public.height, "eps": epsilon,
+                   "seed": seed, "variant": variant,
+                   "uses": ",".join((result.report.public_data or {}).get("uses", [])),
+                   **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
+                   "F1": evaluation.ml_utility_for_domain(result.data, test, task.labels[0], domain)["macro_f1"],
+                   "real_F1": real_f1, "seconds": seconds}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state", default="TX")
+    parser.add_argument("--epsilons", nargs="+", type=float, default=[0.25, 1.0])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    new = pl.DataFrame(run(args.state, args.epsilons, args.seed))
+    old = pl.read_csv(OUT) if OUT.exists() else None
+    (new if old is None else pl.concat([old, new], how="vertical_relaxed")).write_csv(OUT)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
