@@ -204,10 +204,9 @@ def reads_label_of(queries, domain, group):
 def test_labels_need_a_label_column_and_a_public_table_holding_it(domain):
     unlabelled = Domain.from_mapping(additive_table(5, 0).schema, DECLARED, [])
     with pytest.raises(DataError, match=r"public_use 'labels' needs a label column: pass labels=\[\.\.\.\]"):
-        check_label_use(unlabelled, np.zeros(len(unlabelled.blocks), dtype=bool))
-    filled = np.array([block.source == "y" for block in domain.blocks])
+        check_label_use(unlabelled.labels, unlabelled.names)
     with pytest.raises(DataError, match=r"the public table lacks the label column 'y'.*drop 'labels' from public_use"):
-        check_label_use(domain, filled)
+        check_label_use(domain.labels, [name for name in domain.names if name != "y"])
 
 
 def test_the_default_use_is_labels_when_the_public_table_holds_them_else_init():

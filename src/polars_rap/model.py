@@ -101,8 +101,9 @@ _CONTENTS = {
 }
 _CONTENTS_V1 = {_RELAXED: _CONTENTS[_RELAXED], _DOMAIN: _CONTENTS[_DOMAIN],
                 _REPORT: "privacy report: ledger events, measured queries, noisy answers, intervals"}
-_LABEL_MODEL_CONTENT = "the public table's label model: one row per (label, feature, code) coefficient"
-_MODEL_FILES = frozenset({_MANIFEST, _LABEL_MODEL, *_CONTENTS})
+_OPTIONAL_CONTENTS = {_LABEL_MODEL: "the public table's label model: one row per (label, feature, code) coefficient"}
+"""Files a model has only with what they hold (a label model)."""
+_MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS, *_OPTIONAL_CONTENTS})
 
 
 def _library_version() -> str:
@@ -266,7 +267,7 @@ class SyntheticModel:
             "public_data": self.report.public_data,
             "files": [
                 {"name": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                 "content": _CONTENTS.get(name, _LABEL_MODEL_CONTENT)}
+                 "content": {**_CONTENTS, **_OPTIONAL_CONTENTS}[name]}
                 for name, data in written
             ],
         }

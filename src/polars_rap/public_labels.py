@@ -273,16 +273,16 @@ class LabelModel:
         return cls(names, tuple(coefficients), ridge, share)
 
 
-def check_label_use(domain: Domain, filled_blocks: np.ndarray) -> None:
-    """Raise :class:`~polars_rap.errors.DataError` unless the domain has a label and the public
-    table holds every label column (``filled_blocks``, bool[n_blocks]: the blocks it lacks).
-    Called before the sensitive rows are read."""
-    if not domain.labels:
+def check_label_use(labels: Sequence[str], public_columns: Sequence[str]) -> None:
+    """Raise :class:`~polars_rap.errors.DataError` unless there is a label and the public table
+    holds every label column (``public_columns``: its columns, from its schema). Called before
+    any row of either table is read."""
+    if not labels:
         msg = ("public_use 'labels' needs a label column: pass labels=[...] (the column a model "
                "trained on the synthetic data will predict), or drop 'labels' from public_use")
         raise DataError(msg)
-    for label in domain.labels:
-        if filled_blocks[domain.block_index(label)]:
+    for label in labels:
+        if label not in public_columns:
             msg = (f"the public table lacks the label column {label!r}, so it has no label model to offer; "
                    "add the column to the public table or drop 'labels' from public_use")
             raise DataError(msg)
@@ -297,7 +297,8 @@ def fit_label_model(public_codes: np.ndarray, public_numerics: np.ndarray, fille
 
     Raises :class:`~polars_rap.errors.DataError` as :func:`check_label_use`.
     """
-    check_label_use(domain, filled_blocks)
+    check_label_use(domain.labels, [block.source for block, filled in zip(domain.blocks, filled_blocks, strict=True)
+                                    if not filled])
     if not math.isfinite(ridge) or ridge <= 0:
         msg = f"the label model's ridge must be a positive number. Got {ridge!r}"
         raise ParameterError(msg)
