@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from bench.host import SHARED_DATA
+from bench.public_prior import state_tables
 from bench.run import RESULTS
 
 OUT = RESULTS / "other_state_check.csv"
@@ -27,15 +27,12 @@ OUT = RESULTS / "other_state_check.csv"
 def run(state: str, epsilons: Sequence[float], seed: int) -> list[dict]:
     import polars_rap
     from polars_rap import datasets, evaluation
-    from polars_rap.datasets import preprocess_acs_income
     from polars_rap.domain import Domain
 
     task = datasets.load_task("acs-income-CA")  # its domain (TOML) holds every state's codes
-    files = sorted(SHARED_DATA.glob("acs2018_1yr_person_*.parquet"))
-    frame = preprocess_acs_income(pl.read_parquet(SHARED_DATA / f"acs2018_1yr_person_{state}.parquet"))
-    train, test = datasets.train_test_split(frame.select(task.frame.columns), test_fraction=0.2, seed=0)
-    public = pl.concat([preprocess_acs_income(pl.read_parquet(f)).select(task.frame.columns)
-                        for f in files if not f.stem.endswith(f"_{state}")])
+    frame = state_tables(task.frame.columns, only=state, what=f"{state}'s table")
+    train, test = datasets.train_test_split(frame, test_fraction=0.2, seed=0)
+    public = state_tables(task.frame.columns, but=state, what="the public table")
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     real_f1 = evaluation.ml_utility_for_domain(train, test, task.labels[0], domain)["macro_f1"]
     rows = []

@@ -87,23 +87,30 @@ def data_dir() -> Path:
     return Path(os.environ.get(DATA_ENV) or SHARED_DATA)
 
 
-@lru_cache(maxsize=2)
-def _public_frame(kind: str, columns: tuple[str, ...]) -> pl.DataFrame:
+def state_tables(columns: Sequence[str], *, only: str | None = None, but: str | None = None,
+                 what: str = "the table") -> pl.DataFrame:
+    """The ACS income task's preprocessing (:func:`polars_rap.datasets.preprocess_acs_income`)
+    of the person tables in :func:`data_dir`, ``columns`` in order: state ``only``'s, or every
+    state's but ``but``'s. ``what`` names the table in the error for a folder without them."""
     from polars_rap.datasets import preprocess_acs_income
 
     folder = data_dir()
-    files = sorted(folder.glob("acs2018_1yr_person_*.parquet"))
-    if kind == "matched":
-        files = [f for f in files if not f.stem.endswith(f"_{PRIVATE_STATE}")]
-    elif kind == "mismatched":
-        files = [f for f in files if f.stem.endswith(f"_{MISMATCHED_STATE}")]
-    else:
-        msg = f"unknown public table {kind!r}; choose 'matched' or 'mismatched'"
-        raise ValueError(msg)
+    files = [f for f in sorted(folder.glob("acs2018_1yr_person_*.parquet"))
+             if (only is None or f.stem.endswith(f"_{only}")) and (but is None or not f.stem.endswith(f"_{but}"))]
     if not files:
-        msg = f"no acs2018_1yr_person_<ST>.parquet files for the {kind} public table in {folder} (--data-dir)"
+        msg = f"no acs2018_1yr_person_<ST>.parquet files for {what} in {folder} (--data-dir)"
         raise FileNotFoundError(msg)
     return pl.concat([preprocess_acs_income(pl.read_parquet(f)).select(columns) for f in files])
+
+
+@lru_cache(maxsize=2)
+def _public_frame(kind: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    if kind == "matched":
+        return state_tables(columns, but=PRIVATE_STATE, what="the matched public table")
+    if kind == "mismatched":
+        return state_tables(columns, only=MISMATCHED_STATE, what="the mismatched public table")
+    msg = f"unknown public table {kind!r}; choose 'matched' or 'mismatched'"
+    raise ValueError(msg)
 
 
 def public_table(kind: str, columns: Sequence[str]) -> pl.DataFrame:
