@@ -59,7 +59,11 @@ class Step:
     ``joined`` (public): other classes whose groups join an annealed step's candidates,
     selected and measured with its own (its budget; none of their own), as
     :mod:`polars_rap.categorical_prefixes` joins the CM step; not in a step measured outright
-    in one round."""
+    in one round.
+
+    ``branching`` (public): a numeric-histogram step's release design, as
+    :func:`polars_rap.numeric_histograms.histogram_tree` takes it (None: flat); unused by the
+    other classes."""
 
     query_class: str
     weight: float
@@ -69,6 +73,7 @@ class Step:
     selection_share: float | None = None
     outright_l1: float | None = None
     joined: tuple[str, ...] = ()
+    branching: int | str | None = None
 
     @property
     def outright(self) -> bool:

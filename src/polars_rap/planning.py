@@ -69,7 +69,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                              strategy.histogram_share, strategy.histogram_bins,
                                                              last=strategy.histogram_position == "last",
                                                              loss_scale=strategy.histogram_weight,
-                                                             from_class=getattr(strategy, "histogram_from", None))
+                                                             from_class=getattr(strategy, "histogram_from", None),
+                                                             branching=getattr(strategy, "histogram_branching", None))
     if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
         queries, plan, group_counts = add_categorical_prefixes(
             domain, queries, plan, group_counts, strategy.cm_prefixes, getattr(strategy, "cm_prefixes_share", None))

@@ -123,7 +123,7 @@ def run_plan(
             measure_histograms(record, queries, candidates, true_answers, ledger, rng, measure_rho=step_rho,
                                round_index=round_index, n_rows=n_rows,
                                close=(lambda: ledger.rho_remaining) if is_last else None,
-                               loss_scale=step.loss_scale)
+                               loss_scale=step.loss_scale, branching=step.branching)
             available[candidates] = False
             _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
                           rho, round_index, len(candidates), independence)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from polars_rap.errors import ParameterError
+from polars_rap.numeric_histograms import check_branching
 from polars_rap.parameters import check_positive_finite
 from polars_rap.plan_steps import CLASSES, Step, add_outright_step, capped_rounds, group_shares, interleave
 
@@ -208,6 +209,12 @@ class PlannedStrategy:
         pays its part, the base marginals' step included. Out of the thresholds' share ("LT")
         neither 10% nor 5% beat the default on both datasets
         (``bench/results/ablation_histograms_from_lt.md``).
+    histogram_branching : None, "auto" or int
+        How each numeric histogram is released (:func:`polars_rap.numeric_histograms.histogram_tree`):
+        None, its cells, whose ``k``-th cumulative sum then carries ``k`` draws of noise; an
+        int ``b`` >= 2, the nodes of a ``b``-ary tree over the cells (the same budget), the
+        prefixes read back by least squares; ``"auto"``, whichever of those has the least
+        expected prefix noise for the histogram's number of cells (public).
     class_k : mapping or None
         Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
         ``queries_per_round`` for that class (public).
@@ -327,6 +334,7 @@ class PlannedStrategy:
     histogram_position: str = "last"
     histogram_weight: float = 0.1
     histogram_from: str | None = None
+    histogram_branching: int | str | None = None
     cm_anneal: bool = True
     cm_anneal_rounds: int | None = None
     cm_anneal_start: float = 1.0
@@ -395,6 +403,7 @@ class PlannedStrategy:
         if not (isinstance(self.independence_prior, bool) or self.independence_prior == "mediated"):
             msg = f"independence_prior must be True, False or 'mediated'. Got {self.independence_prior!r}"
             raise ParameterError(msg)
+        check_branching(self.histogram_branching)
         if self.histogram_from is not None and self.histogram_from not in CLASSES:
             msg = (f"histogram_from must be one of {list(CLASSES)} or None (every class pays). "
                    f"Got {self.histogram_from!r}")
@@ -487,6 +496,7 @@ class PlannedStrategy:
                 "base_share": self.base_share, "base_from": self.base_from, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
                 "histogram_weight": self.histogram_weight, "histogram_from": self.histogram_from,
+                "histogram_branching": self.histogram_branching,
                 "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
