@@ -671,7 +671,8 @@ def test_every_ledger_event_is_one_recorded_mechanism_call(audited) -> None:
 def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
     """``noisy_answer`` is, bit for bit and in order, the concatenated outputs of the recorded
     Gaussian calls, and ``noise_std`` their stds; each call's L2 sensitivity is sqrt(2)/n for
-    a marginal group and 1/n for a single query (n_rows = n), each selection's L1 sensitivity
+    a marginal group, 1/n for a single query and sqrt(2h)/n for a histogram's tree of h levels
+    (n_rows = n), each selection's L1 sensitivity
     2 for marginals and 1 for thresholds, in count units (the scores are counts). In situ, the
     measured noise (noisy - true, the true answers being what each call was given) has the
     stated stds: sum of squared z-scores
@@ -688,7 +689,9 @@ def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
                                   np.concatenate([_released(call)[1] for call in calls]))
     for call in calls:
         size = len(call.arguments["values"])
-        assert call.arguments["l2_sensitivity"] == (math.sqrt(2.0) if size > 1 else 1.0) / n
+        tree = re.search(r"tree of branching \d+: \d+ nodes, (\d+) levels", call.arguments.get("description", ""))
+        squared = 2.0 * int(tree.group(1)) if tree else 2.0 if size > 1 else 1.0  # 2 per partition released
+        assert call.arguments["l2_sensitivity"] == math.sqrt(squared) / n
         assert call.arguments["n_rows"] == n  # the noise is drawn on the counts behind the answers
     # the default measures every feature x label margin first (BM), nullable indicators
     # included, then CM tables by annealed rounds, LT by selection rounds and each numeric
@@ -708,16 +711,23 @@ def test_every_released_answer_is_a_recorded_gaussian_output(audited) -> None:
 
 def _released(call) -> tuple[np.ndarray, np.ndarray]:
     """(answers, stds) a recorded Gaussian call puts in the report: its output as drawn, or
-    for a numeric histogram (K cells per label value, cell-major) the K prefixes' cumulative
-    sums, the k-th with std sqrt(k) sigma (post-processing of the cells)."""
+    for a numeric histogram (K cells per label value, cell-major) the K prefixes: released
+    flat, the cells' cumulative sums, the k-th with std sqrt(k) sigma; released on a tree of
+    branching b (named in the description), its least-squares prefix weights times the noisy
+    nodes, std sigma ||w_k|| (post-processing of the release either way)."""
     noisy, std = call.output
-    found = re.fullmatch(r"NH histogram of numeric column \d+ \((\d+) cells per label value\)",
+    found = re.fullmatch(r"NH histogram of numeric column \d+ \((\d+) cells per label value"
+                         r"(?:, tree of branching (\d+): \d+ nodes, \d+ levels)?\)",
                          call.arguments.get("description", ""))
     if found is None:
         return noisy, np.full(len(noisy), std)
     k = int(found.group(1))
-    prefixes = np.cumsum(noisy.reshape(k, -1), axis=0)
-    return prefixes.ravel(), np.repeat(std * np.sqrt(np.arange(1, k + 1)), prefixes.shape[1])
+    if found.group(2) is None:
+        prefixes = np.cumsum(noisy.reshape(k, -1), axis=0)
+        return prefixes.ravel(), np.repeat(std * np.sqrt(np.arange(1, k + 1)), prefixes.shape[1])
+    tree = numeric_histograms.histogram_tree(k, int(found.group(2)))
+    prefixes = tree.prefix_weights @ noisy.reshape(len(tree.nodes), -1)
+    return prefixes.ravel(), np.repeat(std * tree.prefix_norms, prefixes.shape[1])
 
 
 def _floats(value: Any) -> Iterator[float]:

@@ -140,7 +140,8 @@ def _recorded_run(frame: pl.DataFrame, share: float, **settings):
             frame, epsilon=1.0, delta=1e-6, domain=DECLARED, labels=["y"], seed=3, relaxed_rows=100,
             rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
             projection=polars_rap.ProjectionConfig(max_steps=10),
-            strategy={**OUTRIGHT, "histogram_share": share, "histogram_bins": 40, **settings},
+            strategy={**OUTRIGHT, "histogram_share": share, "histogram_bins": 40, "histogram_branching": None,
+                      **settings},
         )
     return result, calls
 
