@@ -215,8 +215,18 @@ def test_a_run_releases_each_tree_once_charged_and_reports_its_least_squares_pre
 
 
 def test_the_strategy_validates_and_describes_the_branching() -> None:
-    """None (flat, the paper's and older defaults'), "auto" or an int >= 2; anything else is a
-    ParameterError naming the setting."""
+    """None (flat, the defaults' before bench/results/ablation_histogram_trees.md), "auto" (the
+    default, carried by the plan's NH step) or an int >= 2; anything else is a ParameterError
+    naming the setting."""
+    from polars_rap.planning import workload_and_plan
+
+    assert PlannedStrategy().histogram_branching == "auto"
+    domain = Domain.from_mapping(_frame(10, 0).schema, DECLARED, ["y"])
+    _, plan, _ = workload_and_plan(domain, resolve_strategy("planned"), np.random.default_rng(0), rounds_cm=None,
+                                   rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
+                                   n_linear_thresholds=50, max_marginal_cells=None)
+    assert [step.branching for step in plan if step.query_class == "NH"] == ["auto"]
+    assert all(step.branching is None for step in plan if step.query_class != "NH")
     assert resolve_strategy({"name": "planned", "histogram_branching": 4}).describe()["histogram_branching"] == 4
     assert PlannedStrategy(histogram_branching=None).histogram_branching is None
     for bad in (1, 0, 2.0, True, "binary"):
