@@ -7,14 +7,12 @@ against the recorded release to the bit."""
 from __future__ import annotations
 
 import math
-from unittest import mock
 
 import numpy as np
 import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import numeric_histograms, privacy
 from polars_rap.domain import Domain
 from polars_rap.kernels import get_backend
 from polars_rap.numeric_histograms import (
@@ -30,6 +28,7 @@ from polars_rap.report import subgaussian_halfwidth
 from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import PlannedStrategy, resolve_strategy
 
+from histogram_runs import recorded_histogram_run  # tests/histogram_runs.py
 from plans import OUTRIGHT  # tests/plans.py
 
 DECLARED = {
@@ -167,23 +166,8 @@ def test_a_run_releases_each_tree_once_charged_and_reports_its_least_squares_pre
     for bit, with std sigma ||w_k|| and the sub-Gaussian interval; the ledger closes at the
     budget exactly."""
     frame = _frame(3_000, 7)
-    calls = []
-    real = privacy.gaussian_mechanism
-
-    def recording(values, l2_sensitivity, rho, ledger, rng, description="", round=None, *, n_rows=1):
-        before = len(ledger.events)
-        noisy, std = real(values, l2_sensitivity, rho, ledger, rng, description, round, n_rows=n_rows)
-        calls.append(dict(values=np.array(values, copy=True), l2=l2_sensitivity, noisy=noisy.copy(), std=std,
-                          charged=[e.rho for e in ledger.events[before:]], rho=rho, description=description))
-        return noisy, std
-
-    with mock.patch.object(numeric_histograms, "gaussian_mechanism", recording):
-        result = polars_rap.synthesize(
-            frame, epsilon=1.0, delta=1e-6, domain=DECLARED, labels=["y"], seed=3, relaxed_rows=100,
-            rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
-            projection=polars_rap.ProjectionConfig(max_steps=10),
-            strategy={**OUTRIGHT, "histogram_share": 0.2, "histogram_branching": "auto"},
-        )
+    result, calls = recorded_histogram_run(frame, DECLARED, {**OUTRIGHT, "histogram_share": 0.2,
+                                                             "histogram_branching": "auto"})
     report = result.report
     n = report.n_rows
     assert len(calls) == 2 and report.parameters["strategy"]["histogram_branching"] == "auto"
@@ -215,7 +199,7 @@ def test_a_run_releases_each_tree_once_charged_and_reports_its_least_squares_pre
 
 
 def test_the_strategy_validates_and_describes_the_branching() -> None:
-    """None (flat, the defaults' before bench/results/ablation_histogram_trees.md), "auto" (the
+    """None or "flat" (the defaults' before bench/results/ablation_histogram_trees.md), "auto" (the
     default, carried by the plan's NH step) or an int >= 2; anything else is a ParameterError
     naming the setting."""
     from polars_rap.planning import workload_and_plan
@@ -229,6 +213,7 @@ def test_the_strategy_validates_and_describes_the_branching() -> None:
     assert all(step.branching is None for step in plan if step.query_class != "NH")
     assert resolve_strategy({"name": "planned", "histogram_branching": 4}).describe()["histogram_branching"] == 4
     assert PlannedStrategy(histogram_branching=None).histogram_branching is None
+    assert histogram_tree(30, "flat") is histogram_tree(30, None)  # a config file's spelling of None
     for bad in (1, 0, 2.0, True, "binary"):
         with pytest.raises(polars_rap.ParameterError, match="histogram_branching"):
             PlannedStrategy(histogram_branching=bad)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from unittest import mock
 
 import numpy as np
 import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import numeric_histograms, privacy
 from polars_rap.domain import Domain
 from polars_rap.kernels import get_backend
 from polars_rap.numeric_histograms import histogram_edges, histogram_groups, histogram_runs
@@ -26,6 +24,7 @@ from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import PlannedStrategy, resolve_strategy
 from polars_rap.transforms import to_unit
 
+from histogram_runs import recorded_histogram_run  # tests/histogram_runs.py
 from plans import OUTRIGHT  # tests/plans.py
 
 DECLARED = {
@@ -125,25 +124,8 @@ def test_cells_partition_the_rows_so_one_row_moves_at_most_two_counts(domain, se
 
 
 def _recorded_run(frame: pl.DataFrame, share: float, **settings):
-    calls = []
-    real = privacy.gaussian_mechanism
-
-    def recording(values, l2_sensitivity, rho, ledger, rng, description="", round=None, *, n_rows=1):
-        before = len(ledger.events)
-        noisy, std = real(values, l2_sensitivity, rho, ledger, rng, description, round, n_rows=n_rows)
-        calls.append(dict(values=np.array(values, copy=True), l2=l2_sensitivity, rho=rho, noisy=noisy.copy(),
-                          std=std, charged=[e.rho for e in ledger.events[before:]], n_rows=n_rows))
-        return noisy, std
-
-    with mock.patch.object(numeric_histograms, "gaussian_mechanism", recording):
-        result = polars_rap.synthesize(
-            frame, epsilon=1.0, delta=1e-6, domain=DECLARED, labels=["y"], seed=3, relaxed_rows=100,
-            rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
-            projection=polars_rap.ProjectionConfig(max_steps=10),
-            strategy={**OUTRIGHT, "histogram_share": share, "histogram_bins": 40, "histogram_branching": None,
-                      **settings},
-        )
-    return result, calls
+    return recorded_histogram_run(frame, DECLARED, {**OUTRIGHT, "histogram_share": share, "histogram_bins": 40,
+                                                    "histogram_branching": None, **settings})
 
 
 @pytest.mark.parametrize("settings", [{}, {"histogram_position": "last", "histogram_weight": 0.1}],

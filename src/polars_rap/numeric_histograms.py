@@ -135,12 +135,15 @@ class HistogramTree:
 
 
 def check_branching(branching) -> int | str | None:
-    """``branching`` as :func:`histogram_tree` takes it (None, ``"auto"`` or an int >= 2), or a
+    """``branching`` as :func:`histogram_tree` takes it: None (or ``"flat"``, for config files,
+    which cannot write None), ``"auto"`` or an int >= 2; else a
     :class:`~polars_rap.errors.ParameterError` that says so."""
-    if branching is None or branching == "auto":
+    if branching is None or branching == "flat":
+        return None
+    if branching == "auto":
         return branching
     if isinstance(branching, bool) or not isinstance(branching, int) or branching < 2:
-        msg = f"histogram_branching must be None (flat), 'auto' or an int >= 2. Got {branching!r}"
+        msg = f"histogram_branching must be 'flat' (or None), 'auto' or an int >= 2. Got {branching!r}"
         raise ParameterError(msg)
     return int(branching)
 
@@ -152,13 +155,14 @@ def histogram_tree(n_cells: int, branching: int | str | None) -> HistogramTree:
     ``"auto"`` the design of least :meth:`~HistogramTree.mean_prefix_variance` among the flat
     release and :data:`TREE_BRANCHINGS` (public: it depends on ``n_cells`` only). Cached; its
     arrays are read-only."""
+    branching = check_branching(branching)
     if branching is None or n_cells > MAX_TREE_CELLS or n_cells < 2:
         tree = HistogramTree.build(n_cells, None)
     elif branching == "auto":
         trees = [HistogramTree.build(n_cells, b) for b in (None, *TREE_BRANCHINGS)]
         tree = min(trees, key=HistogramTree.mean_prefix_variance)
     else:
-        tree = HistogramTree.build(n_cells, check_branching(branching))
+        tree = HistogramTree.build(n_cells, branching)
     for array in (tree.nodes, tree.prefix_weights):
         array.setflags(write=False)
     return tree

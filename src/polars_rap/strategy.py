@@ -211,7 +211,7 @@ class PlannedStrategy:
         (``bench/results/ablation_histograms_from_lt.md``).
     histogram_branching : None, "auto" or int
         How each numeric histogram is released (:func:`polars_rap.numeric_histograms.histogram_tree`):
-        None, its cells, whose ``k``-th cumulative sum then carries ``k`` draws of noise; an
+        None or ``"flat"``, its cells, whose ``k``-th cumulative sum then carries ``k`` draws of noise; an
         int ``b`` >= 2, the nodes of a ``b``-ary tree over the cells (the same budget), the
         prefixes read back by least squares; ``"auto"`` (default), whichever of those has the
         least expected prefix noise for the histogram's number of cells (public; binary on the

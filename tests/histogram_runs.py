@@ -1,0 +1,37 @@
+"""A small run whose numeric histograms' Gaussian releases are recorded, shared by the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from unittest import mock
+
+import numpy as np
+import polars as pl
+
+import polars_rap
+from polars_rap import numeric_histograms, privacy
+
+
+def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy: Mapping):
+    """``synthesize`` on ``frame`` (label ``y``, epsilon 1, a few rows and steps) with
+    ``strategy``, and every ``numeric_histograms.gaussian_mechanism`` call it made: dicts of
+    the values, L2 sensitivity, rho, noisy output, std, description, n_rows and the rho of the
+    ledger events the call charged."""
+    calls = []
+    real = privacy.gaussian_mechanism
+
+    def recording(values, l2_sensitivity, rho, ledger, rng, description="", round=None, *, n_rows=1):
+        before = len(ledger.events)
+        noisy, std = real(values, l2_sensitivity, rho, ledger, rng, description, round, n_rows=n_rows)
+        calls.append(dict(values=np.array(values, copy=True), l2=l2_sensitivity, rho=rho, noisy=noisy.copy(),
+                          std=std, charged=[e.rho for e in ledger.events[before:]], n_rows=n_rows,
+                          description=description))
+        return noisy, std
+
+    with mock.patch.object(numeric_histograms, "gaussian_mechanism", recording):
+        result = polars_rap.synthesize(
+            frame, epsilon=1.0, delta=1e-6, domain=dict(declared), labels=["y"], seed=3, relaxed_rows=100,
+            rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
+            projection=polars_rap.ProjectionConfig(max_steps=10), strategy=dict(strategy),
+        )
+    return result, calls
