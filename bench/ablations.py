@@ -34,7 +34,8 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run histogram_trees     # the numeric histograms released on trees (#14, #20)
     python -m bench.ablations --run tree_share          # twice the trees' budget, out of the thresholds' (#14, #20)
 
-(A step another ablation ran is read from its CSV and not rerun, at the ε and seeds it ran:
+(A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
+and seeds it ran:
 ``cm_anneal``'s base has ε = 1 rows only, in ``ablation_selection.csv``.)
 """
 
@@ -307,13 +308,29 @@ WARM_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24c.csv"
 """The ``rap++`` rows of the planned default with warm threshold rounds and every CM table
 measured outright, the headline rows from the rerun of 2026-11-24c until the annealed,
 mediated default replaced them."""
+MEDIATED_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24d.csv"
+"""The ``rap++`` rows of the annealed, mediated default without numeric histograms, the
+headline rows from the rerun of 2026-11-24d until the histograms joined the default."""
+FLAT_HISTOGRAM_ROWS = RESULTS / "rerun_rap_2026-11-24e.csv"
+"""The ``rap++`` rows of the default with flat numeric histograms, the headline rows from the
+rerun of 2026-11-24e until the histograms were released on trees (2026-11-25)."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
     **{name: WARM_DEFAULT_ROWS for name in ("independence_prior", "mediated_prior")},
+    **{name: MEDIATED_DEFAULT_ROWS for name in ("base_from_cm", "cm_prefixes", "histograms_now")},
+    **{name: FLAT_HISTOGRAM_ROWS for name in ("histograms_from_lt", "mm_rounds", "histogram_trees")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
-under an earlier default compare against that default's rows."""
+under an earlier default compare against that default's rows. A step's keywords say what it
+changes from its ablation's default, so two ablations share a step's rows only when they share
+that default (:func:`same_default`)."""
+
+
+def same_default(name: str, other: str) -> bool:
+    """Whether ablations ``name`` and ``other`` ran their steps on the same default (the same
+    :data:`DEFAULT_ROWS` entry, or both on the headline's current rows)."""
+    return DEFAULT_ROWS.get(name) == DEFAULT_ROWS.get(other)
 FINDINGS: dict[str, list[str]] = {
     "strategy": [
         "outright, shares by rounds: kept. Not paying for a selection that picks every CM group "
@@ -666,10 +683,11 @@ def step_command(name: str, step: dict, epsilons: Sequence[float], seeds: Sequen
 
 def run(name: str, epsilons: Sequence[float], seeds: Sequence[int]) -> None:
     """Every step's runs (``bench.run`` skips those already in the CSV; a step another
-    ablation ran, with the same keywords, is not rerun)."""
+    ablation ran on the same default, with the same keywords, is not rerun)."""
     for label, step, _ in STEPS[name]:
         command = step_command(name, step, epsilons, seeds)
-        ran_elsewhere = bool(step) and any(step == other_step for other in STEPS if other != name
+        ran_elsewhere = bool(step) and any(step == other_step for other in STEPS
+                                           if other != name and same_default(name, other)
                                            for _, other_step, _ in STEPS[other])
         if command is None or ran_elsewhere:  # the headline rows, or another ablation's CSV
             continue
@@ -692,9 +710,11 @@ def _step_of(parameters: str, name: str) -> str | None:
 
 def table(name: str) -> pl.DataFrame:
     """Mean over seeds per dataset × ε × step, with the paper's rows first and ratios to them."""
-    # A step already run in another ablation (same keywords) is read from there, not rerun.
-    rows = pl.concat([read_results(path) for path in sorted(RESULTS.glob("ablation_*.csv"))],
-                     how="vertical_relaxed").filter(pl.col("status") == "ok")
+    # A step already run in another ablation on the same default (same keywords) is read from
+    # there, not rerun.
+    paths = [path for path in sorted(RESULTS.glob("ablation_*.csv"))
+             if same_default(name, path.stem.removeprefix("ablation_"))]
+    rows = pl.concat([read_results(path) for path in paths], how="vertical_relaxed").filter(pl.col("status") == "ok")
     rows = rows.with_columns(pl.col("parameters").map_elements(lambda p: _step_of(p, name),
                                                                return_dtype=pl.String).alias("step"))
     rows = rows.filter(pl.col("step").is_not_null())
