@@ -148,14 +148,18 @@ def check_branching(branching) -> int | str | None:
     return int(branching)
 
 
-@functools.lru_cache(maxsize=64)
 def histogram_tree(n_cells: int, branching: int | str | None) -> HistogramTree:
     """The release design of a histogram of ``n_cells`` cells: flat (``branching`` None, or
     more than :data:`MAX_TREE_CELLS` cells), the tree of an int ``branching``, or for
     ``"auto"`` the design of least :meth:`~HistogramTree.mean_prefix_variance` among the flat
     release and :data:`TREE_BRANCHINGS` (public: it depends on ``n_cells`` only). Cached; its
     arrays are read-only."""
-    branching = check_branching(branching)
+    return _histogram_tree(int(n_cells), check_branching(branching))
+
+
+@functools.lru_cache(maxsize=64)
+def _histogram_tree(n_cells: int, branching: int | str | None) -> HistogramTree:
+    """:func:`histogram_tree` of a checked ``branching`` (None, ``"auto"`` or an int)."""
     if branching is None or n_cells > MAX_TREE_CELLS or n_cells < 2:
         tree = HistogramTree.build(n_cells, None)
     elif branching == "auto":
