@@ -89,7 +89,9 @@ _HASH_HEADER = b"polars-rap public table v1\n"
 
 def check_public_use(public, public_use) -> tuple[str, ...]:
     """The uses asked (a tuple in :data:`PUBLIC_USES` order), checked: ``()`` without a public
-    table. ``public_use`` None means :data:`DEFAULT_PUBLIC_USES`.
+    table. ``public_use`` None gives :data:`DEFAULT_PUBLIC_USES`, the default before the public
+    table's schema is known; ``synthesize`` replaces it by :func:`default_public_uses` of that
+    schema once the table is opened (``("labels",)`` when it holds every label column).
 
     >>> check_public_use("pub.parquet", ["targets", "init"])
     ('init', 'targets')
