@@ -33,6 +33,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run mm_rounds           # mixed marginals in the training workload (#20)
     python -m bench.ablations --run histogram_trees     # the numeric histograms released on trees (#14, #20)
     python -m bench.ablations --run tree_share          # twice the trees' budget, out of the thresholds' (#14, #20)
+    python -m bench.ablations --run histogram_nodes     # the histograms' tree nodes fitted, not their prefixes (#20)
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -300,6 +301,18 @@ STEPS["tree_share"] = [
      "budget buys about ten times less prefix noise variance than when that step cost LT 5-18%): the categorical "
      "steps keep their budget, the thresholds pay"),
 ]
+STEPS["histogram_nodes"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-25 (the headline suite's rap++ rows): each "
+                            "histogram's least-squares prefixes fitted, each by its own inverse variance, a tenth of it"),
+    ("nodes fitted, weight 1 (maximum likelihood)",
+     {"strategy": {"name": "planned", "histogram_fit": "nodes", "histogram_weight": 1.0}},
+     "the projection fits each histogram's tree nodes, the independent noisy counts the release drew, each by "
+     "its inverse variance and no other factor, instead of the prefixes read back from them (which share their "
+     "nodes' noise, counted once per prefix by a diagonal loss): the maximum-likelihood fit, same release"),
+    ("nodes fitted, weight 0.3",
+     {"strategy": {"name": "planned", "histogram_fit": "nodes", "histogram_weight": 0.3}},
+     "the nodes fitted at 0.3 of their inverse variance"),
+]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
 EQUAL_SHARES_ROWS = RESULTS / "rerun_rap_2026-11-23.csv"
@@ -315,12 +328,16 @@ headline rows from the rerun of 2026-11-24d until the histograms joined the defa
 FLAT_HISTOGRAM_ROWS = RESULTS / "rerun_rap_2026-11-24e.csv"
 """The ``rap++`` rows of the default with flat numeric histograms, the headline rows from the
 rerun of 2026-11-24e until the histograms were released on trees (2026-11-25)."""
+TREE_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-25.csv"
+"""The ``rap++`` rows of the default with numeric histograms on trees (their prefixes fitted,
+CM:LT 2:1), the headline rows from the rerun of 2026-11-25."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
     **{name: WARM_DEFAULT_ROWS for name in ("independence_prior", "mediated_prior")},
     **{name: MEDIATED_DEFAULT_ROWS for name in ("base_from_cm", "cm_prefixes", "histograms_now")},
     **{name: FLAT_HISTOGRAM_ROWS for name in ("histograms_from_lt", "mm_rounds", "histogram_trees")},
+    **{name: TREE_DEFAULT_ROWS for name in ("tree_share", "histogram_nodes")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
@@ -338,7 +355,7 @@ DATASETS = ("acs-income-CA", "adult")
 METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "seconds")
 NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
 NUMERIC_ABLATIONS = frozenset({"numeric", "integer_cells", "histograms", "histograms_now", "histograms_from_lt",
-                               "mm_rounds", "histogram_trees", "tree_share"})
+                               "mm_rounds", "histogram_trees", "tree_share", "histogram_nodes"})
 """Ablations whose tables show the numeric metric too (they are about the numeric columns)."""
 
 

@@ -208,6 +208,24 @@ def _threshold_column(queries: QuerySet, groups: np.ndarray) -> np.ndarray:
     return queries.theta_index[queries.theta_offsets[queries.halfspace_offsets[first_query]]]
 
 
+def _label_block(queries: QuerySet, group: int) -> int:
+    """The label block of a histogram group (its one column), -1 for none."""
+    start, stop = queries.group_column_offsets[group], queries.group_column_offsets[group + 1]
+    return int(queries.group_columns[start]) if stop > start else -1
+
+
+def _nodes_by_histogram(queries: QuerySet, node_groups: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """(numeric column, label block) -> that histogram's node groups in tree order (ascending
+    ids, as :func:`polars_rap.histogram_nodes.histogram_node_groups` builds them)."""
+    node_groups = np.asarray(node_groups, dtype=np.int64)
+    keys = [(int(c), _label_block(queries, int(g)))
+            for c, g in zip(_threshold_column(queries, node_groups), node_groups, strict=True)]
+    out: dict[tuple[int, int], list[int]] = {}
+    for key, group in zip(keys, node_groups, strict=True):
+        out.setdefault(key, []).append(int(group))
+    return {key: np.asarray(ids, dtype=np.int64) for key, ids in out.items()}
+
+
 def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
     """``groups`` (NH group ids, ascending) cut into histograms: maximal runs of consecutive
     ids on the same numeric column and label block, each one histogram's prefixes in order."""
@@ -223,7 +241,8 @@ def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
 
 def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answers: np.ndarray,
                        ledger: PrivacyLedger, rng, *, measure_rho: float, round_index: int, n_rows: int,
-                       close=None, loss_scale: float = 1.0, branching: int | str | None = None) -> None:
+                       close=None, loss_scale: float = 1.0, branching: int | str | None = None,
+                       node_groups: np.ndarray | None = None) -> None:
     """Release every histogram of the NH ``groups`` (:func:`histogram_runs`) by one Gaussian
     mechanism on the nodes of its :func:`histogram_tree` (``branching``; None: its cells, L2
     sensitivity ``sqrt(2)/n``; a tree of ``h`` levels: ``sqrt(2 h)/n``, module docstring),
@@ -231,8 +250,13 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
     :class:`polars_rap.loop_record.LoopRecord`) group by group: noisy answers, std ``sigma
     ||w_k||`` and the draws summed (``k`` for the ``k``-th prefix of a flat release), each
     with ``loss_scale``. ``close`` (callable or None): the last histogram's charge is its
-    value, read just before that charge (what is left)."""
+    value, read just before that charge (what is left). With ``node_groups`` (int64, the
+    workload's ``"HN"`` groups: :mod:`polars_rap.histogram_nodes`) the record gets each
+    histogram's noisy nodes instead, one group per node, std ``sigma`` and one draw each (the
+    maximum-likelihood fit), for each histogram that has node groups (not a nullable column's);
+    the release is the same."""
     runs = histogram_runs(queries, groups)
+    nodes_of = _nodes_by_histogram(queries, node_groups) if node_groups is not None and len(node_groups) else None
     for position, run in enumerate(runs):
         rho = close() if close is not None and position == len(runs) - 1 else measure_rho / len(runs)
         prefix_counts = np.rint(true_answers[queries.group_query_indices(run)] * n_rows).reshape(len(run), -1)
@@ -250,6 +274,14 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
             released.ravel() / n_rows, math.sqrt(2.0 * tree.levels) / n_rows, rho, ledger, rng,
             description=description, round=round_index, n_rows=n_rows,
         )
+        ids = None if nodes_of is None else nodes_of.get((column, _label_block(queries, run[0])))
+        if ids is not None:
+            if len(ids) != len(tree.nodes):
+                msg = f"the workload's node groups of numeric column {column} do not match its histogram's tree"
+                raise RuntimeError(msg)
+            for group, values in zip(ids, noisy.reshape(released.shape), strict=True):
+                record.add(group, round_index, values, std, loss_scale=loss_scale)
+            continue
         noisy_prefix, norms, draws = histogram_prefixes(tree, noisy.reshape(released.shape))
         for k, group in enumerate(run):
             record.add(group, round_index, noisy_prefix[k], std * norms[k], draws=int(draws[k]),
@@ -270,7 +302,8 @@ def histogram_prefixes(tree: HistogramTree, noisy: np.ndarray) -> tuple[np.ndarr
 def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
                            share: float, max_bins: int = DEFAULT_MAX_BINS, *, last: bool = False,
                            loss_scale: float = 1.0, from_class: str | None = None,
-                           branching: int | str | None = None) -> tuple[QuerySet, list[Step], dict[str, int]]:
+                           branching: int | str | None = None,
+                           fit: str = "prefixes") -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload, plan and group counts with every numeric column's histogram prefixes.
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
@@ -278,8 +311,11 @@ def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], 
     (0, 1)) of the loop's budget (out of ``from_class``'s steps alone when given:
     :func:`~polars_rap.plan_steps.add_outright_step`), its answers' loss weights times
     ``loss_scale``, its histograms released on trees of ``branching``
-    (:func:`histogram_tree`). Unchanged when the domain has no numeric column or the plan is
-    empty."""
+    (:func:`histogram_tree`). With ``fit="nodes"`` the trees' node groups are appended too
+    (class ``"HN"``, :mod:`polars_rap.histogram_nodes`), and the projection fits those instead
+    of the prefixes. Unchanged when the domain has no numeric column or the plan is empty."""
+    from polars_rap.histogram_nodes import check_histogram_fit, histogram_node_groups  # it builds on this module
+
     counts = dict(group_counts)
     if not domain.numeric_columns or not plan:
         return queries, list(plan), counts
@@ -288,4 +324,7 @@ def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], 
     steps = add_outright_step(plan, "NH", share, last=last, loss_scale=loss_scale, from_class=from_class)
     steps = [dataclasses.replace(s, branching=check_branching(branching)) if s.query_class == "NH" else s
              for s in steps]
-    return QuerySet.concatenate([queries, added]), steps, counts
+    parts = [queries, added]
+    if check_histogram_fit(fit) == "nodes":
+        parts.append(histogram_node_groups(domain, max_bins, check_branching(branching)))
+    return QuerySet.concatenate(parts), steps, counts

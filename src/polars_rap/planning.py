@@ -70,7 +70,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                              last=strategy.histogram_position == "last",
                                                              loss_scale=strategy.histogram_weight,
                                                              from_class=getattr(strategy, "histogram_from", None),
-                                                             branching=getattr(strategy, "histogram_branching", None))
+                                                             branching=getattr(strategy, "histogram_branching", None),
+                                                             fit=getattr(strategy, "histogram_fit", "prefixes"))
     if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
         queries, plan, group_counts = add_categorical_prefixes(
             domain, queries, plan, group_counts, strategy.cm_prefixes, getattr(strategy, "cm_prefixes_share", None))

@@ -81,9 +81,10 @@ class QueryClass:
     BASE_MARGINAL = 4  # every feature block x each label, measured first: polars_rap.base_marginals
     NUMERIC_HISTOGRAM = 5  # prefixes of each numeric column's histogram x label: polars_rap.numeric_histograms
     CATEGORICAL_PREFIX = 6  # a feature block x label x one numeric prefix: polars_rap.categorical_prefixes
+    HISTOGRAM_NODE = 7  # a node of a numeric histogram's tree x label, fitted, never measured: polars_rap.histogram_nodes
     NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal",
-             "numeric_histogram", "categorical_prefix")
-    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH", "CP")
+             "numeric_histogram", "categorical_prefix", "histogram_node")
+    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH", "CP", "HN")
 
 
 CLASS_CODES = {short: code for code, short in enumerate(QueryClass.SHORT)}

@@ -33,6 +33,7 @@ if importlib.util.find_spec("ipywidgets") is not None:  # notebook bar in notebo
 else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
+from polars_rap.histogram_nodes import node_groups_of
 from polars_rap.independence_prior import PriorSettings, independence_pseudo_targets
 from polars_rap.loop_record import LoopRecord, class_fit_lines, fit_figures
 from polars_rap.numeric_histograms import measure_histograms
@@ -119,11 +120,12 @@ def run_plan(
         candidates = np.flatnonzero(available & (group_class == CLASS_CODES[step.query_class]))
         if len(candidates) == 0:
             continue
-        if step.query_class == "NH":  # histograms: one release of cells each, prefixes fitted
+        if step.query_class == "NH":  # histograms: one release each, its prefixes or nodes fitted
             measure_histograms(record, queries, candidates, true_answers, ledger, rng, measure_rho=step_rho,
                                round_index=round_index, n_rows=n_rows,
                                close=(lambda: ledger.rho_remaining) if is_last else None,
-                               loss_scale=step.loss_scale, branching=step.branching)
+                               loss_scale=step.loss_scale, branching=step.branching,
+                               node_groups=node_groups_of(queries))
             available[candidates] = False
             _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
                           rho, round_index, len(candidates), independence)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from polars_rap.errors import ParameterError
+from polars_rap.histogram_nodes import check_histogram_fit
 from polars_rap.numeric_histograms import check_branching
 from polars_rap.parameters import check_positive_finite
 from polars_rap.plan_steps import CLASSES, Step, add_outright_step, capped_rounds, group_shares, interleave
@@ -219,6 +220,12 @@ class PlannedStrategy:
         epsilon = 0.25 and 1 (``bench/results/ablation_histogram_trees.md``): mixed-marginal
         error -15 to -25%, LT -12 to -19%, numeric KS -15 to -38%, CM level (within 0.1%),
         macro F1 +0.001 to +0.004.
+    histogram_fit : {"prefixes", "nodes"}
+        What the projection fits of each histogram's release (:mod:`polars_rap.histogram_nodes`):
+        its least-squares prefixes, each weighed by its own inverse variance (default), or
+        its tree's nodes, independent measurements of equal noise (the maximum-likelihood fit:
+        the prefixes share their nodes' noise, which a diagonal loss counts once per prefix).
+        The release and its charge are the same.
     class_k : mapping or None
         Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
         ``queries_per_round`` for that class (public).
@@ -339,6 +346,7 @@ class PlannedStrategy:
     histogram_weight: float = 0.1
     histogram_from: str | None = None
     histogram_branching: int | str | None = "auto"
+    histogram_fit: str = "prefixes"
     cm_anneal: bool = True
     cm_anneal_rounds: int | None = None
     cm_anneal_start: float = 1.0
@@ -408,6 +416,7 @@ class PlannedStrategy:
             msg = f"independence_prior must be True, False or 'mediated'. Got {self.independence_prior!r}"
             raise ParameterError(msg)
         check_branching(self.histogram_branching)
+        check_histogram_fit(self.histogram_fit)
         if self.histogram_from is not None and self.histogram_from not in CLASSES:
             msg = (f"histogram_from must be one of {list(CLASSES)} or None (every class pays). "
                    f"Got {self.histogram_from!r}")
@@ -500,7 +509,7 @@ class PlannedStrategy:
                 "base_share": self.base_share, "base_from": self.base_from, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
                 "histogram_weight": self.histogram_weight, "histogram_from": self.histogram_from,
-                "histogram_branching": self.histogram_branching,
+                "histogram_branching": self.histogram_branching, "histogram_fit": self.histogram_fit,
                 "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,

@@ -312,6 +312,8 @@ def describe_queries(queries: QuerySet, domain: Domain, indices: np.ndarray) -> 
             index, weight, tau = queries.theta_index[lo:hi], queries.theta_weight[lo:hi], queries.tau[h]
             if len(index) == 1 and weight[0] == 1.0:
                 parts.append(f"{numeric[index[0]].name}<={_threshold_text(numeric[index[0]], float(tau))}")
+            elif len(index) == 1 and weight[0] == -1.0:  # a histogram node's lower edge
+                parts.append(f"{numeric[index[0]].name}>={_threshold_text(numeric[index[0]], -float(tau))}")
             else:
                 terms = " + ".join(f"{w:.3g}*{numeric[j].name}~" for j, w in zip(index, weight, strict=True))
                 parts.append(f"{terms} <= {float(tau):.3g}")
