@@ -34,6 +34,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run histogram_trees     # the numeric histograms released on trees (#14, #20)
     python -m bench.ablations --run tree_share          # twice the trees' budget, out of the thresholds' (#14, #20)
     python -m bench.ablations --run histogram_nodes     # the histograms' tree nodes fitted, not their prefixes (#20)
+    python -m bench.ablations --run cm_share_3          # CM:LT shares 3:1 instead of 2:1 (#20)
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -313,6 +314,15 @@ STEPS["histogram_nodes"] = [
      {"strategy": {"name": "planned", "histogram_fit": "nodes", "histogram_weight": 0.3}},
      "the nodes fitted at 0.3 of their inverse variance"),
 ]
+STEPS["cm_share_3"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-25 (the headline suite's rap++ rows): CM:LT "
+                            "shares 2:1"),
+    ("CM:LT shares 3:1",
+     {"strategy": {"name": "planned", "class_shares": {"CM": 3.0, "MM": 1.0, "LT": 1.0}}},
+     "the categorical marginals three times the thresholds' budget instead of twice (their share of the two "
+     "classes 3/4 instead of 2/3): CM is 1.01x AIM's on Adult at eps = 0.25 and 0.99x on CA at eps = 1, where LT "
+     "is 0.60-0.87x AIM's"),
+]
 RERUN_DEFAULT: set[str] = set()
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
 EQUAL_SHARES_ROWS = RESULTS / "rerun_rap_2026-11-23.csv"
@@ -337,7 +347,7 @@ DEFAULT_ROWS = {
     **{name: WARM_DEFAULT_ROWS for name in ("independence_prior", "mediated_prior")},
     **{name: MEDIATED_DEFAULT_ROWS for name in ("base_from_cm", "cm_prefixes", "histograms_now")},
     **{name: FLAT_HISTOGRAM_ROWS for name in ("histograms_from_lt", "mm_rounds", "histogram_trees")},
-    **{name: TREE_DEFAULT_ROWS for name in ("tree_share", "histogram_nodes")},
+    **{name: TREE_DEFAULT_ROWS for name in ("tree_share", "histogram_nodes", "cm_share_3")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
