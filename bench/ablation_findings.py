@@ -264,6 +264,14 @@ FINDINGS["histogram_nodes"] = [
     "two sigmoids as wide as the cell at the final temperature, where a prefix is one monotone step. The option stays "
     "(histogram_fit='nodes') with its tests; the prefixes remain the default.",
 ]
+FINDINGS["cm_share_3"] = [
+    "Why: CM is 1.01x AIM's on Adult at eps = 0.25 and 0.99x on CA at eps = 1, where LT is 0.60-0.87x AIM's and "
+    "could pay. 3 seeds, both datasets, eps 0.25 and 1, against the trees' default (CM:LT 2:1):",
+    "CM:LT shares 3:1: dropped. CM barely moves (+1.2/-1.7% on CA at eps 0.25/1, -0.8/-1.0% on Adult: 1.004x AIM's "
+    "at eps = 0.25, still not below), while F1 falls everywhere (CA -0.004/-0.002, Adult -0.004/-0.008) and LT "
+    "rises 3-14%. With budget annealing and the mediated prior, CM error no longer follows the CM share as it did "
+    "under the outright plan (ablation_class_shares.md: -7 to -10% for 1:1 to 2:1).",
+]
 FINDINGS["mm_rounds"] = [
     "Why: the suite's MM error (two numeric prefixes x a label) is 0.56-0.85x the best peer's and #20 asks for "
     "half; nothing in the default's training workload measures two numeric columns jointly. A probe at eps = 1, "
@@ -301,6 +309,7 @@ FINDINGS["histograms_now"] = [
     "5%. At eps 5: MM -44/-61%, KS -64/-87%, LT -8/+3.5%, CM +1.9/+2.2% (CA, Adult; every seed), F1 -0.004 on CA (every seed) and +0.000 on Adult. The default since this ablation (rerun of 2026-11-24e): a column's heaps and the rows pinned at a bound are measured at 5% of the budget, and what it takes from CM is within its seed noise.",
 ]
 SECONDS_NOTES: dict[str, str] = {
+    "cm_share_3": "Seconds compare roughly: the runs ran alone on the 2 cores.",
     "histogram_nodes": "Seconds are not comparable: the runs shared the 2 cores with a (niced) unit-test run and "
                        "two one-seed diagnostic fits.",
     "tree_share": "Seconds compare roughly: the runs ran alone but for CA's first (eps = 1, seed 0: a notebook's "
