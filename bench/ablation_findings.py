@@ -272,6 +272,17 @@ FINDINGS["cm_share_3"] = [
     "rises 3-14%. With budget annealing and the mediated prior, CM error no longer follows the CM share as it did "
     "under the outright plan (ablation_class_shares.md: -7 to -10% for 1:1 to 2:1).",
 ]
+FINDINGS["lt_selection"] = [
+    "Why: ablation_selection.md's step (a fifth of each threshold round for its selection instead of half) cut LT "
+    "11% and MM 7% on CA at an older default and was left an option until other eps confirmed it. 3 seeds, both "
+    "datasets, eps 0.25 and 1, against the trees' default:",
+    "LT selection share 0.2: not adopted. LT falls in every cell (CA -1.7/-7.8%, Adult -14.4/-4.0% at eps "
+    "0.25/1) and CM is level (-0.1 to -0.4%), but MM is +6.8/-8.2% on CA and -13.7/+1.3% on Adult, KS +23/+1% "
+    "and -12/+2%, F1 +0.001/+0.001 and +0.003/-0.004. Per seed the MM ratio runs from 0.73 to 1.23, wider than "
+    "any mean effect: three seeds do not separate it from the default, and it would move CA's MM at eps = 0.25 "
+    "(the farthest from #20's half) away from the target. Still an option (strategy={'name': 'planned', "
+    "'selection_share': 0.2}).",
+]
 FINDINGS["mm_rounds"] = [
     "Why: the suite's MM error (two numeric prefixes x a label) is 0.56-0.85x the best peer's and #20 asks for "
     "half; nothing in the default's training workload measures two numeric columns jointly. A probe at eps = 1, "
@@ -309,6 +320,8 @@ FINDINGS["histograms_now"] = [
     "5%. At eps 5: MM -44/-61%, KS -64/-87%, LT -8/+3.5%, CM +1.9/+2.2% (CA, Adult; every seed), F1 -0.004 on CA (every seed) and +0.000 on Adult. The default since this ablation (rerun of 2026-11-24e): a column's heaps and the rows pinned at a bound are measured at 5% of the budget, and what it takes from CM is within its seed noise.",
 ]
 SECONDS_NOTES: dict[str, str] = {
+    "lt_selection": "Seconds compare roughly: the runs shared the 2 cores with a profiling fit (CA, eps = 1, "
+                    "seed 0: 129 s in the CSV) and a diagnostic fit at the end.",
     "cm_share_3": "Seconds compare roughly: the runs ran alone on the 2 cores.",
     "histogram_nodes": "Seconds are not comparable: the runs shared the 2 cores with a (niced) unit-test run and "
                        "two one-seed diagnostic fits.",
