@@ -302,6 +302,11 @@ STEPS["tree_share"] = [
      "histograms_from_lt's 10% step again now that the histograms are released on trees (each unit of their "
      "budget buys about ten times less prefix noise variance than when that step cost LT 5-18%): the categorical "
      "steps keep their budget, the thresholds pay"),
+    ("numeric histograms (20%) out of the thresholds' share",
+     {"strategy": {"name": "planned", "histogram_share": 0.2, "histogram_from": "LT"}},
+     "most of the thresholds' share to the histograms (LT keeps about a third of its own): mm_margins.md finds MM "
+     "and LT error almost all in the one-way numeric margins per label (true margins with the columns "
+     "independent given the label: MM 0.0005, a seventh of the fit's)"),
 ]
 STEPS["histogram_nodes"] = [
     ("planned default", {}, "the default since the rerun of 2026-11-25 (the headline suite's rap++ rows): each "
