@@ -17,7 +17,8 @@ errors (``evaluation.workload_errors``, seed 0) of three tables:
 Then, per numeric column, how far from the real one-way prefixes ``P(label = y, x <= t)`` (on
 the histogram's edges, each weighed by its cell's width on the mapped coordinate, as the suite's
 uniform thresholds weigh them) the released noisy histogram prefixes and the synthetic rows are.
-The output goes to ``bench/results/mm_margins.md``. Reads the real training rows: a diagnostic
+The output goes to ``bench/results/mm_margins.md`` (rewritten: its committed "What it shows"
+section was written by hand after the run). Reads the real training rows: a diagnostic
 for the bench, never part of a release.
 """
 
