@@ -260,7 +260,7 @@ FINDINGS["tree_share"] = [
     "marital-status x sex x label 0.0014 -> 0.0031, education x sex 0.0016 -> 0.0029, occupation x sex 0.0016 "
     "-> 0.0026 (race x sex and relationship x sex fell). Numeric queries are label x numerics, so their "
     "gradient moves the rows' label probabilities and every categorical table x label with them; tables the "
-    "annealing left to the prior hold weakly. Next: the numeric steps without a gradient on the label logits "
+    "annealing left to the prior would hold weakly (a hypothesis: which of these were measured is not traced). Next: the numeric steps without a gradient on the label logits "
     "(or the prior's weight raised after them), then this step again.",
 ]
 FINDINGS["histogram_nodes"] = [
