@@ -17,7 +17,7 @@ from polars_rap.domain import Domain
 from polars_rap.histogram_nodes import histogram_node_groups, node_groups_of
 from polars_rap.kernels import get_backend
 from polars_rap.numeric_histograms import histogram_groups, histogram_runs, histogram_tree
-from polars_rap.queries import QuerySet
+from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.report import interval_halfwidth
 from polars_rap.source import DataSource, exact_answers
 from polars_rap.strategy import PlannedStrategy, resolve_strategy
@@ -137,7 +137,7 @@ def test_the_node_groups_join_the_workload_only_when_asked() -> None:
     assert len(node_groups_of(queries)) == 0
     strategy = resolve_strategy({"name": "planned", "histogram_fit": "nodes"})
     queries, plan, counts = workload_and_plan(domain, strategy, np.random.default_rng(0), **settings)
-    runs = histogram_runs(queries, np.flatnonzero(queries.group_class == 5))
+    runs = histogram_runs(queries, np.flatnonzero(queries.group_class == CLASS_CODES["NH"]))
     n_nodes = sum(len(histogram_tree(len(run), "auto").nodes) for run in runs[1:])  # not age's
     assert len(node_groups_of(queries)) == n_nodes and "HN" not in counts
     assert all(step.query_class != "HN" for step in plan)

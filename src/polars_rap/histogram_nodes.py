@@ -34,11 +34,13 @@ from __future__ import annotations
 import numpy as np
 
 from polars_rap.domain import Domain
+from polars_rap.errors import ParameterError
 from polars_rap.numeric_histograms import DEFAULT_MAX_BINS, histogram_edges, histogram_tree
 from polars_rap.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups
 
-__all__ = ["HISTOGRAM_FITS", "check_histogram_fit", "histogram_node_groups", "node_groups_of"]
+__all__ = ["HISTOGRAM_FITS", "add_histogram_nodes", "check_histogram_fit", "histogram_node_groups",
+           "node_groups_of"]
 
 HISTOGRAM_FITS = ("prefixes", "nodes")
 """What the projection fits of a histogram's release: its least-squares prefixes (weighed each
@@ -47,8 +49,6 @@ by its own inverse variance) or its tree's nodes (the maximum-likelihood fit).""
 
 def check_histogram_fit(fit) -> str:
     """``fit`` if it is one of :data:`HISTOGRAM_FITS`, else a ParameterError that says so."""
-    from polars_rap.errors import ParameterError
-
     if fit not in HISTOGRAM_FITS:
         msg = f"histogram_fit must be one of {HISTOGRAM_FITS}. Got {fit!r}"
         raise ParameterError(msg)
@@ -79,6 +79,13 @@ def histogram_node_groups(domain: Domain, max_bins: int = DEFAULT_MAX_BINS,
                 block_groups.append(() if label is None else (label,))
                 halfspaces.append(spaces)
     return _marginal_groups(domain, block_groups, halfspaces, QueryClass.HISTOGRAM_NODE)
+
+
+def add_histogram_nodes(domain: Domain, queries: QuerySet, max_bins: int = DEFAULT_MAX_BINS,
+                        branching: int | str | None = None) -> QuerySet:
+    """``queries`` with :func:`histogram_node_groups` appended (earlier group ids keep their
+    meaning): the workload of a plan whose histograms' nodes are fitted."""
+    return QuerySet.concatenate([queries, histogram_node_groups(domain, max_bins, branching)])
 
 
 def node_groups_of(queries: QuerySet) -> np.ndarray:

@@ -233,8 +233,7 @@ def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
     if len(groups) == 0:
         return []
     column = _threshold_column(queries, groups)
-    starts, stops = queries.group_column_offsets[groups], queries.group_column_offsets[groups + 1]
-    label = np.array([queries.group_columns[a] if b > a else -1 for a, b in zip(starts, stops, strict=True)])
+    label = np.array([_label_block(queries, int(g)) for g in groups])
     cut = np.flatnonzero((np.diff(groups) != 1) | (np.diff(column) != 0) | (np.diff(label) != 0)) + 1
     return np.split(groups, cut)
 
@@ -302,8 +301,7 @@ def histogram_prefixes(tree: HistogramTree, noisy: np.ndarray) -> tuple[np.ndarr
 def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
                            share: float, max_bins: int = DEFAULT_MAX_BINS, *, last: bool = False,
                            loss_scale: float = 1.0, from_class: str | None = None,
-                           branching: int | str | None = None,
-                           fit: str = "prefixes") -> tuple[QuerySet, list[Step], dict[str, int]]:
+                           branching: int | str | None = None) -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload, plan and group counts with every numeric column's histogram prefixes.
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
@@ -311,11 +309,8 @@ def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], 
     (0, 1)) of the loop's budget (out of ``from_class``'s steps alone when given:
     :func:`~polars_rap.plan_steps.add_outright_step`), its answers' loss weights times
     ``loss_scale``, its histograms released on trees of ``branching``
-    (:func:`histogram_tree`). With ``fit="nodes"`` the trees' node groups are appended too
-    (class ``"HN"``, :mod:`polars_rap.histogram_nodes`), and the projection fits those instead
-    of the prefixes. Unchanged when the domain has no numeric column or the plan is empty."""
-    from polars_rap.histogram_nodes import check_histogram_fit, histogram_node_groups  # it builds on this module
-
+    (:func:`histogram_tree`). Unchanged when the domain has no numeric column or the plan is
+    empty."""
     counts = dict(group_counts)
     if not domain.numeric_columns or not plan:
         return queries, list(plan), counts
@@ -324,7 +319,4 @@ def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], 
     steps = add_outright_step(plan, "NH", share, last=last, loss_scale=loss_scale, from_class=from_class)
     steps = [dataclasses.replace(s, branching=check_branching(branching)) if s.query_class == "NH" else s
              for s in steps]
-    parts = [queries, added]
-    if check_histogram_fit(fit) == "nodes":
-        parts.append(histogram_node_groups(domain, max_bins, check_branching(branching)))
-    return QuerySet.concatenate(parts), steps, counts
+    return QuerySet.concatenate([queries, added]), steps, counts

@@ -19,6 +19,7 @@ from polars_rap.base_marginals import add_base_marginals
 from polars_rap.categorical_prefixes import add_categorical_prefixes
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
+from polars_rap.histogram_nodes import add_histogram_nodes
 from polars_rap.null_rates import add_null_rates
 from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
 from polars_rap.plan_steps import Step, group_shares
@@ -70,8 +71,10 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                              last=strategy.histogram_position == "last",
                                                              loss_scale=strategy.histogram_weight,
                                                              from_class=getattr(strategy, "histogram_from", None),
-                                                             branching=getattr(strategy, "histogram_branching", None),
-                                                             fit=getattr(strategy, "histogram_fit", "prefixes"))
+                                                             branching=getattr(strategy, "histogram_branching", None))
+        if getattr(strategy, "histogram_fit", "prefixes") == "nodes":  # fitted in place of the prefixes
+            queries = add_histogram_nodes(domain, queries, strategy.histogram_bins,
+                                          getattr(strategy, "histogram_branching", None))
     if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
         queries, plan, group_counts = add_categorical_prefixes(
             domain, queries, plan, group_counts, strategy.cm_prefixes, getattr(strategy, "cm_prefixes_share", None))
