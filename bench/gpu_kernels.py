@@ -66,11 +66,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+import numba  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from polars_rap.kernels import cuda as cuda_kernels  # noqa: E402
-from polars_rap.kernels import cuda_config  # noqa: E402
+from polars_rap.kernels import cuda_config, cuda_exact  # noqa: E402
 from polars_rap.queries import QueryClass, QuerySet, _offsets  # noqa: E402
+
+SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 
 #: FP32 cores per SM by compute capability (CUDA C Programming Guide, "Arithmetic
 #: Instructions" throughput table).
@@ -112,7 +115,7 @@ SIGMA = 8.0
 # ------------------------------------------------------------------------------- device
 def device_info() -> dict:
     """Name, compute capability, SM count, clock, and the FP32 peak with its formula."""
-    if not hasattr(cuda, "get_current_device"):  # the simulator
+    if SIMULATED:
         return {"name": "CUDA simulator", "simulator": True, "fp32_peak_flops": None,
                 "peak_formula": PEAK_FORMULA}
     device = cuda.get_current_device()
@@ -132,7 +135,7 @@ def device_info() -> dict:
 
 
 def free_memory() -> int:
-    if not hasattr(cuda, "get_current_device"):
+    if SIMULATED:
         return 1 << 30
     return int(cuda.current_context().get_memory_info()[0])
 
@@ -144,10 +147,30 @@ def _timing_event():
         return cuda.event()
 
 
+#: Seconds of timed calls one measurement may take: a call slower than BUDGET_S / repeats is
+#: repeated fewer times (never under MIN_REPEATS), and the record says so.
+BUDGET_S = 12.0
+MIN_REPEATS = 5
+
+
+def _repeats_within_budget(seconds_per_call: float, repeats: int) -> int:
+    if seconds_per_call * repeats <= BUDGET_S:
+        return repeats
+    return max(MIN_REPEATS, min(repeats, int(BUDGET_S / max(seconds_per_call, 1e-9))))
+
+
 def time_events(launch, warmup: int, repeats: int) -> dict:
-    """Median seconds of ``launch()`` (device work only) by CUDA events."""
-    for _ in range(warmup):
+    """Median seconds of ``launch()`` (device work only) by CUDA events; fewer repeats
+    (at least ``MIN_REPEATS``) when ``repeats`` calls would take over ``BUDGET_S``."""
+    wanted = repeats
+    for i in range(warmup):
+        started = time.perf_counter()
         launch()
+        cuda.synchronize()
+        elapsed = time.perf_counter() - started
+        repeats = _repeats_within_budget(elapsed, wanted)
+        if i >= 1 and elapsed > 1.0:  # compiled and slow: more warm-ups only cost time
+            break
     cuda.synchronize()
     seconds = []
     for _ in range(repeats):
@@ -160,14 +183,21 @@ def time_events(launch, warmup: int, repeats: int) -> dict:
             warnings.simplefilter("ignore")
             seconds.append(start.elapsed_time(stop) / 1e3)
     return {"median_s": statistics.median(seconds), "min_s": min(seconds), "repeats": repeats,
-            "timer": "cuda events"}
+            "repeats_wanted": wanted, "timer": "cuda events"}
 
 
 def time_wall(call, synchronize, warmup: int, repeats: int) -> dict:
-    """Median wall-clock seconds of ``call(); synchronize()``."""
-    for _ in range(warmup):
+    """Median wall-clock seconds of ``call(); synchronize()`` (repeats capped as in
+    ``time_events``)."""
+    wanted = repeats
+    for i in range(warmup):
+        started = time.perf_counter()
         call()
-    synchronize()
+        synchronize()
+        elapsed = time.perf_counter() - started
+        repeats = _repeats_within_budget(elapsed, wanted)
+        if i >= 1 and elapsed > 1.0:
+            break
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -175,7 +205,7 @@ def time_wall(call, synchronize, warmup: int, repeats: int) -> dict:
         synchronize()
         seconds.append(time.perf_counter() - start)
     return {"median_s": statistics.median(seconds), "min_s": min(seconds), "repeats": repeats,
-            "timer": "wall clock after synchronize"}
+            "repeats_wanted": wanted, "timer": "wall clock after synchronize"}
 
 
 # ----------------------------------------------------------------------------- workload
@@ -376,9 +406,36 @@ def _dense_problem(queries: QuerySet):
     return index, theta, tau, has
 
 
-def _dense_bytes(n_rel: int, queries: QuerySet, k_max: int) -> int:
-    # gathered factors (n x m x k) + a few n x m float32 intermediates, forward and backward
-    return int(n_rel * queries.n_queries * (k_max + 6) * 4 * 2)
+#: Bytes of one chunk of the frameworks' dense intermediates: queries go through JAX and
+#: PyTorch in chunks of as many queries as fit, so that every size runs (the gathered
+#: n x chunk x k factors and a few n x chunk float32 intermediates, forward and backward).
+CHUNK_BYTES = 4 << 30
+#: Largest n_rel x m the framework baselines run (beyond it a call takes several seconds).
+BASELINE_EVALUATIONS = 10_000_000_000
+
+
+def _chunk_queries(n_rel: int, n_queries: int, k_max: int) -> int:
+    per_query = n_rel * (k_max + 6) * 4 * 2
+    return int(max(1, min(n_queries, CHUNK_BYTES // per_query)))
+
+
+def _chunked(index, theta, tau, has, targets, chunk: int, pad_index: int):
+    """The dense problem padded to whole chunks of ``chunk`` queries and reshaped to
+    ``[n_chunks, chunk, ...]``. Padding queries are the empty product (answer exactly 1)
+    with target 1: zero residual, no loss and no gradient."""
+    m = index.shape[0]
+    n_chunks = -(-m // chunk)
+    extra = n_chunks * chunk - m
+
+    def pad(array, value):
+        if extra == 0:
+            return array
+        filler = np.full((extra, *array.shape[1:]), value, dtype=array.dtype)
+        return np.concatenate([array, filler])
+
+    parts = (pad(index, pad_index), pad(theta, 0.0), pad(tau, 0.0), pad(has, False),
+             pad(targets.astype(np.float32), 1.0))
+    return [a.reshape(n_chunks, chunk, *a.shape[1:]) for a in parts]
 
 
 def bench_baselines(sizes: dict, info: dict, rng, results: list, save) -> list[dict]:
@@ -405,10 +462,11 @@ def bench_baselines(sizes: dict, info: dict, rng, results: list, save) -> list[d
         device_queries = cuda_kernels._DeviceQueries(queries)
         for n_rel in sizes["n_rel"]:
             case = {"n_rel": n_rel, "m": m}
+            if n_rel * m > BASELINE_EVALUATIONS:
+                case["skipped"] = f"n_rel x m over {BASELINE_EVALUATIONS:.0e} (seconds per call)"
+                results.append(case)
+                continue
             print(f"baselines: n_rel={n_rel:>7} m={m:>8}", flush=True)
-            need = _dense_bytes(n_rel, queries, index.shape[1])
-            # JAX and PyTorch keep freed memory in their pools: budget on the total, not the free
-            budget = int(0.35 * (info.get("memory_total_bytes") or free_memory()))
             X = relaxed_matrix(queries, n_rel, rng)
             targets = (rng.random(m) * 0.1).astype(np.float64)
             # ours, by the same wall clock
@@ -425,25 +483,23 @@ def bench_baselines(sizes: dict, info: dict, rng, results: list, save) -> list[d
                 case["polars_rap_cuda"] = time_wall(ours, cuda.synchronize, sizes["warmup"],
                                                     sizes["repeats"])
                 our_loss = workspace.loss()
-                our_grad = workspace.grad.copy_to_host().T
+                our_grad = workspace.grad.copy_to_host()[: queries.n_coords].T
                 del workspace, XT
             except Exception as error:
                 case["polars_rap_cuda"] = {"error": f"{type(error).__name__}: {error}"}
                 results.append(case)
                 save()
                 continue
+            chunk = _chunk_queries(n_rel, m, index.shape[1])
+            case["framework_query_chunk"] = chunk
+            dense = _chunked(index, theta, tau, has, targets, chunk, queries.n_coords)
             for name, framework in frameworks.items():
                 if isinstance(framework, str):
                     case[name] = framework
                     continue
-                if need > budget:
-                    case[name] = (f"skipped: the dense formulation needs about {need / 2**30:.1f} "
-                                  f"GiB, over the budget of 35% of device memory ({budget / 2**30:.1f} GiB)")
-                    continue
                 try:
                     runner = _jax_runner if name == "jax" else _torch_runner
-                    timing, loss, grad = runner(framework, X, index, theta, tau, has, targets,
-                                                queries.numeric_offset, sizes)
+                    timing, loss, grad = runner(framework, X, dense, queries.numeric_offset, sizes)
                     scale = max(float(np.abs(our_grad).max()), 1e-30)
                     timing["loss_relative_difference"] = abs(loss - our_loss) / max(abs(our_loss), 1e-30)
                     timing["grad_max_difference_over_max"] = float(np.abs(grad - our_grad).max() / scale)
@@ -459,19 +515,28 @@ def bench_baselines(sizes: dict, info: dict, rng, results: list, save) -> list[d
     return results
 
 
-def _jax_runner(framework, X, index, theta, tau, has, targets, numeric_offset, sizes):
+def _jax_runner(framework, X, dense, numeric_offset, sizes):
+    """``jax.jit(jax.value_and_grad(loss))``, the loss a sum over query chunks
+    (``lax.map`` of a rematerialised chunk loss, so that the backward pass keeps one chunk's
+    intermediates at a time)."""
     jax, jnp = framework
 
-    def loss_fn(values, index, theta, tau, has, targets):
-        padded = jnp.concatenate([values, jnp.ones((values.shape[0], 1), values.dtype)], axis=1)
+    def chunk_loss(padded, numerics, chunk):
+        index, theta, tau, has, targets = chunk
         categorical = jnp.prod(padded[:, index], axis=2)
-        z = SIGMA * (tau[None, :] - values[:, numeric_offset:] @ theta.T)
+        z = SIGMA * (tau[None, :] - numerics @ theta.T)
         halfspace = jnp.where(has[None, :], jax.nn.sigmoid(z), 1.0)
         answers = jnp.mean(categorical * halfspace, axis=0)
         return jnp.sum((answers - targets) ** 2)
 
+    def loss_fn(values, index, theta, tau, has, targets):
+        padded = jnp.concatenate([values, jnp.ones((values.shape[0], 1), values.dtype)], axis=1)
+        numerics = values[:, numeric_offset:]
+        per_chunk = jax.checkpoint(lambda chunk: chunk_loss(padded, numerics, chunk))
+        return jnp.sum(jax.lax.map(per_chunk, (index, theta, tau, has, targets)))
+
     step = jax.jit(jax.value_and_grad(loss_fn))
-    arrays = [jnp.asarray(a) for a in (X, index, theta, tau, has, targets.astype(np.float32))]
+    arrays = [jnp.asarray(a) for a in (X, *dense)]
     out = {}
 
     def call():
@@ -485,77 +550,128 @@ def _jax_runner(framework, X, index, theta, tau, has, targets, numeric_offset, s
     return timing, float(loss), np.asarray(grad)
 
 
-def _torch_runner(torch, X, index, theta, tau, has, targets, numeric_offset, sizes,
-                  device="cuda"):
+def _torch_runner(torch, X, dense, numeric_offset, sizes, device="cuda"):
+    """PyTorch autograd, one chunk of queries at a time (``backward`` per chunk adds into
+    ``values.grad``)."""
     device = torch.device(device)
     synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     values = torch.tensor(X, device=device, requires_grad=True)
-    index_t = torch.tensor(index, device=device)
-    theta_t = torch.tensor(theta, device=device)
-    tau_t = torch.tensor(tau, device=device)
-    has_t = torch.tensor(has, device=device)
-    targets_t = torch.tensor(targets.astype(np.float32), device=device)
+    chunks = [torch.tensor(a, device=device) for a in dense]
     ones = torch.ones((X.shape[0], 1), device=device)
     out = {}
 
     def call():
         values.grad = None
-        padded = torch.cat([values, ones], dim=1)
-        categorical = padded[:, index_t].prod(dim=2)
-        z = SIGMA * (tau_t[None, :] - values[:, numeric_offset:] @ theta_t.T)
-        halfspace = torch.where(has_t[None, :], torch.sigmoid(z), torch.ones_like(z))
-        answers = (categorical * halfspace).mean(dim=0)
-        loss = ((answers - targets_t) ** 2).sum()
-        loss.backward()
-        out["loss"] = loss
+        total = 0.0
+        for index_t, theta_t, tau_t, has_t, targets_t in zip(*chunks):
+            padded = torch.cat([values, ones], dim=1)
+            categorical = padded[:, index_t].prod(dim=2)
+            z = SIGMA * (tau_t[None, :] - values[:, numeric_offset:] @ theta_t.T)
+            halfspace = torch.where(has_t[None, :], torch.sigmoid(z), torch.ones_like(z))
+            answers = (categorical * halfspace).mean(dim=0)
+            loss = ((answers - targets_t) ** 2).sum()
+            loss.backward()
+            total = total + loss.detach()
+        out["loss"] = total
 
     timing = time_wall(call, synchronize, sizes["warmup"], sizes["repeats"])
     loss = float(out["loss"].item())
     grad = values.grad.detach().cpu().numpy()
-    del values, index_t, theta_t, tau_t, has_t, targets_t, ones, out
+    del values, chunks, ones, out
     if device.type == "cuda":
         torch.cuda.empty_cache()
     return timing, loss, grad
 
 
+def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> dict:
+    """Exact answers of ``queries`` on these rows: host-to-device copy included, the copy
+    alone, and the kernels alone (the difference)."""
+    n_rows, m = codes.shape[0], queries.n_queries
+    device_queries = cuda_kernels._DeviceQueries(queries)
+    plan = cuda_exact.ExactPlan(queries)
+    flops = flops_per_evaluation(queries)["exact"]
+
+    def with_transfers():
+        cuda_exact.exact_counts(codes, numerics, device_queries, plan)
+
+    def transfers_only():
+        cuda.to_device(codes)
+        cuda.to_device(numerics)
+
+    result = {"n_rows": n_rows, "m": m, "evaluations": n_rows * m,
+              "marginal_groups": plan.n_groups, "tiled_queries": plan.n_listed,
+              "chunk_rows": int(cuda_config.EXACT_CHUNK_ROWS), "flops_per_evaluation": flops}
+    timing = time_events(with_transfers, 1, sizes["repeats"])
+    timing.update(rates(n_rows * m, timing["median_s"], flops, info["fp32_peak_flops"]))
+    result["answers_exact"] = timing
+    result["host_to_device_copy"] = time_events(transfers_only, 1, min(sizes["repeats"], 5))
+    kernel_seconds = timing["median_s"] - result["host_to_device_copy"]["median_s"]
+    result["kernel_only_estimate"] = rates(n_rows * m, kernel_seconds, flops, info["fp32_peak_flops"])
+    print(f"    {timing['median_s'] * 1e3:.2f} ms  {(timing['evaluations_per_s'] or 0):.3e} eval/s "
+          f"({plan.n_groups} groups by histogram, {plan.n_listed} queries tiled)", flush=True)
+    return result
+
+
 def bench_exact(sizes: dict, info: dict, rng) -> dict:
+    """Exact answers at n = 1e6 rows x m = 1e5 queries (this benchmark's workload), then on
+    ``bench/kernels_cpu.py``'s exact workload (35,000 rows x ~414,000 queries), whose 2-core
+    CPU figure is committed in ``kernels_cpu.json``: the same-workload comparison."""
     n_rows, m = sizes["exact"]
     print(f"exact: n={n_rows} m={m}", flush=True)
-    result = {"n_rows": n_rows, "m": m, "evaluations": n_rows * m,
-              "chunk_rows": int(cuda_config.EXACT_CHUNK_ROWS)}
+    result = {}
     try:
         queries = make_workload(m, rng)
-        column_sizes = queries.column_sizes
-        codes = np.stack([rng.integers(0, k, size=n_rows) for k in column_sizes], axis=1).astype(np.int32)
+        codes = np.stack([rng.integers(0, k, size=n_rows) for k in queries.column_sizes],
+                         axis=1).astype(np.int32)
         numerics = rng.random((n_rows, queries.n_numeric))
-        device_queries = cuda_kernels._DeviceQueries(queries)
-        flops = flops_per_evaluation(queries)["exact"]
-
-        def with_transfers():
-            cuda_kernels._exact_counts(codes, numerics, device_queries)
-
-        def transfers_only():
-            cuda.to_device(codes)
-            cuda.to_device(numerics)
-
-        timing = time_events(with_transfers, 1, min(sizes["repeats"], 5))
-        timing.update(rates(n_rows * m, timing["median_s"], flops, info["fp32_peak_flops"]))
-        result["answers_exact"] = timing
-        result["host_to_device_copy"] = time_events(transfers_only, 1, min(sizes["repeats"], 3))
-        kernel_seconds = timing["median_s"] - result["host_to_device_copy"]["median_s"]
-        result["kernel_only_estimate"] = rates(n_rows * m, kernel_seconds, flops, info["fp32_peak_flops"])
-        result["flops_per_evaluation"] = flops
+        result.update(_time_exact(queries, codes, numerics, info, sizes))
         if n_rows * m <= 1e5:  # smoke sizes: check against the reference too
             from polars_rap.kernels import reference
 
             expected = reference.answers_exact(codes, numerics, queries)
             actual = cuda_kernels.answers_exact(codes, numerics, queries)
             result["matches_reference"] = bool(np.array_equal(actual, expected))
-        print(f"    {timing['median_s']:.3f} s  {(timing['evaluations_per_s'] or 0):.3e} eval/s",
-              flush=True)
     except Exception as error:
         result["error"] = f"{type(error).__name__}: {error}"
         traceback.print_exc()
+    if sizes is SMOKE:
+        return result
+    try:
+        result["cpu_workload"] = _exact_on_cpu_workload(info, sizes)
+    except Exception as error:
+        result["cpu_workload"] = {"error": f"{type(error).__name__}: {error}"}
+        traceback.print_exc()
+    return result
+
+
+def _exact_on_cpu_workload(info: dict, sizes: dict) -> dict:
+    """``kernels_cpu.py``'s exact workload, built by its own code and seed, on the GPU; the
+    CPU figure read from the committed ``kernels_cpu.json`` (its ``public_all`` entry)."""
+    sys.path.insert(0, str(ROOT))
+    from bench import kernels_cpu
+
+    rng = np.random.default_rng(20240601)  # kernels_cpu.main's draws, in its order
+    column_sizes = kernels_cpu.make_domain(rng)
+    relaxed_queries = kernels_cpu.make_queries(column_sizes, 50_000, 500, rng)
+    kernels_cpu.relaxed_matrix(column_sizes, 1000, rng)
+    rng.random(relaxed_queries.n_queries)
+    queries = kernels_cpu.make_queries(column_sizes, 400_000, 20_000, rng)
+    n = 35_000
+    codes = np.stack([rng.integers(0, k, size=n) for k in column_sizes], axis=1).astype(np.int32)
+    numerics = rng.random((n, kernels_cpu.N_NUMERIC))
+    print(f"exact on kernels_cpu's workload: n={n} m={queries.n_queries}", flush=True)
+    result = _time_exact(queries, codes, numerics, info, sizes)
+    from polars_rap.kernels import cpu
+
+    result["matches_cpu_backend"] = bool(np.array_equal(
+        cuda_kernels.answers_exact(codes, numerics, queries), cpu.answers_exact(codes, numerics, queries)))
+    committed = json.loads((ROOT / "bench" / "results" / "kernels_cpu.json").read_text())
+    cpu_rate = committed["exact"]["public_all"]["evaluations_per_second"]
+    result["cpu_2core_evaluations_per_s"] = cpu_rate
+    result["cpu_2core_source"] = "bench/results/kernels_cpu.json exact.public_all"
+    result["speedup_over_cpu_2core"] = result["answers_exact"]["evaluations_per_s"] / cpu_rate
+    result["speedup_over_cpu_2core_kernel_only"] = (
+        (result["kernel_only_estimate"]["evaluations_per_s"] or 0) / cpu_rate)
     return result
 
 
@@ -580,38 +696,108 @@ def load_all_acs(data_dir: Path):
     return frame, task, len(files)
 
 
-def bench_e2e(data_dir: Path, result: dict, save) -> dict:
+def bench_e2e(data_dir: Path, result: dict, save, backends=("cuda", "cpu"), seeds=(0,),
+              out_dir: Path | None = None) -> dict:
+    """``synthesize`` on every ACS state with each backend and seed: seconds each; with
+    ``out_dir``, the synthetic tables go to ``e2e_synthetic.parquet`` (columns ``backend``
+    and ``seed`` added) so that their errors can be evaluated on another machine."""
+    import polars as pl
+
     import polars_rap
 
-    result.update({"epsilon": 1.0, "delta": 1e-9, "seed": 0})
+    result.update({"epsilon": 1.0, "delta": 1e-9, "seeds": list(seeds)})
     try:
         frame, task, n_files = load_all_acs(data_dir)
     except Exception as error:
         result["error"] = f"{type(error).__name__}: {error}"
         return result
     result.update({"rows": frame.height, "files": n_files, "task_domain": task.name})
-    from polars_rap import kernels
-
-    if "cuda" not in kernels.BACKENDS:  # not wired in yet: register it for this process only
-        kernels.BACKENDS["cuda"] = "polars_rap.kernels.cuda"
-        result["cuda_backend_registered_by_bench"] = True
-    for backend in ("cuda", "cpu"):
-        print(f"e2e: synthesize backend={backend} on {frame.height} rows", flush=True)
-        try:
-            start = time.perf_counter()
-            polars_rap.synthesize(frame, epsilon=1.0, delta=1e-9, domain=task.domain,
-                                  labels=task.labels, seed=0, backend=backend, progress=False)
-            result[f"{backend}_seconds"] = time.perf_counter() - start
-            print(f"    {result[f'{backend}_seconds']:.1f} s", flush=True)
-        except Exception as error:
-            result[f"{backend}_error"] = f"{type(error).__name__}: {error}"
-            traceback.print_exc()
-        save()
+    outputs = []
+    for backend in backends:
+        for seed in seeds:
+            key = f"{backend}_seed{seed}"
+            print(f"e2e: synthesize backend={backend} seed={seed} on {frame.height} rows", flush=True)
+            try:
+                start = time.perf_counter()
+                synthetic = polars_rap.synthesize(
+                    frame, epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels,
+                    seed=seed, backend=backend, progress=False)
+                result[f"{key}_seconds"] = time.perf_counter() - start
+                print(f"    {result[f'{key}_seconds']:.1f} s", flush=True)
+                outputs.append(synthetic.data.with_columns(pl.lit(backend).alias("backend"),
+                                                           pl.lit(seed).alias("seed")))
+            except Exception as error:
+                result[f"{key}_error"] = f"{type(error).__name__}: {error}"
+                traceback.print_exc()
+            save()
+    if out_dir is not None and outputs:
+        path = out_dir / "e2e_synthetic.parquet"
+        pl.concat(outputs, how="vertical_relaxed").write_parquet(path, compression="zstd")
+        result["synthetic_tables"] = path.name
     return result
 
 
+#: Launch-geometry variants timed by ``tune`` (one name changed from the defaults at a time).
+TUNE_VARIANTS = (
+    {},
+    {"THREADS_PER_BLOCK": 64},
+    {"THREADS_PER_BLOCK": 256},
+    {"RELAXED_TARGET_BLOCKS": 1024},
+    {"RELAXED_TARGET_BLOCKS": 16384},
+    {"GRAD_TARGET_THREADS": 1 << 16},
+    {"GRAD_TARGET_THREADS": 1 << 20},
+    {"GRAD_SLICE_BYTES": 1 << 28},
+)
+TUNE_CELLS = ((1_000, 100_000), (10_000, 100_000), (100_000, 10_000))
+
+
+def bench_tune(sizes: dict, rng, results: list, save) -> list[dict]:
+    """Relaxed answers and fused loss + gradient under each ``TUNE_VARIANTS`` geometry, at
+    ``TUNE_CELLS`` (n_rel, m): CUDA events, 2 warm-ups, median of 10."""
+    cells, variants = (((9, 30),), ({}, {"GRAD_TARGET_THREADS": 64})) if sizes is SMOKE else (
+        TUNE_CELLS, TUNE_VARIANTS)
+    for n_rel, m in cells:
+        queries = make_workload(m, rng)
+        device_queries = cuda_kernels._DeviceQueries(queries)
+        X = relaxed_matrix(queries, n_rel, rng)
+        XT = cuda.to_device(np.ascontiguousarray(X.T))
+        sigma = cuda.to_device(np.full(m, SIGMA, dtype=np.float32))
+        targets = cuda.to_device(rng.random(m) * 0.1)
+        for variant in variants:
+            case = {"n_rel": n_rel, "m": m, "variant": variant or "defaults"}
+            saved = {name: getattr(cuda_config, name) for name in variant}
+            try:
+                for name, value in variant.items():
+                    setattr(cuda_config, name, value)
+                workspace = cuda_kernels._RelaxedWorkspace(device_queries, n_rel, np.float32)
+                case.update(query_slices=workspace.n_slices, row_segments=workspace.sum_grid_y)
+
+                def forward():
+                    workspace.relaxed_answers(XT, sigma, targets)
+
+                def gradient():
+                    workspace.gradient(XT, sigma)
+
+                forward()
+                case["relaxed_answers_ms"] = time_events(forward, 2, 10)["median_s"] * 1e3
+                case["gradient_ms"] = time_events(gradient, 2, 10)["median_s"] * 1e3
+                print(f"tune n_rel={n_rel} m={m} {variant or 'defaults'}: answers "
+                      f"{case['relaxed_answers_ms']:.3f} ms, gradient {case['gradient_ms']:.3f} ms",
+                      flush=True)
+                del workspace
+            except Exception as error:
+                case["error"] = f"{type(error).__name__}: {error}"
+                traceback.print_exc()
+            finally:
+                for name, value in saved.items():
+                    setattr(cuda_config, name, value)
+            results.append(case)
+            save()
+    return results
+
+
 # ---------------------------------------------------------------------------------- main
-SECTIONS = ("kernels", "baselines", "exact", "e2e")
+SECTIONS = ("kernels", "tune", "exact", "baselines", "e2e")
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -622,11 +808,15 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--out-dir", type=Path, default=None,
                         help="default bench/results (a temporary folder with --smoke)")
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--e2e-backends", nargs="+", default=["cuda", "cpu"],
+                        help="backends of the end-to-end runs (the CPU baseline of the issue is "
+                             "the 2-core machine's: run it there with bench/gpu_e2e_cpu.py)")
+    parser.add_argument("--e2e-seeds", nargs="+", type=int, default=[0])
     args = parser.parse_args(argv)
     if not cuda.is_available():
         parser.error("no CUDA device (set NUMBA_ENABLE_CUDASIM=1 for --smoke on a machine without one)")
     sizes = SMOKE if args.smoke else FULL
-    sections = args.sections or (("kernels", "exact") if args.smoke else SECTIONS)
+    sections = args.sections or (("kernels", "tune", "exact") if args.smoke else SECTIONS)
     saved_geometry = {name: getattr(cuda_config, name) for name in SMOKE_GEOMETRY}
     if args.smoke:
         for name, value in SMOKE_GEOMETRY.items():
@@ -676,9 +866,13 @@ def _run(args, argv, sizes: dict, sections) -> Path:
             bench_baselines(sizes, info, rng, record["baselines"], save)
         elif section == "exact":
             record["exact"] = bench_exact(sizes, info, rng)
+        elif section == "tune":
+            record["tune"] = []
+            bench_tune(sizes, rng, record["tune"], save)
         elif section == "e2e":
             record["e2e"] = {}
-            bench_e2e(args.data_dir, record["e2e"], save)
+            bench_e2e(args.data_dir, record["e2e"], save, backends=args.e2e_backends,
+                      seeds=args.e2e_seeds, out_dir=out_dir)
         record["finished"][section] = {"seconds": time.perf_counter() - started,
                                        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         save()

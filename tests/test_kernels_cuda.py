@@ -172,6 +172,42 @@ def test_answers_exact_matches_reference_over_chunks_and_tiles(problem):
     np.testing.assert_array_equal(actual, expected)
 
 
+def test_marginal_groups_take_the_histogram_kernel_and_agree_with_the_tiled_one(problem):
+    """The histogram pass over marginal groups (with a mixed marginal's shared threshold) and
+    the tiled kernel over the same queries as single queries give the same counts."""
+    from polars_rap.kernels import cuda_exact
+
+    rng, queries = problem
+    codes, numerics = real_data(rng)
+    structured = cuda_exact.ExactPlan(queries)
+    unstructured = cuda_exact.ExactPlan(queries, structured=False)
+    assert structured.n_groups == 3 and unstructured.n_groups == 0
+    device_queries = cuda_kernels._DeviceQueries(queries)
+    counts = cuda_exact.exact_counts(codes, numerics, device_queries, structured)
+    np.testing.assert_array_equal(
+        counts, cuda_exact.exact_counts(codes, numerics, device_queries, unstructured))
+    np.testing.assert_array_equal(counts / N_ROWS, reference.answers_exact(codes, numerics, queries))
+
+
+def test_a_group_larger_than_the_shared_histogram_counts_in_global_memory():
+    """A marginal group of more cells than ``EXACT_HISTOGRAM_CELLS`` (65 x 64 > 4096) adds to
+    the global counts directly, with the same result."""
+    from polars_rap.kernels import cuda_exact
+
+    sizes = [65, 64]
+    assert sizes[0] * sizes[1] > cuda_exact._HISTOGRAM_CELLS
+    cells = np.indices(sizes).reshape(2, -1).T + [0, sizes[0]]
+    queries = QuerySet.from_lists([(list(map(int, c)), []) for c in cells], [len(cells)],
+                                  [[0, 1]], sizes, 0)
+    rng = np.random.default_rng(5)
+    codes = np.stack([rng.integers(0, k, size=N_ROWS) for k in sizes], axis=1).astype(np.int32)
+    codes[:6] = [3, 7]  # one cell counted several times, across blocks
+    numerics = np.zeros((N_ROWS, 0))
+    assert cuda_exact.ExactPlan(queries).n_groups == 1
+    np.testing.assert_array_equal(cuda_kernels.answers_exact(codes, numerics, queries),
+                                  reference.answers_exact(codes, numerics, queries))
+
+
 def test_hard_thresholds_on_the_boundary_agree_to_the_bit():
     """Rows exactly on a threshold (theta . x == tau in float64) count as inside, in the
     exact and in the sigma=inf relaxed kernels, as in the reference."""
@@ -483,3 +519,31 @@ def test_bench_script_smoke_run(tmp_path):
     assert record["device"]["name"]
     assert record["kernels"] and all("error" not in case for case in record["kernels"])
     assert record["exact"] and "error" not in record["exact"]
+
+
+# ---------------------------------------------------------------------------- end to end
+def test_synthesize_runs_end_to_end_on_the_cuda_backend(monkeypatch):
+    """``synthesize(backend="cuda")`` runs every step (exact answers, selection, device
+    projection, decoding) through this backend; under the simulator ``is_available`` is
+    patched to True, as ``backend="cuda"`` otherwise refuses it."""
+    import polars as pl
+
+    import polars_rap
+
+    if numba.config.ENABLE_CUDASIM:
+        monkeypatch.setattr(cuda_kernels, "is_available", lambda: True)
+    rng = np.random.default_rng(4)
+    n = 60
+    frame = pl.DataFrame({
+        "a": rng.integers(0, 3, n), "b": rng.choice(["u", "v"], n),
+        "x": rng.random(n), "y": rng.random(n) * 10.0, "label": rng.random(n) < 0.4,
+    })
+    result = polars_rap.synthesize(
+        frame, epsilon=2.0, delta=1e-6, domain={"a": [0, 1, 2], "b": ["u", "v"],
+                                               "x": (0.0, 1.0), "y": (0.0, 10.0)},
+        labels=["label"], seed=0, backend="cuda", relaxed_rows=6, rows=30, rounds_lt=2,
+        n_linear_thresholds=12, n_mixed_marginals=6, progress=False,
+        projection=ProjectionConfig(max_steps=4, max_doublings=1))
+    assert result.data.height == 30
+    assert result.data.columns == frame.columns
+    assert result.data["x"].is_between(0.0, 1.0).all() and result.data["y"].is_between(0.0, 10.0).all()

@@ -4,11 +4,8 @@ Same three functions and signatures as ``reference`` and ``cpu``, plus ``device_
 primitives (:mod:`polars_rap.kernels.cuda_fit`) with which ``projection.project`` runs its Adam
 loop on the device:
 
-- ``answers_exact`` (real data): a tiled rows x queries kernel. A block stages a tile of real
-  rows (codes and numerics) in shared memory; each thread owns one query and keeps one bit per
-  tile row in a 64-bit mask, clearing bits factor by factor, then adds the mask's popcount to
-  a register. One atomic add per query and block at the end. The n x m indicator matrix never
-  exists; rows reach the device in chunks of ``EXACT_CHUNK_ROWS`` and counts add up there.
+- ``answers_exact`` (real data): :mod:`polars_rap.kernels.cuda_exact` (a histogram pass per
+  marginal group, a tiled rows x queries kernel for the other queries).
 - ``answers_relaxed``: one block per query (grid x, grid-stride), its threads striding over
   the relaxed rows of one row segment (grid y); a tree reduction per block and one partial
   sum per (segment, query), added in order by the residual kernel, which also forms the loss
@@ -187,35 +184,6 @@ def _gpu_pattern_weight(values, r, h, null_coord, theta_offsets, theta_index, ma
 
 
 @cuda.jit(device=True)
-def _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets, cat_coords,
-                    coord_column, coord_code, halfspace_offsets, theta_offsets, theta_index,
-                    theta_weight, tau):
-    """Rows of a shared-memory tile (``[row][codes..., numerics...]``, float64) that satisfy
-    query ``q`` with hard thresholds: one mask bit per row, cleared factor by factor."""
-    mask = (1 << n_tile_rows) - 1
-    for p in range(cat_offsets[q], cat_offsets[q + 1]):
-        coord = cat_coords[p]
-        column = coord_column[coord]
-        code = coord_code[coord]
-        for i in range(n_tile_rows):
-            if tile[i * width + column] != code:
-                mask &= ~(1 << i)
-    for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
-        if mask == 0:
-            break
-        threshold = numba.float64(tau[h])
-        for i in range(n_tile_rows):
-            if (mask >> i) & 1:
-                dot = 0.0
-                base = i * width + n_columns
-                for t in range(theta_offsets[h], theta_offsets[h + 1]):
-                    dot += _gpu_mul_rn(numba.float64(theta_weight[t]), tile[base + theta_index[t]])
-                if not dot <= threshold:
-                    mask &= ~(1 << i)
-    return cuda.popc(mask)
-
-
-@cuda.jit(device=True)
 def _gpu_adam_value(params, first, second, c, r, g, beta1, beta2, correction1, correction2,
                     learning_rate, adam_epsilon):
     """Adam moments of parameter ``[c, r]`` updated in place (float32 storage, float64
@@ -229,47 +197,6 @@ def _gpu_adam_value(params, first, second, c, r, g, beta1, beta2, correction1, c
 
 
 # ------------------------------------------------------------------------- fixed kernels
-@cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
-def _exact_counts_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_tile,
-                         cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets,
-                         theta_offsets, theta_index, theta_weight, tau, counts):
-    """counts[q] += rows of this chunk satisfying query q (hard thresholds).
-
-    Grid x walks tiles of ``blockDim.x`` queries (one per thread), grid y walks tiles of
-    ``rows_per_tile`` rows, staged in dynamic shared memory (float64, codes then numerics).
-    """
-    tile = cuda.shared.array(0, dtype=numba.float64)
-    tid = cuda.threadIdx.x
-    block_size = cuda.blockDim.x
-    n_queries = counts.shape[0]
-    width = n_columns + n_numeric
-    n_row_tiles = (n_rows + rows_per_tile - 1) // rows_per_tile
-    n_query_tiles = (n_queries + block_size - 1) // block_size
-    for query_tile in range(cuda.blockIdx.x, n_query_tiles, cuda.gridDim.x):
-        q = query_tile * block_size + tid
-        active = q < n_queries
-        count = 0
-        for row_tile in range(cuda.blockIdx.y, n_row_tiles, cuda.gridDim.y):
-            r0 = row_tile * rows_per_tile
-            n_tile_rows = rows_per_tile if r0 + rows_per_tile <= n_rows else n_rows - r0
-            cuda.syncthreads()  # the previous tile is no longer read
-            for e in range(tid, n_tile_rows * width, block_size):
-                i = e // width
-                j = e - i * width
-                if j < n_columns:
-                    tile[e] = codes[r0 + i, j]
-                else:
-                    tile[e] = numerics[r0 + i, j - n_columns]
-            cuda.syncthreads()
-            if active:
-                count += _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets,
-                                         cat_coords, coord_column, coord_code,
-                                         halfspace_offsets, theta_offsets, theta_index,
-                                         theta_weight, tau)
-        if active and count > 0:
-            cuda.atomic.add(counts, q, count)
-
-
 @cuda.jit(fastmath=cuda_config.FASTMATH["relaxed"])
 def _sum_slices_kernel(grad_slices, out, halt):
     """out[c, r] = sum over slices s of grad_slices[s, c, r], in slice order (float64).
@@ -750,35 +677,6 @@ class _RelaxedWorkspace:
         return total
 
 
-def _exact_counts(codes: np.ndarray, numerics: np.ndarray, device_queries: _DeviceQueries) -> np.ndarray:
-    """float64[n_queries] counts of rows satisfying each query (checked inputs, chunked)."""
-    threads = _threads_per_block()
-    n_rows, n_columns = codes.shape
-    n_numeric = numerics.shape[1]
-    width = n_columns + n_numeric
-    rows_per_tile = int(min(cuda_config.EXACT_ROWS_PER_TILE, 62,
-                            cuda_config.EXACT_SHARED_BYTES // (8 * max(width, 1))))
-    rows_per_tile = max(1, rows_per_tile)
-    shared_bytes = 8 * rows_per_tile * max(width, 1)
-    dq = device_queries
-    counts = cuda.to_device(np.zeros(dq.n_queries, dtype=np.int64))
-    grid_x = _blocks(dq.n_queries, threads, cuda_config.MAX_BLOCKS)
-    chunk_rows = max(1, int(cuda_config.EXACT_CHUNK_ROWS))
-    for start in range(0, n_rows, chunk_rows):
-        stop = min(n_rows, start + chunk_rows)
-        codes_chunk = _upload(codes[start:stop] if n_columns else np.zeros((0, 1), np.int32))
-        numerics_chunk = _upload(numerics[start:stop] if n_numeric else np.zeros((0, 1)))
-        n_row_tiles = -(-(stop - start) // rows_per_tile)
-        wanted = -(-int(cuda_config.EXACT_TARGET_BLOCKS) // grid_x)
-        grid_y = max(1, min(n_row_tiles, wanted, 65535))
-        _exact_counts_kernel[(grid_x, grid_y), threads, 0, shared_bytes](
-            codes_chunk, numerics_chunk, stop - start, n_columns, n_numeric, rows_per_tile,
-            dq.cat_offsets, dq.cat_coords, dq.coord_column, dq.coord_code,
-            dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
-            counts)
-    return counts.copy_to_host().astype(np.float64)
-
-
 # --------------------------------------------------------------------------- public API
 def answers_exact(codes: np.ndarray, numerics: np.ndarray, queries: QuerySet) -> np.ndarray:
     """Exact answers (hard thresholds) of every query on real data.
@@ -795,13 +693,16 @@ def answers_exact(codes: np.ndarray, numerics: np.ndarray, queries: QuerySet) ->
     -------
     float64[n_queries]
         Fraction of rows satisfying each query. Rows go to the device in chunks of
-        ``cuda_config.EXACT_CHUNK_ROWS``.
+        ``cuda_config.EXACT_CHUNK_ROWS``; marginal groups are counted in one histogram pass.
     """
     check_queries(queries)
     codes, numerics = check_real_data(codes, numerics, queries)
     if queries.n_queries == 0:
         return np.zeros(0, dtype=np.float64)
-    return _exact_counts(codes, numerics, _DeviceQueries(queries)) / codes.shape[0]
+    from polars_rap.kernels.cuda_exact import ExactPlan, exact_counts
+
+    counts = exact_counts(codes, numerics, _DeviceQueries(queries), ExactPlan(queries))
+    return counts / codes.shape[0]
 
 
 def answers_relaxed(X: np.ndarray, queries: QuerySet, sigma: np.ndarray | float) -> np.ndarray:

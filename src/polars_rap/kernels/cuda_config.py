@@ -44,7 +44,12 @@ EXACT_ROWS_PER_TILE = 32
 #: count of a tile shrinks for very wide tables.
 EXACT_SHARED_BYTES = 32 * 1024
 
-#: Blocks the exact-answer kernel aims for (query tiles x row tiles).
+#: Cells of the shared-memory histogram with which the exact-answer kernel counts a marginal
+#: group (int32 each: 16 KiB); larger groups count with global atomics. Read when
+#: ``kernels.cuda_exact`` is imported (a compile-time constant of its kernel).
+EXACT_HISTOGRAM_CELLS = 4096
+
+#: Blocks the exact-answer kernels aim for (query tiles or marginal groups x row segments).
 EXACT_TARGET_BLOCKS = 4096
 
 #: Real rows copied to the device per chunk by ``answers_exact`` (counts are summed on the
