@@ -24,6 +24,15 @@ else
     export PYTHONPATH="$PWD/src"
 fi
 
+# numba-cuda 0.30 registers an overload of np.row_stack, which NumPy 2.5 removed: on an image
+# that pairs them, every kernel compile fails. Alias it for this session's processes only.
+if ! python3 -c "import numpy; numpy.row_stack" 2>/dev/null; then
+    mkdir -p /tmp/shim
+    printf 'import numpy\nnumpy.row_stack = numpy.vstack\n' >/tmp/shim/sitecustomize.py
+    export PYTHONPATH="/tmp/shim:$PYTHONPATH"
+    echo "numpy has no row_stack: aliased to vstack for numba-cuda (/tmp/shim/sitecustomize.py)"
+fi
+
 {
     date -u; nvidia-smi; nproc; uptime
     python3 - <<'EOF'
@@ -45,12 +54,12 @@ stage() {  # stage SECONDS LOG COMMAND...: run with a time limit, output appende
     echo "=== exit ${PIPESTATUS[0]}" | tee -a "$log"
 }
 
-stage "${TESTS_S:-150}" "$OUT/pytest.log" python3 -m pytest -q -p no:cacheprovider \
-    -o addopts="-ra --durations=10" tests/test_kernels_cuda.py tests/test_kernels_cuda_scale.py
+stage "${TESTS_S:-170}" "$OUT/pytest.log" python3 -m pytest -q -p no:cacheprovider \
+    -o addopts="-ra --durations=10 --tb=short" tests/test_kernels_cuda.py tests/test_kernels_cuda_scale.py
 BENCH=(python3 bench/gpu_kernels.py --out-dir "$OUT" --data-dir "$DATA")
-stage "${KERNELS_S:-130}" "$OUT/bench.log" "${BENCH[@]}" --sections kernels exact
+stage "${KERNELS_S:-120}" "$OUT/bench.log" "${BENCH[@]}" --sections kernels exact
 stage "${BASELINES_S:-60}" "$OUT/bench.log" "${BENCH[@]}" --sections baselines
-stage "${E2E_S:-90}" "$OUT/bench.log" "${BENCH[@]}" --sections e2e --e2e-backends cuda \
+stage "${E2E_S:-80}" "$OUT/bench.log" "${BENCH[@]}" --sections e2e --e2e-backends cuda \
     --e2e-seeds 0 1 2
-stage "${TUNE_S:-40}" "$OUT/bench.log" "${BENCH[@]}" --sections tune
+stage "${TUNE_S:-30}" "$OUT/bench.log" "${BENCH[@]}" --sections tune
 ls -la "$OUT"

@@ -26,6 +26,7 @@ import numba
 import numpy as np
 from numba import cuda
 
+from polars_rap.errors import ParameterError
 from polars_rap.kernels import cuda_config
 from polars_rap.kernels.cpu_halfspaces import _plan
 from polars_rap.kernels.cuda import _blocks, _gpu_mul_rn, _threads_per_block, _upload
@@ -160,10 +161,15 @@ def _exact_histogram_kernel(codes, numerics, n_rows, groups, group_offsets, grou
 
 class ExactPlan:
     """A workload's split for exact counting, on the device: marginal ``groups`` (histogram
-    kernel) and the remaining ``queries`` (tiled kernel), int64 each, plus the group arrays."""
+    kernel) and the remaining ``queries`` (tiled kernel), int64 each, plus the group arrays.
+    A workload whose group columns do not describe whole marginals (``_plan`` refuses it)
+    is counted by the tiled kernel alone, which needs no structure."""
 
     def __init__(self, queries: QuerySet, structured: bool = True):
-        groups, csr = _plan(queries, None, structured)
+        try:
+            groups, csr = _plan(queries, None, structured)
+        except ParameterError:  # groups whose cells are not a whole marginal: count them tiled
+            groups, csr = _plan(queries, None, False)
         self.n_groups = len(groups)
         self.n_listed = len(csr)
         self.groups = _upload(groups)
