@@ -49,9 +49,12 @@ reported clock rate, boost on data-centre parts); cores per SM from ``FP32_CORES
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
 import platform
+import pstats
 import re
 import statistics
 import sys
@@ -612,13 +615,20 @@ def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> 
     return result
 
 
-def bench_exact(sizes: dict, info: dict, rng) -> dict:
-    """Exact answers at n = 1e6 rows x m = 1e5 queries (this benchmark's workload), then on
-    ``bench/kernels_cpu.py``'s exact workload (35,000 rows x ~414,000 queries), whose 2-core
-    CPU figure is committed in ``kernels_cpu.json``: the same-workload comparison."""
+def bench_exact(sizes: dict, info: dict, rng, result: dict, save) -> dict:
+    """Exact answers on ``bench/kernels_cpu.py``'s exact workload (35,000 rows x ~414,000
+    queries), whose 2-core CPU figure is committed in ``kernels_cpu.json``: the
+    same-workload comparison; then at n = 1e6 rows x m = 1e5 queries (this benchmark's
+    workload). ``result`` is filled in place and saved after each part."""
+    if sizes is not SMOKE:
+        try:
+            result["cpu_workload"] = _exact_on_cpu_workload(info, sizes)
+        except Exception as error:
+            result["cpu_workload"] = {"error": f"{type(error).__name__}: {error}"}
+            traceback.print_exc()
+        save()
     n_rows, m = sizes["exact"]
     print(f"exact: n={n_rows} m={m}", flush=True)
-    result = {}
     try:
         queries = make_workload(m, rng)
         codes = np.stack([rng.integers(0, k, size=n_rows) for k in queries.column_sizes],
@@ -633,13 +643,6 @@ def bench_exact(sizes: dict, info: dict, rng) -> dict:
             result["matches_reference"] = bool(np.array_equal(actual, expected))
     except Exception as error:
         result["error"] = f"{type(error).__name__}: {error}"
-        traceback.print_exc()
-    if sizes is SMOKE:
-        return result
-    try:
-        result["cpu_workload"] = _exact_on_cpu_workload(info, sizes)
-    except Exception as error:
-        result["cpu_workload"] = {"error": f"{type(error).__name__}: {error}"}
         traceback.print_exc()
     return result
 
@@ -697,7 +700,7 @@ def load_all_acs(data_dir: Path):
 
 
 def bench_e2e(data_dir: Path, result: dict, save, backends=("cuda", "cpu"), seeds=(0,),
-              out_dir: Path | None = None) -> dict:
+              out_dir: Path | None = None, tag: str = "", profile: bool = False) -> dict:
     """``synthesize`` on every ACS state with each backend and seed: seconds each; with
     ``out_dir``, the synthetic tables go to ``e2e_synthetic.parquet`` (columns ``backend``
     and ``seed`` added) so that their errors can be evaluated on another machine."""
@@ -718,11 +721,19 @@ def bench_e2e(data_dir: Path, result: dict, save, backends=("cuda", "cpu"), seed
             key = f"{backend}_seed{seed}"
             print(f"e2e: synthesize backend={backend} seed={seed} on {frame.height} rows", flush=True)
             try:
+                profiler = cProfile.Profile() if profile else None
                 start = time.perf_counter()
+                if profiler:
+                    profiler.enable()
                 synthetic = polars_rap.synthesize(
                     frame, epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels,
                     seed=seed, backend=backend, progress=False)
                 result[f"{key}_seconds"] = time.perf_counter() - start
+                if profiler:
+                    profiler.disable()
+                    text = io.StringIO()
+                    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(25)
+                    result[f"{key}_profile"] = text.getvalue().splitlines()
                 print(f"    {result[f'{key}_seconds']:.1f} s", flush=True)
                 outputs.append(synthetic.data.with_columns(pl.lit(backend).alias("backend"),
                                                            pl.lit(seed).alias("seed")))
@@ -731,7 +742,7 @@ def bench_e2e(data_dir: Path, result: dict, save, backends=("cuda", "cpu"), seed
                 traceback.print_exc()
             save()
     if out_dir is not None and outputs:
-        path = out_dir / "e2e_synthetic.parquet"
+        path = out_dir / f"e2e_synthetic{'_' + tag if tag else ''}.parquet"
         pl.concat(outputs, how="vertical_relaxed").write_parquet(path, compression="zstd")
         result["synthetic_tables"] = path.name
     return result
@@ -812,12 +823,23 @@ def main(argv: list[str] | None = None) -> Path:
                         help="backends of the end-to-end runs (the CPU baseline of the issue is "
                              "the 2-core machine's: run it there with bench/gpu_e2e_cpu.py)")
     parser.add_argument("--e2e-seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--e2e-tag", default="",
+                        help="suffix of the e2e record's key and tables file (e.g. a variant's name)")
+    parser.add_argument("--e2e-profile", action="store_true",
+                        help="profile the e2e runs (cProfile): the 25 largest cumulative entries")
+    parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="cuda_config overrides for this run (integers), e.g. GRAD_TARGET_THREADS=1048576")
     args = parser.parse_args(argv)
     if not cuda.is_available():
         parser.error("no CUDA device (set NUMBA_ENABLE_CUDASIM=1 for --smoke on a machine without one)")
     sizes = SMOKE if args.smoke else FULL
     sections = args.sections or (("kernels", "tune", "exact") if args.smoke else SECTIONS)
-    saved_geometry = {name: getattr(cuda_config, name) for name in SMOKE_GEOMETRY}
+    overrides = dict(item.split("=", 1) for item in args.set)
+    saved_geometry = {name: getattr(cuda_config, name) for name in (*SMOKE_GEOMETRY, *overrides)}
+    for name, value in overrides.items():
+        if not hasattr(cuda_config, name):
+            parser.error(f"cuda_config has no {name}")
+        setattr(cuda_config, name, int(value))
     if args.smoke:
         for name, value in SMOKE_GEOMETRY.items():
             setattr(cuda_config, name, value)
@@ -865,14 +887,17 @@ def _run(args, argv, sizes: dict, sections) -> Path:
             record["baselines"] = []
             bench_baselines(sizes, info, rng, record["baselines"], save)
         elif section == "exact":
-            record["exact"] = bench_exact(sizes, info, rng)
+            record["exact"] = {}
+            bench_exact(sizes, info, rng, record["exact"], save)
         elif section == "tune":
             record["tune"] = []
             bench_tune(sizes, rng, record["tune"], save)
         elif section == "e2e":
-            record["e2e"] = {}
-            bench_e2e(args.data_dir, record["e2e"], save, backends=args.e2e_backends,
-                      seeds=args.e2e_seeds, out_dir=out_dir)
+            key = f"e2e{'_' + args.e2e_tag if args.e2e_tag else ''}"
+            record[key] = {"config_overrides": args.set}
+            bench_e2e(args.data_dir, record[key], save, backends=args.e2e_backends,
+                      seeds=args.e2e_seeds, out_dir=out_dir, tag=args.e2e_tag,
+                      profile=args.e2e_profile)
         record["finished"][section] = {"seconds": time.perf_counter() - started,
                                        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         save()
