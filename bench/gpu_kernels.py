@@ -1,14 +1,12 @@
 """GPU benchmark of the CUDA kernels (design.md §7); writes ``bench/results/gpu_<device>.json``.
 
-The one command a session with a GPU runs, from the repository root (tests first, on the
-real GPU, then every measurement below):
-
-    python -m pytest tests/test_kernels_cuda.py -q && python bench/gpu_kernels.py
-
-A command on the device machines may run 10 minutes at most. The JSON is rewritten after
-every section, so a run cut short keeps what it measured; sections can also be run one at a
-time: ``python bench/gpu_kernels.py --sections kernels baselines`` then
-``python bench/gpu_kernels.py --sections exact e2e`` (the second run merges into the file).
+On a GPU machine, ``bash bench/gpu_session.sh`` runs the CUDA tests and then this script
+section by section, each with its own time limit (a command there may run 10 minutes at
+most). The JSON is rewritten after every section and every exact-answer part, so a run cut
+short keeps what it measured; runs of other sections merge into the same file:
+``python bench/gpu_kernels.py --sections kernels exact`` then ``--sections e2e``.
+``--set NAME=VALUE`` overrides a ``cuda_config`` value for the run; ``--e2e-tag`` and
+``--e2e-profile`` record an end-to-end variant and its cProfile summary under their own key.
 
 Smoke run of this script under the CUDA simulator (tiny sizes, no JAX/PyTorch, no ACS; the
 test suite runs it):
@@ -21,26 +19,31 @@ What it measures
     For n_rel in {1e3, 1e4, 1e5} relaxed rows x m in {1e3, 1e5, 1e6} queries (60% cells of
     class-conditional 3-way marginals, 40% class-conditional linear thresholds over 3-6 of 6
     numerics): relaxed answers and the fused loss + gradient on device-resident data, timed
-    with CUDA events (3 warm-up calls, median of 20). Reports query.row evaluations per second
-    and the fraction of the FP32 peak reached by a nominal FLOP count (see ``FLOP_MODEL``).
+    with CUDA events (3 warm-up calls, median of 20; at least 5 where 20 would take over
+    ``BUDGET_S``). Reports query.row evaluations per second and the fraction of the FP32 peak reached by a nominal FLOP count (see ``FLOP_MODEL``).
     Up to 1e7 evaluations the loss and gradient are also checked against the Numba CPU
     backend; up to 1e9, the seconds per Adam step of the device projection are measured.
     No combination is skipped for memory here: the workload's CSR arrays (~60 MB at m = 1e6)
     and the gradient slices (capped by ``GRAD_SLICE_BYTES``) fit any data-centre GPU.
 ``baselines``
     The same relaxed loss and gradient written densely with JAX
-    (``jax.jit(jax.value_and_grad(...))``) and PyTorch autograd on the same GPU, where their
-    dense n x m x k intermediates fit in memory (else skipped, with the size it would need);
-    timed by wall clock after synchronisation, median of 20, next to ours timed the same way.
+    (``jax.jit(jax.value_and_grad(...))``) and PyTorch autograd on the same GPU, over chunks
+    of as many queries as keep their dense n x chunk x k intermediates under ``CHUNK_BYTES``
+    (JAX: ``lax.map`` of a rematerialised chunk loss), up to n_rel x m = 1e10; timed by wall
+    clock after synchronisation, median of 20, next to ours timed the same way.
     Also records how far their loss and gradient are from ours.
+``tune``
+    Relaxed answers and the gradient under one-at-a-time changes of the launch geometry
+    (``TUNE_VARIANTS``) at three (n_rel, m) cells.
 ``exact``
-    Exact answers (hard thresholds) on n = 1e6 real rows x m = 1e5 queries, including the
-    host-to-device copy of the rows (timed separately too).
+    Exact answers (hard thresholds) on ``bench/kernels_cpu.py``'s exact workload (35,000 rows
+    x 413,982 queries, rebuilt from its seed) beside the committed 2-core CPU figure, then on
+    n = 1e6 real rows x m = 1e5 queries; host-to-device copy included, and timed alone.
 ``e2e``
-    ``polars_rap.synthesize`` on all 51 ACS person files (``../shared/data``), preprocessed as
-    the acs-income-CA task and with its public domain, at epsilon = 1, delta = 1e-9, seed 0,
-    with ``backend="cuda"`` and ``backend="cpu"``: seconds each (the CUDA run comes after the
-    other sections in the same process, so most kernels are compiled already).
+    ``polars_rap.synthesize`` on all 51 ACS person files (``--data-dir``), preprocessed as
+    the acs-income-CA task and with its public domain, at epsilon = 1, delta = 1e-9, for each
+    of ``--e2e-backends`` and ``--e2e-seeds``: seconds each, and the synthetic tables in
+    ``e2e_synthetic.parquet`` (scored by ``bench/gpu_e2e.py`` beside the 2-core CPU runs).
 
 FP32 peak = SM count x FP32 cores per SM x 2 (an FMA is two FLOPs) x clock (the device's
 reported clock rate, boost on data-centre parts); cores per SM from ``FP32_CORES_PER_SM``.
@@ -763,8 +766,9 @@ TUNE_CELLS = ((1_000, 100_000), (10_000, 100_000), (100_000, 10_000))
 
 
 def bench_tune(sizes: dict, rng, results: list, save) -> list[dict]:
-    """Relaxed answers and fused loss + gradient under each ``TUNE_VARIANTS`` geometry, at
-    ``TUNE_CELLS`` (n_rel, m): CUDA events, 2 warm-ups, median of 10."""
+    """Relaxed answers and the gradient under each ``TUNE_VARIANTS`` geometry, at
+    ``TUNE_CELLS`` (n_rel, m): CUDA events, 2 warm-ups, median of 10 (one call each, and two
+    variants, in a smoke run)."""
     cells, variants = (((9, 30),), ({}, {"GRAD_TARGET_THREADS": 64})) if sizes is SMOKE else (
         TUNE_CELLS, TUNE_VARIANTS)
     for n_rel, m in cells:
@@ -790,8 +794,9 @@ def bench_tune(sizes: dict, rng, results: list, save) -> list[dict]:
                     workspace.gradient(XT, sigma)
 
                 forward()
-                case["relaxed_answers_ms"] = time_events(forward, 2, 10)["median_s"] * 1e3
-                case["gradient_ms"] = time_events(gradient, 2, 10)["median_s"] * 1e3
+                warmup, repeats = (1, 1) if sizes is SMOKE else (2, 10)
+                case["relaxed_answers_ms"] = time_events(forward, warmup, repeats)["median_s"] * 1e3
+                case["gradient_ms"] = time_events(gradient, warmup, repeats)["median_s"] * 1e3
                 print(f"tune n_rel={n_rel} m={m} {variant or 'defaults'}: answers "
                       f"{case['relaxed_answers_ms']:.3f} ms, gradient {case['gradient_ms']:.3f} ms",
                       flush=True)

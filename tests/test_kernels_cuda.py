@@ -520,30 +520,3 @@ def test_bench_script_smoke_run(tmp_path):
     assert record["kernels"] and all("error" not in case for case in record["kernels"])
     assert record["exact"] and "error" not in record["exact"]
 
-
-# ---------------------------------------------------------------------------- end to end
-def test_synthesize_runs_end_to_end_on_the_cuda_backend(monkeypatch):
-    """``synthesize(backend="cuda")`` runs every step (exact answers, selection, device
-    projection, decoding) through this backend; under the simulator ``is_available`` is
-    patched to True, as ``backend="cuda"`` otherwise refuses it."""
-    import polars as pl
-
-    import polars_rap
-
-    if numba.config.ENABLE_CUDASIM:
-        monkeypatch.setattr(cuda_kernels, "is_available", lambda: True)
-    rng = np.random.default_rng(4)
-    n = 60
-    frame = pl.DataFrame({
-        "a": rng.integers(0, 3, n), "b": rng.choice(["u", "v"], n),
-        "x": rng.random(n), "y": rng.random(n) * 10.0, "label": rng.random(n) < 0.4,
-    })
-    result = polars_rap.synthesize(
-        frame, epsilon=2.0, delta=1e-6, domain={"a": [0, 1, 2], "b": ["u", "v"],
-                                               "x": (0.0, 1.0), "y": (0.0, 10.0)},
-        labels=["label"], seed=0, backend="cuda", relaxed_rows=6, rows=30, rounds_lt=2,
-        n_linear_thresholds=12, n_mixed_marginals=6, progress=False,
-        projection=ProjectionConfig(max_steps=4, max_doublings=1))
-    assert result.data.height == 30
-    assert result.data.columns == frame.columns
-    assert result.data["x"].is_between(0.0, 1.0).all() and result.data["y"].is_between(0.0, 10.0).all()

@@ -2,7 +2,7 @@
 backend: n_rel = 10,000 relaxed rows and m = 100,000 queries (the benchmark's workload: 60%
 class-conditional 3-way marginal cells, 40% label x linear threshold), 100,000 real rows over
 several chunks, default launch geometry (many blocks per grid, several row segments and
-gradient slices).
+gradient slices); and one small ``synthesize(backend="cuda")`` end to end.
 
 Skipped without a GPU and under the simulator (``tests/test_kernels_cuda.py`` covers every
 code path there at tiny sizes). On a GPU machine::
@@ -106,3 +106,29 @@ def test_device_projection_at_scale_follows_the_cpu_backend(workload):
     assert (trace.steps, trace.stages) == (expected_trace.steps, expected_trace.stages) == (10, 1)
     assert trace.exact_loss == pytest.approx(expected_trace.exact_loss, rel=1e-4)
     np.testing.assert_allclose(actual.values, expected.values, rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------------------- end to end
+def test_synthesize_runs_end_to_end_on_the_cuda_backend():
+    """``synthesize(backend="cuda")`` runs every step (exact answers, selection, device
+    projection, decoding) through this backend. GPU only: under the simulator, whose block
+    barriers poll every thread, this small run takes over ten minutes (measured: 763 s)."""
+    import polars as pl
+
+    import polars_rap
+
+    rng = np.random.default_rng(4)
+    n = 60
+    frame = pl.DataFrame({
+        "a": rng.integers(0, 3, n), "b": rng.choice(["u", "v"], n),
+        "x": rng.random(n), "y": rng.random(n) * 10.0, "label": rng.random(n) < 0.4,
+    })
+    result = polars_rap.synthesize(
+        frame, epsilon=2.0, delta=1e-6, domain={"a": [0, 1, 2], "b": ["u", "v"],
+                                               "x": (0.0, 1.0), "y": (0.0, 10.0)},
+        labels=["label"], seed=0, backend="cuda", relaxed_rows=6, rows=30, rounds_lt=2,
+        n_linear_thresholds=12, n_mixed_marginals=6, progress=False,
+        projection=ProjectionConfig(max_steps=4, max_doublings=1))
+    assert result.data.height == 30
+    assert result.data.columns == frame.columns
+    assert result.data["x"].is_between(0.0, 1.0).all() and result.data["y"].is_between(0.0, 10.0).all()
