@@ -20,7 +20,8 @@ What it measures
     class-conditional 3-way marginals, 40% class-conditional linear thresholds over 3-6 of 6
     numerics): relaxed answers and the fused loss + gradient on device-resident data, timed
     with CUDA events (3 warm-up calls, median of 20; at least 5 where 20 would take over
-    ``BUDGET_S``). Reports query.row evaluations per second and the fraction of the FP32 peak reached by a nominal FLOP count (see ``FLOP_MODEL``).
+    ``BUDGET_S``). Reports query.row evaluations per second and the fraction of the FP32
+    peak reached by a nominal FLOP count (see ``FLOP_MODEL``).
     Up to 1e7 evaluations the loss and gradient are also checked against the Numba CPU
     backend; up to 1e9, the seconds per Adam step of the device projection are measured.
     No combination is skipped for memory here: the workload's CSR arrays (~60 MB at m = 1e6)
