@@ -1,5 +1,7 @@
 """Projection (Alg. 1): parameterisation, chain rule, and that it fits reachable targets."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -185,3 +187,84 @@ def test_the_loop_projects_warm_after_its_first_threshold_projection():
             projection=ProjectionConfig(max_steps=3, max_doublings=3, warm_doublings=1), strategy=OUTRIGHT,
         )
     assert calls == [(False, False, 1), (True, False, 4), (True, True, 2), (True, True, 2)]
+
+
+# ------------------------------------------------- numeric queries kept off the categories
+def _with_nullable_threshold():
+    """small_queries plus a threshold over a nullable numeric column (its null code is the
+    last categorical coordinate), so that the null code's gradient can be told apart."""
+    blocks = [3, 2, 2]  # the third block: column 1's null code (not null, null)
+    cells = [([a, 3 + b], []) for a in range(3) for b in range(2)]
+    thresholds = [([3 + b], [([0, 1], [w0, w1], t)])
+                  for b, w0, w1, t in [(0, 1.0, 0.5, 0.6), (1, -0.7, 1.0, 0.1), (0, 0.3, -1.0, -0.2)]]
+    queries = QuerySet.from_lists(cells + thresholds, [6, 1, 1, 1], [[0, 1], [], [], []], blocks, N_NUMERIC,
+                                  query_class=[0] * 6 + [2] * 3)
+    queries = dataclasses.replace(queries, null_coord=np.array([-1, 6], dtype=np.int32))  # column 1 nullable
+    return queries
+
+
+def test_numeric_queries_kept_off_the_categories_split_the_gradient_exactly():
+    """With ``numeric_moves_categories=False`` the gradient is the categorical queries' plus the
+    threshold queries' on numerics and null codes only; the loss is the whole sum."""
+    from polars_rap.projection import _categories_from_categorical_queries
+
+    module = get_backend("reference")
+    rng = np.random.default_rng(11)
+    queries = _with_nullable_threshold()
+    X = RelaxedParams.random(7, [3, 2, 2], N_NUMERIC, rng).relaxed().astype(np.float64)
+    targets = rng.random(queries.n_queries) * 0.3
+    sigma = np.full(queries.n_queries, 5.0, dtype=np.float32)
+    weights = rng.random(queries.n_queries) + 0.5
+    loss, grad = _categories_from_categorical_queries(module, queries, weights)(X, queries, targets, sigma, weights)
+    full_loss, full_grad = module.loss_and_grad(X, queries, targets, sigma, weights)
+    assert loss == pytest.approx(full_loss, rel=1e-12)
+    categorical = np.arange(6)
+    cat_loss, cat_grad = module.loss_and_grad(X, queries.take_groups(np.array([0])), targets[:6], sigma[:6],
+                                              weights[:6])
+    _, num_grad = module.loss_and_grad(X, queries.take_groups(np.array([1, 2, 3])), targets[6:], sigma[6:],
+                                       weights[6:])
+    np.testing.assert_allclose(grad[:, categorical], cat_grad[:, categorical], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(grad[:, 6:], full_grad[:, 6:], rtol=1e-10, atol=1e-15)  # null code, numerics
+    assert np.abs(num_grad[:, categorical]).max() > 1e-3  # something was kept off the categories
+    assert np.abs(num_grad[:, 6]).max() > 1e-6  # and the null code still moves
+
+
+def test_numeric_queries_kept_off_the_categories_change_nothing_without_thresholds():
+    module = get_backend("cpu")
+    rng = np.random.default_rng(12)
+    queries = small_queries().take_groups(np.array([0]))
+    start = RelaxedParams.random(20, BLOCKS, N_NUMERIC, rng)
+    targets = rng.random(queries.n_queries) * 0.3
+    config = ProjectionConfig(max_steps=6, max_doublings=1)
+    expected, expected_trace = project(start, queries, targets, module, config)
+    actual, trace = project(start, queries, targets, module,
+                            ProjectionConfig(max_steps=6, max_doublings=1, numeric_moves_categories=False))
+    assert trace == expected_trace
+    np.testing.assert_array_equal(actual.values, expected.values)
+
+
+def test_numeric_queries_kept_off_the_categories_leave_the_label_to_the_categorical_queries():
+    """Only thresholds measured: the categories stay where they started, the numerics move."""
+    module = get_backend("cpu")
+    rng = np.random.default_rng(13)
+    queries = small_queries().take_groups(np.array([1, 2, 3, 4]))
+    start = RelaxedParams.random(20, BLOCKS, N_NUMERIC, rng)
+    targets = rng.random(queries.n_queries) * 0.3
+    config = ProjectionConfig(max_steps=10, max_doublings=1, numeric_moves_categories=False)
+    fitted, _ = project(start, queries, targets, module, config)
+    np.testing.assert_array_equal(fitted.values[:, :5], start.values[:, :5])
+    assert not np.array_equal(fitted.values[:, 5:], start.values[:, 5:])
+
+
+def test_numeric_moves_categories_must_be_a_bool_and_the_device_loop_refuses_false():
+    with pytest.raises(ValueError, match="numeric_moves_categories"):
+        ProjectionConfig(numeric_moves_categories="no")
+
+    class DeviceLike:
+        device_fit = None
+
+    queries = small_queries()
+    start = RelaxedParams.random(5, BLOCKS, N_NUMERIC, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="host loop only"):
+        project(start, queries, np.zeros(queries.n_queries), DeviceLike(),
+                ProjectionConfig(numeric_moves_categories=False))

@@ -43,6 +43,12 @@ class ProjectionConfig:
     ``warm_doublings + 1`` stages only (:func:`temperature_stages`). None (default): the
     strategy's choice (the planned strategy's 1, the paper's whole schedule); ``max_doublings``
     or more: the whole schedule.
+    ``numeric_moves_categories``: False makes the queries with a threshold (linear
+    thresholds, mixed marginals, numeric histograms) add nothing to the gradient of the
+    categorical coordinates other than null codes: their fit moves numerics and null rates
+    only, and the category probabilities (the label's among them) follow the categorical
+    queries alone. The loss and the best-iterate rule are unchanged. Host loop only: the
+    device backend refuses it.
     """
 
     learning_rate: float = 0.05
@@ -56,6 +62,7 @@ class ProjectionConfig:
     beta1: float = 0.9
     beta2: float = 0.999
     adam_epsilon: float = 1e-8
+    numeric_moves_categories: bool = True
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance", "adam_epsilon"):
@@ -70,6 +77,9 @@ class ProjectionConfig:
             check_int(name, getattr(self, name), low)
         if self.warm_doublings is not None:
             check_int("warm_doublings", self.warm_doublings, 0)
+        if not isinstance(self.numeric_moves_categories, (bool, np.bool_)):
+            msg = f"The 'numeric_moves_categories' parameter must be a bool. Got {self.numeric_moves_categories!r}"
+            raise ParameterError(msg)
         if not float(self.sigma_initial) >= _SMALLEST_SIGMA:  # 0 once read as float32
             msg = (f"The 'sigma_initial' parameter must be at least {_SMALLEST_SIGMA:.3g} (float32's smallest "
                    f"normal: the kernels read the temperature as float32). Got {self.sigma_initial!r}; the "
@@ -188,9 +198,16 @@ def project(
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
     if hasattr(backend, "device_fit"):  # a device backend: the same loop over device-resident state
+        if not config.numeric_moves_categories:
+            msg = ("ProjectionConfig(numeric_moves_categories=False) runs on the host loop only; use "
+                   "backend='cpu' for it")
+            raise ParameterError(msg)
         return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm)
     targets = np.asarray(targets, dtype=np.float64)
     scale = np.ones(len(targets)) if weights is None else np.asarray(weights, dtype=np.float64)
+    loss_and_grad = backend.loss_and_grad
+    if not config.numeric_moves_categories:
+        loss_and_grad = _categories_from_categorical_queries(backend, queries, weights)
     has_threshold = np.diff(queries.halfspace_offsets) > 0
     stages = temperature_stages(config, bool(has_threshold.any()), anneal, warm)
     hard = np.full(queries.n_queries, np.inf, dtype=np.float32)
@@ -210,7 +227,7 @@ def project(
         stage_best, since_best = np.inf, 0
         for _ in range(config.max_steps):
             relaxed = current.relaxed()
-            loss, grad_relaxed = backend.loss_and_grad(relaxed, queries, targets, sigma, weights)
+            loss, grad_relaxed = loss_and_grad(relaxed, queries, targets, sigma, weights)
             step_count += 1
             grad_norm = math.sqrt(_adam_step(
                 current.values, relaxed, grad_relaxed.astype(np.float32, copy=False), first, second,
@@ -227,6 +244,43 @@ def project(
         if candidate_loss < best_loss:
             best, best_loss = current.copy(), candidate_loss
     return best, ProjectionTrace(step_count, stages_run, best_loss)
+
+
+def _categories_from_categorical_queries(backend, queries: QuerySet, weights: np.ndarray | None):
+    """``backend.loss_and_grad`` with the gradient of the queries that hold a halfspace kept off
+    the categorical coordinates (null codes excepted): the loss is the same sum, the gradient
+    that of the categorical queries plus that of the others on numerics and null codes only.
+    The two parts are split by group (a group's queries share their halfspaces)."""
+    with_threshold = np.diff(queries.halfspace_offsets) > 0
+    group_has = np.add.reduceat(with_threshold, queries.group_offsets[:-1]) > 0 if queries.n_groups else \
+        np.zeros(0, dtype=bool)
+    parts = []
+    for groups in (np.flatnonzero(~group_has), np.flatnonzero(group_has)):
+        if len(groups):
+            index = np.concatenate([np.arange(queries.group_offsets[g], queries.group_offsets[g + 1])
+                                    for g in groups])
+            parts.append((queries.take_groups(groups), index))
+        else:
+            parts.append(None)
+    frozen = np.zeros(queries.n_coords, dtype=bool)
+    frozen[: queries.numeric_offset] = True
+    frozen[queries.null_coord[queries.null_coord >= 0]] = False
+
+    def loss_and_grad(relaxed, _queries, targets, sigma, _weights):
+        loss, grad = 0.0, np.zeros_like(relaxed)
+        for k, part in enumerate(parts):
+            if part is None:
+                continue
+            subset, index = part
+            part_loss, part_grad = backend.loss_and_grad(
+                relaxed, subset, targets[index], sigma[index], None if weights is None else weights[index])
+            if k == 1:
+                part_grad[:, frozen] = 0.0
+            loss += part_loss
+            grad += part_grad
+        return loss, grad
+
+    return loss_and_grad
 
 
 # ------------------------------------------------------------------ row kernels
