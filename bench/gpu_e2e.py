@@ -19,12 +19,16 @@ CPU runs are kept in ``bench/.gpu-e2e/`` (ignored), so a rerun only scores.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import resource
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import polars as pl
@@ -35,13 +39,82 @@ if __package__ in (None, ""):
 sys.path.insert(0, str(ROOT / "src"))
 
 import polars_rap  # noqa: E402
-from bench.gpu_kernels import load_all_acs  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
 from polars_rap import evaluation  # noqa: E402
 from polars_rap.domain import Domain  # noqa: E402
 
 WORK = ROOT / "bench" / ".gpu-e2e"
 EPSILON, DELTA = 1.0, 1e-9
+
+
+def load_all_acs(data_dir: Path):
+    """All ACS person files, preprocessed exactly as the acs-income-CA task, with its domain."""
+    import polars as pl
+
+    from polars_rap import datasets
+
+    files = sorted(data_dir.glob("acs2018_1yr_person_*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no acs2018_1yr_person_*.parquet under {data_dir.resolve()}")
+    task = datasets.load_task("acs-income-CA")
+    raw = pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")
+    frame = datasets._nan_to_null(raw).with_columns(
+        (pl.col("PINCP") > 50_000).alias("PINCP_gt_50000"),
+        pl.col(*datasets._ACS_INT_CODED, "JWMNP").cast(pl.Int32),
+    )
+    frame = datasets._recode_ranges(frame, "OCCP", datasets.OCCP_GROUPS)
+    frame = datasets._recode_ranges(frame, "POBP", datasets.POBP_AREAS)
+    frame = frame.select(list(task.columns_spec))
+    return frame, task, len(files)
+
+
+def bench_e2e(data_dir: Path, result: dict, save, backends=("cuda", "cpu"), seeds=(0,),
+              out_dir: Path | None = None, tag: str = "", profile: bool = False) -> dict:
+    """``synthesize`` on every ACS state with each backend and seed: seconds each; with
+    ``out_dir``, the synthetic tables go to ``e2e_synthetic.parquet`` (columns ``backend``
+    and ``seed`` added) so that their errors can be evaluated on another machine."""
+    import polars as pl
+
+    import polars_rap
+
+    result.update({"epsilon": 1.0, "delta": 1e-9, "seeds": list(seeds)})
+    try:
+        frame, task, n_files = load_all_acs(data_dir)
+    except Exception as error:
+        result["error"] = f"{type(error).__name__}: {error}"
+        return result
+    result.update({"rows": frame.height, "files": n_files, "task_domain": task.name})
+    outputs = []
+    for backend in backends:
+        for seed in seeds:
+            key = f"{backend}_seed{seed}"
+            print(f"e2e: synthesize backend={backend} seed={seed} on {frame.height} rows", flush=True)
+            try:
+                profiler = cProfile.Profile() if profile else None
+                start = time.perf_counter()
+                if profiler:
+                    profiler.enable()
+                synthetic = polars_rap.synthesize(
+                    frame, epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels,
+                    seed=seed, backend=backend, progress=False)
+                result[f"{key}_seconds"] = time.perf_counter() - start
+                if profiler:
+                    profiler.disable()
+                    text = io.StringIO()
+                    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(25)
+                    result[f"{key}_profile"] = text.getvalue().splitlines()
+                print(f"    {result[f'{key}_seconds']:.1f} s", flush=True)
+                outputs.append(synthetic.data.with_columns(pl.lit(backend).alias("backend"),
+                                                           pl.lit(seed).alias("seed")))
+            except Exception as error:
+                result[f"{key}_error"] = f"{type(error).__name__}: {error}"
+                traceback.print_exc()
+            save()
+    if out_dir is not None and outputs:
+        path = out_dir / f"e2e_synthetic{'_' + tag if tag else ''}.parquet"
+        pl.concat(outputs, how="vertical_relaxed").write_parquet(path, compression="zstd")
+        result["synthetic_tables"] = path.name
+    return result
 
 
 def run_cpu(frame: pl.DataFrame, task, seeds) -> dict:

@@ -97,7 +97,7 @@ def e2e_lines(e2e: dict | None, record: dict) -> list[str]:
     variant = record.get("e2e_grad_threads_2p20")
     if variant:
         seconds = [variant.get(f"cuda_seed{s}_seconds") for s in variant.get("seeds", [])]
-        lines += ["", f"With `GRAD_TARGET_THREADS = 2**20` (4–7% faster gradient in the sweep below): "
+        lines += ["", "With `GRAD_TARGET_THREADS = 2**20` (a 6% faster gradient in the sweep below): "
                   + ", ".join(f"{s:.1f}" for s in seconds if s) + " s for seeds 0–2 (first run compiles)."]
     return lines
 
