@@ -313,11 +313,13 @@ FINDINGS["numeric_off_categories"] = [
     "over the default, as without the option (tree_share: +4.7/+2.1%), and per seed within 0.5% of tree_share's "
     "20% step (0.000584/0.000587/0.000623 against 0.000582/0.000584/0.000621), while the option costs MM "
     "(+20% on Adult at eps 0.25 against tree_share's step) and F1 (-0.003). So the CM change follows the plan, "
-    "not the gradient, and its sign changes with the seed (Adult at eps 0.25: +6%, -5%, +15%). Two channels are "
-    "left, untraced: the noise stream (one stream for the whole loop, consumed in plan order, so a changed plan "
-    "draws other noise for later steps) and the projection's stopping and best-iterate rules, which read the "
-    "total loss, numeric queries included. Next: one seed's CM measurements under both plans side by side; if "
-    "they differ, per-step noise streams (common random numbers) would let three seeds tell such steps apart.",
+    "not the gradient, and its sign changes with the seed (Adult at eps 0.25: +6%, -5%, +15%). plan_noise_trace.md "
+    "traces one seed: the two plans share no noise draw (the default's histograms are paid by every step, the "
+    "base marginals' included, and the loop reads one noise stream in plan order), and the annealed categorical "
+    "rounds take another path (8 rounds instead of 10, at 0.73x the noise std, answers a median 0.75 std apart). "
+    "A CM difference of a few per cent between such plans is within that path's spread over three seeds; "
+    "Adult's F1 at eps = 1 is lower on all three seeds (-0.010/-0.008/-0.018), which looks systematic. Next: "
+    "noise streams per step (common random numbers across plans), so that ablations compare like with like.",
 ]
 FINDINGS["mm_rounds"] = [
     "Why: the suite's MM error (two numeric prefixes x a label) is 0.56-0.85x the best peer's and #20 asks for "
