@@ -27,7 +27,7 @@ FINDING = (
     "What it shows (adult, eps = 0.25, seed 2): no step the plans share is measured with the same noise std, "
     "from the first on. The 20% plan takes the histograms' budget from the thresholds alone, while the default's "
     "5% comes out of every step, the base marginals' included: so the base marginals' noise std is 0.975x the "
-    "default's (69 of their 204 answers still come out equal, the rest a median 0.05 std apart). The "
+    "default's (69 of their 204 answers come out equal; the median difference is 0.05 std). The "
     "categorical "
     "marginals, spent by annealed rounds that adapt to how much each measurement moved the fit, then take another "
     "path: 8 rounds instead of 10, 522 queries measured in both plans and 64 only in the default, at 0.73x the "
