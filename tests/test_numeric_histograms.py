@@ -229,9 +229,10 @@ def test_strategy_validates_and_describes_the_histogram_settings() -> None:
 
 
 def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last(domain) -> None:
-    """``histogram_share = 0`` adds no NH group and no step; the default (0.05, last, a tenth of
-    the weight: bench/results/ablation_histograms_now.md) closes the plan with one outright NH
-    step of 5% of the loop's budget; ``"first"`` puts it first (after the null rates)."""
+    """``histogram_share = 0`` adds no NH group and no step; the default (0.2 out of the
+    thresholds' share, last, a tenth of the weight: bench/results/ablation_tree_share_seeds.md)
+    closes the plan with one outright NH step of 20% of the loop's budget, the other classes
+    keeping theirs; ``"first"`` puts it first (after the null rates)."""
     from polars_rap.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
@@ -249,7 +250,10 @@ def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last
     for plan in (default[1], first[1]):
         others = math.fsum(step.weight for step in plan if step.query_class != "NR")
         nh = next(step for step in plan if step.query_class == "NH")
-        assert math.isclose(nh.weight / others, 0.05, rel_tol=1e-12)
+        assert math.isclose(nh.weight / others, 0.2, rel_tol=1e-12)
+        for query_class in ("BM", "CM"):  # paid by the thresholds alone
+            assert math.isclose(math.fsum(s.weight for s in plan if s.query_class == query_class),
+                                math.fsum(s.weight for s in plain[1] if s.query_class == query_class), rel_tol=1e-12)
     assert default[2]["NH"] == first[2]["NH"] == histogram_groups(domain).n_groups
 
 

@@ -359,18 +359,19 @@ def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
     assert every["BM"] == pytest.approx(0.1, rel=1e-12) and every["LT"] == pytest.approx(0.9 / 3, rel=1e-12)
     assert from_cm["BM"] == pytest.approx(0.1, rel=1e-12)
     assert from_cm["LT"] == pytest.approx(1 / 3, rel=1e-12) and from_cm["CM"] == pytest.approx(2 / 3 - 0.1, rel=1e-12)
-    # the default's histograms then take their 5% of the whole: the base keeps 0.95 x 0.1
+    # the default's histograms then take 20% of the whole out of the thresholds' share alone
     _, default = _class_weights(task)
-    assert default["BM"] == pytest.approx(0.095, rel=1e-12) and default["LT"] == pytest.approx(0.95 * 0.9 / 3, rel=1e-12)
+    assert default["BM"] == pytest.approx(0.1, rel=1e-12) and default["CM"] == pytest.approx(0.9 * 2 / 3, rel=1e-12)
+    assert default["LT"] == pytest.approx(0.9 / 3 - 0.2, rel=1e-12) and default["NH"] == pytest.approx(0.2, rel=1e-12)
     with pytest.raises(ValueError, match="base_from must be one of"):
         PlannedStrategy(base_from="BM")
 
 
 def test_numeric_histograms_can_be_paid_by_one_class_alone(task) -> None:
     """histogram_from="LT": the NH step takes histogram_share of the loop's budget out of the
-    LT steps alone, the base marginals and CM steps keep their weights (the default: every
-    step pays its part). A bad class is refused by name."""
-    plan, every = _class_weights(task, histogram_share=0.1)
+    LT steps alone (the default), the base marginals and CM steps keep their weights; with
+    None every step pays its part. A bad class is refused by name."""
+    plan, every = _class_weights(task, histogram_share=0.1, histogram_from=None)
     plan_lt, from_lt = _class_weights(task, histogram_share=0.1, histogram_from="LT")
     for last in (plan[-1], plan_lt[-1]):
         assert last.query_class == "NH" and last.outright and last.loss_scale == 0.1
