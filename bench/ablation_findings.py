@@ -274,7 +274,7 @@ FINDINGS["tree_share_seeds"] = [
     "Numba compiles for the host), not separated:",
     "numeric histograms (20%) out of the thresholds' share: kept, the default since the rerun of 2026-11-27. On "
     "seeds 3-5 CM -8/+2% on CA (eps 0.25/1) and -7/-0% on Adult, MM -36/-15% and -29/-28%, LT -15/+13% and "
-    "-2/+3%, F1 +0.002/-0.001 and +0.006/-0.004. Over the 6 seeds, mean per-seed ratios: CM 0.95/1.01 (CA) and "
+    "-2/+3%, F1 +0.002/-0.001 and +0.006/-0.004. Over the 6 seeds (tree_share_pairs.md), mean per-seed ratios: CM 0.95/1.01 (CA) and "
     "0.99/1.01 (Adult): the CM cost seen on seeds 0-2 was the annealed path's spread; MM 0.74/0.83 and "
     "0.69/0.71, lower in 24 of 24 runs; LT 0.93/1.09 and 0.92/1.02; numeric KS 0.71/1.05 and 0.66/0.74; F1 "
     "-0.001/-0.001 and -0.000/-0.008. The one cost that holds is Adult's F1 at eps = 1, lower on 5 of 6 seeds "

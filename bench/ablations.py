@@ -409,7 +409,7 @@ METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "seconds")
 NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
 NUMERIC_ABLATIONS = frozenset({"numeric", "integer_cells", "histograms", "histograms_now", "histograms_from_lt",
                                "mm_rounds", "histogram_trees", "tree_share", "histogram_nodes", "lt_selection",
-                               "numeric_off_categories"})
+                               "numeric_off_categories", "tree_share_seeds"})
 """Ablations whose tables show the numeric metric too (they are about the numeric columns)."""
 
 
