@@ -51,7 +51,7 @@ def pairs() -> pl.DataFrame:
 def main() -> int:
     frame = pairs()
     means = (frame.group_by("dataset", "epsilon")
-             .agg(*(pl.col(c).mean().round(3) for c in frame.columns[3:-1]), pl.col("dF1").mean().round(4),
+             .agg(*(pl.col(c).mean().round(3) for c in METRICS.values()), pl.col("dF1").mean().round(4),
                   (pl.col("MM_ratio") < 1).sum().alias("MM_lower"), (pl.col("dF1") < 0).sum().alias("F1_lower"),
                   pl.len().alias("seeds"))
              .sort("dataset", "epsilon"))
