@@ -202,9 +202,59 @@ def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> 
     result["host_to_device_copy"] = time_events(transfers_only, 1, min(sizes["repeats"], 5))
     kernel_seconds = timing["median_s"] - result["host_to_device_copy"]["median_s"]
     result["kernel_only_estimate"] = rates(n_rows * m, kernel_seconds, flops, info["fp32_peak_flops"])
+    if hasattr(cuda_exact, "count_chunk"):  # the parts of one chunk (all rows, if they fit)
+        chunk = min(n_rows, int(cuda_config.EXACT_CHUNK_ROWS))
+        result["parts"] = _time_exact_parts(queries, codes[:chunk], numerics[:chunk],
+                                            device_queries, plan, sizes)
+        counting = result["parts"]["count_on_device"]["median_s"]
+        result["counting_only"] = rates(chunk * m, counting, flops, info["fp32_peak_flops"])
     print(f"    {timing['median_s'] * 1e3:.2f} ms  {(timing['evaluations_per_s'] or 0):.3e} eval/s "
           f"({plan.n_groups} groups by histogram, {plan.n_listed} queries tiled)", flush=True)
     return result
+
+
+def _time_exact_parts(queries: QuerySet, codes, numerics, device_queries, plan, sizes: dict) -> dict:
+    """CUDA-event seconds of each part of one exact count of one chunk (``parts["rows"]``
+    rows): the rows' upload and transposition, the counting on the device (counts zeroed, the
+    histogram kernel, the tiled kernel; each kernel also alone), and the counts' copy back to
+    the pinned host buffer."""
+    repeats = sizes["repeats"]
+    shape = (codes.shape[0], codes.shape[1], numerics.shape[1])
+    counts, host_counts = plan.counts()
+    codes_t, numerics_t = cuda_exact.upload_transposed(codes, numerics)
+    threads = int(cuda_config.THREADS_PER_BLOCK)
+    zero_grid = max(1, min(cuda_config.MAX_BLOCKS, -(-counts.shape[0] // threads)))
+
+    def zero():
+        cuda_exact._zero_kernel[zero_grid, threads](counts)
+
+    def count():
+        zero()
+        cuda_exact.count_chunk(codes_t, numerics_t, shape, device_queries, plan, counts)
+
+    def only(groups: bool):
+        n_groups, n_listed = plan.n_groups, plan.n_listed
+        try:
+            plan.n_groups, plan.n_listed = (n_groups, 0) if groups else (0, n_listed)
+            cuda_exact.count_chunk(codes_t, numerics_t, shape, device_queries, plan, counts)
+        finally:
+            plan.n_groups, plan.n_listed = n_groups, n_listed
+
+    parts = {
+        "upload_and_transpose": time_events(
+            lambda: cuda_exact.upload_transposed(codes, numerics), 1, min(repeats, 10)),
+        "count_on_device": time_events(count, 2, repeats),
+        "zero_counts": time_events(zero, 1, min(repeats, 10)),
+        "histogram_kernel": time_events(lambda: only(True), 1, repeats),
+        "tiled_kernel": time_events(lambda: only(False), 1, repeats),
+        "counts_to_pinned_host": time_events(lambda: counts.copy_to_host(host_counts), 1,
+                                             min(repeats, 10)),
+    }
+    parts["rows"] = int(codes.shape[0])
+    print("    parts (ms): " + ", ".join(f"{name} {part['median_s'] * 1e3:.3f}"
+                                          for name, part in parts.items() if name != "rows"),
+          flush=True)
+    return parts
 
 
 def bench_exact(sizes: dict, info: dict, rng, result: dict, save) -> dict:
@@ -273,6 +323,7 @@ def _exact_on_cpu_workload(info: dict, sizes: dict) -> dict:
 #: Launch-geometry variants timed by ``tune`` (one name changed from the defaults at a time).
 TUNE_VARIANTS = (
     {},
+    {"GRAD_GATHER": False},
     {"THREADS_PER_BLOCK": 64},
     {"THREADS_PER_BLOCK": 256},
     {"RELAXED_TARGET_BLOCKS": 1024},
@@ -351,12 +402,18 @@ def main(argv: list[str] | None = None) -> Path:
                         help="suffix of the e2e record's key and tables file (e.g. a variant's name)")
     parser.add_argument("--e2e-profile", action="store_true",
                         help="profile the e2e runs (cProfile): the 25 largest cumulative entries")
+    parser.add_argument("--n-rel", nargs="+", type=int, default=None,
+                        help="relaxed row counts of the kernels and baselines grid (default: all)")
+    parser.add_argument("--m", nargs="+", type=int, default=None,
+                        help="query counts of the kernels and baselines grid (default: all)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
                         help="cuda_config overrides for this run (integers), e.g. GRAD_TARGET_THREADS=1048576")
     args = parser.parse_args(argv)
     if not cuda.is_available():
         parser.error("no CUDA device (set NUMBA_ENABLE_CUDASIM=1 for --smoke on a machine without one)")
     sizes = SMOKE if args.smoke else FULL
+    if not args.smoke and (args.n_rel or args.m):
+        sizes = {**FULL, "n_rel": args.n_rel or FULL["n_rel"], "m": args.m or FULL["m"]}
     sections = args.sections or (("kernels", "tune", "exact") if args.smoke else SECTIONS)
     overrides = dict(item.split("=", 1) for item in args.set)
     saved_geometry = {name: getattr(cuda_config, name) for name in (*SMOKE_GEOMETRY, *overrides)}

@@ -12,10 +12,14 @@ Two kernels, as the CPU backend splits the work (``cpu_exact``):
 - every other query takes the tiled kernel: a block stages a tile of real rows (codes and
   numerics) in shared memory; each thread owns one query and keeps one bit per tile row in a
   64-bit mask, clearing bits factor by factor, then adds the mask's popcount to a register.
-  One atomic add per query and block at the end.
+  One atomic add per query and block at the end. A small query (at most 4 categorical
+  factors and one halfspace of at most 8 terms) is read once into the thread's registers
+  rather than from the CSR arrays for every row.
 
 The n x m indicator matrix never exists; rows reach the device in chunks of
-``EXACT_CHUNK_ROWS`` and counts add up there. Halfspace dot products are float64, term by term
+``EXACT_CHUNK_ROWS``, are transposed there (``[column, row]``: the threads of a warp read
+consecutive rows of one column) and counts add up on the device, in a buffer the plan keeps
+with a pinned host copy, so repeated counts of one workload allocate nothing. Halfspace dot products are float64, term by term
 from 0.0 in the stored order, with multiplies never fused into an FMA (``_gpu_mul_rn``), so
 counts equal the reference's exactly. Integer atomics make the counts exact in any order.
 """
@@ -65,6 +69,41 @@ def _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets, cat_coo
     return cuda.popc(mask)
 
 
+#: The tiled kernel keeps a query in registers when it has at most this many categorical
+#: factors and one halfspace of at most ``_HELD_TERMS`` terms (or none); others are walked in
+#: the CSR arrays for every row.
+_HELD_FACTORS = 4
+_HELD_TERMS = 8
+
+
+@cuda.jit(device=True)
+def _gpu_tile_count_held(tile, n_tile_rows, width, n_columns, n_cat, columns, codes, n_terms,
+                         index, weight, threshold):
+    """``_gpu_tile_count`` of a query held in local arrays (``columns``/``codes`` of its
+    ``n_cat`` factors, ``index``/``weight`` of its halfspace's ``n_terms`` terms, ``n_terms``
+    -1 for no halfspace): the same tests in the same order, with constant trip counts so
+    that the arrays can live in registers."""
+    mask = (1 << n_tile_rows) - 1
+    for k in range(_HELD_FACTORS):
+        if k < n_cat:
+            column = columns[k]
+            code = codes[k]
+            for i in range(n_tile_rows):
+                if tile[i * width + column] != code:
+                    mask &= ~(1 << i)
+    if n_terms >= 0 and mask != 0:
+        for i in range(n_tile_rows):
+            if (mask >> i) & 1:
+                dot = 0.0
+                base = i * width + n_columns
+                for k in range(_HELD_TERMS):
+                    if k < n_terms:
+                        dot += _gpu_mul_rn(weight[k], tile[base + index[k]])
+                if not dot <= threshold:
+                    mask &= ~(1 << i)
+    return cuda.popc(mask)
+
+
 @cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
 def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_tile,
                         query_list, cat_offsets, cat_coords, coord_column, coord_code,
@@ -73,7 +112,8 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
     ``query_list``.
 
     Grid x walks tiles of ``blockDim.x`` listed queries (one per thread), grid y walks tiles of
-    ``rows_per_tile`` rows, staged in dynamic shared memory (float64, codes then numerics).
+    ``rows_per_tile`` rows, staged in dynamic shared memory (float64, codes then numerics, row
+    by row) from the transposed chunk (``codes[column, row]``, ``numerics[column, row]``).
     """
     tile = cuda.shared.array(0, dtype=numba.float64)
     tid = cuda.threadIdx.x
@@ -87,19 +127,50 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
         active = a < n_listed
         q = query_list[a] if active else 0
         count = 0
+        # hold the query in registers when it is small (the common shapes: a cell, a
+        # class-conditional linear threshold)
+        columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
+        codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.float64)
+        index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
+        weight = cuda.local.array(_HELD_TERMS, dtype=numba.float64)
+        c0 = cat_offsets[q]
+        n_cat = cat_offsets[q + 1] - c0
+        h0 = halfspace_offsets[q]
+        n_halfspaces = halfspace_offsets[q + 1] - h0
+        n_terms = -1
+        threshold = 0.0
+        if n_halfspaces == 1:
+            n_terms = theta_offsets[h0 + 1] - theta_offsets[h0]
+            threshold = numba.float64(tau[h0])
+        held = n_cat <= _HELD_FACTORS and n_halfspaces <= 1 and n_terms <= _HELD_TERMS
+        if held:
+            for k in range(_HELD_FACTORS):
+                if k < n_cat:
+                    coord = cat_coords[c0 + k]
+                    columns[k] = coord_column[coord]
+                    codes_held[k] = coord_code[coord]
+            for k in range(_HELD_TERMS):
+                if k < n_terms:
+                    t = theta_offsets[h0] + k
+                    index[k] = theta_index[t]
+                    weight[k] = numba.float64(theta_weight[t])
         for row_tile in range(cuda.blockIdx.y, n_row_tiles, cuda.gridDim.y):
             r0 = row_tile * rows_per_tile
             n_tile_rows = rows_per_tile if r0 + rows_per_tile <= n_rows else n_rows - r0
             cuda.syncthreads()  # the previous tile is no longer read
             for e in range(tid, n_tile_rows * width, block_size):
-                i = e // width
-                j = e - i * width
+                j = e // n_tile_rows  # consecutive threads: consecutive rows of one column
+                i = e - j * n_tile_rows
                 if j < n_columns:
-                    tile[e] = codes[r0 + i, j]
+                    tile[i * width + j] = codes[j, r0 + i]
                 else:
-                    tile[e] = numerics[r0 + i, j - n_columns]
+                    tile[i * width + j] = numerics[j - n_columns, r0 + i]
             cuda.syncthreads()
-            if active:
+            if active and held:
+                count += _gpu_tile_count_held(tile, n_tile_rows, width, n_columns, n_cat,
+                                              columns, codes_held, n_terms, index, weight,
+                                              threshold)
+            elif active:
                 count += _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets,
                                          cat_coords, coord_column, coord_code,
                                          halfspace_offsets, theta_offsets, theta_index,
@@ -112,7 +183,8 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
 def _exact_histogram_kernel(codes, numerics, n_rows, groups, group_offsets, group_column_offsets,
                             group_columns, column_sizes, halfspace_offsets, theta_offsets,
                             theta_index, theta_weight, tau, counts):
-    """counts[q] += rows of this chunk in cell q, for every cell of the marginal ``groups``.
+    """counts[q] += rows of this chunk in cell q, for every cell of the marginal ``groups``
+    (``codes[column, row]``, ``numerics[column, row]``: the transposed chunk).
 
     Grid x walks the groups, grid y splits the rows into segments. A group of at most
     ``_HISTOGRAM_CELLS`` cells counts in shared memory first (int32: a segment has fewer
@@ -133,17 +205,34 @@ def _exact_histogram_kernel(codes, numerics, n_rows, groups, group_offsets, grou
             for j in range(tid, n_cells, block_size):
                 histogram[j] = 0
         cuda.syncthreads()
+        t0 = group_column_offsets[g]
+        n_group_columns = group_column_offsets[g + 1] - t0
+        # up to three columns read once per group (the cell index the loop below would form)
+        a = group_columns[t0] if n_group_columns > 0 else 0
+        b = group_columns[t0 + 1] if n_group_columns > 1 else 0
+        c = group_columns[t0 + 2] if n_group_columns > 2 else 0
+        size_b = column_sizes[b]
+        size_c = column_sizes[c]
+        h0 = halfspace_offsets[q0]
+        h1 = halfspace_offsets[q0 + 1]
         for r in range(r_lo + tid, r_hi, block_size):
-            cell = 0
-            for t in range(group_column_offsets[g], group_column_offsets[g + 1]):
-                column = group_columns[t]
-                cell = cell * column_sizes[column] + codes[r, column]
+            if n_group_columns <= 3:
+                cell = codes[a, r] if n_group_columns > 0 else 0
+                if n_group_columns > 1:
+                    cell = cell * size_b + codes[b, r]
+                if n_group_columns > 2:
+                    cell = cell * size_c + codes[c, r]
+            else:
+                cell = 0
+                for t in range(t0, t0 + n_group_columns):
+                    column = group_columns[t]
+                    cell = cell * column_sizes[column] + codes[column, r]
             keep = True
-            for h in range(halfspace_offsets[q0], halfspace_offsets[q0 + 1]):
+            for h in range(h0, h1):
                 dot = 0.0
                 for t in range(theta_offsets[h], theta_offsets[h + 1]):
                     dot += _gpu_mul_rn(numba.float64(theta_weight[t]),
-                                       numba.float64(numerics[r, theta_index[t]]))
+                                       numba.float64(numerics[theta_index[t], r]))
                 if not dot <= numba.float64(tau[h]):
                     keep = False
             if keep:
@@ -159,23 +248,98 @@ def _exact_histogram_kernel(codes, numerics, n_rows, groups, group_offsets, grou
         cuda.syncthreads()  # the histogram is cleared for the next group only after this
 
 
+@cuda.jit
+def _transpose_kernel(rows, out):
+    """out[j, i] = rows[i, j] (a chunk of real rows, row-major, to ``[column, row]``)."""
+    n_rows, n_columns = rows.shape
+    for e in range(cuda.grid(1), n_rows * n_columns, cuda.gridsize(1)):
+        i = e // n_columns
+        j = e - i * n_columns
+        out[j, i] = rows[i, j]
+
+
+@cuda.jit
+def _zero_kernel(counts):
+    for q in range(cuda.grid(1), counts.shape[0], cuda.gridsize(1)):
+        counts[q] = 0
+
+
 class ExactPlan:
     """A workload's split for exact counting, on the device: marginal ``groups`` (histogram
     kernel) and the remaining ``queries`` (tiled kernel), int64 each, plus the group arrays.
     A workload whose group columns do not describe whole marginals (``_plan`` refuses it)
-    is counted by the tiled kernel alone, which needs no structure."""
+    is counted by the tiled kernel alone, which needs no structure. The count buffers (device
+    ``int64[n_queries]`` and its pinned host copy) are made on first use and reused."""
 
     def __init__(self, queries: QuerySet, structured: bool = True):
         try:
             groups, csr = _plan(queries, None, structured)
         except ParameterError:  # groups whose cells are not a whole marginal: count them tiled
             groups, csr = _plan(queries, None, False)
+        self.n_queries = int(queries.n_queries)
         self.n_groups = len(groups)
         self.n_listed = len(csr)
         self.groups = _upload(groups)
         self.query_list = _upload(csr)
         for name in ("group_offsets", "group_column_offsets", "group_columns", "column_sizes"):
             setattr(self, name, _upload(np.asarray(getattr(queries, name))))
+        self._counts = None
+
+    def counts(self):
+        """(device int64[n_queries], pinned host int64[n_queries]) count buffers."""
+        if self._counts is None:
+            n = max(self.n_queries, 1)
+            self._counts = (cuda.device_array(n, np.int64), cuda.pinned_array(n, np.int64))
+        return self._counts
+
+
+def upload_transposed(codes: np.ndarray, numerics: np.ndarray):
+    """Device ``(codes[column, row], numerics[column, row])`` of a chunk of real rows (one
+    dummy column where a table has none): copied as they are, transposed on the device."""
+    threads = _threads_per_block()
+    parts = []
+    for rows, dtype in ((codes, np.int32), (numerics, np.float64)):
+        if rows.shape[1] == 0:
+            parts.append(cuda.device_array((1, max(rows.shape[0], 1)), dtype))
+            continue
+        device_rows = cuda.to_device(np.ascontiguousarray(rows, dtype=dtype))
+        out = cuda.device_array((rows.shape[1], rows.shape[0]), dtype)
+        _transpose_kernel[_blocks(rows.size, threads, cuda_config.MAX_BLOCKS), threads](
+            device_rows, out)
+        parts.append(out)
+    return parts[0], parts[1]
+
+
+def count_chunk(codes_t, numerics_t, shape: tuple[int, int, int], device_queries,
+                plan: ExactPlan, counts) -> None:
+    """Launch the kernels that add one transposed chunk's counts into device ``counts``;
+    ``shape``: (rows, categorical columns, numeric columns) of the chunk."""
+    threads = _threads_per_block()
+    n_rows, n_columns, n_numeric = shape
+    width = n_columns + n_numeric
+    rows_per_tile = int(min(cuda_config.EXACT_ROWS_PER_TILE, 62,
+                            cuda_config.EXACT_SHARED_BYTES // (8 * max(width, 1))))
+    rows_per_tile = max(1, rows_per_tile)
+    shared_bytes = 8 * rows_per_tile * max(width, 1)
+    dq = device_queries
+    target = int(cuda_config.EXACT_TARGET_BLOCKS)
+    if plan.n_groups:
+        grid_x = _blocks(plan.n_groups, 1, cuda_config.MAX_BLOCKS)
+        grid_y = max(1, min(-(-target // grid_x), -(-n_rows // threads), 65535))
+        _exact_histogram_kernel[(grid_x, grid_y), threads](
+            codes_t, numerics_t, n_rows, plan.groups, plan.group_offsets,
+            plan.group_column_offsets, plan.group_columns, plan.column_sizes,
+            dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
+            counts)
+    if plan.n_listed:
+        grid_x = _blocks(plan.n_listed, threads, cuda_config.MAX_BLOCKS)
+        n_row_tiles = -(-n_rows // rows_per_tile)
+        grid_y = max(1, min(n_row_tiles, -(-target // grid_x), 65535))
+        _exact_tiled_kernel[(grid_x, grid_y), threads, 0, shared_bytes](
+            codes_t, numerics_t, n_rows, n_columns, n_numeric, rows_per_tile,
+            plan.query_list, dq.cat_offsets, dq.cat_coords, dq.coord_column, dq.coord_code,
+            dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
+            counts)
 
 
 def exact_counts(codes: np.ndarray, numerics: np.ndarray, device_queries, plan: ExactPlan) -> np.ndarray:
@@ -184,37 +348,14 @@ def exact_counts(codes: np.ndarray, numerics: np.ndarray, device_queries, plan: 
     ``device_queries``: the workload's CSR arrays on the device (``cuda._DeviceQueries``).
     """
     threads = _threads_per_block()
-    n_rows, n_columns = codes.shape
-    n_numeric = numerics.shape[1]
-    width = n_columns + n_numeric
-    rows_per_tile = int(min(cuda_config.EXACT_ROWS_PER_TILE, 62,
-                            cuda_config.EXACT_SHARED_BYTES // (8 * max(width, 1))))
-    rows_per_tile = max(1, rows_per_tile)
-    shared_bytes = 8 * rows_per_tile * max(width, 1)
-    dq = device_queries
-    counts = cuda.to_device(np.zeros(dq.n_queries, dtype=np.int64))
+    n_rows = codes.shape[0]
+    counts, host_counts = plan.counts()
+    _zero_kernel[_blocks(counts.shape[0], threads, cuda_config.MAX_BLOCKS), threads](counts)
     chunk_rows = max(1, int(cuda_config.EXACT_CHUNK_ROWS))
-    target = int(cuda_config.EXACT_TARGET_BLOCKS)
     for start in range(0, n_rows, chunk_rows):
         stop = min(n_rows, start + chunk_rows)
-        n_chunk = stop - start
-        codes_chunk = _upload(codes[start:stop] if n_columns else np.zeros((0, 1), np.int32))
-        numerics_chunk = _upload(numerics[start:stop] if n_numeric else np.zeros((0, 1)))
-        if plan.n_groups:
-            grid_x = _blocks(plan.n_groups, 1, cuda_config.MAX_BLOCKS)
-            grid_y = max(1, min(-(-target // grid_x), -(-n_chunk // threads), 65535))
-            _exact_histogram_kernel[(grid_x, grid_y), threads](
-                codes_chunk, numerics_chunk, n_chunk, plan.groups, plan.group_offsets,
-                plan.group_column_offsets, plan.group_columns, plan.column_sizes,
-                dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
-                counts)
-        if plan.n_listed:
-            grid_x = _blocks(plan.n_listed, threads, cuda_config.MAX_BLOCKS)
-            n_row_tiles = -(-n_chunk // rows_per_tile)
-            grid_y = max(1, min(n_row_tiles, -(-target // grid_x), 65535))
-            _exact_tiled_kernel[(grid_x, grid_y), threads, 0, shared_bytes](
-                codes_chunk, numerics_chunk, n_chunk, n_columns, n_numeric, rows_per_tile,
-                plan.query_list, dq.cat_offsets, dq.cat_coords, dq.coord_column, dq.coord_code,
-                dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
-                counts)
-    return counts.copy_to_host().astype(np.float64)
+        codes_t, numerics_t = upload_transposed(codes[start:stop], numerics[start:stop])
+        count_chunk(codes_t, numerics_t, (stop - start, codes.shape[1], numerics.shape[1]),
+                    device_queries, plan, counts)
+    counts.copy_to_host(host_counts)
+    return host_counts[: plan.n_queries].astype(np.float64)
