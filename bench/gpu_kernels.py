@@ -323,7 +323,6 @@ def _exact_on_cpu_workload(info: dict, sizes: dict) -> dict:
 #: Launch-geometry variants timed by ``tune`` (one name changed from the defaults at a time).
 TUNE_VARIANTS = (
     {},
-    {"GRAD_GATHER": False},
     {"THREADS_PER_BLOCK": 64},
     {"THREADS_PER_BLOCK": 256},
     {"RELAXED_TARGET_BLOCKS": 1024},
@@ -335,12 +334,14 @@ TUNE_VARIANTS = (
 TUNE_CELLS = ((1_000, 100_000), (10_000, 100_000), (100_000, 10_000))
 
 
-def bench_tune(sizes: dict, rng, results: list, save) -> list[dict]:
+def bench_tune(sizes: dict, rng, results: list, save, defaults_only: bool = False) -> list[dict]:
     """Relaxed answers and the gradient under each ``TUNE_VARIANTS`` geometry, at
     ``TUNE_CELLS`` (n_rel, m): CUDA events, 2 warm-ups, median of 10 (one call each, and two
     variants, in a smoke run)."""
     cells, variants = (((9, 30),), ({}, {"GRAD_TARGET_THREADS": 64})) if sizes is SMOKE else (
         TUNE_CELLS, TUNE_VARIANTS)
+    if defaults_only:
+        variants = ({},)
     for n_rel, m in cells:
         queries = make_workload(m, rng)
         device_queries = cuda_kernels._DeviceQueries(queries)
@@ -406,6 +407,8 @@ def main(argv: list[str] | None = None) -> Path:
                         help="relaxed row counts of the kernels and baselines grid (default: all)")
     parser.add_argument("--m", nargs="+", type=int, default=None,
                         help="query counts of the kernels and baselines grid (default: all)")
+    parser.add_argument("--tune-defaults-only", action="store_true",
+                        help="tune times the default geometry only (a before/after comparison)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
                         help="cuda_config overrides for this run (integers), e.g. GRAD_TARGET_THREADS=1048576")
     args = parser.parse_args(argv)
@@ -472,7 +475,7 @@ def _run(args, argv, sizes: dict, sections) -> Path:
             bench_exact(sizes, info, rng, record["exact"], save)
         elif section == "tune":
             record["tune"] = []
-            bench_tune(sizes, rng, record["tune"], save)
+            bench_tune(sizes, rng, record["tune"], save, args.tune_defaults_only)
         elif section == "e2e":
             key = f"e2e{'_' + args.e2e_tag if args.e2e_tag else ''}"
             record[key] = {"config_overrides": args.set}

@@ -45,6 +45,7 @@ SMALL_GEOMETRY = {
     "EXACT_CHUNK_ROWS": 16,
     "PROJECTION_CHECK_EVERY": 3,
 }
+N_ROWS = 23  # > 16-row chunks, > 4 threads x 3 blocks, not a multiple of any of them
 
 
 @pytest.fixture(autouse=True)
@@ -54,14 +55,64 @@ def small_geometry(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ builders
-from kernel_problems import (  # noqa: E402  tests/kernel_problems.py
-    COLUMN_SIZES,
-    N_NUMERIC,
-    N_ROWS,
-    real_data,
-    relaxed_data,
-    tiny_queries,
-)
+COLUMN_SIZES = [2, 3, 1, 2]  # a one-category column; the label (2 values) last
+N_NUMERIC = 3
+
+
+def _halfspace(rng, width):
+    index = rng.choice(N_NUMERIC, size=width, replace=False)
+    weight = rng.standard_normal(width) / math.sqrt(width)
+    return index.tolist(), weight.tolist(), float(weight @ rng.random(width))
+
+
+def tiny_queries(rng) -> QuerySet:
+    """Every query shape the kernels meet: categorical marginals of one to three columns (one
+    over the one-category column), a mixed marginal sharing a prefix threshold, linear thresholds, a pure-halfspace
+    query with two halfspaces, a repeated coordinate (x_c^2), and the empty product."""
+    starts = np.cumsum(COLUMN_SIZES) - COLUMN_SIZES
+    label = len(COLUMN_SIZES) - 1
+    queries, group_sizes, group_columns, classes = [], [], [], []
+
+    def add_group(columns, halfspaces, query_class):
+        cells = np.indices([COLUMN_SIZES[c] for c in columns]).reshape(len(columns), -1).T
+        for cell in cells:
+            queries.append(([int(starts[c] + k) for c, k in zip(columns, cell)], halfspaces))
+        group_sizes.append(len(cells))
+        group_columns.append(list(columns))
+        classes.extend([query_class] * len(cells))
+
+    def add_single(coords, halfspaces, query_class):
+        queries.append((coords, halfspaces))
+        group_sizes.append(1)
+        group_columns.append([])
+        classes.append(query_class)
+
+    add_group([0, 1], [], QueryClass.CATEGORICAL_MARGINAL)
+    add_group([2, label], [], QueryClass.CATEGORICAL_MARGINAL)
+    add_group([0, 1, label], [], QueryClass.CATEGORICAL_MARGINAL)  # class-conditional 3-way
+    add_group([1], [], QueryClass.CATEGORICAL_MARGINAL)  # 1-way
+    add_group([label], [([int(rng.integers(N_NUMERIC))], [1.0], float(rng.random()))],
+              QueryClass.MIXED_MARGINAL)
+    for width in (2, 3):
+        add_single([int(starts[label] + rng.integers(2))], [_halfspace(rng, width)],
+                   QueryClass.LINEAR_THRESHOLD)
+    add_single([], [_halfspace(rng, 3), ([1], [1.0], 0.6)], QueryClass.LINEAR_THRESHOLD)
+    add_single([int(starts[1] + 2), int(starts[1] + 2)], [], QueryClass.CATEGORICAL_MARGINAL)
+    add_single([], [], QueryClass.CATEGORICAL_MARGINAL)
+    return QuerySet.from_lists(queries, group_sizes, group_columns, COLUMN_SIZES, N_NUMERIC, classes)
+
+
+def real_data(rng, column_sizes=COLUMN_SIZES, n_numeric=N_NUMERIC, n_rows=N_ROWS):
+    codes = np.stack([rng.integers(0, k, size=n_rows) for k in column_sizes] or
+                     [np.zeros(n_rows, dtype=np.int64)], axis=1)[:, : len(column_sizes)]
+    return codes.astype(np.int32), rng.random((n_rows, n_numeric))
+
+
+def relaxed_data(rng, dtype, column_sizes=COLUMN_SIZES, n_numeric=N_NUMERIC, n_rows=N_ROWS):
+    blocks = [rng.dirichlet(np.ones(k), size=n_rows) for k in column_sizes]
+    X = np.hstack([*blocks, rng.random((n_rows, n_numeric))])
+    X[0, : sum(column_sizes)] = 0.0  # zero factors: the gradient must not divide by them
+    return X.astype(dtype)
 
 
 @pytest.fixture(params=[0, 1], ids=lambda seed: f"seed{seed}")
@@ -266,39 +317,6 @@ def test_results_are_deterministic(problem):
     np.testing.assert_array_equal(first[1], second[1])
 
 
-@pytest.mark.parametrize("gather", [True, False], ids=["gather", "scatter"])
-def test_gathered_and_scattered_gradients_both_match_the_reference(gather, monkeypatch):
-    """cuda_config.GRAD_GATHER picks the gradient kernel: the gathered one (one thread per
-    coordinate and row, the default) and the scattered one (one thread per query slice and row)
-    both give the reference gradient, on plain queries and on queries over nullable columns
-    (which the gathered path leaves to the scattered kernel, both then adding into the same
-    slices)."""
-    monkeypatch.setattr(cuda_config, "GRAD_GATHER", gather)
-    # enough threads wanted that each coordinate's entries split into several slices (some
-    # of them empty), as the scattered kernel's queries do at the tiny geometry
-    monkeypatch.setattr(cuda_config, "GRAD_TARGET_THREADS", 4096)
-    rng = np.random.default_rng(3)
-    null_problem = _null_problem()
-    cases = ((tiny_queries(rng), relaxed_data(rng, np.float64), False),
-             (null_problem.null_queries(), null_problem.relaxed(rng, N_ROWS), True))
-    for queries, X, nullable in cases:
-        sigma = rng.choice([np.inf, 0.5, 20.0], size=queries.n_queries).astype(np.float32)
-        targets = rng.random(queries.n_queries)
-        workspace = cuda_kernels._RelaxedWorkspace(cuda_kernels._DeviceQueries(queries),
-                                                   N_ROWS, np.float64)
-        assert workspace.gather is gather and workspace.n_slices > 1
-        if not gather:
-            assert workspace.n_scatter == queries.n_queries
-        elif nullable:
-            assert 0 < workspace.n_scatter < queries.n_queries
-        else:
-            assert workspace.n_scatter == 0
-        loss, grad = cuda_kernels.loss_and_grad(X, queries, targets, sigma)
-        expected_loss, expected_grad = reference.loss_and_grad(X, queries, targets, sigma)
-        assert loss == pytest.approx(expected_loss, rel=TOLERANCE[np.float64])
-        _assert_grad_close(grad, expected_grad, TOLERANCE[np.float64])
-
-
 # ------------------------------------------------------------------- nullable numerics
 def _null_problem():
     """The nullable-numerics problem of ``test_null_halfspaces.py`` (halfspaces reading 0, 1
@@ -333,14 +351,11 @@ def test_nullable_halfspaces_match_reference(dtype, sigma, wide):
     assert np.abs(grad[:, [c for c in queries.null_coord if c >= 0]]).max() > 0.0
 
 
-def test_null_probability_zero_gives_the_plain_factor_to_the_bit(monkeypatch):
+def test_null_probability_zero_gives_the_plain_factor_to_the_bit():
     """With q = 0 everywhere the device's answers and (non-null-code) gradient are those of
-    the same queries without nullable columns, bit for bit. Both through the scattered
-    gradient kernel: the gathered one takes only the plain queries, and its sums run in
-    another order (the two kernels agree to rounding: the test above)."""
+    the same queries without nullable columns, bit for bit."""
     import dataclasses
 
-    monkeypatch.setattr(cuda_config, "GRAD_GATHER", False)
     problem = _null_problem()
     rng = np.random.default_rng(6)
     queries = problem.null_queries()

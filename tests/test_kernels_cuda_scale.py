@@ -118,7 +118,7 @@ def test_synthesize_runs_end_to_end_on_the_cuda_backend():
     import polars_rap
 
     rng = np.random.default_rng(4)
-    n = 60
+    n = 200  # the default plan's thresholds refuse under 74 rows here (too-few-rows check)
     frame = pl.DataFrame({
         "a": rng.integers(0, 3, n), "b": rng.choice(["u", "v"], n),
         "x": rng.random(n), "y": rng.random(n) * 10.0, "label": rng.random(n) < 0.4,

@@ -11,14 +11,10 @@ loop on the device:
   sum per (segment, query), added in order by the residual kernel, which also forms the loss
   terms and the weights ``2 (answer - target) / n`` of the gradient. A marginal cell (at
   most three categorical factors, no halfspace) reads its coordinates once, not per row.
-- ``loss_and_grad``: the answers above, then the gradient *gathered*: one thread per
-  (coordinate, relaxed row) walks the query factors that read its coordinate
-  (:mod:`polars_rap.kernels.gradient_index`), multiplies each query's other factors, and
-  writes its element once. Queries over nullable columns are *scattered*: one thread per
-  (query slice, relaxed row) walks the queries of its slice, multiplies prefix and suffix
-  products of the factors (the product of the *other* factors, never a division) and adds
-  them into a private gradient slice. Either kernel may split its work into slices, added in
-  order afterwards. No atomics: every result is deterministic.
+- ``loss_and_grad``: the answers above, then one thread per (query slice, relaxed row): it
+  walks the queries of its slice, multiplies prefix and suffix products of the factors (the
+  product of the *other* factors, never a division) and adds them into a private gradient
+  slice; the slices are added in order afterwards. No atomics: every result is deterministic.
   The halfspace derivative is ``-sigma s (1 - s) theta``, with ``s (1 - s)`` computed as
   ``e / (1 + e)^2``, ``e = exp(-|z|)``, which keeps small slopes that ``1 - s`` would round
   away in float32.
@@ -478,12 +474,11 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
             loss_partials[cuda.blockIdx.x] = total
 
     @cuda.jit(fastmath=relaxed_fastmath)
-    def _grad_kernel(XT, n_rows, query_list, n_listed, numeric_offset, cat_offsets, cat_coords,
+    def _grad_kernel(XT, n_rows, n_queries, numeric_offset, cat_offsets, cat_coords,
                      halfspace_offsets, theta_offsets, theta_index, theta_weight, tau, null_coord,
-                     sigma, weights, zero_first, grad_slices, halt):
-        """grad_slices[s, :, r] (+)= sum over the listed queries q of slice s of
-        weights[q] * d value_q(row r) / d XT[:, r]; one thread per (slice, row). The slices
-        are cleared first when ``zero_first``, else added to (after the gather kernel)."""
+                     sigma, weights, grad_slices, halt):
+        """grad_slices[s, :, r] = sum over the queries q of slice s of
+        weights[q] * d value_q(row r) / d XT[:, r]; one thread per (slice, row)."""
         if halt[0] != 0.0:
             return
         factors = cuda.local.array(scratch, dtype=real)
@@ -493,11 +488,9 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
         for item in range(cuda.grid(1), n_slices * n_rows, cuda.gridsize(1)):
             s = item // n_rows
             r = item - s * n_rows
-            if zero_first:
-                for c in range(n_coords):
-                    grad_slices[s, c, r] = zero
-            for i in range(s * n_listed // n_slices, (s + 1) * n_listed // n_slices):
-                q = query_list[i]
+            for c in range(n_coords):
+                grad_slices[s, c, r] = zero
+            for q in range(s * n_queries // n_slices, (s + 1) * n_queries // n_slices):
                 weight = weights[q]
                 if weight == 0.0:
                     continue
@@ -505,7 +498,46 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                 c0 = cat_offsets[q]
                 n_cat = cat_offsets[q + 1] - c0
                 h0 = halfspace_offsets[q]
-                n_factors = n_cat + halfspace_offsets[q + 1] - h0
+                n_halfspaces = halfspace_offsets[q + 1] - h0
+                # the common shapes in registers, the same products in the same order as
+                # the prefix/suffix walk below: a marginal cell of at most three factors ...
+                if n_halfspaces == 0 and 0 < n_cat <= 3:
+                    a = cat_coords[c0]
+                    x_a = real(XT[a, r])
+                    if n_cat == 1:
+                        grad_slices[s, a, r] += real(weight)
+                        continue
+                    b = cat_coords[c0 + 1]
+                    x_b = real(XT[b, r])
+                    if n_cat == 2:
+                        grad_slices[s, a, r] += real(weight) * x_b
+                        grad_slices[s, b, r] += real(weight) * x_a
+                        continue
+                    c = cat_coords[c0 + 2]
+                    x_c = real(XT[c, r])
+                    grad_slices[s, a, r] += real(weight) * (x_b * x_c)
+                    grad_slices[s, b, r] += (real(weight) * x_a) * x_c
+                    grad_slices[s, c, r] += (real(weight) * x_a) * x_b
+                    continue
+                # ... and a class-conditional threshold: at most one factor, one plain halfspace
+                if (n_halfspaces == 1 and n_cat <= 1
+                        and _gpu_null_count(null_coord, theta_offsets, theta_index, h0) == 0):
+                    x_a = one
+                    if n_cat == 1:
+                        a = cat_coords[c0]
+                        x_a = real(XT[a, r])
+                    margin = _gpu_margin(XT, r, h0, numeric_offset, theta_offsets, theta_index,
+                                         theta_weight, tau)
+                    value, slope = _gpu_threshold(margin, sig)
+                    if n_cat == 1:
+                        grad_slices[s, a, r] += real(weight) * value
+                    if sig != 0.0:
+                        coefficient = (real(weight) * x_a) * slope
+                        for t in range(theta_offsets[h0], theta_offsets[h0 + 1]):
+                            coord = numeric_offset + theta_index[t]
+                            grad_slices[s, coord, r] += coefficient * real(theta_weight[t])
+                    continue
+                n_factors = n_cat + n_halfspaces
                 for f in range(n_cat):
                     factors[f] = real(XT[cat_coords[c0 + f], r])
                 for f in range(n_cat, n_factors):
@@ -532,62 +564,6 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
                             coord = numeric_offset + theta_index[t]
                             grad_slices[s, coord, r] += coefficient * real(theta_weight[t])
                     prefix *= factors[f]
-
-    @cuda.jit(fastmath=relaxed_fastmath)
-    def _grad_gather_kernel(XT, n_rows, numeric_offset, cat_offsets, cat_coords,
-                            halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
-                            sigma, weights, entry_offsets, entry_query, entry_slot,
-                            entry_halfspace, entry_others, grad_slices, halt):
-        """grad_slices[s, c, r] = sum over part s of coordinate c's entries (``gradient_index``)
-        of weights[q] * d value_q(row r) / d XT[c, r], added in float64 in entry order and
-        written once; one thread per (s, c, r), rows fastest. Queries over nullable columns
-        have no entries (the scatter kernel adds them)."""
-        if halt[0] != 0.0:
-            return
-        n_slices, n_coords = grad_slices.shape[0], grad_slices.shape[1]
-        per_slice = n_coords * n_rows
-        for item in range(cuda.grid(1), n_slices * per_slice, cuda.gridsize(1)):
-            s = item // per_slice
-            rest = item - s * per_slice
-            c = rest // n_rows
-            r = rest - c * n_rows
-            lo = entry_offsets[c]
-            n_entries = entry_offsets[c + 1] - lo
-            total = 0.0
-            for e in range(lo + n_entries * s // n_slices, lo + n_entries * (s + 1) // n_slices):
-                q = entry_query[e]
-                weight = weights[q]
-                if weight == 0.0:
-                    continue
-                value = real(weight)
-                first = entry_others[e, 0]
-                if first != -2:  # a marginal cell: the other coordinates are listed
-                    if first >= 0:
-                        value *= real(XT[first, r])
-                        second = entry_others[e, 1]
-                        if second >= 0:
-                            value *= real(XT[second, r])
-                            third = entry_others[e, 2]
-                            if third >= 0:
-                                value *= real(XT[third, r])
-                    total += numba.float64(value)
-                    continue
-                slot = entry_slot[e]
-                own = entry_halfspace[e]
-                for p in range(cat_offsets[q], cat_offsets[q + 1]):
-                    if own >= 0 or p != slot:
-                        value *= real(XT[cat_coords[p], r])
-                sig = numba.float64(sigma[q])
-                for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
-                    margin = _gpu_margin(XT, r, h, numeric_offset, theta_offsets, theta_index,
-                                         theta_weight, tau)
-                    factor, slope = _gpu_threshold(margin, sig)
-                    if h == own:
-                        value *= slope * real(theta_weight[slot])
-                    else:
-                        value *= factor
-                total += numba.float64(value)
-            grad_slices[s, c, r] = real(total)
 
     @cuda.jit(fastmath=projection_fastmath)
     def _adam_kernel(params, relaxed, grad, first, second, block_starts, n_blocks,
@@ -636,7 +612,6 @@ def _relaxed_kernels(threads_per_block: int, real, max_factors: int) -> SimpleNa
         relaxed_sums=_relaxed_sums_kernel,
         residual=_residual_kernel,
         grad=_grad_kernel,
-        grad_gather=_grad_gather_kernel,
         adam=_adam_kernel,
     )
 
@@ -693,30 +668,6 @@ class _DeviceQueries:
         most = int(n_factors.max(initial=0))
         self.max_factors = 1 << max(2, (most - 1).bit_length())  # bucketed: fewer builds
         self.has_threshold = np.diff(queries.halfspace_offsets) > 0
-        self._queries = queries
-        self._gather = None
-        self._all_queries = None
-
-    def gather_index(self) -> SimpleNamespace:
-        """The workload's ``gradient_index`` on the device (built on first use): ``arrays``
-        (offsets, query, slot, halfspace, others), ``scatter_queries``, ``n_scatter`` and
-        ``longest`` (entries of the busiest coordinate)."""
-        if self._gather is None:
-            from polars_rap.kernels.gradient_index import gradient_index
-
-            index = gradient_index(self._queries)
-            self._gather = SimpleNamespace(
-                arrays=tuple(_upload(getattr(index, name)) for name in
-                             ("offsets", "query", "slot", "halfspace", "others")),
-                scatter_queries=_upload(index.scatter_queries),
-                n_scatter=len(index.scatter_queries), longest=index.longest)
-        return self._gather
-
-    def all_queries(self):
-        """int64[n_queries] 0, 1, ... on the device: the scatter kernel's list of every query."""
-        if self._all_queries is None:
-            self._all_queries = _upload(np.arange(self.n_queries, dtype=np.int64))
-        return self._all_queries
 
     def csr(self) -> tuple:
         """The arguments every relaxed kernel takes after ``numeric_offset``."""
@@ -746,24 +697,11 @@ class _RelaxedWorkspace:
         self.answers = cuda.device_array(max(n_queries, 1), np.float64)
         self.weights = cuda.device_array(max(n_queries, 1), np.float64)
         self.loss_partials = cuda.device_array(self.residual_grid, np.float64)
-        # gradient: gathered, one thread per (slice of a coordinate's entries, coordinate,
-        # row), and scattered, one thread per (query slice, row), for the queries the gather
-        # index leaves out (all of them when cuda_config.GRAD_GATHER is off); slices added last
-        target = int(cuda_config.GRAD_TARGET_THREADS)
+        # gradient: one thread per (query slice, row), slices added afterwards
         slice_bytes = max(1, n_coords * self.n_rows * self.dtype.itemsize)
-        self.gather = bool(cuda_config.GRAD_GATHER) and n_queries > 0
-        if self.gather:
-            index = device_queries.gather_index()
-            self.scatter_list, self.n_scatter = index.scatter_queries, index.n_scatter
-            n_slices = min(-(-target // max(1, n_coords * self.n_rows)), max(index.longest, 1))
-            if self.n_scatter:
-                n_slices = max(n_slices, min(-(-target // self.n_rows), self.n_scatter))
-        else:
-            self.scatter_list, self.n_scatter = device_queries.all_queries(), n_queries
-            n_slices = min(-(-target // self.n_rows), max(n_queries, 1))
-        self.n_slices = max(1, min(n_slices, int(cuda_config.GRAD_SLICE_BYTES) // slice_bytes))
-        self.gather_grid = _blocks(self.n_slices * n_coords * self.n_rows, self.threads,
-                                   cuda_config.MAX_BLOCKS)
+        n_slices = -(-int(cuda_config.GRAD_TARGET_THREADS) // self.n_rows)
+        n_slices = min(n_slices, max(n_queries, 1), int(cuda_config.GRAD_SLICE_BYTES) // slice_bytes)
+        self.n_slices = max(1, n_slices)
         self.grad_grid = _blocks(self.n_slices * self.n_rows, self.threads, cuda_config.MAX_BLOCKS)
         self.sum_slices_grid = _blocks(n_coords * self.n_rows, self.threads, cuda_config.MAX_BLOCKS)
         self.grad_slices = cuda.device_array((self.n_slices, max(n_coords, 1), self.n_rows), self.dtype)
@@ -787,19 +725,13 @@ class _RelaxedWorkspace:
             self.weights, self.loss_partials, halt)
 
     def gradient(self, XT, sigma, *, halt=None):
-        """Launch the gradient kernels (after ``relaxed_answers``); the summed gradient is
+        """Launch the gradient kernel (after ``relaxed_answers``); the summed gradient is
         left in ``grad`` (``grad_slices[0]``)."""
         halt = self.never if halt is None else halt
         dq = self.queries
-        if self.gather:
-            self.kernels.grad_gather[self.gather_grid, self.threads](
-                XT, self.n_rows, dq.numeric_offset, dq.cat_offsets, dq.cat_coords,
-                dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
-                sigma, self.weights, *dq.gather_index().arrays, self.grad_slices, halt)
-        if self.n_scatter:
-            self.kernels.grad[self.grad_grid, self.threads](
-                XT, self.n_rows, self.scatter_list, self.n_scatter, dq.numeric_offset, *dq.csr(),
-                sigma, self.weights, int(not self.gather), self.grad_slices, halt)
+        self.kernels.grad[self.grad_grid, self.threads](
+            XT, self.n_rows, dq.n_queries, dq.numeric_offset, *dq.csr(), sigma, self.weights,
+            self.grad_slices, halt)
         if self.n_slices > 1:
             _sum_slices_kernel[self.sum_slices_grid, self.threads](
                 self.grad_slices, self.grad, halt)

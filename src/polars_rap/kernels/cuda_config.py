@@ -29,16 +29,9 @@ REDUCTION_BLOCKS = 256
 #: rows of each query are split over several blocks (grid y), summed in order afterwards.
 RELAXED_TARGET_BLOCKS = 4096
 
-#: Threads the gradient kernels aim for: they split the work into slices (of each
-#: coordinate's entries, or of the queries) and add the slices afterwards, so few rows still
-#: fill the device.
+#: Threads the gradient kernel aims for: it runs one thread per (query slice, relaxed row)
+#: and adds the slices afterwards, so few rows still fill the device.
 GRAD_TARGET_THREADS = 1 << 18
-
-#: Gradient by gathering: one thread per (coordinate, row) walks the query factors that read
-#: the coordinate (``kernels.gradient_index``) and writes its element once. Off: one thread per
-#: (query slice, row) adds every factor's term into a gradient slice in global memory (the
-#: first GPU run's kernel, kept for comparison). Queries over nullable columns always scatter.
-GRAD_GATHER = True
 
 #: Largest scratch buffer of per-slice gradients, in bytes (bounds the number of slices).
 GRAD_SLICE_BYTES = 1 << 30
