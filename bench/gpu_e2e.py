@@ -154,6 +154,8 @@ def main(argv=None) -> None:
     parser.add_argument("--gpu-record", type=Path, required=True)
     parser.add_argument("--gpu-tables", type=Path, required=True)
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gpu_e2e.json",
+                        help="the record to write (one per device)")
     args = parser.parse_args(argv)
 
     frame, task, n_files = load_all_acs(args.data_dir)
@@ -189,7 +191,7 @@ def main(argv=None) -> None:
     record = {"task": task.name, "rows": frame.height, "files": n_files, "epsilon": EPSILON,
               "delta": DELTA, "runs": runs, "summary": summary,
               "evaluation": "polars_rap.evaluation.workload_errors(real=all rows, seed=0)"}
-    out = ROOT / "bench" / "results" / "gpu_e2e.json"
+    out = args.out
     out.write_text(json.dumps(record, indent=2, default=str) + "\n")
     print(json.dumps(summary, indent=2))
 

@@ -183,7 +183,7 @@ def test_marginal_groups_take_the_histogram_kernel_and_agree_with_the_tiled_one(
     codes, numerics = real_data(rng)
     structured = cuda_exact.ExactPlan(queries)
     unstructured = cuda_exact.ExactPlan(queries, structured=False)
-    assert structured.n_groups == 3 and unstructured.n_groups == 0
+    assert structured.n_groups == 5 and unstructured.n_groups == 0
     device_queries = cuda_kernels._DeviceQueries(queries)
     counts = cuda_exact.exact_counts(codes, numerics, device_queries, structured)
     np.testing.assert_array_equal(
