@@ -291,8 +291,10 @@ def test_targets_compare_with_the_best_peer_rows_over_seed_means():
     assert row["MM_vs_best_peer"] == pytest.approx(0.02 / 0.008)  # the fixed sampler's MM is the best peer's
     assert row["CM_vs_AIM"] == pytest.approx(0.011 / 0.004)
     assert row["F1_minus_AIM"] == pytest.approx(0.71 - 0.75)  # the shipped row's F1 is AIM's better one
+    assert row["LT_vs_AIM"] == pytest.approx(0.03 / 0.02)
     assert row["time_vs_AIM"] == pytest.approx(10.0 / 1200.0)  # against the shipped fit's seconds
-    assert row["met"] == "1/4"
+    assert row["RSS_vs_AIM"] == pytest.approx(400.0 / 900.0)  # and its peak RSS
+    assert row["met"] == "2/6"
     assert row["CM_vs_AIM_add_remove"] == pytest.approx(0.011 / 0.001)
     assert row["AIM_timeouts"] == 1  # seed 1's fit hit the cap: its capped seconds count, as a bound
     alone = run.targets_table(results.filter(~pl.col("mechanism").is_in(run.PEERS)))
@@ -306,8 +308,9 @@ def test_a_timed_out_aim_still_bounds_the_time_target():
         (pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0) & (pl.col("polars_rap") == "rap++")
     ).row(0, named=True)
     assert row["time_vs_AIM"] == pytest.approx(10.0 / 1200.0) and row["AIM_timeouts"] == 2
+    assert row["RSS_vs_AIM"] == pytest.approx(400.0 / 900.0)  # a capped fit's peak: the ratio bounds it
     assert row["CM_vs_AIM"] is None and row["F1_minus_AIM"] is None  # no finished fit: no errors to compare
-    assert row["MM_vs_best_peer"] is None and row["met"] == "1/1"
+    assert row["MM_vs_best_peer"] is None and row["LT_vs_AIM"] is None and row["met"] == "2/2"
 
 
 def test_plots_are_written(tmp_path):
