@@ -407,6 +407,8 @@ def main(argv: list[str] | None = None) -> Path:
                         help="relaxed row counts of the kernels and baselines grid (default: all)")
     parser.add_argument("--m", nargs="+", type=int, default=None,
                         help="query counts of the kernels and baselines grid (default: all)")
+    parser.add_argument("--exact", nargs=2, type=int, default=None, metavar=("ROWS", "QUERIES"),
+                        help="size of the exact section's own workload (default 1e6 rows x 1e5 queries)")
     parser.add_argument("--tune-defaults-only", action="store_true",
                         help="tune times the default geometry only (a before/after comparison)")
     parser.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
@@ -415,8 +417,9 @@ def main(argv: list[str] | None = None) -> Path:
     if not cuda.is_available():
         parser.error("no CUDA device (set NUMBA_ENABLE_CUDASIM=1 for --smoke on a machine without one)")
     sizes = SMOKE if args.smoke else FULL
-    if not args.smoke and (args.n_rel or args.m):
-        sizes = {**FULL, "n_rel": args.n_rel or FULL["n_rel"], "m": args.m or FULL["m"]}
+    if not args.smoke and (args.n_rel or args.m or args.exact):
+        sizes = {**FULL, "n_rel": args.n_rel or FULL["n_rel"], "m": args.m or FULL["m"],
+                 "exact": tuple(args.exact) if args.exact else FULL["exact"]}
     sections = args.sections or (("kernels", "tune", "exact") if args.smoke else SECTIONS)
     overrides = dict(item.split("=", 1) for item in args.set)
     saved_geometry = {name: getattr(cuda_config, name) for name in (*SMOKE_GEOMETRY, *overrides)}

@@ -191,6 +191,27 @@ def test_marginal_groups_take_the_histogram_kernel_and_agree_with_the_tiled_one(
     np.testing.assert_array_equal(counts / N_ROWS, reference.answers_exact(codes, numerics, queries))
 
 
+@pytest.mark.parametrize(("segment_rows", "threads"), [(5, 64), (64, 4)])
+def test_the_warp_per_query_kernel_counts_as_the_tiled_one(problem, monkeypatch, segment_rows, threads):
+    """cuda_config.EXACT_WARP_PER_QUERY: the queries that are not whole marginals counted by
+    one warp per query (lanes over rows, several row segments, held and walked queries; two
+    warps per block, the second idle in a block's last round, or one) give the reference's
+    counts, over chunks, with the marginal groups beside them or alone."""
+    from polars_rap.kernels import cuda_exact
+
+    rng, queries = problem
+    codes, numerics = real_data(rng)
+    monkeypatch.setattr(cuda_config, "EXACT_WARP_PER_QUERY", 1)
+    monkeypatch.setattr(cuda_config, "EXACT_WARP_SEGMENT_ROWS", segment_rows)
+    monkeypatch.setattr(cuda_config, "THREADS_PER_BLOCK", threads)
+    expected = reference.answers_exact(codes, numerics, queries)
+    np.testing.assert_array_equal(cuda_kernels.answers_exact(codes, numerics, queries), expected)
+    device_queries = cuda_kernels._DeviceQueries(queries)
+    unstructured = cuda_exact.ExactPlan(queries, structured=False)  # every query by the warps
+    np.testing.assert_array_equal(
+        cuda_exact.exact_counts(codes, numerics, device_queries, unstructured) / N_ROWS, expected)
+
+
 def test_a_group_larger_than_the_shared_histogram_counts_in_global_memory():
     """A marginal group of more cells than ``EXACT_HISTOGRAM_CELLS`` (65 x 64 > 4096) adds to
     the global counts directly, with the same result."""

@@ -49,6 +49,15 @@ EXACT_SHARED_BYTES = 32 * 1024
 #: ``kernels.cuda_exact`` is imported (a compile-time constant of its kernel).
 EXACT_HISTOGRAM_CELLS = 4096
 
+#: Count the queries that are not whole marginals (linear thresholds) with one warp per query,
+#: its lanes over the rows (``cuda_exact._exact_warp_kernel``), instead of one thread per query
+#: over shared-memory tiles of rows (the tiled kernel). 0 or 1.
+EXACT_WARP_PER_QUERY = 0
+
+#: Rows of one segment of the warp-per-query kernel (grid y); with a few thousand rows a
+#: segment's columns stay in the SM's L1 cache while the block's warps read them.
+EXACT_WARP_SEGMENT_ROWS = 2048
+
 #: Blocks the exact-answer kernels aim for (query tiles or marginal groups x row segments).
 EXACT_TARGET_BLOCKS = 4096
 

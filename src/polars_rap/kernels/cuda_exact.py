@@ -180,6 +180,98 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
 
 
 @cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
+def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, cat_offsets, cat_coords,
+                       coord_column, coord_code, halfspace_offsets, theta_offsets, theta_index,
+                       theta_weight, tau, counts):
+    """counts[q] += rows of this chunk satisfying query q (hard thresholds), for every q in
+    ``query_list``: the tiled kernel's work laid out the other way round.
+
+    One warp per listed query (grid x, grid-stride over warps), its 32 lanes over the rows of
+    one segment of ``segment_rows`` (grid y), read straight from the transposed chunk (lanes read
+    consecutive rows: coalesced; the warp's control flow is its query's, the same in every lane).
+    A small query is held in registers as in the tiled kernel. The lanes' counts meet in dynamic
+    shared memory (int32 per thread, block barriers: the CUDA simulator has no warp shuffles);
+    one atomic add per query and segment. ``blockDim.x`` is a multiple of 32.
+    """
+    lanes = cuda.shared.array(0, dtype=numba.int32)  # one count per thread
+    tid = cuda.threadIdx.x
+    lane = tid % 32
+    warps_per_block = cuda.blockDim.x // 32
+    n_warps = cuda.gridDim.x * warps_per_block
+    n_listed = query_list.shape[0]
+    r_lo = cuda.blockIdx.y * segment_rows
+    r_hi = r_lo + segment_rows if r_lo + segment_rows <= n_rows else n_rows
+    columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
+    codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
+    index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
+    weight = cuda.local.array(_HELD_TERMS, dtype=numba.float64)
+    # every thread of the block turns the same number of times (the block barriers below)
+    for first in range(cuda.blockIdx.x * warps_per_block, n_listed, n_warps):
+        a = first + tid // 32
+        active = a < n_listed
+        q = query_list[a] if active else query_list[first]
+        c0 = cat_offsets[q]
+        n_cat = cat_offsets[q + 1] - c0
+        h0 = halfspace_offsets[q]
+        n_halfspaces = halfspace_offsets[q + 1] - h0
+        n_terms = -1
+        threshold = 0.0
+        if n_halfspaces == 1:
+            n_terms = theta_offsets[h0 + 1] - theta_offsets[h0]
+            threshold = numba.float64(tau[h0])
+        held = n_cat <= _HELD_FACTORS and n_halfspaces <= 1 and n_terms <= _HELD_TERMS
+        if held:
+            for k in range(_HELD_FACTORS):
+                if k < n_cat:
+                    coord = cat_coords[c0 + k]
+                    columns[k] = coord_column[coord]
+                    codes_held[k] = coord_code[coord]
+            for k in range(_HELD_TERMS):
+                if k < n_terms:
+                    t = theta_offsets[h0] + k
+                    index[k] = theta_index[t]
+                    weight[k] = numba.float64(theta_weight[t])
+        count = numba.int32(0)
+        for r in range(r_lo + lane, r_hi if active else r_lo, 32):
+            ok = True
+            if held:
+                for k in range(_HELD_FACTORS):
+                    if k < n_cat and codes[columns[k], r] != codes_held[k]:
+                        ok = False
+                if ok and n_terms >= 0:
+                    dot = 0.0
+                    for k in range(_HELD_TERMS):
+                        if k < n_terms:
+                            dot += _gpu_mul_rn(weight[k], numerics[index[k], r])
+                    if not dot <= threshold:
+                        ok = False
+            else:
+                for p in range(c0, c0 + n_cat):
+                    coord = cat_coords[p]
+                    if codes[coord_column[coord], r] != coord_code[coord]:
+                        ok = False
+                for h in range(h0, h0 + n_halfspaces):
+                    if ok:
+                        dot = 0.0
+                        for t in range(theta_offsets[h], theta_offsets[h + 1]):
+                            dot += _gpu_mul_rn(numba.float64(theta_weight[t]),
+                                               numerics[theta_index[t], r])
+                        if not dot <= numba.float64(tau[h]):
+                            ok = False
+            if ok:
+                count += 1
+        lanes[tid] = count
+        cuda.syncthreads()
+        if lane == 0 and active:
+            total = numba.int64(0)
+            for k in range(tid, tid + 32):
+                total += lanes[k]
+            if total > 0:
+                cuda.atomic.add(counts, q, total)
+        cuda.syncthreads()  # the lanes' counts are read before the next round writes them
+
+
+@cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
 def _exact_histogram_kernel(codes, numerics, n_rows, groups, group_offsets, group_column_offsets,
                             group_columns, column_sizes, halfspace_offsets, theta_offsets,
                             theta_index, theta_weight, tau, counts):
@@ -331,7 +423,17 @@ def count_chunk(codes_t, numerics_t, shape: tuple[int, int, int], device_queries
             plan.group_column_offsets, plan.group_columns, plan.column_sizes,
             dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau,
             counts)
-    if plan.n_listed:
+    if plan.n_listed and cuda_config.EXACT_WARP_PER_QUERY:
+        warp_threads = max(32, threads - threads % 32)
+        segment_rows = max(1, int(cuda_config.EXACT_WARP_SEGMENT_ROWS))
+        grid_x = _blocks(plan.n_listed, warp_threads // 32, cuda_config.MAX_BLOCKS)
+        grid_y = max(1, min(-(-n_rows // segment_rows), 65535))
+        segment_rows = -(-n_rows // grid_y)
+        _exact_warp_kernel[(grid_x, grid_y), warp_threads, 0, 4 * warp_threads](
+            codes_t, numerics_t, n_rows, segment_rows, plan.query_list, dq.cat_offsets,
+            dq.cat_coords, dq.coord_column, dq.coord_code, dq.halfspace_offsets, dq.theta_offsets,
+            dq.theta_index, dq.theta_weight, dq.tau, counts)
+    elif plan.n_listed:
         grid_x = _blocks(plan.n_listed, threads, cuda_config.MAX_BLOCKS)
         n_row_tiles = -(-n_rows // rows_per_tile)
         grid_y = max(1, min(n_row_tiles, -(-target // grid_x), 65535))
