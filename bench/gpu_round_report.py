@@ -6,7 +6,10 @@ one call on one machine) and ``after_commit.txt``. The report tables the relaxed
 exact answers and their parts, the framework baselines and the end-to-end seconds, and writes
 ``bench/results/gpu_rounds.md``::
 
-    python bench/gpu_round_report.py bench/results/gpu_h200_round1 bench/results/gpu_h200_round2
+    python bench/gpu_round_report.py bench/results/gpu_h200_round{1,2,3}
+
+A folder of ``exact_<variant>.json`` records (``bench/gpu_exact_warp.sh``) is tabled as
+variants of the exact kernels on one machine.
 """
 
 from __future__ import annotations
@@ -61,7 +64,34 @@ def _baseline_rows(after: dict) -> list[str]:
     return rows
 
 
+def variants_section(folder: Path) -> list[str]:
+    """A round of ``exact_<variant>.json`` records (``bench/gpu_exact_warp.sh``): one row per
+    variant of the exact kernels, all from one machine."""
+    lines = []
+    for path in sorted(folder.glob("exact_*.json")):
+        record = json.loads(path.read_text())
+        part = record["exact"]["cpu_workload"]
+        parts = part.get("parts", {})
+        config = record.get("config", {})
+        segment = config.get("EXACT_WARP_SEGMENT_ROWS", "—") if config.get("EXACT_WARP_PER_QUERY") else "—"
+        lines.append(f"| {path.stem.removeprefix('exact_')} | {segment} | "
+                     f"{_ms(part['answers_exact'])} | {_ms(parts.get('count_on_device'))} | "
+                     f"{_ms(parts.get('tiled_kernel'))} | {_ms(parts.get('histogram_kernel'))} | "
+                     f"{part['speedup_over_cpu_2core']:.1f} | "
+                     f"{part['counting_only']['evaluations_per_s'] / part['cpu_2core_evaluations_per_s']:.1f} | "
+                     f"{'yes' if part.get('matches_cpu_backend') else 'NO'} |")
+    device = json.loads(next(folder.glob("exact_*.json")).read_text())["device"]["name"]
+    return [f"## {folder.name} ({device}: the exact kernels' variants, one machine)", "",
+            "`kernels_cpu.py`'s exact workload (35,000 rows × 413,982 queries; 20,000 of them linear "
+            "thresholds, counted by the tiled or the warp-per-query kernel):", "",
+            "| variant | segment rows | ms (copies included) | counting (ms) | thresholds' kernel (ms) | "
+            "histogram kernel (ms) | × 2-core CPU | × CPU, counting only | counts equal the CPU backend's |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
+
+
 def round_section(folder: Path) -> list[str]:
+    if next(folder.glob("exact_*.json"), None) is not None:
+        return variants_section(folder)
     after_path = next(p for p in sorted(folder.glob("gpu_*.json")))
     after = json.loads(after_path.read_text())
     before_path = folder / f"before_{after_path.name}"

@@ -191,17 +191,19 @@ def test_marginal_groups_take_the_histogram_kernel_and_agree_with_the_tiled_one(
     np.testing.assert_array_equal(counts / N_ROWS, reference.answers_exact(codes, numerics, queries))
 
 
-@pytest.mark.parametrize(("segment_rows", "threads"), [(5, 64), (64, 4)])
-def test_the_warp_per_query_kernel_counts_as_the_tiled_one(problem, monkeypatch, segment_rows, threads):
-    """cuda_config.EXACT_WARP_PER_QUERY: the queries that are not whole marginals counted by
-    one warp per query (lanes over rows, several row segments, held and walked queries; two
-    warps per block, the second idle in a block's last round, or one) give the reference's
-    counts, over chunks, with the marginal groups beside them or alone."""
+@pytest.mark.parametrize(("warp", "segment_rows", "threads"), [(1, 5, 64), (1, 64, 4), (0, 5, 4)],
+                         ids=["warp-2-per-block", "warp-1-per-block", "tiled"])
+def test_both_threshold_kernels_count_as_the_reference(problem, monkeypatch, warp, segment_rows, threads):
+    """cuda_config.EXACT_WARP_PER_QUERY picks how the queries that are not whole marginals are
+    counted: one warp per query (the default: lanes over rows, several row segments, held and
+    walked queries; two warps per block, the second idle in a block's last round, or one) or
+    one thread per query over shared-memory tiles. Both give the reference's counts, over
+    chunks, with the marginal groups beside them or alone."""
     from polars_rap.kernels import cuda_exact
 
     rng, queries = problem
     codes, numerics = real_data(rng)
-    monkeypatch.setattr(cuda_config, "EXACT_WARP_PER_QUERY", 1)
+    monkeypatch.setattr(cuda_config, "EXACT_WARP_PER_QUERY", warp)
     monkeypatch.setattr(cuda_config, "EXACT_WARP_SEGMENT_ROWS", segment_rows)
     monkeypatch.setattr(cuda_config, "THREADS_PER_BLOCK", threads)
     expected = reference.answers_exact(codes, numerics, queries)
