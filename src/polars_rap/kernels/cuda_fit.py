@@ -20,20 +20,22 @@ from polars_rap.errors import ParameterError
 from polars_rap.kernels import cuda_config
 from polars_rap.kernels._checks import check_queries, check_targets, check_weights
 from polars_rap.kernels.cuda import (
+    _blocks,
+    _DeviceQueries,
+    _encode_sigma,
+    _RelaxedWorkspace,
+    _threads_per_block,
+    _upload,
+)
+from polars_rap.kernels.cuda_device import (
     _N_STATE,
     _SINCE_BEST,
     _STAGE_BEST,
     _STAGE_STEPS,
     _STEP,
     _STOPPED,
-    _blocks,
-    _DeviceQueries,
-    _encode_sigma,
-    _RelaxedWorkspace,
     _softmax_kernel,
     _stage_control_kernel,
-    _threads_per_block,
-    _upload,
 )
 from polars_rap.queries import QuerySet
 
