@@ -1,6 +1,6 @@
 """Exact answers on the GPU: hard-threshold counts of real rows (CUDA; design.md §6).
 
-Two kernels, as the CPU backend splits the work (``cpu_exact``):
+Two passes, as the CPU backend splits the work (``cpu_exact``):
 
 - *marginal groups* (every cell of some columns in row-major order, sharing the halfspaces of
   the first cell; ``cpu_halfspaces._plan`` checks the structure) are counted in one histogram
@@ -9,19 +9,22 @@ Two kernels, as the CPU backend splits the work (``cpu_exact``):
   to a shared-memory histogram (``int32[EXACT_HISTOGRAM_CELLS]``; larger groups add to the
   global counts directly); the block then adds its non-zero cells to the global ``int64``
   counts. Work per row is one cell index per *group*, not one test per cell.
-- every other query takes the tiled kernel: a block stages a tile of real rows (codes and
+- every other query (the linear thresholds) takes, by default (``EXACT_WARP_PER_QUERY``), the
+  warp kernel: one warp per query, its lanes over the rows of a segment, one atomic add per
+  query and segment; or the tiled kernel: a block stages a tile of real rows (codes and
   numerics) in shared memory; each thread owns one query and keeps one bit per tile row in a
-  64-bit mask, clearing bits factor by factor, then adds the mask's popcount to a register.
-  One atomic add per query and block at the end. A small query (at most 4 categorical
-  factors and one halfspace of at most 8 terms) is read once into the thread's registers
-  rather than from the CSR arrays for every row.
+  64-bit mask, clearing bits factor by factor, then adds the mask's popcount to a register,
+  one atomic add per query and block at the end. Either reads a small query (at most 4
+  categorical factors and one halfspace of at most 8 terms) once into local arrays rather
+  than from the CSR arrays for every row.
 
 The n x m indicator matrix never exists; rows reach the device in chunks of
 ``EXACT_CHUNK_ROWS``, are transposed there (``[column, row]``: the threads of a warp read
 consecutive rows of one column) and counts add up on the device, in a buffer the plan keeps
-with a pinned host copy, so repeated counts of one workload allocate nothing. Halfspace dot products are float64, term by term
-from 0.0 in the stored order, with multiplies never fused into an FMA (``_gpu_mul_rn``), so
-counts equal the reference's exactly. Integer atomics make the counts exact in any order.
+with a pinned host copy, so repeated counts of one workload allocate nothing. Halfspace dot
+products are float64, term by term from 0.0 in the stored order, with multiplies never fused
+into an FMA (``_gpu_mul_rn``), so counts equal the reference's exactly. Integer atomics make
+the counts exact in any order.
 """
 
 from __future__ import annotations
@@ -75,6 +78,37 @@ def _gpu_tile_count(tile, n_tile_rows, width, n_columns, q, cat_offsets, cat_coo
 #: the CSR arrays for every row.
 _HELD_FACTORS = 4
 _HELD_TERMS = 8
+
+
+@cuda.jit(device=True)
+def _gpu_hold_query(q, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets,
+                    theta_offsets, theta_index, theta_weight, tau, columns, codes, index, weight):
+    """Read query ``q`` into local arrays when it is small (at most ``_HELD_FACTORS``
+    categorical factors and at most one halfspace of at most ``_HELD_TERMS`` terms): the
+    factors' ``columns`` and ``codes`` (float64), the halfspace's ``index`` and ``weight``.
+    Returns ``(held, n_cat, n_terms, threshold)``, ``n_terms`` -1 without a halfspace."""
+    c0 = cat_offsets[q]
+    n_cat = cat_offsets[q + 1] - c0
+    h0 = halfspace_offsets[q]
+    n_halfspaces = halfspace_offsets[q + 1] - h0
+    n_terms = -1
+    threshold = 0.0
+    if n_halfspaces == 1:
+        n_terms = theta_offsets[h0 + 1] - theta_offsets[h0]
+        threshold = numba.float64(tau[h0])
+    held = n_cat <= _HELD_FACTORS and n_halfspaces <= 1 and n_terms <= _HELD_TERMS
+    if held:
+        for k in range(_HELD_FACTORS):
+            if k < n_cat:
+                coord = cat_coords[c0 + k]
+                columns[k] = coord_column[coord]
+                codes[k] = coord_code[coord]
+        for k in range(_HELD_TERMS):
+            if k < n_terms:
+                t = theta_offsets[h0] + k
+                index[k] = theta_index[t]
+                weight[k] = numba.float64(theta_weight[t])
+    return held, n_cat, n_terms, threshold
 
 
 @cuda.jit(device=True)
@@ -134,27 +168,9 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
         codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.float64)
         index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
         weight = cuda.local.array(_HELD_TERMS, dtype=numba.float64)
-        c0 = cat_offsets[q]
-        n_cat = cat_offsets[q + 1] - c0
-        h0 = halfspace_offsets[q]
-        n_halfspaces = halfspace_offsets[q + 1] - h0
-        n_terms = -1
-        threshold = 0.0
-        if n_halfspaces == 1:
-            n_terms = theta_offsets[h0 + 1] - theta_offsets[h0]
-            threshold = numba.float64(tau[h0])
-        held = n_cat <= _HELD_FACTORS and n_halfspaces <= 1 and n_terms <= _HELD_TERMS
-        if held:
-            for k in range(_HELD_FACTORS):
-                if k < n_cat:
-                    coord = cat_coords[c0 + k]
-                    columns[k] = coord_column[coord]
-                    codes_held[k] = coord_code[coord]
-            for k in range(_HELD_TERMS):
-                if k < n_terms:
-                    t = theta_offsets[h0] + k
-                    index[k] = theta_index[t]
-                    weight[k] = numba.float64(theta_weight[t])
+        held, n_cat, n_terms, threshold = _gpu_hold_query(
+            q, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets, theta_offsets,
+            theta_index, theta_weight, tau, columns, codes_held, index, weight)
         for row_tile in range(cuda.blockIdx.y, n_row_tiles, cuda.gridDim.y):
             r0 = row_tile * rows_per_tile
             n_tile_rows = rows_per_tile if r0 + rows_per_tile <= n_rows else n_rows - r0
@@ -203,7 +219,7 @@ def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, cat_of
     r_lo = cuda.blockIdx.y * segment_rows
     r_hi = r_lo + segment_rows if r_lo + segment_rows <= n_rows else n_rows
     columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
-    codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
+    codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.float64)
     index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
     weight = cuda.local.array(_HELD_TERMS, dtype=numba.float64)
     # every thread of the block turns the same number of times (the block barriers below)
@@ -212,26 +228,11 @@ def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, cat_of
         active = a < n_listed
         q = query_list[a] if active else query_list[first]
         c0 = cat_offsets[q]
-        n_cat = cat_offsets[q + 1] - c0
         h0 = halfspace_offsets[q]
+        held, n_cat, n_terms, threshold = _gpu_hold_query(
+            q, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets, theta_offsets,
+            theta_index, theta_weight, tau, columns, codes_held, index, weight)
         n_halfspaces = halfspace_offsets[q + 1] - h0
-        n_terms = -1
-        threshold = 0.0
-        if n_halfspaces == 1:
-            n_terms = theta_offsets[h0 + 1] - theta_offsets[h0]
-            threshold = numba.float64(tau[h0])
-        held = n_cat <= _HELD_FACTORS and n_halfspaces <= 1 and n_terms <= _HELD_TERMS
-        if held:
-            for k in range(_HELD_FACTORS):
-                if k < n_cat:
-                    coord = cat_coords[c0 + k]
-                    columns[k] = coord_column[coord]
-                    codes_held[k] = coord_code[coord]
-            for k in range(_HELD_TERMS):
-                if k < n_terms:
-                    t = theta_offsets[h0] + k
-                    index[k] = theta_index[t]
-                    weight[k] = numba.float64(theta_weight[t])
         count = numba.int32(0)
         for r in range(r_lo + lane, r_hi if active else r_lo, 32):
             ok = True
