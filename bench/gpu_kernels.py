@@ -216,8 +216,9 @@ def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> 
 def _time_exact_parts(queries: QuerySet, codes, numerics, device_queries, plan, sizes: dict) -> dict:
     """CUDA-event seconds of each part of one exact count of one chunk (``parts["rows"]``
     rows): the rows' upload and transposition, the counting on the device (counts zeroed, the
-    histogram kernel, the tiled kernel; each kernel also alone), and the counts' copy back to
-    the pinned host buffer."""
+    marginal groups' histogram kernel, the other queries' kernel, warp-per-query or tiled as
+    ``cuda_config`` says, each kernel also alone; records before 2026-11-27's third GPU call
+    name the latter ``tiled_kernel``), and the counts' copy back to the pinned host buffer."""
     repeats = sizes["repeats"]
     shape = (codes.shape[0], codes.shape[1], numerics.shape[1])
     counts, host_counts = plan.counts()
@@ -246,7 +247,7 @@ def _time_exact_parts(queries: QuerySet, codes, numerics, device_queries, plan, 
         "count_on_device": time_events(count, 2, repeats),
         "zero_counts": time_events(zero, 1, min(repeats, 10)),
         "histogram_kernel": time_events(lambda: only(True), 1, repeats),
-        "tiled_kernel": time_events(lambda: only(False), 1, repeats),
+        "threshold_kernel": time_events(lambda: only(False), 1, repeats),
         "counts_to_pinned_host": time_events(lambda: counts.copy_to_host(host_counts), 1,
                                              min(repeats, 10)),
     }

@@ -76,7 +76,8 @@ def variants_section(folder: Path) -> list[str]:
         segment = config.get("EXACT_WARP_SEGMENT_ROWS", "—") if config.get("EXACT_WARP_PER_QUERY") else "—"
         lines.append(f"| {path.stem.removeprefix('exact_')} | {segment} | "
                      f"{_ms(part['answers_exact'])} | {_ms(parts.get('count_on_device'))} | "
-                     f"{_ms(parts.get('tiled_kernel'))} | {_ms(parts.get('histogram_kernel'))} | "
+                     f"{_ms(parts.get('threshold_kernel', parts.get('tiled_kernel')))} | "
+                     f"{_ms(parts.get('histogram_kernel'))} | "
                      f"{part['speedup_over_cpu_2core']:.1f} | "
                      f"{part['counting_only']['evaluations_per_s'] / part['cpu_2core_evaluations_per_s']:.1f} | "
                      f"{'yes' if part.get('matches_cpu_backend') else 'NO'} |")

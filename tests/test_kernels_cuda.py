@@ -67,8 +67,9 @@ def _halfspace(rng, width):
 
 def tiny_queries(rng) -> QuerySet:
     """Every query shape the kernels meet: categorical marginals of one to three columns (one
-    over the one-category column), a mixed marginal sharing a prefix threshold, linear thresholds, a pure-halfspace
-    query with two halfspaces, a repeated coordinate (x_c^2), and the empty product."""
+    over the one-category column), a mixed marginal sharing a prefix threshold, linear
+    thresholds, a pure-halfspace query with two halfspaces, a repeated coordinate (x_c^2), and
+    the empty product."""
     starts = np.cumsum(COLUMN_SIZES) - COLUMN_SIZES
     label = len(COLUMN_SIZES) - 1
     queries, group_sizes, group_columns, classes = [], [], [], []
