@@ -375,7 +375,7 @@ STEPS["tree_share_25"] = [
      {"strategy": {"name": "planned", "histogram_share": 0.25, "histogram_from": "LT"}},
      "the largest share the thresholds alone can pay (they keep a sixth of their own): tree_share's 10% -> 20% "
      "doubled the MM gain; CA's MM is 0.55x the best peer's at eps = 0.25 and its KS 0.53x AIM's, where #20 asks "
-     "for half, and LT has room there (0.73x AIM's)"),
+     "for half, and LT has room there (0.77x AIM's)"),
 ]
 STEPS["base_share"] = [
     ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): every "
