@@ -202,12 +202,11 @@ def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> 
     result["host_to_device_copy"] = time_events(transfers_only, 1, min(sizes["repeats"], 5))
     kernel_seconds = timing["median_s"] - result["host_to_device_copy"]["median_s"]
     result["kernel_only_estimate"] = rates(n_rows * m, kernel_seconds, flops, info["fp32_peak_flops"])
-    if hasattr(cuda_exact, "count_chunk"):  # the parts of one chunk (all rows, if they fit)
-        chunk = min(n_rows, int(cuda_config.EXACT_CHUNK_ROWS))
-        result["parts"] = _time_exact_parts(queries, codes[:chunk], numerics[:chunk],
-                                            device_queries, plan, sizes)
-        counting = result["parts"]["count_on_device"]["median_s"]
-        result["counting_only"] = rates(chunk * m, counting, flops, info["fp32_peak_flops"])
+    chunk = min(n_rows, int(cuda_config.EXACT_CHUNK_ROWS))  # the parts of one chunk
+    result["parts"] = _time_exact_parts(queries, codes[:chunk], numerics[:chunk], device_queries,
+                                        plan, sizes)
+    counting = result["parts"]["count_on_device"]["median_s"]
+    result["counting_only"] = rates(chunk * m, counting, flops, info["fp32_peak_flops"])
     print(f"    {timing['median_s'] * 1e3:.2f} ms  {(timing['evaluations_per_s'] or 0):.3e} eval/s "
           f"({plan.n_groups} groups by histogram, {plan.n_listed} queries tiled)", flush=True)
     return result
@@ -223,11 +222,9 @@ def _time_exact_parts(queries: QuerySet, codes, numerics, device_queries, plan, 
     shape = (codes.shape[0], codes.shape[1], numerics.shape[1])
     counts, host_counts = plan.counts()
     codes_t, numerics_t = cuda_exact.upload_transposed(codes, numerics)
-    threads = int(cuda_config.THREADS_PER_BLOCK)
-    zero_grid = max(1, min(cuda_config.MAX_BLOCKS, -(-counts.shape[0] // threads)))
 
     def zero():
-        cuda_exact._zero_kernel[zero_grid, threads](counts)
+        cuda_exact.zero_counts(counts)
 
     def count():
         zero()

@@ -358,6 +358,12 @@ def _zero_kernel(counts):
         counts[q] = 0
 
 
+def zero_counts(counts) -> None:
+    """Launch the kernel that sets a device count buffer to 0."""
+    threads = _threads_per_block()
+    _zero_kernel[_blocks(counts.shape[0], threads, cuda_config.MAX_BLOCKS), threads](counts)
+
+
 class ExactPlan:
     """A workload's split for exact counting, on the device: marginal ``groups`` (histogram
     kernel) and the remaining ``queries`` (tiled kernel), int64 each, plus the group arrays.
@@ -451,10 +457,9 @@ def exact_counts(codes: np.ndarray, numerics: np.ndarray, device_queries, plan: 
 
     ``device_queries``: the workload's CSR arrays on the device (``cuda._DeviceQueries``).
     """
-    threads = _threads_per_block()
     n_rows = codes.shape[0]
     counts, host_counts = plan.counts()
-    _zero_kernel[_blocks(counts.shape[0], threads, cuda_config.MAX_BLOCKS), threads](counts)
+    zero_counts(counts)
     chunk_rows = max(1, int(cuda_config.EXACT_CHUNK_ROWS))
     for start in range(0, n_rows, chunk_rows):
         stop = min(n_rows, start + chunk_rows)
