@@ -1,7 +1,7 @@
 """Who pays for the numeric histograms, as Adult's macro F1 at ε = 1 sees it (issue #20; a probe).
 
 The 20% out of the thresholds' share (the default since 2026-11-27) cost Adult 0.008 of macro F1
-at ε = 1 over 6 seeds (``tree_share_pairs.md``). This probe runs two other payers at Adult,
+at ε = 1 over 6 seeds (``tree_share_pairs.md``, ``bench.seed_pairs``). This probe runs two other payers at Adult,
 ε = 1, seeds 3-5 (one dataset, one ε: a direction for the next ablation, not a decision)::
 
     python -m bench.run --suite headline --mechanisms rap++ --datasets adult --epsilons 1 \\

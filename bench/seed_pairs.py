@@ -1,0 +1,135 @@
+"""Per-seed pairs of the default and one ablation step over six seeds (issue #20).
+
+    python -m bench.seed_pairs tree_share        # writes bench/results/tree_share_pairs.md
+    python -m bench.seed_pairs base_from_cm_20   # writes bench/results/base_from_cm_20_pairs.md
+
+Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed spread
+(``plan_noise_trace.md``), so a candidate default runs at three more seeds beside the default
+of its day, and each seed's two runs are compared: every ratio is the step's metric over the
+default's for the same dataset, ε and seed; ``dF1`` the difference in macro F1. A
+:class:`Comparison` says where each side's rows come from; the means over seeds are what
+``ablation_findings.FINDINGS`` quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from bench.run import RESULTS, read_results, table_markdown
+
+METRICS = {"CM_mean_error": "CM_ratio", "MM_mean_error": "MM_ratio", "LT_mean_error": "LT_ratio",
+           "numeric_ks_mean": "KS_ratio"}
+KEY = ["dataset", "epsilon", "seed"]
+
+
+def _strategy(parameters: str) -> dict:
+    return (json.loads(parameters).get("synthesize") or {}).get("strategy") or {}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Rows of one side from one results CSV: ``rap++`` rows whose strategy keywords pass ``keep``."""
+
+    csv: str
+    keep: Callable[[dict], bool]
+
+    def rows(self) -> pl.DataFrame:
+        rows = read_results(RESULTS / self.csv).filter((pl.col("status") == "ok") & (pl.col("mechanism") == "rap++"))
+        kept = rows["parameters"].map_elements(lambda p: self.keep(_strategy(p)), return_dtype=pl.Boolean)
+        return rows.filter(kept)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A step against the default: pairs of (step, default) sources, each pair run in one
+    environment (the same code and day), the step's rows joined to the default's by key."""
+
+    title: str
+    why: str
+    pairs: tuple[tuple[Source, Source], ...]
+    out: str
+
+    def frame(self) -> pl.DataFrame:
+        """One row per dataset × ε × seed: the step's ratios to the default and dF1."""
+        parts = [step.rows().join(default.rows(), on=KEY, suffix="_default") for step, default in self.pairs]
+        both = pl.concat(parts, how="vertical_relaxed")
+        return (both.select(*KEY, *((pl.col(m) / pl.col(f"{m}_default")).round(3).alias(name)
+                                    for m, name in METRICS.items()),
+                            (pl.col("macro_f1") - pl.col("macro_f1_default")).round(4).alias("dF1"))
+                .sort(KEY))
+
+
+def _histogram_share(share: float | None) -> Callable[[dict], bool]:
+    return lambda strategy: strategy.get("histogram_share") == share
+
+
+def _base_from_cm(strategy: dict) -> bool:
+    return strategy.get("base_share") == 0.2 and strategy.get("base_from") == "CM"
+
+
+def _default(strategy: dict) -> bool:
+    return not strategy
+
+
+COMPARISONS = {
+    "tree_share": Comparison(
+        title="The 20% step against the default, seed by seed",
+        why="tree_share's 20% step (numeric histograms on trees, 20% of the loop out of the thresholds' share) "
+            "against the default of its day (5% of every class's budget). Seeds 0-2: "
+            "``ablation_tree_share.csv`` (the 20% step) beside the default rows of that day "
+            "(``rerun_rap_2026-11-25.csv``); seeds 3-5: ``ablation_tree_share_seeds.csv`` (both steps).",
+        pairs=((Source("ablation_tree_share.csv", _histogram_share(0.2)), Source("rerun_rap_2026-11-25.csv", _default)),
+               (Source("ablation_tree_share_seeds.csv", _histogram_share(0.2)),
+                Source("ablation_tree_share_seeds.csv", _histogram_share(None)))),
+        out="tree_share_pairs.md"),
+    "base_from_cm_20": Comparison(
+        title="Base marginals at 20%, paid by the categorical share, against the default, seed by seed",
+        why="base_from_cm_20's step (``base_share=0.2, base_from='CM'``) against the default of 2026-11-27 "
+            "(the base marginals 10%, every class paying). Seeds 0-2 (epsilon 0.25, 1 and 5): "
+            "``ablation_base_from_cm_20.csv`` beside the headline suite's rap++ rows (``headline.csv``, rerun "
+            "2026-11-27 with the same code); seeds 3-5 (epsilon 0.25 and 1): the same CSV beside the default "
+            "rerun at those seeds (``rerun_rap_2026-11-27_seeds345.csv``).",
+        pairs=((Source("ablation_base_from_cm_20.csv", _base_from_cm), Source("headline.csv", _default)),
+               (Source("ablation_base_from_cm_20.csv", _base_from_cm),
+                Source("rerun_rap_2026-11-27_seeds345.csv", _default))),
+        out="base_from_cm_20_pairs.md"),
+}
+
+
+def means(frame: pl.DataFrame) -> pl.DataFrame:
+    """Mean per-seed ratios per dataset × ε, with how many seeds lowered MM and F1."""
+    return (frame.group_by("dataset", "epsilon")
+            .agg(*(pl.col(c).mean().round(3) for c in METRICS.values()), pl.col("dF1").mean().round(4),
+                 (pl.col("CM_ratio") < 1).sum().alias("CM_lower"), (pl.col("MM_ratio") < 1).sum().alias("MM_lower"),
+                 (pl.col("dF1") < 0).sum().alias("F1_lower"), pl.len().alias("seeds"))
+            .sort("dataset", "epsilon"))
+
+
+def write(name: str) -> str:
+    comparison = COMPARISONS[name]
+    frame = comparison.frame()
+    if frame.is_empty():
+        msg = f"{name}: no seed has both runs yet"
+        raise SystemExit(msg)
+    path = RESULTS / comparison.out
+    path.write_text(f"# {comparison.title} (bench/seed_pairs.py {name})\n\n{comparison.why} Every ratio is the step's "
+                    "metric over the default's for the same dataset, epsilon and seed; ``dF1`` the difference in "
+                    "macro F1; ``*_lower`` count the seeds where the step's figure is lower.\n\n## Means over seeds\n\n"
+                    + table_markdown(means(frame)) + "\n\n## Per seed\n\n" + table_markdown(frame) + "\n")
+    return str(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", choices=sorted(COMPARISONS))
+    print(f"table -> {write(parser.parse_args(argv).name)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
