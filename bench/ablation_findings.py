@@ -321,6 +321,17 @@ FINDINGS["base_from_cm_20"] = [
     "at eps = 0.25: that target would be met) and +4.5/-1.6% on Adult. Counted in targets: +2 (Adult 0.25 CM, CA "
     "0.25 KS), -1 (Adult 1 CM, by 0.02%), CA's F1 at eps = 1 still short (0.7686 vs 0.7731). Next: seeds 3-5 "
     "(paired, as tree_share_seeds did) and eps = 5 before making it the default.",
+    "Seeds 3-5 and eps = 5 (base_from_cm_20_pairs.md: each seed's run beside the default's of the same day; the "
+    "default rerun at seeds 3-5 is rerun_rap_2026-11-27_seeds345.csv, and this table's default rows join it): "
+    "dropped. Over 6 seeds the first three's CM gains shrink to noise: mean per-seed ratios CM 1.006/0.970 on CA "
+    "(eps 0.25/1) and 0.978/1.025 on Adult (Adult at 0.25: 1.004x AIM's where the 6-seed default is 1.028x, "
+    "neither meets); MM 1.093/0.941 and 1.029/0.976 (CA's eps-0.25 MM, the one MM cell short of half the best "
+    "peer's, moves away: 0.55x -> about 0.60x); LT 1.023/0.989 and 1.020/0.979. F1 is the one consistent gain, "
+    "+0.004/+0.002 (CA) and +0.006/+0.003 (Adult), higher in 17 of 24 runs, but CA's at eps = 1 (6-seed 0.7704) "
+    "stays short of AIM's 0.7731. At eps = 5, where every CM table is measured outright, the categorical share's "
+    "loss costs CM on every seed: 1.067 (CA) and 1.071 (Adult), for MM 0.93/1.00, LT 0.95/0.97, F1 -0.002/+0.002. "
+    "No target changes hands; the default stays. The base marginals raise F1 when the categorical share pays "
+    "for them: a payer that leaves CM alone at eps = 5 (e.g. only while CM is annealed) is the lead.",
 ]
 FINDINGS["histogram_nodes"] = [
     "Why: a histogram's K prefixes are K weightings of the same noisy tree nodes, so a diagonal loss weighing each "
@@ -417,8 +428,10 @@ FINDINGS["histograms_now"] = [
     "5%. At eps 5: MM -44/-61%, KS -64/-87%, LT -8/+3.5%, CM +1.9/+2.2% (CA, Adult; every seed), F1 -0.004 on CA (every seed) and +0.000 on Adult. The default since this ablation (rerun of 2026-11-24e): a column's heaps and the rows pinned at a bound are measured at 5% of the budget, and what it takes from CM is within its seed noise.",
 ]
 SECONDS_NOTES: dict[str, str] = {
-    "base_from_cm_20": "Seconds are not comparable: the runs shared the 2 cores with a clean-clone CI run for "
-                       "their first 35 minutes (CA's runs took 280-330 s); the accuracy figures are deterministic.",
+    "base_from_cm_20": "Seconds are not comparable: seeds 0-2 at eps 0.25 and 1 shared the 2 cores with a "
+                       "clean-clone CI run for their first 35 minutes (CA's runs took 280-330 s); seeds 3-5 and "
+                       "eps = 5 ran alone (CA 110-147 s, Adult 49-71 s), the default's seeds 3-5 beside unit "
+                       "tests for about 15 minutes. The accuracy figures are deterministic.",
     "base_share": "Seconds compare roughly: a CUDA-simulator check shared the 2 cores for about two minutes of "
                   "CA's runs; the accuracy figures are deterministic.",
     "tree_share_25": "Seconds compare roughly: the runs shared the 2 cores with CUDA-simulator tests and a "

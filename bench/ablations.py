@@ -41,6 +41,8 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run tree_share_25 --epsilons 0.25 1  # 25% of the loop to the histograms (#20)
     python -m bench.ablations --run base_share --epsilons 0.25 1     # the base marginals' budget doubled (#20)
     python -m bench.ablations --run base_from_cm_20 --epsilons 0.25 1  # ... paid by the categorical share (#20)
+    python -m bench.ablations --run base_from_cm_20 --epsilons 0.25 1 --seeds 3 4 5  # paired: bench.seed_pairs
+    python -m bench.ablations --run base_from_cm_20 --epsilons 5
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -427,6 +429,11 @@ changes from its ablation's default, so two ablations share a step's rows only w
 that default (:func:`same_default`)."""
 
 
+MORE_DEFAULT_ROWS = {"base_from_cm_20": (RESULTS / "rerun_rap_2026-11-27_seeds345.csv",)}
+"""Rows of an ablation's default at more seeds than its default rows hold (the default rerun at
+seeds 3-5 beside a candidate's, for :mod:`bench.seed_pairs`), joined to them in its table."""
+
+
 def same_default(name: str, other: str) -> bool:
     """Whether ablations ``name`` and ``other`` ran their steps on the same default (the same
     :data:`DEFAULT_ROWS` entry, or both on the headline's current rows)."""
@@ -516,6 +523,9 @@ def table(name: str) -> pl.DataFrame:
     default = [label for label, step, _ in STEPS[name] if not step and name not in RERUN_DEFAULT]
     default_rows = headline if name not in DEFAULT_ROWS else read_results(DEFAULT_ROWS[name]).filter(
         pl.col("status") == "ok").join(points, on=["dataset", "epsilon", "seed"])
+    more = [read_results(path).filter(pl.col("status") == "ok").join(points, on=["dataset", "epsilon", "seed"])
+            for path in MORE_DEFAULT_ROWS.get(name, ())]
+    default_rows = pl.concat([default_rows, *more], how="vertical_relaxed")
     planned = (default_rows.filter(pl.col("mechanism") == "rap++")
                .with_columns(pl.lit(default[0] if default else None, dtype=pl.String).alias("step"))
                .filter(pl.col("step").is_not_null()))

@@ -8,7 +8,10 @@ Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed
 of its day, and each seed's two runs are compared: every ratio is the step's metric over the
 default's for the same dataset, ε and seed; ``dF1`` the difference in macro F1. A
 :class:`Comparison` says where each side's rows come from; the means over seeds are what
-``ablation_findings.FINDINGS`` quotes.
+``ablation_findings.FINDINGS`` quotes. The default's rows at seeds 3-5 of 2026-11-27::
+
+    python -m bench.run --suite headline --mechanisms rap++ --datasets acs-income-CA adult \
+        --epsilons 0.25 1 --seeds 3 4 5 --out bench/results/rerun_rap_2026-11-27_seeds345.csv
 """
 
 from __future__ import annotations
