@@ -20,6 +20,7 @@ import argparse
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -41,8 +42,8 @@ class Source:
     csv: str
     keep: Callable[[dict], bool]
 
-    def rows(self) -> pl.DataFrame:
-        rows = read_results(RESULTS / self.csv).filter((pl.col("status") == "ok") & (pl.col("mechanism") == "rap++"))
+    def rows(self, directory: Path = RESULTS) -> pl.DataFrame:
+        rows = read_results(directory / self.csv).filter((pl.col("status") == "ok") & (pl.col("mechanism") == "rap++"))
         kept = rows["parameters"].map_elements(lambda p: self.keep(_strategy(p)), return_dtype=pl.Boolean)
         return rows.filter(kept)
 
@@ -57,9 +58,11 @@ class Comparison:
     pairs: tuple[tuple[Source, Source], ...]
     out: str
 
-    def frame(self) -> pl.DataFrame:
-        """One row per dataset × ε × seed: the step's ratios to the default and dF1."""
-        parts = [step.rows().join(default.rows(), on=KEY, suffix="_default") for step, default in self.pairs]
+    def frame(self, directory: Path = RESULTS) -> pl.DataFrame:
+        """One row per dataset × ε × seed (the points both sides of a pair hold): the step's
+        ratios to the default and dF1, the CSVs read from ``directory``."""
+        parts = [step.rows(directory).join(default.rows(directory), on=KEY, suffix="_default")
+                 for step, default in self.pairs]
         both = pl.concat(parts, how="vertical_relaxed")
         return (both.select(*KEY, *((pl.col(m) / pl.col(f"{m}_default")).round(3).alias(name)
                                     for m, name in METRICS.items()),
