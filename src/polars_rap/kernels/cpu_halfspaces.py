@@ -27,6 +27,9 @@ _REDUCTION_FASTMATH = {"reassoc"}
 _CHUNKS_PER_THREAD = 8
 #: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).
 _EXACT_NULLS = EXACT_NULLABLE_PER_HALFSPACE
+#: Null patterns of one halfspace at most: ``patterns`` scratch holds each one's s in rows
+#: ``0 .. _PATTERNS`` and its probability in rows ``_PATTERNS .. 2 * _PATTERNS``.
+_PATTERNS = 1 << EXACT_NULLABLE_PER_HALFSPACE
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -184,59 +187,74 @@ def _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, left_ou
 
 
 @njit(cache=True)
-def _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
-                     tau, h, sigma, r0, nb, dot, value, slope):
-    """value[:nb] = relaxed factor of halfspace h on rows r0 .. r0 + nb. Without nullable
-    columns: s(sigma (tau - theta . x)), with its slope in slope[:nb]. With them: the sum over
-    null patterns of their probability times the pattern's s; slope[:nb] is scratch then (the
-    gradient recomputes the patterns: ``_null_halfspace_grad``). Returns the null count."""
-    n_null = _null_count(null_coord, theta_offsets, theta_index, h)
+def _null_patterns(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, tau, h,
+                   sigma, r0, nb, dot, patterns):
+    """For each null pattern ``m`` of halfspace h over nullable columns (a bit mask over its
+    first ``_EXACT_NULLS`` nullable entries) on rows r0 .. r0 + nb: ``patterns[m]`` = its s
+    (the indicator at ``sigma == inf``) and ``patterns[_PATTERNS + m]`` its probability.
+    Returns the number of patterns."""
+    n_patterns = 1 << min(_null_count(null_coord, theta_offsets, theta_index, h), _EXACT_NULLS)
     threshold = np.float64(tau[h])
-    if n_null == 0:
-        _halfspace_dot(XT, numeric_offset, theta_offsets, theta_index, theta_weight, h, r0, nb, dot)
-        _halfspace_factor(dot, threshold, sigma, nb, value, slope)
-        return 0
     hard = np.isinf(sigma)
-    for i in range(nb):
-        value[i] = 0.0
-    for mask in range(1 << min(n_null, _EXACT_NULLS)):
+    for mask in range(n_patterns):
         _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
                      mask, r0, nb, dot)
-        _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb, slope)
+        _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb,
+                        patterns[_PATTERNS + mask])
+        s_values = patterns[mask]
         for i in range(nb):
             if hard:
-                s = 1.0 if threshold - dot[i] >= 0.0 else 0.0
+                s_values[i] = 1.0 if threshold - dot[i] >= 0.0 else 0.0
             else:
-                s = _sigmoid(sigma * (threshold - dot[i]))
-            value[i] += slope[i] * s
+                s_values[i] = _sigmoid(sigma * (threshold - dot[i]))
+    return n_patterns
+
+
+@njit(cache=True)
+def _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
+                     tau, h, sigma, r0, nb, dot, value, slope, patterns):
+    """value[:nb] = relaxed factor of halfspace h on rows r0 .. r0 + nb. Without nullable
+    columns: s(sigma (tau - theta . x)), with its slope in slope[:nb]. With them: the sum over
+    null patterns of their probability times the pattern's s, each pattern's s and
+    probability left in ``patterns`` (float64[2 * _PATTERNS, >= nb], :func:`_null_patterns`)
+    for the gradient (``_null_halfspace_grad``); slope[:nb] is then unused. Returns the null
+    count."""
+    n_null = _null_count(null_coord, theta_offsets, theta_index, h)
+    if n_null == 0:
+        _halfspace_dot(XT, numeric_offset, theta_offsets, theta_index, theta_weight, h, r0, nb, dot)
+        _halfspace_factor(dot, np.float64(tau[h]), sigma, nb, value, slope)
+        return 0
+    for i in range(nb):
+        value[i] = 0.0
+    for mask in range(_null_patterns(XT, numeric_offset, null_coord, theta_offsets, theta_index,
+                                     theta_weight, tau, h, sigma, r0, nb, dot, patterns)):
+        chance, s_values = patterns[_PATTERNS + mask], patterns[mask]
+        for i in range(nb):
+            value[i] += chance[i] * s_values[i]
     return n_null
 
 
 @njit(cache=True)
 def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_index,
-                         theta_weight, tau, h, sigma, coefficient, r0, nb, scratch, grad):
+                         theta_weight, tau, h, sigma, coefficient, r0, nb, patterns, scratch, grad):
     """grad[:, :nb] += coefficient * d value_h / dX for a halfspace h over nullable columns
-    (value as in ``_halfspace_value``), pattern by pattern: each pattern's probability times
-    its slope times theta for the entries it keeps, and its s times the derivative of its
+    (value as in ``_halfspace_value``, whose ``patterns`` of the same rows it reads: each null
+    pattern's s and probability), pattern by pattern: each pattern's probability times its
+    slope times theta for the entries it keeps, and its s times the derivative of its
     probability for each pattern-making null-code coordinate (also at sigma = inf, where the
     value is linear in those probabilities); an entry at its expected value ``(1 - q) x``
     gets the slope times theta times ``1 - q`` (numeric) and ``-x`` (null code), not at
-    sigma = inf. ``scratch``: float64[3, >= nb]."""
+    sigma = inf. ``scratch``: float64[2, >= nb]."""
     n_null = _null_count(null_coord, theta_offsets, theta_index, h)
     hard = np.isinf(sigma)
-    threshold = np.float64(tau[h])
-    s_values, chance, term = scratch[0], scratch[1], scratch[2]
+    derivative, term = scratch[0], scratch[1]
     for mask in range(1 << min(n_null, _EXACT_NULLS)):
-        _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
-                     mask, r0, nb, s_values)
-        _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb, chance)
+        s_values, chance = patterns[mask], patterns[_PATTERNS + mask]
         for i in range(nb):
             if hard:
-                s_values[i] = 1.0 if threshold - s_values[i] >= 0.0 else 0.0
                 term[i] = 0.0
             else:
-                s = _sigmoid(sigma * (threshold - s_values[i]))
-                s_values[i] = s
+                s = s_values[i]
                 term[i] = coefficient[i] * chance[i] * (-sigma * s * (1.0 - s))
         k = 0
         for t in range(theta_offsets[h], theta_offsets[h + 1]):
@@ -257,11 +275,11 @@ def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_in
             if coord >= 0:
                 is_null = ((mask >> k) & 1) == 1
                 _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, k, r0, nb,
-                                chance)
+                                derivative)
                 q_target = grad[coord]
                 sign = 1.0 if is_null else -1.0
                 for i in range(nb):
-                    q_target[i] += sign * coefficient[i] * s_values[i] * chance[i]
+                    q_target[i] += sign * coefficient[i] * s_values[i] * derivative[i]
                 k += 1
             if not hard and not is_null:
                 for i in range(nb):
@@ -271,8 +289,9 @@ def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_in
 @njit(cache=True)
 def _query_block(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfspace_offsets,
                  theta_offsets, theta_index, theta_weight, tau, sigma, q, r0, nb, product, dot,
-                 value, slope):
-    """product[:nb] = relaxed value of query q on rows r0 .. r0 + nb."""
+                 value, slope, patterns):
+    """product[:nb] = relaxed value of query q on rows r0 .. r0 + nb (``patterns``: scratch as
+    ``_halfspace_value``'s)."""
     for i in range(nb):
         product[i] = 1.0
     for p in range(cat_offsets[q], cat_offsets[q + 1]):
@@ -281,7 +300,7 @@ def _query_block(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfsp
             product[i] *= source[i]
     for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
         _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
-                         tau, h, sigma, r0, nb, dot, value, slope)
+                         tau, h, sigma, r0, nb, dot, value, slope, patterns)
         for i in range(nb):
             product[i] *= value[i]
 
@@ -296,15 +315,16 @@ def _scale(a, b, nb, out):
 @njit(cache=True)
 def _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                       theta_index, theta_weight, tau, sigma, q0, r0, nb, dot, values, slopes,
-                      product):
-    """Factors of the halfspaces of query q0 into values[h]/slopes[h]; their product."""
+                      patterns, product):
+    """Factors of the halfspaces of query q0 into values[h]/slopes[h] (and the null patterns
+    of a halfspace over nullable columns into patterns[h]); their product."""
     for i in range(nb):
         product[i] = 1.0
     h0 = halfspace_offsets[q0]
     for j in range(halfspace_offsets[q0 + 1] - h0):
         value = values[j]
         _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index,
-                         theta_weight, tau, h0 + j, sigma, r0, nb, dot, value, slopes[j])
+                         theta_weight, tau, h0 + j, sigma, r0, nb, dot, value, slopes[j], patterns[j])
         for i in range(nb):
             product[i] *= value[i]
 

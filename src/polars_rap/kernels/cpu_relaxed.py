@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from polars_rap.kernels.cpu_halfspaces import (
+    _PATTERNS,
     _REDUCTION_FASTMATH,
     _RELAXED_ROW_BLOCK,
     _block_starts,
@@ -52,12 +53,13 @@ def _relaxed_marginal_kernel(XT, numeric_offset, null_coord, halfspace_offsets, 
         dot = np.empty(row_block, dtype=np.float64)
         values = np.empty((max(max_halfspaces, 1), row_block), dtype=np.float64)
         slopes = np.empty_like(values)
+        patterns = np.empty((values.shape[0], 2 * _PATTERNS, row_block), dtype=np.float64)
         sig = np.float64(sigma[q0])
         for r0 in range(0, n_rows, row_block):
             nb = min(row_block, n_rows - r0)
             _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                               theta_index, theta_weight, tau, sig, q0, r0, nb, dot, values,
-                              slopes, prefix[0])
+                              slopes, patterns, prefix[0])
             for t in range(k - 1):
                 index[t] = 0
                 _scale(prefix[t], XT[block_starts[group_columns[c0 + t]], r0 : r0 + nb], nb,
@@ -100,6 +102,7 @@ def _relaxed_csr_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
         hi = (chunk + 1) * n_items // n_chunks
         sums = np.zeros(hi - lo, dtype=np.float64)
         scratch = np.empty((4, row_block), dtype=np.float64)
+        patterns = np.empty((2 * _PATTERNS, row_block), dtype=np.float64)
         for r0 in range(0, n_rows, row_block):
             nb = min(row_block, n_rows - r0)
             for a in range(lo, hi):
@@ -107,7 +110,7 @@ def _relaxed_csr_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
                 _query_block(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
                              halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
                              np.float64(sigma[q]), q, r0, nb, scratch[0], scratch[1],
-                             scratch[2], scratch[3])
+                             scratch[2], scratch[3], patterns)
                 product = scratch[0]
                 total = 0.0
                 for i in range(nb):
@@ -122,7 +125,8 @@ def _relaxed_csr_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
 def _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                          theta_index, theta_weight, tau, sig, group_offsets, group_column_offsets,
                          group_columns, column_sizes, block_starts, weights, g, r0, nb,
-                         prefix, adjoint, index, dot, values, slopes, others, null_scratch, grad):
+                         prefix, adjoint, index, dot, values, slopes, patterns, others, null_scratch,
+                         grad):
     """grad[:, :nb] += d/dX of sum_q weights[q] * value_q over the cells of group g, on rows
     r0 .. r0 + nb: reverse mode through the prefix products of the forward walk.
 
@@ -137,7 +141,7 @@ def _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets, thet
     last_size = column_sizes[group_columns[c0 + k - 1]]
     _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                       theta_index, theta_weight, tau, sig, q0, r0, nb, dot, values, slopes,
-                      prefix[0])
+                      patterns, prefix[0])
     adjoint[:k, :nb] = 0.0
     for t in range(k - 1):
         index[t] = 0
@@ -196,8 +200,8 @@ def _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets, thet
                     dot[i] *= value[i]
             if has_nulls:
                 _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_index,
-                                     theta_weight, tau, h0 + j, sig, dot, r0, nb, null_scratch,
-                                     grad)
+                                     theta_weight, tau, h0 + j, sig, dot, r0, nb, patterns[j],
+                                     null_scratch, grad)
             else:
                 _add_theta(theta_offsets, theta_index, theta_weight, numeric_offset, h0 + j,
                            dot, nb, grad)
@@ -219,7 +223,7 @@ def _add_theta(theta_offsets, theta_index, theta_weight, numeric_offset, h, coef
 @njit(cache=True)
 def _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfspace_offsets,
                     theta_offsets, theta_index, theta_weight, tau, sig, w, q, r0, nb,
-                    factors, slopes, suffix, prefix, dot, null_scratch, grad):
+                    factors, slopes, patterns, suffix, prefix, dot, null_scratch, grad):
     """grad[:, :nb] += w * d value_q / dX on rows r0 .. r0 + nb (products of the other
     factors from prefix and suffix products)."""
     n_cat = cat_offsets[q + 1] - cat_offsets[q]
@@ -232,7 +236,7 @@ def _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords, hal
             factor[i] = source[i]
     for f in range(n_cat, n_factors):
         _halfspace_value(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight,
-                         tau, h0 + f - n_cat, sig, r0, nb, dot, factors[f], slopes[f])
+                         tau, h0 + f - n_cat, sig, r0, nb, dot, factors[f], slopes[f], patterns[f])
     suffix[n_factors, :nb] = 1.0
     prefix[:nb] = w
     for f in range(n_factors - 1, -1, -1):
@@ -248,7 +252,7 @@ def _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords, hal
             for i in range(nb):
                 dot[i] = prefix[i] * after[i]
             _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_index,
-                                 theta_weight, tau, h0 + f - n_cat, sig, dot, r0, nb,
+                                 theta_weight, tau, h0 + f - n_cat, sig, dot, r0, nb, patterns[f],
                                  null_scratch, grad)
         elif not hard:
             slope = slopes[f]
@@ -279,11 +283,12 @@ def _grad_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfsp
         others = np.empty(row_block, dtype=np.float64)
         factors = np.empty((max(max_factors, max_halfspaces, 1), row_block), dtype=np.float64)
         slopes = np.empty_like(factors)
+        patterns = np.empty((factors.shape[0], 2 * _PATTERNS, row_block), dtype=np.float64)
         suffix = np.empty((factors.shape[0] + 1, row_block), dtype=np.float64)
         prefix = np.empty((max(max_group_columns, 1), row_block), dtype=np.float64)
         adjoint = np.empty_like(prefix)
         index = np.zeros(max(max_group_columns, 1), dtype=np.int64)
-        null_scratch = np.empty((3, row_block), dtype=np.float64)
+        null_scratch = np.empty((2, row_block), dtype=np.float64)
         for a in range(len(groups)):
             g = groups[a]
             group_sigma = np.float64(sigma[group_offsets[g]])
@@ -291,15 +296,15 @@ def _grad_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfsp
                                  theta_offsets, theta_index, theta_weight, tau, group_sigma,
                                  group_offsets, group_column_offsets, group_columns, column_sizes,
                                  block_starts, weights, g, r0, nb, prefix, adjoint, index, dot,
-                                 factors, slopes, others, null_scratch, grad)
+                                 factors, slopes, patterns, others, null_scratch, grad)
         for a in range(len(queries)):
             q = queries[a]
             if weights[q] == 0.0:
                 continue
             _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
                             halfspace_offsets, theta_offsets, theta_index, theta_weight, tau,
-                            np.float64(sigma[q]), weights[q], q, r0, nb, factors, slopes, suffix,
-                            others, dot, null_scratch, grad)
+                            np.float64(sigma[q]), weights[q], q, r0, nb, factors, slopes, patterns,
+                            suffix, others, dot, null_scratch, grad)
         for i in range(nb):
             for c in range(n_coords):
                 grad_out[r0 + i, c] = grad[c, i]
