@@ -133,7 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     train, _, task = prepare_dataset(args.dataset, None)
     load = os.getloadavg()[0]
     seconds, top = profile_fit(train, task, args.epsilon, args.seed)
-    call = last_projection_call(train.head(args.capture_rows), task, args.epsilon, args.seed)
+    captured = train.head(args.capture_rows)
+    call = last_projection_call(captured, task, args.epsilon, args.seed)
     parts = kernel_parts(call, args.repeats)
     X, queries = call[0], call[1]
     lines = [f"# Where a default fit's seconds go ({args.dataset}, ε = {args.epsilon}, seed {args.seed})", "",
@@ -143,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "| function | calls | own s | share of the fit | cumulative s |", "|---|---:|---:|---:|---:|"]
     lines += [f"| `{name}` | {calls:,} | {own:.1f} | {own / seconds:.0%} | {cumulative:.1f} |"
               for name, calls, own, cumulative in top]
-    lines += ["", f"## The last projection's kernels, by part ({args.capture_rows:,} training rows; relaxed rows "
+    lines += ["", f"## The last projection's kernels, by part (a fit on {captured.height:,} training rows; relaxed rows "
                   f"{X.shape[0]:,} x {X.shape[1]} coordinates, {queries.n_queries:,} queries; median of "
                   f"{args.repeats} calls)", "",
               "| part | groups or queries | answers (cells) | answers ms | gradient ms |", "|---|---:|---:|---:|---:|"]
