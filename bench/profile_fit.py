@@ -144,9 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
              "| function | calls | own s | share of the fit | cumulative s |", "|---|---:|---:|---:|---:|"]
     lines += [f"| `{name}` | {calls:,} | {own:.1f} | {own / seconds:.0%} | {cumulative:.1f} |"
               for name, calls, own, cumulative in top]
-    lines += ["", f"## The last projection's kernels, by part (a fit on {captured.height:,} training rows; relaxed rows "
-                  f"{X.shape[0]:,} x {X.shape[1]} coordinates, {queries.n_queries:,} queries; median of "
-                  f"{args.repeats} calls)", "",
+    lines += ["", f"## The last projection's kernels, by part (a fit on {captured.height:,} training rows; "
+                  f"relaxed rows {X.shape[0]:,} x {X.shape[1]} coordinates, {queries.n_queries:,} queries; "
+                  f"median of {args.repeats} calls)", "",
               "| part | groups or queries | answers (cells) | answers ms | gradient ms |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {name} | {count:,} | {cells:,} | {answers:.2f} | {gradient:.2f} |"
               for name, count, cells, answers, gradient in parts]

@@ -45,7 +45,7 @@ def test_pairs_join_each_seed_to_its_own_default_and_ratio_the_metrics(tmp_path)
         pairs=((seed_pairs.Source("step.csv", keep), seed_pairs.Source("default.csv", seed_pairs._default)),
                (seed_pairs.Source("step.csv", keep), seed_pairs.Source("later.csv", seed_pairs._default))))
     frame = comparison.frame(tmp_path)
-    assert frame.select("dataset", "epsilon", "seed").rows() == [("adult", 1.0, 0), ("adult", 1.0, 1), ("adult", 1.0, 2)]
+    assert frame.select("dataset", "epsilon", "seed").rows() == [("adult", 1.0, seed) for seed in (0, 1, 2)]
     assert frame["CM_ratio"].to_list() == [2.0, 2.0, 0.5] and frame["MM_ratio"].to_list() == [2.0, 2.0, 0.5]
     assert frame["dF1"].to_list() == pytest.approx([0.01, 0.01, -0.04])
     means = seed_pairs.means(frame)

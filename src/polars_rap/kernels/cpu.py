@@ -23,9 +23,10 @@ checks its inputs once on the host, transposes the data so that rows are the con
 A halfspace over nullable numeric columns is the expectation over their null indicators
 (``polars_rap.queries``): ``_halfspace_value`` sums the null patterns of its first
 ``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns (further ones at their expected value
-``(1 - q) x``), leaving each pattern's s and probability in a scratch the backward pass's
-``_null_halfspace_grad`` reads (derivatives with respect to the numerics and to the null-code
-probabilities) instead of evaluating the patterns again. A halfspace without nullable columns takes the plain path, unchanged.
+``(1 - q) x``), leaving each pattern's s and probability in a scratch that the backward
+pass's ``_null_halfspace_grad`` reads (derivatives with respect to the numerics and to the
+null-code probabilities) instead of evaluating the patterns again. A halfspace without
+nullable columns takes the plain path, unchanged.
 
 Halfspace dot products are accumulated in float64, term by term, without fast-math, exactly as
 in ``reference``: hard thresholds agree to the bit. Only the row sums of the relaxed answers
