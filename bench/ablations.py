@@ -43,6 +43,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run base_from_cm_20 --epsilons 0.25 1  # ... paid by the categorical share (#20)
     python -m bench.ablations --run base_from_cm_20 --epsilons 0.25 1 --seeds 3 4 5  # paired: bench.seed_pairs
     python -m bench.ablations --run base_from_cm_20 --epsilons 5
+    python -m bench.ablations --run patience_5 --epsilons 0.25 1     # shorter stages, for the time target (#20)
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -395,6 +396,15 @@ STEPS["base_from_cm_20"] = [
      "base_share's 20% step (F1 up in every cell, Adult's CM -8% at eps = 0.25, but MM and LT up to +17/+22% on "
      "CA, the numeric classes paying their part) with the categorical share alone paying, so that the numeric "
      "classes keep their budget"),
+]
+STEPS["patience_5"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): a "
+                            "temperature stage stops after 8 Adam steps without a 0.1% better loss (or 60 steps)"),
+    ("a stage stops after 5 steps without a better loss", {"projection": {"patience": 5}},
+     "#20's time target at eps = 0.25 (fit <= 1/5 of AIM's; CA 0.28x, Adult 0.35x): the gradient and answer "
+     "kernels are 85% of a fit (bench/results/profile_fit.md), so the fit's time is its number of Adam steps "
+     "(4,123 in 67 projections on CA at 0.25), and each stage ends with at least `patience` steps that did not "
+     "improve it; the best iterate by exact loss is kept either way"),
 ]
 RERUN_DEFAULT: set[str] = {"tree_share_seeds"}
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
