@@ -86,7 +86,7 @@ def _median_ms(call, repeats: int) -> float:
 def kernel_parts(call, repeats: int) -> list[tuple[str, int, int, float, float]]:
     """Per part of the workload: (part, groups or queries, cells, answers ms, gradient ms)."""
     from polars_rap.kernels import cpu_relaxed
-    from polars_rap.kernels.cpu_halfspaces import _block_starts, _max_halfspaces, _plan
+    from polars_rap.kernels.cpu_halfspaces import _plan
     from polars_rap.queries import CLASS_CODES
 
     X, queries, sigma, targets, _ = call
@@ -95,17 +95,9 @@ def kernel_parts(call, repeats: int) -> list[tuple[str, int, int, float, float]]
     answers = cpu_relaxed._relaxed_sums(XT, queries, sigma, groups, csr) / X.shape[0]
     weights = 2.0 * (answers - targets) / X.shape[0]
     grad = np.empty_like(X)
-    n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
 
     def gradient(part_groups, part_csr):
-        cpu_relaxed._grad_kernel(
-            XT, queries.numeric_offset, queries.null_coord, queries.cat_offsets, queries.cat_coords,
-            queries.halfspace_offsets, queries.theta_offsets, queries.theta_index, queries.theta_weight,
-            queries.tau, sigma, queries.group_offsets, queries.group_column_offsets, queries.group_columns,
-            queries.column_sizes, _block_starts(queries), part_groups, part_csr, weights,
-            int(n_factors.max(initial=0)), _max_halfspaces(queries),
-            int(np.diff(queries.group_column_offsets).max(initial=0)), cpu_relaxed._grad_row_block(X.shape[0]),
-            grad)
+        cpu_relaxed._gradient(XT, queries, sigma, part_groups, part_csr, weights, grad)
 
     names = {code: name for name, code in CLASS_CODES.items()}
     parts = [(f"groups {names[code]}", groups[queries.group_class[groups] == code], csr[:0])

@@ -332,6 +332,21 @@ def _relaxed_sums(XT, queries: QuerySet, sigma, groups, csr) -> np.ndarray:
     return out
 
 
+def _gradient(XT, queries: QuerySet, sigma, groups, csr, weights, grad) -> None:
+    """grad (float64[rows, coords], written) = sum over ``groups`` and ``csr`` of weights[q]
+    (float64[n_queries]) times d value_q / dX on ``XT`` (coords x rows)."""
+    n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
+    _grad_kernel(
+        XT, queries.numeric_offset, queries.null_coord, queries.cat_offsets, queries.cat_coords,
+        queries.halfspace_offsets, queries.theta_offsets, queries.theta_index,
+        queries.theta_weight, queries.tau, sigma, queries.group_offsets,
+        queries.group_column_offsets, queries.group_columns, queries.column_sizes,
+        _block_starts(queries), groups, csr, weights, int(n_factors.max(initial=0)),
+        _max_halfspaces(queries), int(np.diff(queries.group_column_offsets).max(initial=0)),
+        _grad_row_block(XT.shape[1]), grad,
+    )
+
+
 def _grad_row_block(n_rows: int) -> int:
     """Rows per gradient block: at least 4 blocks per thread when rows allow, 16 .. 128."""
     per_block = -(-n_rows // (4 * numba.get_num_threads()))
@@ -354,14 +369,5 @@ def _relaxed(X, queries: QuerySet, sigma, targets, *, structured: bool = True, q
         loss = float(np.sum(residual * residual))
         weights = 2.0 * residual / X.shape[0]
     grad = np.empty_like(X)
-    n_factors = np.diff(queries.cat_offsets) + np.diff(queries.halfspace_offsets)
-    _grad_kernel(
-        XT, queries.numeric_offset, queries.null_coord, queries.cat_offsets, queries.cat_coords,
-        queries.halfspace_offsets, queries.theta_offsets, queries.theta_index,
-        queries.theta_weight, queries.tau, sigma, queries.group_offsets,
-        queries.group_column_offsets, queries.group_columns, queries.column_sizes,
-        _block_starts(queries), groups, csr, weights, int(n_factors.max(initial=0)),
-        _max_halfspaces(queries), int(np.diff(queries.group_column_offsets).max(initial=0)),
-        _grad_row_block(X.shape[0]), grad,
-    )
+    _gradient(XT, queries, sigma, groups, csr, weights, grad)
     return answers, loss, grad
