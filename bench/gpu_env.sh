@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by bench/gpu_session.sh, gpu_round.sh and gpu_exact_warp.sh: the GPU machine's
+# Sourced by bench/gpu_session.sh, gpu_round.sh and gpu_exact.sh: the GPU machine's
 # environment (polars from .whl/ when the image lacks it, the numba-cuda/NumPy 2.5 shim),
 # env.txt in $OUT, and `stage SECONDS LOG COMMAND...`. Expects OUT and DATA.
 set -uo pipefail

@@ -195,6 +195,7 @@ def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> 
 
     result = {"n_rows": n_rows, "m": m, "evaluations": n_rows * m,
               "marginal_groups": plan.n_groups, "tiled_queries": plan.n_listed,
+              "sort_key_column": plan.key_column,
               "chunk_rows": int(cuda_config.EXACT_CHUNK_ROWS), "flops_per_evaluation": flops}
     timing = time_events(with_transfers, 1, sizes["repeats"])
     timing.update(rates(n_rows * m, timing["median_s"], flops, info["fp32_peak_flops"]))
@@ -214,33 +215,33 @@ def _time_exact(queries: QuerySet, codes, numerics, info: dict, sizes: dict) -> 
 
 def _time_exact_parts(queries: QuerySet, codes, numerics, device_queries, plan, sizes: dict) -> dict:
     """CUDA-event seconds of each part of one exact count of one chunk (``parts["rows"]``
-    rows): the rows' upload and transposition, the counting on the device (counts zeroed, the
-    marginal groups' histogram kernel, the other queries' kernel, warp-per-query or tiled as
-    ``cuda_config`` says, each kernel also alone; records before 2026-11-27's third GPU call
-    name the latter ``tiled_kernel``), and the counts' copy back to the pinned host buffer."""
+    rows): the rows' upload and transposition (grouped by the plan's key column when it has
+    one), the counting on the device (counts zeroed, the marginal groups' histogram kernel,
+    the other queries' kernel, warp-per-query or tiled as ``cuda_config`` says, each kernel
+    also alone; records before 2026-11-27's third GPU call name the latter ``tiled_kernel``),
+    and the counts' copy back to the pinned host buffer."""
     repeats = sizes["repeats"]
-    shape = (codes.shape[0], codes.shape[1], numerics.shape[1])
     counts, host_counts = plan.counts()
-    codes_t, numerics_t = cuda_exact.upload_transposed(codes, numerics)
+    chunk = cuda_exact.upload_transposed(codes, numerics, plan)
 
     def zero():
         cuda_exact.zero_counts(counts)
 
     def count():
         zero()
-        cuda_exact.count_chunk(codes_t, numerics_t, shape, device_queries, plan, counts)
+        cuda_exact.count_chunk(chunk, device_queries, plan, counts)
 
     def only(groups: bool):
         n_groups, n_listed = plan.n_groups, plan.n_listed
         try:
             plan.n_groups, plan.n_listed = (n_groups, 0) if groups else (0, n_listed)
-            cuda_exact.count_chunk(codes_t, numerics_t, shape, device_queries, plan, counts)
+            cuda_exact.count_chunk(chunk, device_queries, plan, counts)
         finally:
             plan.n_groups, plan.n_listed = n_groups, n_listed
 
     parts = {
         "upload_and_transpose": time_events(
-            lambda: cuda_exact.upload_transposed(codes, numerics), 1, min(repeats, 10)),
+            lambda: cuda_exact.upload_transposed(codes, numerics, plan), 1, min(repeats, 10)),
         "count_on_device": time_events(count, 2, repeats),
         "zero_counts": time_events(zero, 1, min(repeats, 10)),
         "histogram_kernel": time_events(lambda: only(True), 1, repeats),

@@ -8,7 +8,7 @@ exact answers and their parts, the framework baselines and the end-to-end second
 
     python bench/gpu_round_report.py bench/results/gpu_h200_round{1,2,3}
 
-A folder of ``exact_<variant>.json`` records (``bench/gpu_exact_warp.sh``) is tabled as
+A folder of ``exact_<variant>.json`` records (``bench/gpu_exact.sh``) is tabled as
 variants of the exact kernels on one machine.
 """
 
@@ -65,7 +65,7 @@ def _baseline_rows(after: dict) -> list[str]:
 
 
 def variants_section(folder: Path) -> list[str]:
-    """A round of ``exact_<variant>.json`` records (``bench/gpu_exact_warp.sh``): one row per
+    """A round of ``exact_<variant>.json`` records (``bench/gpu_exact.sh``): one row per
     variant of the exact kernels, all from one machine."""
     lines = []
     for path in sorted(folder.glob("exact_*.json")):
@@ -73,8 +73,10 @@ def variants_section(folder: Path) -> list[str]:
         part = record["exact"]["cpu_workload"]
         parts = part.get("parts", {})
         config = record.get("config", {})
-        segment = config.get("EXACT_WARP_SEGMENT_ROWS", "—") if config.get("EXACT_WARP_PER_QUERY") else "—"
-        lines.append(f"| {path.stem.removeprefix('exact_')} | {segment} | "
+        warp = config.get("EXACT_WARP_PER_QUERY")
+        segment = config.get("EXACT_WARP_SEGMENT_ROWS", "—") if warp else "—"
+        grouped = "by column " + str(part["sort_key_column"]) if part.get("sort_key_column", -1) >= 0 else "no"
+        lines.append(f"| {path.stem.removeprefix('exact_')} | {segment} | {grouped} | "
                      f"{_ms(part['answers_exact'])} | {_ms(parts.get('count_on_device'))} | "
                      f"{_ms(parts.get('threshold_kernel', parts.get('tiled_kernel')))} | "
                      f"{_ms(parts.get('histogram_kernel'))} | "
@@ -85,9 +87,9 @@ def variants_section(folder: Path) -> list[str]:
     return [f"## {folder.name} ({device}: the exact kernels' variants, one machine)", "",
             "`kernels_cpu.py`'s exact workload (35,000 rows × 413,982 queries; 20,000 of them linear "
             "thresholds, counted by the tiled or the warp-per-query kernel):", "",
-            "| variant | segment rows | ms (copies included) | counting (ms) | thresholds' kernel (ms) | "
+            "| variant | segment rows | rows grouped | ms (copies included) | counting (ms) | thresholds' kernel (ms) | "
             "histogram kernel (ms) | × 2-core CPU | × CPU, counting only | counts equal the CPU backend's |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
 
 
 def round_section(folder: Path) -> list[str]:

@@ -192,19 +192,22 @@ def test_marginal_groups_take_the_histogram_kernel_and_agree_with_the_tiled_one(
     np.testing.assert_array_equal(counts / N_ROWS, reference.answers_exact(codes, numerics, queries))
 
 
-@pytest.mark.parametrize(("warp", "segment_rows", "threads"), [(1, 5, 64), (1, 64, 4), (0, 5, 4)],
-                         ids=["warp-2-per-block", "warp-1-per-block", "tiled"])
-def test_both_threshold_kernels_count_as_the_reference(problem, monkeypatch, warp, segment_rows, threads):
+@pytest.mark.parametrize(("warp", "sort", "segment_rows", "threads"),
+                         [(1, 1, 5, 64), (1, 1, 64, 4), (1, 0, 5, 64), (0, 1, 5, 4)],
+                         ids=["warp-2-per-block", "warp-1-per-block", "warp-unsorted", "tiled"])
+def test_both_threshold_kernels_count_as_the_reference(problem, monkeypatch, warp, sort, segment_rows,
+                                                       threads):
     """cuda_config.EXACT_WARP_PER_QUERY picks how the queries that are not whole marginals are
     counted: one warp per query (the default: lanes over rows, several row segments, held and
-    walked queries; two warps per block, the second idle in a block's last round, or one) or
-    one thread per query over shared-memory tiles. Both give the reference's counts, over
-    chunks, with the marginal groups beside them or alone."""
+    walked queries; two warps per block, the second idle in a block's last round, or one; rows
+    grouped by the label or not) or one thread per query over shared-memory tiles. All give
+    the reference's counts, over chunks, with the marginal groups beside them or alone."""
     from polars_rap.kernels import cuda_exact
 
     rng, queries = problem
     codes, numerics = real_data(rng)
     monkeypatch.setattr(cuda_config, "EXACT_WARP_PER_QUERY", warp)
+    monkeypatch.setattr(cuda_config, "EXACT_SORT_ROWS", sort)
     monkeypatch.setattr(cuda_config, "EXACT_WARP_SEGMENT_ROWS", segment_rows)
     monkeypatch.setattr(cuda_config, "THREADS_PER_BLOCK", threads)
     expected = reference.answers_exact(codes, numerics, queries)
@@ -213,6 +216,38 @@ def test_both_threshold_kernels_count_as_the_reference(problem, monkeypatch, war
     unstructured = cuda_exact.ExactPlan(queries, structured=False)  # every query by the warps
     np.testing.assert_array_equal(
         cuda_exact.exact_counts(codes, numerics, device_queries, unstructured) / N_ROWS, expected)
+
+
+def test_rows_are_grouped_by_the_column_most_thresholds_test(problem):
+    """The plan sorts by the label (tested by two listed thresholds; column 1 by one query that
+    names one code twice) and gives each listed query its label code (-1: none); the chunk on
+    the device holds the same rows, grouped by label code at ``key_offsets``."""
+    from polars_rap.kernels import cuda_exact
+
+    rng, queries = problem
+    codes, numerics = real_data(rng)
+    plan = cuda_exact.ExactPlan(queries)
+    label = len(COLUMN_SIZES) - 1
+    assert plan.key_column == label and plan.key_size == COLUMN_SIZES[label]
+    listed = plan.query_list.copy_to_host()
+    expected_keys = []
+    for q in listed:
+        coords = queries.cat_coords[queries.cat_offsets[q]:queries.cat_offsets[q + 1]]
+        on_label = [int(queries.coord_code[c]) for c in coords if queries.coord_column[c] == label]
+        expected_keys.append(on_label[0] if on_label else -1)
+    assert len(expected_keys) == 5 and sum(key >= 0 for key in expected_keys) == 2
+    np.testing.assert_array_equal(plan.list_key.copy_to_host(), expected_keys)
+
+    chunk = cuda_exact.upload_transposed(codes, numerics, plan)
+    sorted_codes = chunk.codes.copy_to_host().T
+    sorted_numerics = chunk.numerics.copy_to_host().T
+    offsets = chunk.key_offsets.copy_to_host()
+    np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(np.bincount(codes[:, label]))]))
+    for code in range(COLUMN_SIZES[label]):
+        assert np.all(sorted_codes[offsets[code]:offsets[code + 1], label] == code)
+    original = np.hstack([codes, numerics])
+    moved = np.hstack([sorted_codes, sorted_numerics])
+    np.testing.assert_array_equal(original[np.lexsort(original.T[::-1])], moved[np.lexsort(moved.T[::-1])])
 
 
 def test_a_group_larger_than_the_shared_histogram_counts_in_global_memory():

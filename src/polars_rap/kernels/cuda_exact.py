@@ -29,6 +29,8 @@ the counts exact in any order.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numba import cuda
@@ -197,16 +199,19 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
 
 
 @cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
-def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, cat_offsets, cat_coords,
-                       coord_column, coord_code, halfspace_offsets, theta_offsets, theta_index,
-                       theta_weight, tau, counts):
+def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, key_column, list_key,
+                       key_offsets, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets,
+                       theta_offsets, theta_index, theta_weight, tau, counts):
     """counts[q] += rows of this chunk satisfying query q (hard thresholds), for every q in
     ``query_list``: the tiled kernel's work laid out the other way round.
 
     One warp per listed query (grid x, grid-stride over warps), its 32 lanes over the rows of
     one segment of ``segment_rows`` (grid y), read straight from the transposed chunk (lanes read
     consecutive rows: coalesced; the warp's control flow is its query's, the same in every lane).
-    A small query is held in registers as in the tiled kernel. The lanes' counts meet in dynamic
+    When the chunk is sorted by ``key_column``, a listed query that tests code
+    ``list_key[a] >= 0`` on it walks only rows ``key_offsets[code]:key_offsets[code + 1]`` (its
+    segments start there) and, held, skips that factor's test (true on those rows);
+    ``list_key[a] == -1`` walks every row. A small query is held in registers as in the tiled kernel. The lanes' counts meet in dynamic
     shared memory (int32 per thread, block barriers: the CUDA simulator has no warp shuffles);
     one atomic add per query and segment. ``blockDim.x`` is a multiple of 32.
     """
@@ -216,8 +221,6 @@ def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, cat_of
     warps_per_block = cuda.blockDim.x // 32
     n_warps = cuda.gridDim.x * warps_per_block
     n_listed = query_list.shape[0]
-    r_lo = cuda.blockIdx.y * segment_rows
-    r_hi = r_lo + segment_rows if r_lo + segment_rows <= n_rows else n_rows
     columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
     codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.float64)
     index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
@@ -227,18 +230,28 @@ def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, cat_of
         a = first + tid // 32
         active = a < n_listed
         q = query_list[a] if active else query_list[first]
+        key = list_key[a] if active else -1
+        lo = key_offsets[key] if key >= 0 else 0
+        hi = key_offsets[key + 1] if key >= 0 else n_rows
+        r_lo = lo + cuda.blockIdx.y * segment_rows
+        r_hi = r_lo + segment_rows if r_lo + segment_rows <= hi else hi
         c0 = cat_offsets[q]
         h0 = halfspace_offsets[q]
         held, n_cat, n_terms, threshold = _gpu_hold_query(
             q, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets, theta_offsets,
             theta_index, theta_weight, tau, columns, codes_held, index, weight)
         n_halfspaces = halfspace_offsets[q + 1] - h0
+        implied = -1  # the held factor that every row of the range satisfies
+        if held and key >= 0:
+            for k in range(_HELD_FACTORS):
+                if k < n_cat and columns[k] == key_column and codes_held[k] == key:
+                    implied = k
         count = numba.int32(0)
-        for r in range(r_lo + lane, r_hi if active else r_lo, 32):
+        for r in range(r_lo + lane, r_hi if active else r_lo, 32):  # empty past the range
             ok = True
             if held:
                 for k in range(_HELD_FACTORS):
-                    if k < n_cat and codes[columns[k], r] != codes_held[k]:
+                    if k < n_cat and k != implied and codes[columns[k], r] != codes_held[k]:
                         ok = False
                 if ok and n_terms >= 0:
                     dot = 0.0
@@ -353,6 +366,39 @@ def _transpose_kernel(rows, out):
 
 
 @cuda.jit
+def _key_tally_kernel(rows, key_column, tally):
+    """tally[code + 1] += 1 for each row's code on ``key_column`` (``tally`` zeroed,
+    int32[key_size + 1]; rows row-major int32)."""
+    for i in range(cuda.grid(1), rows.shape[0], cuda.gridsize(1)):
+        cuda.atomic.add(tally, rows[i, key_column] + 1, 1)
+
+
+@cuda.jit
+def _key_offsets_kernel(tally, cursor):
+    """One thread: ``tally`` becomes the codes' start offsets (its prefix sums, in place) and
+    ``cursor`` a copy of them, the next free position of each code."""
+    if cuda.grid(1) == 0:
+        for c in range(1, tally.shape[0]):
+            tally[c] += tally[c - 1]
+        for c in range(cursor.shape[0]):
+            cursor[c] = tally[c]
+
+
+@cuda.jit
+def _sorted_transpose_kernel(codes_rows, numerics_rows, n_numeric, key_column, cursor, codes_t,
+                             numerics_t):
+    """codes_t[:, p] = codes_rows[i], numerics_t[:, p] = numerics_rows[i], where p is the next
+    free position of row i's code on ``key_column``: the chunk transposed and grouped by that
+    code (the order within a code is whatever the atomics give; counts do not depend on it)."""
+    for i in range(cuda.grid(1), codes_rows.shape[0], cuda.gridsize(1)):
+        p = cuda.atomic.add(cursor, codes_rows[i, key_column], 1)
+        for j in range(codes_rows.shape[1]):
+            codes_t[j, p] = codes_rows[i, j]
+        for j in range(n_numeric):
+            numerics_t[j, p] = numerics_rows[i, j]
+
+
+@cuda.jit
 def _zero_kernel(counts):
     for q in range(cuda.grid(1), counts.shape[0], cuda.gridsize(1)):
         counts[q] = 0
@@ -364,11 +410,33 @@ def zero_counts(counts) -> None:
     _zero_kernel[_blocks(counts.shape[0], threads, cuda_config.MAX_BLOCKS), threads](counts)
 
 
+def _sort_key(queries: QuerySet, listed: np.ndarray) -> tuple[int, np.ndarray]:
+    """The categorical column that most ``listed`` queries test (ties: the lowest index) and
+    int32[len(listed)]: each listed query's code on it, -1 where it tests no code there;
+    ``(-1, all -1)`` when no listed query tests a categorical column."""
+    key_codes = np.full(len(listed), -1, dtype=np.int32)
+    starts = np.asarray(queries.cat_offsets)[listed]
+    n_factors = np.asarray(queries.cat_offsets)[listed + 1] - starts
+    if len(listed) == 0 or n_factors.sum() == 0:
+        return -1, key_codes
+    owner = np.repeat(np.arange(len(listed)), n_factors)
+    first = np.repeat(starts - (np.cumsum(n_factors) - n_factors), n_factors)
+    coords = np.asarray(queries.cat_coords)[first + np.arange(n_factors.sum())]
+    columns = np.asarray(queries.coord_column)[coords]
+    tested = np.unique(owner.astype(np.int64) * len(queries.column_sizes) + columns)
+    key = int(np.argmax(np.bincount(tested % len(queries.column_sizes))))  # queries per column
+    on_key = columns == key
+    key_codes[owner[on_key]] = np.asarray(queries.coord_code)[coords[on_key]]
+    return key, key_codes
+
+
 class ExactPlan:
     """A workload's split for exact counting, on the device: marginal ``groups`` (histogram
-    kernel) and the remaining ``queries`` (tiled kernel), int64 each, plus the group arrays.
-    A workload whose group columns do not describe whole marginals (``_plan`` refuses it)
-    is counted by the tiled kernel alone, which needs no structure. The count buffers (device
+    kernel) and the remaining ``queries`` (warp or tiled kernel), int64 each, plus the group
+    arrays. A workload whose group columns do not describe whole marginals (``_plan`` refuses
+    it) is counted by the warp or tiled kernel alone, which need no structure. With the warp
+    kernel and ``EXACT_SORT_ROWS``, chunks are sorted by ``key_column`` (-1: not sorted) and
+    ``list_key`` holds each listed query's code on it. The count buffers (device
     ``int64[n_queries]`` and its pinned host copy) are made on first use and reused."""
 
     def __init__(self, queries: QuerySet, structured: bool = True):
@@ -383,6 +451,11 @@ class ExactPlan:
         self.query_list = _upload(csr)
         for name in ("group_offsets", "group_column_offsets", "group_columns", "column_sizes"):
             setattr(self, name, _upload(np.asarray(getattr(queries, name))))
+        self.key_column, list_key = -1, np.full(len(csr), -1, dtype=np.int32)
+        if cuda_config.EXACT_WARP_PER_QUERY and cuda_config.EXACT_SORT_ROWS:
+            self.key_column, list_key = _sort_key(queries, np.asarray(csr, dtype=np.int64))
+        self.key_size = int(queries.column_sizes[self.key_column]) if self.key_column >= 0 else 0
+        self.list_key = _upload(list_key)
         self._counts = None
 
     def counts(self):
@@ -393,29 +466,58 @@ class ExactPlan:
         return self._counts
 
 
-def upload_transposed(codes: np.ndarray, numerics: np.ndarray):
-    """Device ``(codes[column, row], numerics[column, row])`` of a chunk of real rows (one
-    dummy column where a table has none): copied as they are, transposed on the device."""
-    threads = _threads_per_block()
-    parts = []
-    for rows, dtype in ((codes, np.int32), (numerics, np.float64)):
-        if rows.shape[1] == 0:
-            parts.append(cuda.device_array((1, max(rows.shape[0], 1)), dtype))
-            continue
-        device_rows = cuda.to_device(np.ascontiguousarray(rows, dtype=dtype))
-        out = cuda.device_array((rows.shape[1], rows.shape[0]), dtype)
-        _transpose_kernel[_blocks(rows.size, threads, cuda_config.MAX_BLOCKS), threads](
-            device_rows, out)
-        parts.append(out)
-    return parts[0], parts[1]
+class DeviceChunk(NamedTuple):
+    """A chunk of real rows on the device, transposed (``codes[column, row]`` int32,
+    ``numerics[column, row]`` float64; one dummy column where the table has none), its
+    ``n_rows``, ``n_columns`` and ``n_numeric``, and where its rows are grouped by the plan's
+    key column, ``key_offsets`` (int32[key_size + 1]: code c's rows are
+    ``key_offsets[c]:key_offsets[c + 1]``; a dummy, never read, when the chunk is unsorted)."""
+
+    codes: object
+    numerics: object
+    n_rows: int
+    n_columns: int
+    n_numeric: int
+    key_offsets: object
 
 
-def count_chunk(codes_t, numerics_t, shape: tuple[int, int, int], device_queries,
-                plan: ExactPlan, counts) -> None:
-    """Launch the kernels that add one transposed chunk's counts into device ``counts``;
-    ``shape``: (rows, categorical columns, numeric columns) of the chunk."""
+def upload_transposed(codes: np.ndarray, numerics: np.ndarray, plan: ExactPlan | None = None) -> DeviceChunk:
+    """A chunk of checked real rows copied as they are and transposed on the device; grouped by
+    ``plan.key_column``'s codes when the plan has one (a counting sort: tally, offsets,
+    scatter)."""
     threads = _threads_per_block()
-    n_rows, n_columns, n_numeric = shape
+    n_rows, n_columns, n_numeric = codes.shape[0], codes.shape[1], numerics.shape[1]
+    codes = np.ascontiguousarray(codes, dtype=np.int32)
+    numerics = np.ascontiguousarray(numerics, dtype=np.float64)
+    blocks = _blocks(max(codes.size, numerics.size), threads, cuda_config.MAX_BLOCKS)
+    if plan is None or plan.key_column < 0:
+        parts = []
+        for rows in (codes, numerics):
+            out = cuda.device_array((max(rows.shape[1], 1), max(n_rows, 1)), rows.dtype)
+            if rows.shape[1]:
+                _transpose_kernel[blocks, threads](cuda.to_device(rows), out)
+            parts.append(out)
+        return DeviceChunk(*parts, n_rows, n_columns, n_numeric, cuda.device_array(1, np.int32))
+    codes_rows = cuda.to_device(codes)
+    numerics_rows = _upload(numerics)  # a dummy element when the table has no numeric column
+    key_offsets = cuda.to_device(np.zeros(plan.key_size + 1, dtype=np.int32))
+    cursor = cuda.device_array(plan.key_size, np.int32)
+    row_blocks = _blocks(n_rows, threads, cuda_config.MAX_BLOCKS)
+    _key_tally_kernel[row_blocks, threads](codes_rows, plan.key_column, key_offsets)
+    _key_offsets_kernel[1, 1](key_offsets, cursor)
+    codes_t = cuda.device_array((n_columns, n_rows), np.int32)
+    numerics_t = cuda.device_array((max(n_numeric, 1), n_rows), np.float64)
+    _sorted_transpose_kernel[row_blocks, threads](codes_rows, numerics_rows, n_numeric, plan.key_column,
+                                                  cursor, codes_t, numerics_t)
+    return DeviceChunk(codes_t, numerics_t, n_rows, n_columns, n_numeric, key_offsets)
+
+
+def count_chunk(chunk: DeviceChunk, device_queries, plan: ExactPlan, counts) -> None:
+    """Launch the kernels that add one chunk's counts (``upload_transposed(..., plan)``) into
+    device ``counts``."""
+    threads = _threads_per_block()
+    n_rows, n_columns, n_numeric = chunk.n_rows, chunk.n_columns, chunk.n_numeric
+    codes_t, numerics_t = chunk.codes, chunk.numerics
     width = n_columns + n_numeric
     rows_per_tile = int(min(cuda_config.EXACT_ROWS_PER_TILE, 62,
                             cuda_config.EXACT_SHARED_BYTES // (8 * max(width, 1))))
@@ -438,9 +540,9 @@ def count_chunk(codes_t, numerics_t, shape: tuple[int, int, int], device_queries
         grid_y = max(1, min(-(-n_rows // segment_rows), 65535))
         segment_rows = -(-n_rows // grid_y)
         _exact_warp_kernel[(grid_x, grid_y), warp_threads, 0, 4 * warp_threads](
-            codes_t, numerics_t, n_rows, segment_rows, plan.query_list, dq.cat_offsets,
-            dq.cat_coords, dq.coord_column, dq.coord_code, dq.halfspace_offsets, dq.theta_offsets,
-            dq.theta_index, dq.theta_weight, dq.tau, counts)
+            codes_t, numerics_t, n_rows, segment_rows, plan.query_list, plan.key_column,
+            plan.list_key, chunk.key_offsets, dq.cat_offsets, dq.cat_coords, dq.coord_column, dq.coord_code,
+            dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau, counts)
     elif plan.n_listed:
         grid_x = _blocks(plan.n_listed, threads, cuda_config.MAX_BLOCKS)
         n_row_tiles = -(-n_rows // rows_per_tile)
@@ -463,8 +565,7 @@ def exact_counts(codes: np.ndarray, numerics: np.ndarray, device_queries, plan: 
     chunk_rows = max(1, int(cuda_config.EXACT_CHUNK_ROWS))
     for start in range(0, n_rows, chunk_rows):
         stop = min(n_rows, start + chunk_rows)
-        codes_t, numerics_t = upload_transposed(codes[start:stop], numerics[start:stop])
-        count_chunk(codes_t, numerics_t, (stop - start, codes.shape[1], numerics.shape[1]),
-                    device_queries, plan, counts)
+        chunk = upload_transposed(codes[start:stop], numerics[start:stop], plan)
+        count_chunk(chunk, device_queries, plan, counts)
     counts.copy_to_host(host_counts)
     return host_counts[: plan.n_queries].astype(np.float64)
