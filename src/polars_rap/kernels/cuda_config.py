@@ -50,7 +50,7 @@ EXACT_SHARED_BYTES = 32 * 1024
 EXACT_HISTOGRAM_CELLS = 4096
 
 #: Count the queries that are not whole marginals (linear thresholds) with one warp per query,
-#: its lanes over the rows (``cuda_exact._exact_warp_kernel``), instead of one thread per query
+#: its lanes over the rows (``cuda_exact._exact_warp``), instead of one thread per query
 #: over shared-memory tiles of rows (the tiled kernel, 0). On an H200, kernels_cpu.py's 20,000
 #: thresholds x 35,000 rows: 8.7 ms against the tiled kernel's 11.9 (bench/results/gpu_rounds.md).
 EXACT_WARP_PER_QUERY = 1
@@ -66,6 +66,12 @@ EXACT_SORT_ROWS = 1
 #: segment's columns stay in the SM's L1 cache while the block's warps read them (measured on
 #: the workload above: 512 rows 10.1 ms, 2,048 rows 8.7, 8,192 rows 9.1).
 EXACT_WARP_SEGMENT_ROWS = 2048
+
+#: Most registers per thread of the warp-per-query kernel (0: the compiler's choice). Its
+#: occupancy is bound by registers: the compiler's 128 per thread leave 16 of 64 warps per SM
+#: resident (Nsight Compute on an H200). Measured there on kernels_cpu.py's thresholds: 0 4.80 ms,
+#: 80 4.36, 64 4.43, 48 5.15 (bench/results/gpu_h200_round4).
+EXACT_WARP_MAX_REGISTERS = 80
 
 #: Blocks the exact-answer kernels aim for (query tiles or marginal groups x row segments).
 EXACT_TARGET_BLOCKS = 4096

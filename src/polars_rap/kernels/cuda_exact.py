@@ -29,6 +29,7 @@ the counts exact in any order.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numba
@@ -39,7 +40,7 @@ from polars_rap.errors import ParameterError
 from polars_rap.kernels import cuda_config
 from polars_rap.kernels.cpu_halfspaces import _plan
 from polars_rap.kernels.cuda import _blocks, _threads_per_block, _upload
-from polars_rap.kernels.cuda_device import _gpu_mul_rn
+from polars_rap.kernels.cuda_device import _SIMULATED, _gpu_mul_rn
 from polars_rap.queries import QuerySet
 
 #: Cells of the shared-memory histogram (int32 each), a compile-time constant of the kernel.
@@ -166,9 +167,9 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
         count = 0
         # hold the query in registers when it is small (the common shapes: a cell, a
         # class-conditional linear threshold)
-        columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
+        columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int32)
         codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.float64)
-        index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
+        index = cuda.local.array(_HELD_TERMS, dtype=numba.int32)
         weight = cuda.local.array(_HELD_TERMS, dtype=numba.float64)
         held, n_cat, n_terms, threshold = _gpu_hold_query(
             q, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets, theta_offsets,
@@ -198,8 +199,7 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
             cuda.atomic.add(counts, q, count)
 
 
-@cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
-def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, key_column, list_key,
+def _exact_warp(codes, numerics, n_rows, segment_rows, query_list, key_column, list_key,
                        key_offsets, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets,
                        theta_offsets, theta_index, theta_weight, tau, counts):
     """counts[q] += rows of this chunk satisfying query q (hard thresholds), for every q in
@@ -221,9 +221,9 @@ def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, key_co
     warps_per_block = cuda.blockDim.x // 32
     n_warps = cuda.gridDim.x * warps_per_block
     n_listed = query_list.shape[0]
-    columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int64)
+    columns = cuda.local.array(_HELD_FACTORS, dtype=numba.int32)
     codes_held = cuda.local.array(_HELD_FACTORS, dtype=numba.float64)
-    index = cuda.local.array(_HELD_TERMS, dtype=numba.int64)
+    index = cuda.local.array(_HELD_TERMS, dtype=numba.int32)
     weight = cuda.local.array(_HELD_TERMS, dtype=numba.float64)
     # every thread of the block turns the same number of times (the block barriers below)
     for first in range(cuda.blockIdx.x * warps_per_block, n_listed, n_warps):
@@ -284,6 +284,16 @@ def _exact_warp_kernel(codes, numerics, n_rows, segment_rows, query_list, key_co
             if total > 0:
                 cuda.atomic.add(counts, q, total)
         cuda.syncthreads()  # the lanes' counts are read before the next round writes them
+
+
+@functools.lru_cache(maxsize=None)
+def _exact_warp_kernel(max_registers: int):
+    """``_exact_warp`` compiled with at most ``max_registers`` registers per thread (0: the
+    compiler's choice; ignored by the CUDA simulator): one build per value."""
+    options = {"fastmath": cuda_config.FASTMATH["exact"]}
+    if max_registers and not _SIMULATED:
+        options["max_registers"] = int(max_registers)
+    return cuda.jit(**options)(_exact_warp)
 
 
 @cuda.jit(fastmath=cuda_config.FASTMATH["exact"])
@@ -539,7 +549,8 @@ def count_chunk(chunk: DeviceChunk, device_queries, plan: ExactPlan, counts) -> 
         grid_x = _blocks(plan.n_listed, warp_threads // 32, cuda_config.MAX_BLOCKS)
         grid_y = max(1, min(-(-n_rows // segment_rows), 65535))
         segment_rows = -(-n_rows // grid_y)
-        _exact_warp_kernel[(grid_x, grid_y), warp_threads, 0, 4 * warp_threads](
+        kernel = _exact_warp_kernel(int(cuda_config.EXACT_WARP_MAX_REGISTERS))
+        kernel[(grid_x, grid_y), warp_threads, 0, 4 * warp_threads](
             codes_t, numerics_t, n_rows, segment_rows, plan.query_list, plan.key_column,
             plan.list_key, chunk.key_offsets, dq.cat_offsets, dq.cat_coords, dq.coord_column, dq.coord_code,
             dq.halfspace_offsets, dq.theta_offsets, dq.theta_index, dq.theta_weight, dq.tau, counts)
