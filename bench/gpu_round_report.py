@@ -6,10 +6,10 @@ one call on one machine) and ``after_commit.txt``. The report tables the relaxed
 exact answers and their parts, the framework baselines and the end-to-end seconds, and writes
 ``bench/results/gpu_rounds.md``::
 
-    python bench/gpu_round_report.py bench/results/gpu_h200_round{1,2,3}
+    python bench/gpu_round_report.py bench/results/gpu_h200_round{1,2,3,4a,4b,4c,4d}
 
 A folder of ``exact_<variant>.json`` records (``bench/gpu_exact.sh``) is tabled as
-variants of the exact kernels on one machine.
+variants of the exact kernels on one machine, under the folder's ``about.txt`` when it has one.
 """
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ def variants_section(folder: Path) -> list[str]:
         config = record.get("config", {})
         warp = config.get("EXACT_WARP_PER_QUERY")
         segment = config.get("EXACT_WARP_SEGMENT_ROWS", "—") if warp else "—"
+        cap = config.get("EXACT_WARP_MAX_REGISTERS", "—") if warp else "—"
         grouped = "by column " + str(part["sort_key_column"]) if part.get("sort_key_column", -1) >= 0 else "no"
-        lines.append(f"| {path.stem.removeprefix('exact_')} | {segment} | {grouped} | "
+        lines.append(f"| {path.stem.removeprefix('exact_')} | {segment} | {cap or 'none'} | {grouped} | "
                      f"{_ms(part['answers_exact'])} | {_ms(parts.get('count_on_device'))} | "
                      f"{_ms(parts.get('threshold_kernel', parts.get('tiled_kernel')))} | "
                      f"{_ms(parts.get('histogram_kernel'))} | "
@@ -84,12 +85,14 @@ def variants_section(folder: Path) -> list[str]:
                      f"{part['counting_only']['evaluations_per_s'] / part['cpu_2core_evaluations_per_s']:.1f} | "
                      f"{'yes' if part.get('matches_cpu_backend') else 'NO'} |")
     device = json.loads(next(folder.glob("exact_*.json")).read_text())["device"]["name"]
+    about = folder / "about.txt"  # what "default" was in that call, when the folder says
     return [f"## {folder.name} ({device}: the exact kernels' variants, one machine)", "",
+            *([about.read_text().strip(), ""] if about.exists() else []),
             "`kernels_cpu.py`'s exact workload (35,000 rows × 413,982 queries; 20,000 of them linear "
             "thresholds, counted by the tiled or the warp-per-query kernel):", "",
-            "| variant | segment rows | rows grouped | ms (copies included) | counting (ms) | thresholds' kernel (ms) | "
+            "| variant | segment rows | register cap | rows grouped | ms (copies included) | counting (ms) | thresholds' kernel (ms) | "
             "histogram kernel (ms) | × 2-core CPU | × CPU, counting only | counts equal the CPU backend's |",
-            "|---|---:|---|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
 
 
 def round_section(folder: Path) -> list[str]:

@@ -70,7 +70,7 @@ EXACT_WARP_SEGMENT_ROWS = 2048
 #: Most registers per thread of the warp-per-query kernel (0: the compiler's choice). Its
 #: occupancy is bound by registers: the compiler's 128 per thread leave 16 of 64 warps per SM
 #: resident (Nsight Compute on an H200). Measured there on kernels_cpu.py's thresholds: 0 4.80 ms,
-#: 80 4.36, 64 4.43, 48 5.15 (bench/results/gpu_h200_round4).
+#: 80 4.36, 64 4.43, 48 5.15 (bench/results/gpu_h200_round4c).
 EXACT_WARP_MAX_REGISTERS = 80
 
 #: Blocks the exact-answer kernels aim for (query tiles or marginal groups x row segments).
