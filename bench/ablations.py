@@ -44,6 +44,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run base_from_cm_20 --epsilons 0.25 1 --seeds 3 4 5  # paired: bench.seed_pairs
     python -m bench.ablations --run base_from_cm_20 --epsilons 5
     python -m bench.ablations --run patience_5 --epsilons 0.25 1     # shorter stages, for the time target (#20)
+    python -m bench.ablations --run noise_floor_1 --epsilons 0.25 1  # stages stop at the noise's loss (#20)
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -405,6 +406,15 @@ STEPS["patience_5"] = [
      "kernels are 85% of a fit (bench/results/profile_fit.md), so the fit's time is its number of Adam steps "
      "(4,123 in 67 projections on CA at 0.25), and each stage ends with at least `patience` steps that did not "
      "improve it; the best iterate by exact loss is kept either way"),
+]
+STEPS["noise_floor_1"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): a "
+                            "temperature stage stops after 8 Adam steps without a 0.1% better loss (or 60 steps)"),
+    ("a stage also stops at the noise's loss", {"projection": {"noise_floor": 1.0}},
+     "#20 (a stopping rule that does not fit measurements below their noise level; the time target at eps = "
+     "0.25): a stage also ends once its loss sum_i w_i r_i**2 falls to sum_i w_i std_i**2, what the true "
+     "answers would score against the noisy ones (the discrepancy principle), so projections stop where the "
+     "noise is large and run on where it is small, unlike patience_5's shorter stages everywhere"),
 ]
 RERUN_DEFAULT: set[str] = {"tree_share_seeds"}
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

@@ -268,3 +268,64 @@ def test_numeric_moves_categories_must_be_a_bool_and_the_device_loop_refuses_fal
     with pytest.raises(ValueError, match="host loop only"):
         project(start, queries, np.zeros(queries.n_queries), DeviceLike(),
                 ProjectionConfig(numeric_moves_categories=False))
+
+
+def test_a_stage_stops_once_its_loss_reaches_the_floor():
+    """``loss_floor``: a stage whose loss is already at most the floor stops after its first
+    step, so every stage runs one step; 0 changes nothing; the best iterate is still kept by
+    exact loss, never worse than the start."""
+    module = get_backend("reference")
+    queries = small_queries()
+    start = RelaxedParams.random(30, BLOCKS, N_NUMERIC, np.random.default_rng(4))
+    targets = np.full(queries.n_queries, 0.1)
+    config = ProjectionConfig(max_steps=7, max_doublings=3, patience=100)
+    _, free = project(start, queries, targets, module, config)
+    _, off = project(start, queries, targets, module, config, loss_floor=0.0)
+    params, floored = project(start, queries, targets, module, config, loss_floor=1e9)
+    assert free == off and free.steps == 4 * 7
+    assert floored.steps == 4 and floored.stages == 4
+    hard = module.answers_relaxed(start.relaxed(), queries, np.inf)
+    assert floored.exact_loss <= float(np.sum((hard - targets) ** 2))
+
+
+def test_noise_floor_setting_reaches_the_projection_as_the_noise_loss(monkeypatch):
+    """``ProjectionConfig.noise_floor`` times ``sum_i w_i std_i**2`` is the floor that
+    ``rounds.fit_measurements`` passes; the device loop refuses a floor; a bad value names
+    the parameter."""
+    from polars_rap import rounds
+
+    for bad in (-0.5, float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="noise_floor"):
+            ProjectionConfig(noise_floor=bad)
+
+    class DeviceLike:
+        device_fit = None
+
+    queries = small_queries()
+    start = RelaxedParams.random(5, BLOCKS, N_NUMERIC, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="host loop only"):
+        project(start, queries, np.zeros(queries.n_queries), DeviceLike(), ProjectionConfig(), loss_floor=1.0)
+
+    seen = {}
+
+    def spy(params, queries, targets, backend, config, **kwargs):
+        seen.update(kwargs)
+        return params, None
+
+    class Record:
+        groups = [0, 1]
+        targets = [np.zeros(6), np.zeros(1)]
+        params = start
+
+        @staticmethod
+        def answer_weights(sizes, inverse_variance, pseudo_stds):
+            return np.array([0.5] * 6 + [4.0])
+
+        @staticmethod
+        def answer_stds(sizes):
+            return np.array([0.1] * 6 + [0.2])
+
+    monkeypatch.setattr(rounds, "project", spy)
+    rounds.fit_measurements(Record(), queries, get_backend("reference"), ProjectionConfig(noise_floor=1.5),
+                            inverse_variance=True, anneal=True)
+    assert seen["loss_floor"] == pytest.approx(1.5 * (6 * 0.5 * 0.01 + 4.0 * 0.04), rel=1e-15)

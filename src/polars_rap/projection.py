@@ -49,6 +49,10 @@ class ProjectionConfig:
     only, and the category probabilities (the label's among them) follow the categorical
     queries alone. The loss and the best-iterate rule are unchanged. Host loop only: the
     device backend refuses it.
+    ``noise_floor``: a stage also stops once its loss falls to ``noise_floor`` times the loss
+    the true answers would have, ``sum_i w_i std_i**2`` over the measured answers (the
+    discrepancy principle: below it the rows fit the noise). 0 (default): off. The caller that
+    knows the noise passes that loss to :func:`project` (``loss_floor``). Host loop only.
     """
 
     learning_rate: float = 0.05
@@ -63,10 +67,16 @@ class ProjectionConfig:
     beta2: float = 0.999
     adam_epsilon: float = 1e-8
     numeric_moves_categories: bool = True
+    noise_floor: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance", "adam_epsilon"):
             check_positive_finite(name, getattr(self, name))
+        floor = self.noise_floor
+        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) or not (
+                0.0 <= floor < math.inf):
+            msg = f"The 'noise_floor' parameter must be a finite float >= 0 (0: off). Got {floor!r}"
+            raise ParameterError(msg)
         for name in ("beta1", "beta2"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
@@ -183,11 +193,13 @@ def project(
     anneal: bool = True,
     weights: np.ndarray | None = None,
     warm: bool = False,
+    loss_floor: float = 0.0,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
     """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1), each squared
     residual weighed by ``weights`` (float64[m], non-negative; all ones when None). ``warm``:
     ``params`` were already fitted to thresholds, so ``config.warm_doublings`` may shorten
-    the schedule (:func:`temperature_stages`).
+    the schedule (:func:`temperature_stages`). A stage stops once its loss is at most
+    ``loss_floor`` (0: never; see ``ProjectionConfig.noise_floor``).
 
     With ``anneal=False`` a single stage runs at the final temperature
     ``sigma_initial * 2**max_doublings``: for a round that only added categorical queries,
@@ -198,9 +210,9 @@ def project(
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
     if hasattr(backend, "device_fit"):  # a device backend: the same loop over device-resident state
-        if not config.numeric_moves_categories:
-            msg = ("ProjectionConfig(numeric_moves_categories=False) runs on the host loop only; use "
-                   "backend='cpu' for it")
+        if not config.numeric_moves_categories or loss_floor > 0:
+            msg = ("ProjectionConfig(numeric_moves_categories=False) and noise_floor > 0 run on the host loop "
+                   "only; use backend='cpu' for them")
             raise ParameterError(msg)
         return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm)
     targets = np.asarray(targets, dtype=np.float64)
@@ -238,7 +250,7 @@ def project(
                 stage_best, since_best = loss, 0
             else:
                 since_best += 1
-            if since_best >= config.patience or grad_norm <= config.grad_tolerance:
+            if since_best >= config.patience or grad_norm <= config.grad_tolerance or loss <= loss_floor:
                 break
         candidate_loss = exact_loss(current)
         if candidate_loss < best_loss:

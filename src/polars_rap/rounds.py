@@ -228,8 +228,9 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     stds = record.answer_stds(sizes)
     if pseudo_stds is not None:
         stds = np.concatenate([stds, pseudo_stds])
+    floor = projection.noise_floor * float(np.sum((1.0 if weights is None else weights) * np.square(stds)))
     record.params, trace = project(record.params, queries.take_groups(fitted), targets, backend, projection,
-                                   anneal=anneal, weights=weights, warm=warm)
+                                   anneal=anneal, weights=weights, warm=warm, loss_floor=floor)
     return trace, stds, weights
 
 
