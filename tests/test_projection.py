@@ -290,22 +290,16 @@ def test_a_stage_stops_once_its_loss_reaches_the_floor():
 
 def test_noise_floor_setting_reaches_the_projection_as_the_noise_loss(monkeypatch):
     """``ProjectionConfig.noise_floor`` times ``sum_i w_i std_i**2`` is the floor that
-    ``rounds.fit_measurements`` passes; the device loop refuses a floor; a bad value names
-    the parameter."""
+    ``rounds.fit_measurements`` passes; a bad value names the parameter (the device loop's
+    floor: tests/test_kernels_cuda.py)."""
     from polars_rap import rounds
 
     for bad in (-0.5, float("inf"), True, "1"):
         with pytest.raises(ValueError, match="noise_floor"):
             ProjectionConfig(noise_floor=bad)
 
-    class DeviceLike:
-        device_fit = None
-
     queries = small_queries()
     start = RelaxedParams.random(5, BLOCKS, N_NUMERIC, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="host loop only"):
-        project(start, queries, np.zeros(queries.n_queries), DeviceLike(), ProjectionConfig(), loss_floor=1.0)
-
     seen = {}
 
     def spy(params, queries, targets, backend, config, **kwargs):

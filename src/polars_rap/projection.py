@@ -52,7 +52,7 @@ class ProjectionConfig:
     ``noise_floor``: a stage also stops once its loss falls to ``noise_floor`` times the loss
     the true answers would have, ``sum_i w_i std_i**2`` over the measured answers (the
     discrepancy principle: below it the rows fit the noise). 0 (default): off. The caller that
-    knows the noise passes that loss to :func:`project` (``loss_floor``). Host loop only.
+    knows the noise passes that loss to :func:`project` (``loss_floor``).
     """
 
     learning_rate: float = 0.05
@@ -210,11 +210,11 @@ def project(
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
     if hasattr(backend, "device_fit"):  # a device backend: the same loop over device-resident state
-        if not config.numeric_moves_categories or loss_floor > 0:
-            msg = ("ProjectionConfig(numeric_moves_categories=False) and noise_floor > 0 run on the host loop "
-                   "only; use backend='cpu' for them")
+        if not config.numeric_moves_categories:
+            msg = ("ProjectionConfig(numeric_moves_categories=False) runs on the host loop only; use "
+                   "backend='cpu' for it")
             raise ParameterError(msg)
-        return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm)
+        return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm, loss_floor)
     targets = np.asarray(targets, dtype=np.float64)
     scale = np.ones(len(targets)) if weights is None else np.asarray(weights, dtype=np.float64)
     loss_and_grad = backend.loss_and_grad
@@ -298,7 +298,7 @@ def _categories_from_categorical_queries(backend, queries: QuerySet, weights: np
 # ------------------------------------------------------------------ row kernels
 def _project_on_device(params: RelaxedParams, queries: QuerySet, targets: np.ndarray, backend,
                        config: ProjectionConfig, anneal: bool, weights: np.ndarray | None,
-                       warm: bool) -> tuple[RelaxedParams, ProjectionTrace]:
+                       warm: bool, loss_floor: float = 0.0) -> tuple[RelaxedParams, ProjectionTrace]:
     """:func:`project` with the parameters, Adam moments and stop tests on the device
     (``backend.device_fit``, e.g. :class:`polars_rap.kernels.cuda_fit.DeviceFit`): the same
     stages, plateau and gradient-norm stops and best-by-exact-loss rule, the state read once
@@ -306,7 +306,7 @@ def _project_on_device(params: RelaxedParams, queries: QuerySet, targets: np.nda
     fit = backend.device_fit(
         params.values, params.block_starts, params.numeric_offset, queries, targets, weights,
         adam=(config.beta1, config.beta2, config.learning_rate, config.adam_epsilon),
-        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.max_steps))
+        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.max_steps, loss_floor))
     best_loss = fit.exact_loss()
     stages = temperature_stages(config, bool(fit.has_threshold.any()), anneal, warm)
     for stage in stages:

@@ -11,10 +11,12 @@ Two passes, as the CPU backend splits the work (``cpu_exact``):
   counts. Work per row is one cell index per *group*, not one test per cell.
 - every other query (the linear thresholds) takes, by default (``EXACT_WARP_PER_QUERY``), the
   warp kernel: one warp per query, its lanes over the rows of a segment, one atomic add per
-  query and segment; or the tiled kernel: a block stages a tile of real rows (codes and
-  numerics) in shared memory; each thread owns one query and keeps one bit per tile row in a
-  64-bit mask, clearing bits factor by factor, then adds the mask's popcount to a register,
-  one atomic add per query and block at the end. Either reads a small query (at most 4
+  query and segment; the chunk's rows are grouped on the device by the categorical column
+  most of these queries test (``EXACT_SORT_ROWS``: the label of class-conditional
+  thresholds), so that a query walks only the rows of its code there; or the tiled kernel: a
+  block stages a tile of real rows (codes and numerics) in shared memory; each thread owns one
+  query and keeps one bit per tile row in a 64-bit mask, clearing bits factor by factor, then
+  adds the mask's popcount to a register, one atomic add per query and block at the end. Either reads a small query (at most 4
   categorical factors and one halfspace of at most 8 terms) once into local arrays rather
   than from the CSR arrays for every row.
 
@@ -199,9 +201,9 @@ def _exact_tiled_kernel(codes, numerics, n_rows, n_columns, n_numeric, rows_per_
             cuda.atomic.add(counts, q, count)
 
 
-def _exact_warp(codes, numerics, n_rows, segment_rows, query_list, key_column, list_key,
-                       key_offsets, cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets,
-                       theta_offsets, theta_index, theta_weight, tau, counts):
+def _exact_warp(codes, numerics, n_rows, segment_rows, query_list, key_column, list_key, key_offsets,
+                cat_offsets, cat_coords, coord_column, coord_code, halfspace_offsets, theta_offsets,
+                theta_index, theta_weight, tau, counts):
     """counts[q] += rows of this chunk satisfying query q (hard thresholds), for every q in
     ``query_list``: the tiled kernel's work laid out the other way round.
 
@@ -211,9 +213,10 @@ def _exact_warp(codes, numerics, n_rows, segment_rows, query_list, key_column, l
     When the chunk is sorted by ``key_column``, a listed query that tests code
     ``list_key[a] >= 0`` on it walks only rows ``key_offsets[code]:key_offsets[code + 1]`` (its
     segments start there) and, held, skips that factor's test (true on those rows);
-    ``list_key[a] == -1`` walks every row. A small query is held in registers as in the tiled kernel. The lanes' counts meet in dynamic
-    shared memory (int32 per thread, block barriers: the CUDA simulator has no warp shuffles);
-    one atomic add per query and segment. ``blockDim.x`` is a multiple of 32.
+    ``list_key[a] == -1`` walks every row. A small query is held in registers as in the tiled
+    kernel. The lanes' counts meet in dynamic shared memory (int32 per thread, block barriers:
+    the CUDA simulator has no warp shuffles); one atomic add per query and segment.
+    ``blockDim.x`` is a multiple of 32. Compiled by :func:`_exact_warp_kernel`.
     """
     lanes = cuda.shared.array(0, dtype=numba.int32)  # one count per thread
     tid = cuda.threadIdx.x
