@@ -45,6 +45,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run base_from_cm_20 --epsilons 5
     python -m bench.ablations --run patience_5 --epsilons 0.25 1     # shorter stages, for the time target (#20)
     python -m bench.ablations --run noise_floor_1 --epsilons 0.25 1  # stages stop at the noise's loss (#20)
+    python -m bench.ablations --run steps_30 --epsilons 0.25 1       # at most 30 Adam steps a stage (#20)
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -415,6 +416,17 @@ STEPS["noise_floor_1"] = [
      "0.25): a stage also ends once its loss sum_i w_i r_i**2 falls to sum_i w_i std_i**2, what the true "
      "answers would score against the noisy ones (the discrepancy principle), so projections stop where the "
      "noise is large and run on where it is small, unlike patience_5's shorter stages everywhere"),
+]
+STEPS["steps_30"] = [
+    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): every "
+                            "temperature stage runs at most 60 Adam steps"),
+    ("every stage at most 30 steps", {"projection": {"max_steps": 30}},
+     "#20's time target at eps = 0.25: on Adult (seed 0) the warm threshold rounds' projections end their last "
+     "stage at the 60-step cap (69 steps: ~9 at sigma 256, 60 at 512) in 40 of 50 rounds, so patience (patience_5) "
+     "barely shortens them there; the cap does"),
+    ("every projection but the last at most 30 steps a stage", {"projection": {"max_steps_between": 30}},
+     "instead of the step above: the projections before the last only warm-start the next round and score its "
+     "selection, so they stop at 30 steps a stage; the last, the released fit, keeps 60"),
 ]
 RERUN_DEFAULT: set[str] = {"tree_share_seeds"}
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""

@@ -189,6 +189,55 @@ def test_the_loop_projects_warm_after_its_first_threshold_projection():
     assert calls == [(False, False, 1), (True, False, 4), (True, True, 2), (True, True, 2)]
 
 
+def test_every_projection_but_the_last_takes_max_steps_between():
+    """``max_steps_between``: the loop's projections before its last run with that many steps
+    per stage, the last with ``max_steps``; None leaves every projection at ``max_steps``.
+    A last step with nothing left to measure gets a final projection with ``max_steps``."""
+    from unittest import mock
+
+    import polars as pl
+
+    import polars_rap
+    from polars_rap import rounds
+    from polars_rap.plan_steps import Step
+
+    with pytest.raises(ValueError, match="max_steps_between"):
+        ProjectionConfig(max_steps_between=0)
+    config = ProjectionConfig(max_steps=4, max_steps_between=2)
+    assert config.between().max_steps == 2 and ProjectionConfig().between() == ProjectionConfig()
+    rng = np.random.default_rng(0)
+    frame = pl.DataFrame({"age": rng.integers(18, 90, 500), "sex": rng.choice(["F", "M"], 500).tolist(),
+                          "y": rng.choice(["no", "yes"], 500).tolist()})
+    domain = {"age": (18, 90), "sex": ["F", "M"], "y": ["no", "yes"]}
+    real = rounds.project
+
+    def steps_per_call(projection, strategy=OUTRIGHT):
+        calls = []
+
+        def recording(*args, **kwargs):
+            calls.append(args[4].max_steps)
+            return real(*args, **kwargs)
+
+        with mock.patch.object(rounds, "project", recording):
+            polars_rap.synthesize(frame, epsilon=1.0, delta=1e-6, domain=domain, labels=["y"], relaxed_rows=20,
+                                  rounds_lt=3, n_linear_thresholds=40, seed=0, progress=False,
+                                  projection=projection, strategy=strategy)
+        return calls
+
+    assert steps_per_call(config) == [2, 2, 2, 4]
+    assert steps_per_call(ProjectionConfig(max_steps=4)) == [4, 4, 4, 4]
+    from polars_rap import mechanism
+
+    original_plan = mechanism.run_plan
+
+    def plan_ending_empty(plan, *args, **kwargs):  # a last step whose class has no group left
+        return original_plan([*plan, Step("CM", 1e-9, None)], *args, **kwargs)
+
+    with mock.patch.object(mechanism, "run_plan", plan_ending_empty):
+        calls = steps_per_call(config)
+    assert calls[-1] == 4 and calls[:-1] == [2] * (len(calls) - 1)
+
+
 # ------------------------------------------------- numeric queries kept off the categories
 def _with_nullable_threshold():
     """small_queries plus a threshold over a nullable numeric column (its null code is the

@@ -18,6 +18,7 @@ against the noisy answers; the projection never sees the real data.
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,9 @@ class ProjectionConfig:
     the true answers would have, ``sum_i w_i std_i**2`` over the measured answers (the
     discrepancy principle: below it the rows fit the noise). 0 (default): off. The caller that
     knows the noise passes that loss to :func:`project` (``loss_floor``).
+    ``max_steps_between``: ``max_steps`` of every projection of a run but its last, whose rows
+    are only the next round's warm start and selection scores (None, default: ``max_steps``
+    for every projection); the last projection, the one released, keeps ``max_steps``.
     """
 
     learning_rate: float = 0.05
@@ -68,6 +72,7 @@ class ProjectionConfig:
     adam_epsilon: float = 1e-8
     numeric_moves_categories: bool = True
     noise_floor: float = 0.0
+    max_steps_between: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance", "adam_epsilon"):
@@ -87,6 +92,8 @@ class ProjectionConfig:
             check_int(name, getattr(self, name), low)
         if self.warm_doublings is not None:
             check_int("warm_doublings", self.warm_doublings, 0)
+        if self.max_steps_between is not None:
+            check_int("max_steps_between", self.max_steps_between, 1)
         if not isinstance(self.numeric_moves_categories, (bool, np.bool_)):
             msg = f"The 'numeric_moves_categories' parameter must be a bool. Got {self.numeric_moves_categories!r}"
             raise ParameterError(msg)
@@ -103,6 +110,13 @@ class ProjectionConfig:
                    f"({_LARGEST_SIGMA:.3g}); use max_doublings <= {largest} (thresholds are already sharp "
                    "long before: the default is 6)")
             raise ParameterError(msg)
+
+
+    def between(self) -> ProjectionConfig:
+        """These settings for a projection that is not a run's last (``max_steps_between``)."""
+        if self.max_steps_between is None:
+            return self
+        return dataclasses.replace(self, max_steps=self.max_steps_between)
 
 
 _LARGEST_SIGMA = float(np.finfo(np.float32).max)

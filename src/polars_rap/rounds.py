@@ -98,8 +98,10 @@ def run_plan(
     rho = ledger.rho_budget
     bar = tqdm(plan, desc="RAP++ rounds", disable=not progress, unit="round")
     extra_rounds = 0  # rounds an annealed step ran beyond its one slot in the plan
+    fitted_in_full = True  # the last projection run had max_steps, not max_steps_between
     for index, step in enumerate(bar):
         is_last = index == len(plan) - 1
+        projection_now = projection if is_last else projection.between()  # the last keeps max_steps
         step_rho = ledger.rho_remaining * step.weight / weights_left[index]
         round_index = index + extra_rounds
         if step.annealed:  # its own loop of rounds, AIM's budget annealing
@@ -107,13 +109,14 @@ def run_plan(
 
             extra_rounds += run_annealed_step(
                 step, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, record, backend,
-                projection, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
+                projection_now, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
                 n_rows=n_rows,
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
                 inverse_variance=inverse_variance, shrinkage=shrinkage, size_exponent=size_exponent,
                 anneal_temperature=step.query_class not in _FINAL_TEMPERATURE, independence=independence,
                 prior=prior,
             ) - 1
+            fitted_in_full = projection_now is projection
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
                             rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
             continue
@@ -127,8 +130,9 @@ def run_plan(
                                loss_scale=step.loss_scale, branching=step.branching,
                                node_groups=node_groups_of(queries))
             available[candidates] = False
-            _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
+            _project_step(record, queries, step, backend, projection_now, inverse_variance, prior, bar, ledger,
                           rho, round_index, len(candidates), independence)
+            fitted_in_full = projection_now is projection
             continue
         k = len(candidates) if step.outright else min(step.k, len(candidates))
         chosen_by_gumbel = k < len(candidates)
@@ -169,9 +173,13 @@ def run_plan(
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
                 None if shift is None else shift / n_rows,
             )
-        _project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
+        _project_step(record, queries, step, backend, projection_now, inverse_variance, prior, bar, ledger,
                       rho, round_index, len(selected), independence)
+        fitted_in_full = projection_now is projection
     bar.close()
+    if not fitted_in_full and record.groups:  # the last step had nothing left to measure
+        fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance, anneal=True,
+                         warm=record.thresholds_fitted, prior=prior, independence=independence)
     if not progress and logger.isEnabledFor(logging.INFO):  # no bar to look at: one line per class
         for line in class_fit_lines(record, queries, plan, backend):
             logger.info(line)
