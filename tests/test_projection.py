@@ -238,6 +238,45 @@ def test_every_projection_but_the_last_takes_max_steps_between():
     assert calls[-1] == 4 and calls[:-1] == [2] * (len(calls) - 1)
 
 
+def test_stage_length_is_the_strategys_unless_the_run_sets_it():
+    """``max_steps`` None: the planned strategy's 30 steps a stage, the paper's 60 (and 60 for a
+    direct call); a run's ``ProjectionConfig(max_steps=...)`` wins; bad values name it."""
+    from unittest import mock
+
+    import polars as pl
+
+    import polars_rap
+    from polars_rap import rounds
+    from polars_rap.projection import PAPER_MAX_STEPS
+    from polars_rap.strategy import PlannedStrategy
+
+    assert ProjectionConfig().stage_steps == PAPER_MAX_STEPS == 60 and ProjectionConfig(max_steps=7).stage_steps == 7
+    assert PlannedStrategy().max_steps == 30
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="max_steps"):
+            PlannedStrategy(max_steps=bad)
+    rng = np.random.default_rng(0)
+    frame = pl.DataFrame({"age": rng.integers(18, 90, 300), "y": rng.choice(["no", "yes"], 300).tolist()})
+    real = rounds.project
+
+    def stage_steps(strategy, projection=None):
+        seen = set()
+
+        def recording(*args, **kwargs):
+            seen.add(args[4].stage_steps)
+            return real(*args, **kwargs)
+
+        with mock.patch.object(rounds, "project", recording):
+            result = polars_rap.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "y": ["no", "yes"]},
+                                           labels=["y"], relaxed_rows=10, rounds_lt=2, n_linear_thresholds=20, seed=0,
+                                           progress=False, strategy=strategy, projection=projection)
+        return seen, result.report.parameters["max_steps"]
+
+    assert stage_steps("planned") == ({30}, 30)
+    assert stage_steps("paper") == ({60}, 60)
+    assert stage_steps("planned", ProjectionConfig(max_steps=7)) == ({7}, 7)
+
+
 # ------------------------------------------------- numeric queries kept off the categories
 def _with_nullable_threshold():
     """small_queries plus a threshold over a nullable numeric column (its null code is the

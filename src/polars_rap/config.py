@@ -31,7 +31,7 @@ projection) and the one ``polars-rap export`` writes.
     [options]                        # keyword arguments of polars_rap.synthesize
     relaxed_rows = 1000
     [projection]                     # fields of polars_rap.ProjectionConfig
-    max_steps = 60
+    learning_rate = 0.05
 """
 
 from __future__ import annotations

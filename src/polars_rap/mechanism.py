@@ -265,6 +265,8 @@ def synthesize(
     projection = projection or ProjectionConfig()
     if projection.warm_doublings is None and strategy.warm_doublings is not None:  # the strategy's schedule
         projection = dataclasses.replace(projection, warm_doublings=strategy.warm_doublings)
+    if projection.max_steps is None and strategy.max_steps is not None:  # the strategy's stage length
+        projection = dataclasses.replace(projection, max_steps=strategy.max_steps)
     backend_module = kernels.resolve_backend(backend)
     public_uses = check_public_use(public, public_use)
     if output is not None:
@@ -367,7 +369,7 @@ def synthesize(
             inferred_columns=[r.name for r in requests], inference_share=inference_share if requests else 0.0,
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
             strategy=strategy.describe(), decoding=strategy.decoding,
-            warm_doublings=projection.warm_doublings,
+            warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model),
     )

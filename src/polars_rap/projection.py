@@ -36,7 +36,9 @@ class ProjectionConfig:
     """Optimiser settings (defaults tuned on the bundled ACS and Adult tasks; see README).
 
     ``learning_rate`` is Adam's step for logits and numerics; ``max_steps`` bounds the steps
-    of each temperature stage; ``patience`` steps without a relative improvement of
+    of each temperature stage (None, default: the strategy's choice, the planned strategy's 30
+    and the paper's 60; a projection called directly takes :data:`PAPER_MAX_STEPS`, 60;
+    :attr:`stage_steps` is the bound in force); ``patience`` steps without a relative improvement of
     ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma. Stage ``s``
     runs at inverse temperature ``sigma_initial * 2**s``, ``s = 0 .. max_doublings``.
     ``warm_doublings`` shortens the schedule of a *warm* projection, one that starts from rows
@@ -60,7 +62,7 @@ class ProjectionConfig:
     """
 
     learning_rate: float = 0.05
-    max_steps: int = 60
+    max_steps: int | None = None
     patience: int = 8
     min_improvement: float = 1e-3
     grad_tolerance: float = 1e-4
@@ -88,12 +90,13 @@ class ProjectionConfig:
                     0.0 <= value < 1.0):
                 msg = f"The {name!r} parameter must be a float in [0, 1). Got {value!r}"
                 raise ParameterError(msg)
-        for name, low in (("max_steps", 1), ("patience", 1), ("max_doublings", 0)):
+        for name, low in (("patience", 1), ("max_doublings", 0)):
             check_int(name, getattr(self, name), low)
+        for name in ("max_steps", "max_steps_between"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), 1)
         if self.warm_doublings is not None:
             check_int("warm_doublings", self.warm_doublings, 0)
-        if self.max_steps_between is not None:
-            check_int("max_steps_between", self.max_steps_between, 1)
         if not isinstance(self.numeric_moves_categories, (bool, np.bool_)):
             msg = f"The 'numeric_moves_categories' parameter must be a bool. Got {self.numeric_moves_categories!r}"
             raise ParameterError(msg)
@@ -112,6 +115,11 @@ class ProjectionConfig:
             raise ParameterError(msg)
 
 
+    @property
+    def stage_steps(self) -> int:
+        """The steps a temperature stage may run: ``max_steps``, or 60 when it is None."""
+        return PAPER_MAX_STEPS if self.max_steps is None else int(self.max_steps)
+
     def between(self) -> ProjectionConfig:
         """These settings for a projection that is not a run's last (``max_steps_between``)."""
         if self.max_steps_between is None:
@@ -119,6 +127,8 @@ class ProjectionConfig:
         return dataclasses.replace(self, max_steps=self.max_steps_between)
 
 
+PAPER_MAX_STEPS = 60
+"""Steps per temperature stage where no strategy chose (the paper's strategy, a direct call)."""
 _LARGEST_SIGMA = float(np.finfo(np.float32).max)
 """The largest inverse temperature a stage may reach: the kernels read it as float32."""
 _SMALLEST_SIGMA = float(np.finfo(np.float32).tiny)
@@ -251,7 +261,7 @@ def project(
         stages_run += 1
         sigma = np.where(has_threshold, config.sigma_initial * 2.0**stage, np.inf).astype(np.float32)
         stage_best, since_best = np.inf, 0
-        for _ in range(config.max_steps):
+        for _ in range(config.stage_steps):
             relaxed = current.relaxed()
             loss, grad_relaxed = loss_and_grad(relaxed, queries, targets, sigma, weights)
             step_count += 1
@@ -320,14 +330,14 @@ def _project_on_device(params: RelaxedParams, queries: QuerySet, targets: np.nda
     fit = backend.device_fit(
         params.values, params.block_starts, params.numeric_offset, queries, targets, weights,
         adam=(config.beta1, config.beta2, config.learning_rate, config.adam_epsilon),
-        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.max_steps, loss_floor))
+        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.stage_steps, loss_floor))
     best_loss = fit.exact_loss()
     stages = temperature_stages(config, bool(fit.has_threshold.any()), anneal, warm)
     for stage in stages:
         fit.start_stage(config.sigma_initial * 2.0**stage)
         launched = 0
-        while launched < config.max_steps:
-            batch = min(fit.check_every, config.max_steps - launched)
+        while launched < config.stage_steps:
+            batch = min(fit.check_every, config.stage_steps - launched)
             launched += batch
             if fit.run_steps(batch):
                 break

@@ -78,6 +78,10 @@ class Strategy(Protocol):
     :class:`~polars_rap.projection.ProjectionConfig` sets its own: the last ``warm_doublings
     + 1`` temperature stages (None: the whole schedule every round)."""
 
+    max_steps: int | None
+    """Adam steps a temperature stage may run, unless the run's
+    :class:`~polars_rap.projection.ProjectionConfig` sets its own (None: the paper's 60)."""
+
     independence_prior: bool | str
     """Fit the categorical marginals not measured (yet) toward conditional independence given
     the label (True), or given a third feature and the label where two measured tables link
@@ -122,6 +126,7 @@ class PaperStrategy:
     histogram_weight: float = field(default=1.0, init=False)
     integer_cells: bool = field(default=False, init=False)
     warm_doublings: int | None = field(default=None, init=False)
+    max_steps: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
     mediator_gate: float | None = field(default=None, init=False)
     base_from: str | None = field(default=None, init=False)
@@ -335,6 +340,12 @@ class PlannedStrategy:
         +12%); 0 (sigma 512 alone) lowers CM 1-5% but raises MM and LT 13-32% at eps = 5
         (``bench/results/ablation_warm.md``). A run's ``ProjectionConfig(warm_doublings=...)``
         overrides it.
+    max_steps : int or None
+        Adam steps a temperature stage may run (default 30; None: the paper's 60). On both
+        headline datasets at eps 0.25 and 1 (3 seeds) fits take 0.57-0.65x the time (Adult at
+        eps = 1 0.92x) with every error class within 0.93-1.12x and F1 within -0.003..+0.011
+        (``bench/results/ablation_steps_30.md``): a warm threshold round's last stage had run
+        to the cap of 60 in most rounds. A run's ``ProjectionConfig(max_steps=...)`` overrides it.
     """
 
     class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
@@ -367,6 +378,7 @@ class PlannedStrategy:
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
     warm_doublings: int | None = 1
+    max_steps: int | None = 30
     name: str = field(default="planned", init=False)
 
     def __post_init__(self) -> None:
@@ -471,6 +483,10 @@ class PlannedStrategy:
                 self.warm_doublings, int) or self.warm_doublings < 0):
             msg = f"warm_doublings must be an int >= 0 or None (the whole schedule). Got {self.warm_doublings!r}"
             raise ParameterError(msg)
+        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(
+                self.max_steps, int) or self.max_steps < 1):
+            msg = f"max_steps must be an int >= 1 or None (the paper's 60). Got {self.max_steps!r}"
+            raise ParameterError(msg)
         if self.decoding not in ("controlled", "independent"):
             msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
             raise ParameterError(msg)
@@ -526,14 +542,14 @@ class PlannedStrategy:
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells,
-                "warm_doublings": self.warm_doublings}
+                "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
              "noise_aware", "base_share", "base_from", "histogram_share", "histogram_bins", "histogram_position",
-             "histogram_weight", "integer_cells", "warm_doublings", "independence_prior", "mediator_gate", "plan",
-             "describe")
+             "histogram_weight", "integer_cells", "warm_doublings", "max_steps", "independence_prior",
+             "mediator_gate", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
