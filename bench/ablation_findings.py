@@ -455,7 +455,27 @@ FINDINGS["noise_floor_1"] = [
     "the last projections, a patience-like trade that patience_5 already measured.",
 ]
 
+FINDINGS["steps_30"] = [
+    "Why: #20's time target at eps = 0.25 (CA 0.28x AIM's, Adult 0.35x). Logged on Adult at eps = 0.25 (seed "
+    "0): in 40 of 50 warm threshold rounds the last stage (sigma 512) ran to the cap of 60 steps, so patience "
+    "barely ends it there (patience_5 saved Adult 3-13%). 3 seeds, both datasets, eps 0.25 and 1, against the "
+    "default (the headline's rap++ rows); per-seed ratios, then their mean:",
+    "every stage at most 30 steps: kept (the default since). Fits 0.57-0.65x the default's seconds (CA 79-88 s, "
+    "Adult 40-47 s at eps 0.25), Adult at eps 1 0.76-1.01x (0.92x). Errors within seed noise: CM 0.98/1.02/1.01/"
+    "0.99 (CA 0.25, CA 1, Adult 0.25, Adult 1), MM 1.03/0.97/1.05/0.97, LT 0.97/0.93/1.12/1.00, KS 0.89/1.02/1.01/"
+    "0.91, F1 -0.003/-0.002/+0.011/+0.001; no class moves the same way on every seed (MM 0.76-1.37x on CA at "
+    "0.25). In targets: CA at 0.25 time 0.28x -> 0.17x AIM's and KS 0.53x -> 0.47x (both met now), F1 +0.002 -> "
+    "-0.001 vs AIM (within the seeds' spread); Adult at 0.25 time 0.35x -> 0.23x (still short).",
+    "every projection but the last at most 30 steps a stage: no better than the step above, so not kept. The "
+    "released fit's 60 steps buy nothing: CM 0.98/1.02/1.01/0.99, MM 1.08/1.02/1.06/1.01, LT 1.01/0.99/1.13/"
+    "1.05, F1 -0.004/-0.002/+0.010/+0.001, seconds 0.56/0.61/0.67/0.98x. Next for Adult's time: the warm rounds' "
+    "last stage still runs to its cap (now 30); a cap by class or the CM groups' gradient walk.",
+]
+
 SECONDS_NOTES: dict[str, str] = {
+    "steps_30": "Seconds compare with the default's rows (the headline's rerun of 2026-11-27, alone): these runs "
+                "ran alone but for 20 s of unit tests during Adult's eps = 1 runs of the first step; the accuracy "
+                "figures are deterministic.",
     "noise_floor_1": "Seconds compare with the default's rows (the headline's rerun of 2026-11-27, alone): these "
                      "runs ran alone too; the accuracy figures are deterministic.",
     "patience_5": "Seconds compare with the default's rows (the headline's rerun of 2026-11-27, earlier the "

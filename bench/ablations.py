@@ -374,7 +374,7 @@ STEPS["tree_share_seeds"] = [
      "per cent"),
 ]
 STEPS["tree_share_25"] = [
-    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): numeric "
+    ("planned default", {}, "the default of rerun_rap_2026-11-27.csv (60 steps a stage): numeric "
                             "histograms on trees with 20% of the loop's budget, out of the thresholds' share"),
     ("numeric histograms (25%) out of the thresholds' share",
      {"strategy": {"name": "planned", "histogram_share": 0.25, "histogram_from": "LT"}},
@@ -383,7 +383,7 @@ STEPS["tree_share_25"] = [
      "for half, and LT has room there (0.77x AIM's)"),
 ]
 STEPS["base_share"] = [
-    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): every "
+    ("planned default", {}, "the default of rerun_rap_2026-11-27.csv (60 steps a stage): every "
                             "feature x label margin measured with 10% of the budget, every class paying its part"),
     ("base marginals 20%",
      {"strategy": {"name": "planned", "base_share": 0.2}},
@@ -391,7 +391,7 @@ STEPS["base_share"] = [
      "reads mostly the feature x label margins; CA's F1 trails AIM's by 0.006 at eps = 1 (0.767 vs 0.773)"),
 ]
 STEPS["base_from_cm_20"] = [
-    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): the base "
+    ("planned default", {}, "the default of rerun_rap_2026-11-27.csv (60 steps a stage): the base "
                             "marginals 10%, every class paying its part"),
     ("base marginals 20%, paid by the categorical share",
      {"strategy": {"name": "planned", "base_share": 0.2, "base_from": "CM"}},
@@ -400,7 +400,7 @@ STEPS["base_from_cm_20"] = [
      "classes keep their budget"),
 ]
 STEPS["patience_5"] = [
-    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): a "
+    ("planned default", {}, "the default of rerun_rap_2026-11-27.csv (60 steps a stage): a "
                             "temperature stage stops after 8 Adam steps without a 0.1% better loss (or 60 steps)"),
     ("a stage stops after 5 steps without a better loss", {"projection": {"patience": 5}},
      "#20's time target at eps = 0.25 (fit <= 1/5 of AIM's; CA 0.28x, Adult 0.35x): the gradient and answer "
@@ -409,7 +409,7 @@ STEPS["patience_5"] = [
      "improve it; the best iterate by exact loss is kept either way"),
 ]
 STEPS["noise_floor_1"] = [
-    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): a "
+    ("planned default", {}, "the default of rerun_rap_2026-11-27.csv (60 steps a stage): a "
                             "temperature stage stops after 8 Adam steps without a 0.1% better loss (or 60 steps)"),
     ("a stage also stops at the noise's loss", {"projection": {"noise_floor": 1.0}},
      "#20 (a stopping rule that does not fit measurements below their noise level; the time target at eps = "
@@ -418,7 +418,7 @@ STEPS["noise_floor_1"] = [
      "noise is large and run on where it is small, unlike patience_5's shorter stages everywhere"),
 ]
 STEPS["steps_30"] = [
-    ("planned default", {}, "the default since the rerun of 2026-11-27 (the headline suite's rap++ rows): every "
+    ("planned default", {}, "the default of rerun_rap_2026-11-27.csv (60 steps a stage): every "
                             "temperature stage runs at most 60 Adam steps"),
     ("every stage at most 30 steps", {"projection": {"max_steps": 30}},
      "#20's time target at eps = 0.25: on Adult (seed 0) the warm threshold rounds' projections end their last "
@@ -446,6 +446,9 @@ rerun of 2026-11-24e until the histograms were released on trees (2026-11-25).""
 TREE_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-25.csv"
 """The ``rap++`` rows of the default with numeric histograms on trees (their prefixes fitted,
 CM:LT 2:1), the headline rows from the rerun of 2026-11-25."""
+SIXTY_STEPS_ROWS = RESULTS / "rerun_rap_2026-11-27.csv"
+"""The ``rap++`` rows of the default with 60 Adam steps a stage (histograms paid 20% out of LT),
+the headline rows from the rerun of 2026-11-27 until stages took 30 steps (2026-11-27b)."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
@@ -454,6 +457,8 @@ DEFAULT_ROWS = {
     **{name: FLAT_HISTOGRAM_ROWS for name in ("histograms_from_lt", "mm_rounds", "histogram_trees")},
     **{name: TREE_DEFAULT_ROWS for name in ("tree_share", "histogram_nodes", "cm_share_3",
                                                    "lt_selection", "numeric_off_categories")},
+    **{name: SIXTY_STEPS_ROWS for name in ("tree_share_25", "base_share", "base_from_cm_20", "patience_5",
+                                           "noise_floor_1", "steps_30")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it

@@ -97,10 +97,11 @@ COMPARISONS = {
         title="Base marginals at 20%, paid by the categorical share, against the default, seed by seed",
         why="base_from_cm_20's step (``base_share=0.2, base_from='CM'``) against the default of 2026-11-27 "
             "(the base marginals 10%, every class paying). Seeds 0-2 (epsilon 0.25, 1 and 5): "
-            "``ablation_base_from_cm_20.csv`` beside the headline suite's rap++ rows (``headline.csv``, rerun "
-            "2026-11-27 with the same code); seeds 3-5 (epsilon 0.25 and 1): the same CSV beside the default "
-            "rerun at those seeds (``rerun_rap_2026-11-27_seeds345.csv``).",
-        pairs=((Source("ablation_base_from_cm_20.csv", _base_from_cm), Source("headline.csv", _default)),
+            "``ablation_base_from_cm_20.csv`` beside the default's rows of the rerun of 2026-11-27 "
+            "(``rerun_rap_2026-11-27.csv``, the same code, the headline's rap++ rows until stages took 30 steps); "
+            "seeds 3-5 (epsilon 0.25 and 1): the same CSV beside the default rerun at those seeds "
+            "(``rerun_rap_2026-11-27_seeds345.csv``).",
+        pairs=((Source("ablation_base_from_cm_20.csv", _base_from_cm), Source("rerun_rap_2026-11-27.csv", _default)),
                (Source("ablation_base_from_cm_20.csv", _base_from_cm),
                 Source("rerun_rap_2026-11-27_seeds345.csv", _default))),
         out="base_from_cm_20_pairs.md"),
