@@ -192,7 +192,8 @@ def _run_stub(monkeypatch, setup, fires, *, total_units, step_rho=0.3, budget=1.
         levels.append(levels[-1] + (step if t % 2 == 0 else -step))
     projected, thresholds, selections = [], [], []
 
-    def fake_project(params, measured, targets, backend, config, anneal=True, weights=None, warm=False):
+    def fake_project(params, measured, targets, backend, config, anneal=True, weights=None, warm=False,
+                     loss_floor=0.0):
         projected.append((measured.n_queries, len(targets), weights))
         return _Version(params.version + 1), ProjectionTrace(0, 1, 0.0)
 

@@ -148,9 +148,10 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
         pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
         return out
 
-    def spy_project(params, queries, targets, backend, config, anneal=True, weights=None, warm=False):
+    def spy_project(params, queries, targets, backend, config, anneal=True, weights=None, warm=False, loss_floor=0.0):
         project_calls.append((np.array(targets, copy=True), None if weights is None else weights.copy()))
-        return real_project(params, queries, targets, backend, config, anneal=anneal, weights=weights, warm=warm)
+        return real_project(params, queries, targets, backend, config, anneal=anneal, weights=weights, warm=warm,
+                            loss_floor=loss_floor)
 
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
     monkeypatch.setattr(rounds, "project", spy_project)
