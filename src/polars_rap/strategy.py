@@ -345,7 +345,8 @@ class PlannedStrategy:
         headline datasets at eps 0.25 and 1 (3 seeds) fits take 0.57-0.65x the time (Adult at
         eps = 1 0.92x) with every error class within 0.93-1.12x and F1 within -0.003..+0.011
         (``bench/results/ablation_steps_30.md``): a warm threshold round's last stage had run
-        to the cap of 60 in most rounds. A run's ``ProjectionConfig(max_steps=...)`` overrides it.
+        to the cap of 60 in most rounds. At eps = 5 CA's MM is 1.39x the 60-step fits'
+        (``rerun_2026-11-27b.md``). A run's ``ProjectionConfig(max_steps=...)`` overrides it.
     """
 
     class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
