@@ -17,8 +17,8 @@ against the noisy answers; the projection never sees the real data.
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +38,8 @@ class ProjectionConfig:
     ``learning_rate`` is Adam's step for logits and numerics; ``max_steps`` bounds the steps
     of each temperature stage (None, default: the strategy's choice, the planned strategy's 30
     and the paper's 60; a projection called directly takes :data:`PAPER_MAX_STEPS`, 60;
-    :attr:`stage_steps` is the bound in force); ``patience`` steps without a relative improvement of
-    ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma. Stage ``s``
+    :attr:`stage_steps` is the bound in force); ``patience`` steps without a relative
+    improvement of ``min_improvement`` end a stage; ``grad_tolerance`` is the paper's gamma. Stage ``s``
     runs at inverse temperature ``sigma_initial * 2**s``, ``s = 0 .. max_doublings``.
     ``warm_doublings`` shortens the schedule of a *warm* projection, one that starts from rows
     already fitted to thresholds (every threshold round after the first): it runs the last
@@ -114,7 +114,6 @@ class ProjectionConfig:
                    "long before: the default is 6)")
             raise ParameterError(msg)
 
-
     @property
     def stage_steps(self) -> int:
         """The steps a temperature stage may run: ``max_steps``, or 60 when it is None."""
@@ -129,6 +128,7 @@ class ProjectionConfig:
 
 PAPER_MAX_STEPS = 60
 """Steps per temperature stage where no strategy chose (the paper's strategy, a direct call)."""
+
 _LARGEST_SIGMA = float(np.finfo(np.float32).max)
 """The largest inverse temperature a stage may reach: the kernels read it as float32."""
 _SMALLEST_SIGMA = float(np.finfo(np.float32).tiny)
