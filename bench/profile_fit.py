@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.kernels_cpu import median_seconds
 from bench.run import RESULTS, machine, prepare_dataset
 
 TOP = 12
@@ -73,16 +74,6 @@ def last_projection_call(train, task, epsilon: float, seed: int):
     return last["call"]
 
 
-def _median_ms(call, repeats: int) -> float:
-    call()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return float(np.median(times) * 1e3)
-
-
 def kernel_parts(call, repeats: int) -> list[tuple[str, int, int, float, float]]:
     """Per part of the workload: (part, groups or queries, cells, answers ms, gradient ms)."""
     from polars_rap.kernels import cpu_relaxed
@@ -108,8 +99,9 @@ def kernel_parts(call, repeats: int) -> list[tuple[str, int, int, float, float]]
     for name, part_groups, part_csr in parts:
         cells = int(queries.group_sizes[part_groups].sum()) + len(part_csr)
         rows.append((name, len(part_groups) + len(part_csr), cells,
-                     _median_ms(lambda: cpu_relaxed._relaxed_sums(XT, queries, sigma, part_groups, part_csr), repeats),
-                     _median_ms(lambda: gradient(part_groups, part_csr), repeats)))
+                     1e3 * median_seconds(lambda: cpu_relaxed._relaxed_sums(XT, queries, sigma, part_groups,
+                                                                             part_csr), repeats),
+                     1e3 * median_seconds(lambda: gradient(part_groups, part_csr), repeats)))
     return rows
 
 

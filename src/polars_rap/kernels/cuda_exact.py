@@ -502,8 +502,8 @@ def upload_transposed(codes: np.ndarray, numerics: np.ndarray, plan: ExactPlan |
     n_rows, n_columns, n_numeric = codes.shape[0], codes.shape[1], numerics.shape[1]
     codes = np.ascontiguousarray(codes, dtype=np.int32)
     numerics = np.ascontiguousarray(numerics, dtype=np.float64)
-    blocks = _blocks(max(codes.size, numerics.size), threads, cuda_config.MAX_BLOCKS)
     if plan is None or plan.key_column < 0:
+        blocks = _blocks(max(codes.size, numerics.size), threads, cuda_config.MAX_BLOCKS)
         parts = []
         for rows in (codes, numerics):
             out = cuda.device_array((max(rows.shape[1], 1), max(n_rows, 1)), rows.dtype)

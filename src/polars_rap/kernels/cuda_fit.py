@@ -56,10 +56,10 @@ class DeviceFit:
     weights : float64[n_queries] or None
         Loss weight of each query (all ones when None), in the Adam and the exact loss alike.
     adam : (beta1, beta2, learning_rate, epsilon)
-    stopping : (min_improvement, grad_tolerance, patience, max_steps[, loss_floor])
+    stopping : (min_improvement, grad_tolerance, patience, max_steps, loss_floor)
         A stage stops after ``patience`` steps without a relative improvement of
         ``min_improvement``, at a gradient norm ``<= grad_tolerance``, at a loss ``<= loss_floor``
-        (default 0: never), or after ``max_steps``.
+        (0: never), or after ``max_steps``.
     """
 
     def __init__(self, values: np.ndarray, block_starts: np.ndarray, numeric_offset: int, queries: QuerySet,
@@ -106,9 +106,9 @@ class DeviceFit:
         self._state_host = np.zeros(_N_STATE, dtype=np.float64)
         self._state = cuda.to_device(self._state_host)
         self._adam = tuple(float(a) for a in adam)
-        min_improvement, grad_tolerance, patience, max_steps, *floor = stopping
+        min_improvement, grad_tolerance, patience, max_steps, loss_floor = stopping
         self._stopping = (1.0 - float(min_improvement), float(grad_tolerance), float(patience), float(max_steps),
-                          float(floor[0]) if floor else 0.0)
+                          float(loss_floor))
 
     @property
     def steps(self) -> int:
