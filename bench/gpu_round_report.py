@@ -6,7 +6,7 @@ one call on one machine) and ``after_commit.txt``. The report tables the relaxed
 exact answers and their parts, the framework baselines and the end-to-end seconds, and writes
 ``bench/results/gpu_rounds.md``::
 
-    python bench/gpu_round_report.py bench/results/gpu_h200_round{1,2,3,4a,4b,4c,4d}
+    python bench/gpu_round_report.py bench/results/gpu_h200_round{1,2,3,4a,4b,4c,4d,4e}
 
 A folder of ``exact_<variant>.json`` records (``bench/gpu_exact.sh``) is tabled as
 variants of the exact kernels on one machine, under the folder's ``about.txt`` when it has one.
