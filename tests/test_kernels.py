@@ -251,6 +251,37 @@ def test_cpu_structured_and_csr_relaxed_paths_agree(problem):
     _assert_grad_close(walk[2], csr[2], rtol=1e-6)
 
 
+def test_walk_order_puts_the_largest_column_innermost_and_keeps_each_cells_query():
+    """Columns sorted by size (stable) with their row-major strides; a class-conditional
+    marginal listed largest first (5, 3, 2 categories) walked in that order gives the answers
+    and gradient of the CSR loop, cell by cell."""
+    from polars_rap.kernels.cpu_halfspaces import _walk_order
+
+    column_sizes, n_numeric = [5, 3, 2, 3], 1
+    starts = np.cumsum(column_sizes) - column_sizes
+    groups = [[0, 1, 2], [3, 1], [2]]
+    lists, group_sizes = [], []
+    for columns in groups:
+        for cell in itertools.product(*(range(column_sizes[c]) for c in columns)):
+            halfspaces = [(np.array([0]), np.array([1.0]), 0.4)] if len(columns) == 3 else []
+            lists.append(([int(starts[c] + code) for c, code in zip(columns, cell, strict=True)], halfspaces))
+        group_sizes.append(math.prod(column_sizes[c] for c in columns))
+    queries = QuerySet.from_lists(lists, group_sizes, groups, column_sizes, n_numeric,
+                                  [QueryClass.CATEGORICAL_MARGINAL] * len(lists))
+    walk_columns, walk_strides = _walk_order(queries)
+    assert walk_columns.tolist() == [2, 1, 0, 3, 1, 2]  # sizes 2, 3, 5 | 3, 3 (ties keep order) | 2
+    assert walk_strides.tolist() == [1, 2, 6, 3, 1, 1]
+    rng = np.random.default_rng(7)
+    X = random_relaxed(rng, column_sizes, n_numeric, 40, np.float64)
+    sigma = np.full(queries.n_queries, 4.0, dtype=np.float32)
+    targets = rng.random(queries.n_queries)
+    walk = cpu._relaxed(X, queries, sigma, targets, structured=True)
+    csr = cpu._relaxed(X, queries, sigma, targets, structured=False)
+    np.testing.assert_allclose(walk[0], csr[0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(walk[0], reference.answers_relaxed(X, queries, 4.0), rtol=1e-6)  # float32 out
+    _assert_grad_close(walk[2], csr[2], rtol=1e-10)
+
+
 # ---------------------------------------------------------------------------- loss + grad
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("sigma", SIGMAS)

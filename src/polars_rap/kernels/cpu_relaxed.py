@@ -1,7 +1,9 @@
 """Relaxed answers and the loss gradient on the CPU (sigmoid thresholds on relaxed rows).
 
-A marginal group's cells are walked in row-major order, one column's probabilities multiplied
-into a running prefix product per level (one multiply-add per cell and row); other queries
+A marginal group's cells are walked column by column, smallest column first (its largest
+column innermost: :func:`~polars_rap.kernels.cpu_halfspaces._walk_order`), one column's
+probabilities multiplied into a running prefix product per level (one multiply-add per cell
+and row); other queries
 take the CSR loop. The gradient runs parallel over blocks of rows (one thread owns a block's
 rows, so no two threads write one row): reverse-mode through the same prefix products for a
 marginal group, the product of the other factors from prefix and suffix products for a CSR
@@ -28,6 +30,7 @@ from polars_rap.kernels.cpu_halfspaces import (
     _plan,
     _query_block,
     _scale,
+    _walk_order,
 )
 from polars_rap.queries import QuerySet
 
@@ -35,18 +38,20 @@ from polars_rap.queries import QuerySet
 @njit(parallel=True, cache=True, fastmath=_REDUCTION_FASTMATH)
 def _relaxed_marginal_kernel(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                              theta_index, theta_weight, tau, sigma, group_offsets, group_column_offsets,
-                             group_columns, column_sizes, block_starts, groups, max_halfspaces,
-                             row_block, out):
-    """out[q] (row sums) for every query of ``groups``, walking each group's cells in
-    row-major order with one running prefix product per group column."""
+                             walk_columns, walk_strides, column_sizes, block_starts, groups,
+                             max_halfspaces, row_block, out):
+    """out[q] (row sums) for every query of ``groups``, walking each group's cells column by
+    column in ``walk_columns`` order (:func:`_walk_order`) with one running prefix product per
+    column; a cell's query is its group's first plus the ``walk_strides`` of its categories."""
     n_rows = XT.shape[1]
     for a in prange(len(groups)):
         g = groups[a]
         q0 = group_offsets[g]
         c0 = group_column_offsets[g]
         k = group_column_offsets[g + 1] - c0
-        last_start = block_starts[group_columns[c0 + k - 1]]
-        last_size = column_sizes[group_columns[c0 + k - 1]]
+        last_start = block_starts[walk_columns[c0 + k - 1]]
+        last_size = column_sizes[walk_columns[c0 + k - 1]]
+        last_stride = walk_strides[c0 + k - 1]
         sums = np.zeros(group_offsets[g + 1] - q0, dtype=np.float64)
         prefix = np.empty((k, row_block), dtype=np.float64)  # prefix[t]: columns < t times h
         index = np.zeros(k, dtype=np.int64)
@@ -62,9 +67,9 @@ def _relaxed_marginal_kernel(XT, numeric_offset, null_coord, halfspace_offsets, 
                               slopes, patterns, prefix[0])
             for t in range(k - 1):
                 index[t] = 0
-                _scale(prefix[t], XT[block_starts[group_columns[c0 + t]], r0 : r0 + nb], nb,
+                _scale(prefix[t], XT[block_starts[walk_columns[c0 + t]], r0 : r0 + nb], nb,
                        prefix[t + 1])
-            base = 0
+            base = 0  # the current cell's query less q0 and the last column's term
             while True:
                 last = prefix[k - 1]
                 for j in range(last_size):
@@ -72,19 +77,20 @@ def _relaxed_marginal_kernel(XT, numeric_offset, null_coord, halfspace_offsets, 
                     total = 0.0
                     for i in range(nb):
                         total += last[i] * source[i]
-                    sums[base + j] += total
-                base += last_size
+                    sums[base + j * last_stride] += total
                 t = k - 2  # odometer over the leading columns, last one fastest
                 while t >= 0:
                     index[t] += 1
-                    if index[t] < column_sizes[group_columns[c0 + t]]:
+                    base += walk_strides[c0 + t]
+                    if index[t] < column_sizes[walk_columns[c0 + t]]:
                         break
+                    base -= index[t] * walk_strides[c0 + t]
                     index[t] = 0
                     t -= 1
                 if t < 0:
                     break
                 for u in range(t, k - 1):
-                    c = block_starts[group_columns[c0 + u]] + index[u]
+                    c = block_starts[walk_columns[c0 + u]] + index[u]
                     _scale(prefix[u], XT[c, r0 : r0 + nb], nb, prefix[u + 1])
         for j in range(len(sums)):
             out[q0 + j] = sums[j]
@@ -124,44 +130,45 @@ def _relaxed_csr_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords,
 @njit(cache=True)
 def _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                          theta_index, theta_weight, tau, sig, group_offsets, group_column_offsets,
-                         group_columns, column_sizes, block_starts, weights, g, r0, nb,
+                         walk_columns, walk_strides, column_sizes, block_starts, weights, g, r0, nb,
                          prefix, adjoint, index, dot, values, slopes, patterns, others, null_scratch,
                          grad):
     """grad[:, :nb] += d/dX of sum_q weights[q] * value_q over the cells of group g, on rows
-    r0 .. r0 + nb: reverse mode through the prefix products of the forward walk.
+    r0 .. r0 + nb: reverse mode through the prefix products of the forward walk (its column
+    order, ``walk_columns``).
 
-    prefix[t] is the product of the halfspace factors and of the probabilities of the group's
+    prefix[t] is the product of the halfspace factors and of the probabilities of the walk's
     first t columns at the current cell; adjoint[t] accumulates dL/dprefix[t] until the walk
     moves on to the next category of column t, when it is passed down to level t - 1.
     """
     q0 = group_offsets[g]
     c0 = group_column_offsets[g]
     k = group_column_offsets[g + 1] - c0
-    last_start = block_starts[group_columns[c0 + k - 1]]
-    last_size = column_sizes[group_columns[c0 + k - 1]]
+    last_start = block_starts[walk_columns[c0 + k - 1]]
+    last_size = column_sizes[walk_columns[c0 + k - 1]]
+    last_stride = walk_strides[c0 + k - 1]
     _group_halfspaces(XT, numeric_offset, null_coord, halfspace_offsets, theta_offsets,
                       theta_index, theta_weight, tau, sig, q0, r0, nb, dot, values, slopes,
                       patterns, prefix[0])
     adjoint[:k, :nb] = 0.0
     for t in range(k - 1):
         index[t] = 0
-        _scale(prefix[t], XT[block_starts[group_columns[c0 + t]], r0 : r0 + nb], nb, prefix[t + 1])
-    base = q0
+        _scale(prefix[t], XT[block_starts[walk_columns[c0 + t]], r0 : r0 + nb], nb, prefix[t + 1])
+    base = q0  # the current cell's query less the last column's term
     while True:
         last = prefix[k - 1]
         last_adjoint = adjoint[k - 1]
         for j in range(last_size):
-            w = weights[base + j]
+            w = weights[base + j * last_stride]
             source = XT[last_start + j, r0 : r0 + nb]
             target = grad[last_start + j]
             for i in range(nb):
                 target[i] += w * last[i]
                 last_adjoint[i] += w * source[i]
-        base += last_size
         t = k - 2
         while t >= 0:
             # level t + 1 (prefix[t] times column t's probability) is done: pass its adjoint on
-            c = block_starts[group_columns[c0 + t]] + index[t]
+            c = block_starts[walk_columns[c0 + t]] + index[t]
             upper, lower, below = adjoint[t + 1], adjoint[t], prefix[t]
             source = XT[c, r0 : r0 + nb]
             target = grad[c]
@@ -170,14 +177,16 @@ def _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets, thet
                 lower[i] += upper[i] * source[i]
                 upper[i] = 0.0
             index[t] += 1
-            if index[t] < column_sizes[group_columns[c0 + t]]:
+            base += walk_strides[c0 + t]
+            if index[t] < column_sizes[walk_columns[c0 + t]]:
                 break
+            base -= index[t] * walk_strides[c0 + t]
             index[t] = 0
             t -= 1
         if t < 0:
             break
         for u in range(t, k - 1):
-            c = block_starts[group_columns[c0 + u]] + index[u]
+            c = block_starts[walk_columns[c0 + u]] + index[u]
             _scale(prefix[u], XT[c, r0 : r0 + nb], nb, prefix[u + 1])
     # adjoint[0] is dL/dh for h = product of the halfspace factors. Hard thresholds have no
     # derivative through the numerics, but a halfspace over nullable columns still has one
@@ -268,8 +277,8 @@ def _csr_query_grad(XT, numeric_offset, null_coord, cat_offsets, cat_coords, hal
 @njit(parallel=True, cache=True)
 def _grad_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfspace_offsets,
                  theta_offsets, theta_index, theta_weight, tau, sigma, group_offsets,
-                 group_column_offsets,
-                 group_columns, column_sizes, block_starts, groups, queries, weights,
+                 group_column_offsets, walk_columns, walk_strides, column_sizes, block_starts,
+                 groups, queries, weights,
                  max_factors, max_halfspaces, max_group_columns, row_block, grad_out):
     """grad_out[r, :] = sum_q weights[q] d value_q(row r) / d X[r, :], parallel over blocks
     of rows (each block's rows are written by one thread only)."""
@@ -294,8 +303,8 @@ def _grad_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfsp
             group_sigma = np.float64(sigma[group_offsets[g]])
             _marginal_group_grad(XT, numeric_offset, null_coord, halfspace_offsets,
                                  theta_offsets, theta_index, theta_weight, tau, group_sigma,
-                                 group_offsets, group_column_offsets, group_columns, column_sizes,
-                                 block_starts, weights, g, r0, nb, prefix, adjoint, index, dot,
+                                 group_offsets, group_column_offsets, walk_columns, walk_strides,
+                                 column_sizes, block_starts, weights, g, r0, nb, prefix, adjoint, index, dot,
                                  factors, slopes, patterns, others, null_scratch, grad)
         for a in range(len(queries)):
             q = queries[a]
@@ -319,7 +328,7 @@ def _relaxed_sums(XT, queries: QuerySet, sigma, groups, csr) -> np.ndarray:
             XT, queries.numeric_offset, queries.null_coord, queries.halfspace_offsets,
             queries.theta_offsets,
             queries.theta_index, queries.theta_weight, queries.tau, sigma, queries.group_offsets,
-            queries.group_column_offsets, queries.group_columns, queries.column_sizes,
+            queries.group_column_offsets, *_walk_order(queries), queries.column_sizes,
             _block_starts(queries), groups, _max_halfspaces(queries), _RELAXED_ROW_BLOCK, out,
         )
     if len(csr):
@@ -340,7 +349,7 @@ def _gradient(XT, queries: QuerySet, sigma, groups, csr, weights, grad) -> None:
         XT, queries.numeric_offset, queries.null_coord, queries.cat_offsets, queries.cat_coords,
         queries.halfspace_offsets, queries.theta_offsets, queries.theta_index,
         queries.theta_weight, queries.tau, sigma, queries.group_offsets,
-        queries.group_column_offsets, queries.group_columns, queries.column_sizes,
+        queries.group_column_offsets, *_walk_order(queries), queries.column_sizes,
         _block_starts(queries), groups, csr, weights, int(n_factors.max(initial=0)),
         _max_halfspaces(queries), int(np.diff(queries.group_column_offsets).max(initial=0)),
         _grad_row_block(XT.shape[1]), grad,
