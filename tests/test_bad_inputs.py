@@ -240,6 +240,25 @@ def test_unknown_option_is_refused_by_name(frame):
         synthesize(frame, n_rounds=3)
 
 
+@pytest.mark.parametrize(("value", "include_low", "include_high", "ok"), [
+    (0.0, False, False, False), (0.0, True, False, True), (1.0, True, False, False), (1.0, False, True, True),
+    (0.5, False, False, True), (float("nan"), True, True, False), (True, True, True, False), ("0.5", True, True, False),
+    (np.float32(0.25), False, False, True), (np.int64(1), False, True, True),
+])
+def test_check_range_takes_real_numbers_inside_the_interval_its_ends_open_unless_included(
+        value, include_low, include_high, ok):
+    """The shared range check: a bool, a string and NaN never pass; the message names the
+    parameter and the interval with its brackets."""
+    from polars_rap.parameters import check_range
+
+    if ok:
+        check_range("x", value, 0.0, 1.0, include_low=include_low, include_high=include_high)
+        return
+    interval = ("[" if include_low else "(") + "0, 1" + ("]" if include_high else ")")
+    with pytest.raises(pr.ParameterError, match=re.escape(f"The 'x' parameter must be in {interval} (note)")):
+        check_range("x", value, 0.0, 1.0, include_low=include_low, include_high=include_high, note=" (note)")
+
+
 @pytest.mark.parametrize("share", [0, 1, -0.1, True])
 def test_inference_share_must_lie_in_the_open_unit_interval(frame, share):
     with pytest.raises(ValueError, match=r"'inference_share' parameter must be in \(0, 1\)"):

@@ -17,7 +17,7 @@ import numpy as np
 
 from polars_rap.errors import ParameterError, ParameterTypeError
 
-__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_share", "check_memory"]
+__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_range", "check_share", "check_memory"]
 
 MAX_INT = 2**62
 """Largest count a parameter may take: far beyond any feasible run, and within int64."""
@@ -39,12 +39,21 @@ def check_int(name: str, value: Any, low: int) -> None:
         raise ParameterError(msg)
 
 
+def check_range(name: str, value: Any, low: float, high: float, *, include_low: bool = False,
+                include_high: bool = False, note: str = "") -> None:
+    """A real number (not a bool, not NaN) in the interval from ``low`` to ``high``, each end
+    open unless included; ``note`` follows the interval in the message."""
+    real = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+    if not real or not ((low <= value if include_low else low < value)
+                        and (value <= high if include_high else value < high)):
+        interval = f"{'[' if include_low else '('}{low:g}, {high:g}{']' if include_high else ')'}"
+        msg = f"The {name!r} parameter must be in {interval}{note}. Got {value!r}"
+        raise ParameterError(msg)
+
+
 def check_share(name: str, value: Any) -> None:
     """A number in the open interval (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
-            0.0 < value < 1.0):
-        msg = f"The {name!r} parameter must be in (0, 1). Got {value!r}"
-        raise ParameterError(msg)
+    check_range(name, value, 0.0, 1.0)
 
 
 def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:

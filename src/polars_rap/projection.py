@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, prange
 
 from polars_rap.errors import ParameterError
-from polars_rap.parameters import check_int, check_positive_finite
+from polars_rap.parameters import check_int, check_positive_finite, check_range
 from polars_rap.queries import QuerySet
 
 __all__ = ["ProjectionConfig", "RelaxedParams", "project", "temperature_stages"]
@@ -79,17 +79,9 @@ class ProjectionConfig:
     def __post_init__(self) -> None:
         for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance", "adam_epsilon"):
             check_positive_finite(name, getattr(self, name))
-        floor = self.noise_floor
-        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) or not (
-                0.0 <= floor < math.inf):
-            msg = f"The 'noise_floor' parameter must be a finite float >= 0 (0: off). Got {floor!r}"
-            raise ParameterError(msg)
+        check_range("noise_floor", self.noise_floor, 0.0, math.inf, include_low=True, note=" (0: off)")
         for name in ("beta1", "beta2"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not (
-                    0.0 <= value < 1.0):
-                msg = f"The {name!r} parameter must be a float in [0, 1). Got {value!r}"
-                raise ParameterError(msg)
+            check_range(name, getattr(self, name), 0.0, 1.0, include_low=True)
         for name, low in (("patience", 1), ("max_doublings", 0)):
             check_int(name, getattr(self, name), low)
         for name in ("max_steps", "max_steps_between"):
