@@ -17,7 +17,8 @@ import numpy as np
 
 from polars_rap.errors import ParameterError, ParameterTypeError
 
-__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_range", "check_share", "check_memory"]
+__all__ = ["check_synthesis_parameters", "check_int", "check_positive_finite", "check_range", "check_share",
+           "check_memory"]
 
 MAX_INT = 2**62
 """Largest count a parameter may take: far beyond any feasible run, and within int64."""
