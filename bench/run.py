@@ -882,6 +882,16 @@ def write_plots(results: pl.DataFrame, plots_dir: Path) -> list[Path]:
 # ============================================================================================
 
 
+def default_plots_dir(suite: str, out: Path) -> Path:
+    """Where the plots of ``out`` go without ``--plots-dir``: the suite's folder for the suite's
+    own CSV (``plots/``, or ``plots/<suite>`` but for the headline), else ``<out's stem>_plots``
+    beside it, so that a rerun or a scratch CSV never redraws the committed figures from its
+    few rows."""
+    if Path(out).resolve() == (RESULTS / f"{suite}.csv").resolve():
+        return RESULTS / "plots" if suite == "headline" else RESULTS / "plots" / suite
+    return Path(out).parent / f"{Path(out).stem}_plots"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -895,7 +905,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", nargs="+", type=int, help="override the suite's seeds")
     parser.add_argument("--out", type=Path, help="results CSV (default bench/results/<suite>.csv)")
     parser.add_argument("--plots-dir", type=Path,
-                        help="PNG folder (default bench/results/plots, plots/quick for the quick suite)")
+                        help="PNG folder (default bench/results/plots, plots/quick for the quick suite; "
+                             "<out stem>_plots beside --out for any other CSV)")
     parser.add_argument("--peer-time-cap", type=float, default=PEER_TIME_CAP_S,
                         help="seconds per peer fit before its row reads timeout (default 1800)")
     parser.add_argument("--synthesize", type=json.loads, default=None, metavar="JSON",
@@ -928,7 +939,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.domain_updates:
         suite = {**suite, "domain_updates": args.domain_updates}
     out = args.out or RESULTS / f"{args.suite}.csv"
-    plots_dir = args.plots_dir or (RESULTS / "plots" if args.suite == "headline" else RESULTS / "plots" / args.suite)
+    plots_dir = args.plots_dir or default_plots_dir(args.suite, out)
     if not args.plots_only:
         def plan(chosen: dict[tuple[str, str], int]) -> list[dict]:
             return plan_runs(suite, args.datasets or suite["datasets"], args.mechanisms or ALL_MECHANISMS,

@@ -313,6 +313,16 @@ def test_a_timed_out_aim_still_bounds_the_time_target():
     assert row["MM_vs_best_peer"] is None and row["LT_vs_AIM"] is None and row["met"] == "2/2"
 
 
+def test_plots_of_a_csv_other_than_the_suites_own_go_beside_it(tmp_path):
+    """The suite's own CSV draws the committed figures; any other (a rerun, a scratch run)
+    draws into ``<stem>_plots`` beside itself, never over them."""
+    assert run.default_plots_dir("headline", run.RESULTS / "headline.csv") == run.RESULTS / "plots"
+    assert run.default_plots_dir("quick", run.RESULTS / "quick.csv") == run.RESULTS / "plots" / "quick"
+    assert run.default_plots_dir("headline", tmp_path / "aim.csv") == tmp_path / "aim_plots"
+    rerun = run.RESULTS / "rerun_rap.csv"
+    assert run.default_plots_dir("headline", rerun) == run.RESULTS / "rerun_rap_plots"
+
+
 def test_plots_are_written(tmp_path):
     written = run.write_plots(_hand_results(), tmp_path / "plots")
     names = sorted(p.name for p in written)
