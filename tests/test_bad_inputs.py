@@ -255,13 +255,13 @@ def test_check_range_takes_real_numbers_inside_the_interval_its_ends_open_unless
         check_range("x", value, 0.0, 1.0, include_low=include_low, include_high=include_high)
         return
     interval = ("[" if include_low else "(") + "0, 1" + ("]" if include_high else ")")
-    with pytest.raises(pr.ParameterError, match=re.escape(f"The 'x' parameter must be in {interval} (note)")):
+    with pytest.raises(pr.ParameterError, match=re.escape(f"The 'x' parameter must be a float in {interval} (note)")):
         check_range("x", value, 0.0, 1.0, include_low=include_low, include_high=include_high, note=" (note)")
 
 
 @pytest.mark.parametrize("share", [0, 1, -0.1, True])
 def test_inference_share_must_lie_in_the_open_unit_interval(frame, share):
-    with pytest.raises(ValueError, match=r"'inference_share' parameter must be in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"'inference_share' parameter must be a float in \(0, 1\)"):
         synthesize(frame, inference_share=share)
 
 

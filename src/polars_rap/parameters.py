@@ -48,7 +48,7 @@ def check_range(name: str, value: Any, low: float, high: float, *, include_low: 
     if not real or not ((low <= value if include_low else low < value)
                         and (value <= high if include_high else value < high)):
         interval = f"{'[' if include_low else '('}{low:g}, {high:g}{']' if include_high else ')'}"
-        msg = f"The {name!r} parameter must be in {interval}{note}. Got {value!r}"
+        msg = f"The {name!r} parameter must be a float in {interval}{note}. Got {value!r}"
         raise ParameterError(msg)
 
 
