@@ -69,6 +69,8 @@ CONDITIONS: dict[str, tuple[str | None, tuple[str, ...], dict | None]] = {
     "mismatched/init+targets": ("mismatched", ("init", "targets"), None),
     "matched/labels": ("matched", ("labels",), None),
     "mismatched/labels": ("mismatched", ("labels",), None),
+    "matched/reweight": ("matched", ("reweight",), None),
+    "mismatched/reweight": ("mismatched", ("reweight",), None),
     "loop/none": (None, (), LOOP),
     "loop/matched/interactions": ("matched", ("interactions",), LOOP),
     "loop/mismatched/interactions": ("mismatched", ("interactions",), LOOP),

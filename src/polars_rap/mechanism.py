@@ -47,6 +47,7 @@ from polars_rap.public_labels import LabelModel, check_label_use, label_model_fo
 from polars_rap.public_prior import (
     PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
 )
+from polars_rap.public_reweight import CHECK_SHARE, charge_check, check_columns, reweighted_release
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
@@ -288,7 +289,8 @@ def synthesize(
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
-    workload_rng, init_rng, noise_rng, decode_rng, inference_rng, label_rng = np.random.default_rng(seed).spawn(6)
+    workload_rng, init_rng, noise_rng, decode_rng, inference_rng, label_rng, reweight_rng = (
+        np.random.default_rng(seed).spawn(7))
     if seed is None:  # a release: the noise reads the OS's cryptographic source, no seed at all
         noise_rng, inference_rng = SecureRandom(), SecureRandom()
     if requests:  # one private pass over the inferred columns, charged before the domain exists
@@ -304,6 +306,8 @@ def synthesize(
     # the public table, read freely (no charge) and checked before the pass over the sensitive rows
     public_table = None if public_source is None else read_public(
         public_source, public_domain, integer_cells=strategy.integer_cells)
+    if "reweight" in public_uses:
+        check_columns(public_table.filled_columns)
 
     # 2. workload and plan: public values only
     queries, plan, group_counts = workload_and_plan(
@@ -316,6 +320,10 @@ def synthesize(
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
                                          integer_cells=strategy.integer_cells)
     out_rows = n_rows if rows is None else int(rows)
+    check_rho = 0.0
+    if "reweight" in public_uses:  # held out of the loop; drawn after it
+        check_rho = CHECK_SHARE * ledger.rho_remaining
+        charge_check(ledger, check_rho)
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
                               selection_share, epsilon)
@@ -338,10 +346,15 @@ def synthesize(
         size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware, prior=prior,
         independence=_prior_settings(strategy), progress=sys.stderr.isatty() if progress is None else progress,
     )
+    relaxed = record.params.relaxed()
+    reweight_record = None
+    if "reweight" in public_uses:  # the public rows raked to the loop's margins, if the check prefers them
+        relaxed, reweight_record = reweighted_release(
+            public_table, relaxed, public_domain, queries, true_answers, l1_sensitivity, n_rows, out_rows,
+            check_rho, backend_module, noise_rng, reweight_rng)
     del true_answers
 
     # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report
-    relaxed = record.params.relaxed()
     label_model = None if "labels" not in public_uses else label_model_for_release(
         public_table, public_domain, relaxed, label_noise_std(record.groups, record.noise_stds, queries, public_domain),
         label_rng)
@@ -371,7 +384,7 @@ def synthesize(
             strategy=strategy.describe(), decoding=strategy.decoding,
             warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
         ),
-        public_data=_public_record(public_table, public_uses, prior, label_model),
+        public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
     )
     return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model)
 
@@ -408,7 +421,7 @@ def _prior_settings(strategy: Strategy) -> PriorSettings | None:
 
 
 def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
-                   label_model: LabelModel | None) -> dict | None:
+                   label_model: LabelModel | None, reweight: dict | None = None) -> dict | None:
     """The report's record of the public table (:meth:`PublicTable.record`), with the mean
     James-Stein factor per class when its answers were targets and the label model's ridge
     and share of redrawn rows when it drew the labels; None without one."""
@@ -419,4 +432,6 @@ def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior:
         record["target_factors"] = dict(prior.factors)
     if label_model is not None:
         record.update(label_ridge=label_model.ridge, label_share=label_model.share)
+    if reweight is not None:
+        record.update(reweight)
     return record

@@ -50,7 +50,7 @@ __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "LABELLED_PUBLIC_USES", "Public
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels")
+PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", "reweight")
 """What a public table may be used for (``synthesize(public_use=...)``):
 
 - ``"init"``: the relaxed rows start from a sample of the public rows (one-hot, softened);
@@ -69,7 +69,11 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels")
   for a public table of the same population only;
 - ``"labels"``: after decoding, each row's labels are redrawn from the public table's
   conditional of the labels given the other columns, tilted to the synthetic rows' own label
-  margins, more strongly the noisier the measurements (:mod:`polars_rap.public_labels`).
+  margins, more strongly the noisier the measurements (:mod:`polars_rap.public_labels`);
+- ``"reweight"``: after the loop, the public rows are raked to the synthetic rows' one-way
+  margins and released instead of them if a private check (5% of the loop's budget) finds
+  their marginal tables closer to the real ones (:mod:`polars_rap.public_reweight`); the
+  public table must hold every column.
 """
 DEFAULT_PUBLIC_USES = ("init",)
 """The uses when ``public_use`` is not given and the labels are not all in the public table (or

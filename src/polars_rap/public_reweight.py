@@ -1,0 +1,202 @@
+"""The public rows reweighted to the synthetic margins, released only if a private check prefers them.
+
+``public_use="reweight"`` (issue 19). After the loop, the public table's rows are weighted by
+iterative proportional fitting (raking) so that their one-way margins match the relaxed rows'
+(every categorical block, null indicators and labels included, and each numeric column on
+:data:`NUMERIC_CELLS` equal cells of its mapped ``[0, 1]``), and a sample of them by weight
+becomes the candidate release. Raking moves every column at once through the public table's
+own associations, so a margin the loop measured also corrects the columns that go with it:
+where the two populations share how columns depend on each other (another state's survey)
+the candidate's joint tables beat the relaxed rows'; where they do not, they are far off.
+Which of the two is released is decided privately, by the exponential mechanism on their
+total L1 error over the workload's marginal tables (:func:`choose_release`), with
+:data:`CHECK_SHARE` of the loop's budget held out for it: a mismatched public table loses
+that check, and the loop's rows are released.
+
+Raking and resampling read the public rows and released values only (post-processing); the
+check is the one release, charged before the loop (:func:`charge_check`) and drawn after it.
+
+Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from polars_rap.domain import Domain
+from polars_rap.errors import DataError
+from polars_rap.privacy import PrivacyEvent, PrivacyLedger
+from polars_rap.queries import CLASS_CODES, QuerySet
+from polars_rap.samplers import words_from
+from polars_rap.selection import exponential_top_k, selection_epsilon
+from polars_rap.selection_scores import selection_scores
+
+__all__ = ["CHECK_SHARE", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check", "check_columns", "check_groups",
+           "choose_release", "margin_cells", "rake", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
+
+CHECK_SHARE = 0.05
+"""Part of the loop's budget held out for the check between the loop's rows and the reweighted
+public rows (the loop keeps the rest)."""
+NUMERIC_CELLS = 20
+"""Equal cells of a numeric column's mapped ``[0, 1]`` whose shares the raking matches."""
+MAX_CANDIDATE_ROWS = 100_000
+"""Public rows drawn for the candidate at most (the output's rows, or the relaxed rows if more)."""
+_SWEEPS = 100
+_TOLERANCE = 1e-9
+
+
+def check_columns(filled_columns: Sequence[str]) -> None:
+    """Raise :class:`DataError` when the public table lacks a column: reweighted rows would
+    have nothing to give it."""
+    if filled_columns:
+        msg = (f"public_use 'reweight' releases public rows, but the public table lacks columns "
+               f"{list(filled_columns)}; add them to it, or drop 'reweight' from public_use")
+        raise DataError(msg)
+
+
+def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> list[np.ndarray]:
+    """int64[n_rows] per margin: each row's cell, one margin per categorical block (its code),
+    then one per numeric column (its :data:`NUMERIC_CELLS` cell of ``[0, 1]``; a null value,
+    NaN, gets the extra cell ``NUMERIC_CELLS``). ``codes`` int[n_rows, n_blocks], ``numerics``
+    float[n_rows, n_numeric] mapped to ``[0, 1]``."""
+    cells = [np.asarray(codes[:, b], dtype=np.int64) for b in range(codes.shape[1])]
+    for j in range(numerics.shape[1]):
+        values = np.asarray(numerics[:, j], dtype=np.float64)
+        cell = np.minimum(np.floor(np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0) * NUMERIC_CELLS),
+                          NUMERIC_CELLS - 1).astype(np.int64)
+        cells.append(np.where(np.isnan(values), NUMERIC_CELLS, cell))
+    return cells
+
+
+def relaxed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
+    """float64[cells] per margin (as :func:`margin_cells`): the relaxed rows' expected shares.
+
+    A block's margin is the mean of its probabilities over the rows; a numeric column's gives
+    each row's non-null probability (one minus its null indicator's, 1 without one) to the
+    row's cell, and the rest to the null cell. ``relaxed`` float[n_rows, n_coords]."""
+    relaxed = np.asarray(relaxed, dtype=np.float64)
+    n_rows = relaxed.shape[0]
+    starts = np.concatenate([[0], np.cumsum(domain.block_sizes)]).astype(np.int64)
+    margins = [relaxed[:, starts[b]:starts[b + 1]].mean(axis=0) for b in range(len(domain.blocks))]
+    offset = int(starts[-1])
+    for j, spec in enumerate(domain.numeric_columns):
+        present = np.ones(n_rows)
+        if spec.nullable:
+            b = domain.block_index(spec.name, indicator=True)
+            present = 1.0 - relaxed[:, starts[b] + 1]
+        cell = np.minimum(np.floor(np.clip(relaxed[:, offset + j], 0.0, 1.0) * NUMERIC_CELLS),
+                          NUMERIC_CELLS - 1).astype(np.int64)
+        shares = np.bincount(cell, weights=present, minlength=NUMERIC_CELLS + 1)
+        shares[NUMERIC_CELLS] = n_rows - present.sum()
+        margins.append(shares / n_rows)
+    return margins
+
+
+def rake(cells: Sequence[np.ndarray], targets: Sequence[np.ndarray], sweeps: int = _SWEEPS,
+         tolerance: float = _TOLERANCE) -> np.ndarray:
+    """float64[n_rows]: row weights (summing to 1) whose margins match ``targets`` as far as
+    the rows allow, by iterative proportional fitting from equal weights.
+
+    ``cells``: int64[n_rows] per margin; ``targets``: float[n_cells] per margin, summing to 1.
+    A sweep scales the weights margin by margin; it stops after ``sweeps`` sweeps or once no
+    margin's shares moved by more than ``tolerance``. A cell no row falls in cannot be
+    matched; its share is spread over the margin's other cells by the rescaling."""
+    n_rows = len(cells[0])
+    weights = np.full(n_rows, 1.0 / n_rows)
+    for _ in range(sweeps):
+        moved = 0.0
+        for cell, target in zip(cells, targets, strict=True):
+            current = np.bincount(cell, weights=weights, minlength=len(target))
+            ratio = np.divide(target, current, out=np.zeros(len(target)), where=current > 0)
+            weights = weights * ratio[cell]
+            weights /= weights.sum()
+            moved = max(moved, float(np.abs(current - target)[current > 0].max(initial=0.0)))
+        if moved <= tolerance:
+            break
+    return weights
+
+
+def reweighted_candidate(codes: np.ndarray, numerics: np.ndarray, weights: np.ndarray, n_rows: int,
+                         domain: Domain, rng: np.random.Generator) -> np.ndarray:
+    """float32[n_rows, n_coords]: ``n_rows`` public rows drawn by ``weights`` (systematic
+    resampling, shuffled) as relaxed rows: one-hot categorical blocks, numerics as mapped (a
+    null value's coordinate at 0.5; its indicator says null)."""
+    cumulative = np.cumsum(weights / weights.sum())
+    drawn = np.searchsorted(cumulative, (rng.random() + np.arange(n_rows)) / n_rows, side="right")
+    drawn = np.minimum(drawn, len(weights) - 1)
+    rng.shuffle(drawn)
+    sizes = domain.block_sizes
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    out = np.zeros((n_rows, domain.n_coords), dtype=np.float32)
+    rows = np.arange(n_rows)
+    for b in range(len(sizes)):
+        out[rows, starts[b] + codes[drawn, b]] = 1.0
+    values = numerics[drawn]
+    out[:, int(starts[-1]):] = np.where(np.isnan(values), 0.5, np.clip(values, 0.0, 1.0))
+    return out
+
+
+def check_groups(queries: QuerySet) -> np.ndarray:
+    """int64 group ids the check scores: the marginal tables (a pair of categorical columns x
+    the labels, and the mixed marginals), each of whose L1 error moves by at most 2 counts when
+    one row is replaced; every group if the workload has none."""
+    is_marginal = np.diff(queries.group_column_offsets) > 0
+    classes = np.isin(queries.group_class, [CLASS_CODES["CM"], CLASS_CODES["MM"]])
+    groups = np.flatnonzero(is_marginal & classes)
+    return groups if len(groups) else np.arange(queries.n_groups)
+
+
+def charge_check(ledger: PrivacyLedger, rho: float) -> PrivacyEvent:
+    """Charge the check's ``rho`` now, before the loop spends the rest (zCDP composes in any
+    order; the draw comes after the loop, :func:`choose_release`)."""
+    event = PrivacyEvent("exponential", rho, "public table check: the loop's rows or the reweighted "
+                                             "public rows (drawn after the loop)")
+    ledger.charge(event)
+    return event
+
+
+def choose_release(candidate_answers: Sequence[np.ndarray], true_answers: np.ndarray, queries: QuerySet,
+                   groups: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, rho: float, rng) -> int:
+    """The index of the candidate released: the exponential mechanism on minus each one's
+    total L1 error over ``groups``, in counts (charged beforehand by :func:`charge_check`).
+
+    Sensitivity: replacing one row moves each true count by one in at most two cells of a
+    marginal group (one for a single query), so each group's L1 error moves by at most its
+    ``l1_sensitivity * n_rows`` (2 or 1) and the total by the sum of those over ``groups``.
+    The totals are exact floats (:func:`~polars_rap.selection_scores.selection_scores` over
+    the groups' queries as one vector), so the stated sensitivity holds for the numbers the
+    exact sampler (:func:`~polars_rap.selection.exponential_top_k`) reads; with ``rho``, the
+    mechanism is ``eps' = sqrt(8 rho)``-DP with bounded range, rho-zCDP. Only the index is
+    released. ``candidate_answers``: float64[m] per candidate, each on the whole workload.
+    """
+    indices = queries.group_query_indices(groups)
+    true_counts = np.rint(true_answers[indices] * n_rows)
+    size = np.array([len(indices)], dtype=np.int64)
+    errors = np.array([selection_scores(true_counts, np.asarray(answers)[indices], size, n_rows)[0]
+                       for answers in candidate_answers])
+    sensitivity = float(np.rint(l1_sensitivity[groups] * n_rows).sum())
+    return int(exponential_top_k(-errors, 1, sensitivity, selection_epsilon(rho, 1), words_from(rng))[0])
+
+
+def reweighted_release(public_table, relaxed: np.ndarray, domain: Domain, queries: QuerySet,
+                       true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, out_rows: int,
+                       rho: float, backend, noise_rng, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    """The relaxed rows to release and the report's record of the check.
+
+    Rakes ``public_table``'s rows (:class:`~polars_rap.public_prior.PublicTable`) to the
+    loop's ``relaxed`` rows' margins, draws ``min(max(out_rows, len(relaxed)),``
+    :data:`MAX_CANDIDATE_ROWS` ``)`` of them (``rng``, public post-processing), and lets
+    :func:`choose_release` (``rho``, already charged; ``noise_rng``) pick between the two on
+    the workload's marginal tables (``true_answers`` float64[m], read only by the check)."""
+    cells = margin_cells(public_table.codes, public_table.numerics, domain)
+    weights = rake(cells, relaxed_margins(relaxed, domain))
+    size = int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
+    candidate = reweighted_candidate(public_table.codes, public_table.numerics, weights, size, domain, rng)
+    answers = [backend.answers_relaxed(x, queries, np.inf) for x in (relaxed, candidate)]
+    chosen = choose_release(answers, true_answers, queries, check_groups(queries), l1_sensitivity, n_rows, rho,
+                            noise_rng)
+    record = {"reweight_check_rho": rho, "reweight_released": ("synthetic rows", "reweighted public rows")[chosen],
+              "reweight_effective_rows": round(float(1.0 / np.square(weights).sum()), 1)}
+    return (relaxed, candidate)[chosen], record
