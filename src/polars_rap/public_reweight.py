@@ -59,14 +59,17 @@ def check_columns(filled_columns: Sequence[str]) -> None:
 def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> list[np.ndarray]:
     """int64[n_rows] per margin: each row's cell, one margin per categorical block (its code),
     then one per numeric column (its :data:`NUMERIC_CELLS` cell of ``[0, 1]``; a null value,
-    NaN, gets the extra cell ``NUMERIC_CELLS``). ``codes`` int[n_rows, n_blocks], ``numerics``
-    float[n_rows, n_numeric] mapped to ``[0, 1]``."""
+    by its null indicator's code or NaN, gets the extra cell ``NUMERIC_CELLS``). ``codes``
+    int[n_rows, n_blocks], ``numerics`` float[n_rows, n_numeric] mapped to ``[0, 1]``."""
     cells = [np.asarray(codes[:, b], dtype=np.int64) for b in range(codes.shape[1])]
-    for j in range(numerics.shape[1]):
+    for j, spec in enumerate(domain.numeric_columns):
         values = np.asarray(numerics[:, j], dtype=np.float64)
+        null = np.isnan(values)
+        if spec.nullable:
+            null |= codes[:, domain.block_index(spec.name, indicator=True)] == 1
         cell = np.minimum(np.floor(np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0) * NUMERIC_CELLS),
                           NUMERIC_CELLS - 1).astype(np.int64)
-        cells.append(np.where(np.isnan(values), NUMERIC_CELLS, cell))
+        cells.append(np.where(null, NUMERIC_CELLS, cell))
     return cells
 
 

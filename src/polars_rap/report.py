@@ -231,7 +231,10 @@ class PrivacyReport:
         ``rows``, ``sha256`` (of its content as encoded for the domain), ``columns`` it held,
         ``filled_columns`` it lacked, ``uses``, ``rho_charged`` (always 0.0: public data is
         free) and, when its answers were targets, ``target_factors`` (per query class, the
-        mean James-Stein factor: 1 the measurements alone, 0 the public answers). Never a row
+        mean James-Stein factor: 1 the measurements alone, 0 the public answers); with
+        ``"reweight"``, ``reweight_released`` (``"synthetic rows"`` or ``"reweighted public
+        rows"``: the check's release), ``reweight_check_rho`` (what the check charged) and
+        ``reweight_effective_rows`` (``1 / sum(w**2)`` of the raking's weights). Never a row
         or a value of it.
     """
 
@@ -368,8 +371,8 @@ def public_data_line(record: Mapping[str, Any]) -> str:
     """One line on the public table a synthesis used (its record in ``report.public_data``).
 
     >>> public_data_line({"rows": 1200, "sha256": "ab12" * 16, "columns": ["a", "b"],
-    ...                   "filled_columns": ["c"], "uses": ["init"], "rho_charged": 0.0})
-    'public prior: 1,200 rows (sha256 ab12ab12ab12...), 2 columns, filled: c; used for init; no budget charged'
+    ...                   "filled_columns": ["c"], "uses": ["init"], "rho_charged": 0.0})[-54:]
+    'filled: c; used for init; reading it charged no budget'
     """
     filled = record.get("filled_columns") or []
     factors = record.get("target_factors") or {}
@@ -379,7 +382,9 @@ def public_data_line(record: Mapping[str, Any]) -> str:
             + ("; target factors " + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()) if factors else "")
             + (f"; {record.get('label_share', 1.0):.0%} of labels drawn from its model, ridge {record['label_ridge']:.3g}"
                if "label_ridge" in record else "")
-            + "; no budget charged")
+            + (f"; released the {record['reweight_released']} "
+               f"(a check charged rho {record['reweight_check_rho']:.3g})" if "reweight_released" in record else "")
+            + "; reading it charged no budget")
 
 
 def _summary_html(report: PrivacyReport, title: str = "Privacy report") -> str:

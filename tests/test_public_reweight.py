@@ -1,0 +1,219 @@
+"""public_use="reweight" (issue 19): raking, the candidate rows, the private check and its charge."""
+
+import itertools
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap
+from polars_rap import DataError, ProjectionConfig
+from polars_rap.domain import Domain
+from polars_rap.privacy import PrivacyLedger
+from polars_rap.public_prior import open_public, read_public
+from polars_rap.public_reweight import (
+    CHECK_SHARE, NUMERIC_CELLS, charge_check, check_groups, choose_release, margin_cells, rake, relaxed_margins,
+    reweighted_candidate,
+)
+from polars_rap.queries import CLASS_CODES
+from polars_rap.selection_scores import selection_scores
+from polars_rap.workload import build_workload, group_sensitivities
+
+COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "JWMNP", "PINCP_gt_50000"]
+LABELS = ["PINCP_gt_50000"]
+FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
+            projection=ProjectionConfig(max_steps=8), progress=False)
+
+
+@pytest.fixture(scope="module")
+def declared(task):
+    return {name: task.domain[name] for name in COLUMNS}
+
+
+@pytest.fixture(scope="module")
+def private(task):
+    return task.frame.select(COLUMNS).sample(1500, seed=3)
+
+
+@pytest.fixture(scope="module")
+def public(task):
+    return task.frame.select(COLUMNS).sample(1200, seed=11)
+
+
+@pytest.fixture(scope="module")
+def domain(private, declared):
+    return Domain.from_mapping(private.schema, declared, LABELS)
+
+
+@pytest.fixture(scope="module")
+def encoded(public, declared, domain):
+    return read_public(open_public(public, declared, COLUMNS), domain)
+
+
+def run(private, declared, **options):
+    return polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS,
+                                 **{"epsilon": 1.0, "seed": 0, **FAST, **options})
+
+
+# ------------------------------------------------------------------ raking and the candidate rows
+def test_margin_cells_put_nulls_in_the_extra_cell_and_one_in_the_last():
+    frame = pl.DataFrame({"a": [1, 2, 3], "x": [0.0, 1.0, None]})
+    small = Domain.from_mapping(frame.schema, {"a": [1, 2, 3], "x": {"bounds": (0.0, 1.0), "nullable": True}})
+    codes = np.array([[0, 0], [2, 0], [1, 1]], dtype=np.int32)  # a's code, then x's null indicator
+    numerics = np.array([[0.0], [1.0], [0.0]])
+    cells = margin_cells(codes, numerics, small)
+    assert [c.tolist() for c in cells] == [[0, 2, 1], [0, 0, 1], [0, NUMERIC_CELLS - 1, NUMERIC_CELLS]]
+    cells = margin_cells(codes[:, :1], numerics, Domain.from_mapping(frame.schema, {"a": [1, 2, 3], "x": (0.0, 1.0)}))
+    assert cells[-1].tolist() == [0, NUMERIC_CELLS - 1, 0]
+
+
+def test_relaxed_margins_of_one_hot_rows_are_their_shares_and_nulls_go_to_the_null_cell(encoded, domain):
+    candidate = reweighted_candidate(encoded.codes, encoded.numerics, np.full(encoded.n_rows, 1.0), encoded.n_rows,
+                                     domain, np.random.default_rng(0))
+    margins = relaxed_margins(candidate, domain)
+    cells = margin_cells(encoded.codes, encoded.numerics, domain)
+    assert len(margins) == len(cells) == len(domain.blocks) + len(domain.numeric_columns)
+    for cell, margin in zip(cells, margins, strict=True):  # equal weights draw every public row once
+        expected = np.bincount(cell, minlength=len(margin)) / encoded.n_rows
+        np.testing.assert_allclose(margin, expected, atol=1e-12)
+    jwmnp = domain.block_index("JWMNP", indicator=True)
+    assert margins[-1][NUMERIC_CELLS] == pytest.approx(margins[jwmnp][1], abs=1e-12)  # its null share
+    assert margins[jwmnp][1] > 0
+
+
+def test_raking_matches_margins_the_rows_can_reach():
+    rng = np.random.default_rng(4)
+    cells = [rng.integers(0, 3, 500), rng.integers(0, 4, 500)]
+    weights_true = rng.random(500) ** 3
+    targets = [np.bincount(c, weights=weights_true, minlength=k) / weights_true.sum() for c, k in zip(cells, (3, 4))]
+    weights = rake(cells, targets)
+    assert weights.sum() == pytest.approx(1.0, abs=1e-12)
+    for cell, target in zip(cells, targets, strict=True):
+        np.testing.assert_allclose(np.bincount(cell, weights=weights, minlength=len(target)), target, atol=1e-8)
+
+
+def test_the_candidate_draws_rows_in_proportion_to_their_weights(encoded, domain):
+    rows = [0, 1, 2]
+    assert len({(tuple(encoded.codes[r]), tuple(np.nan_to_num(encoded.numerics[r]))) for r in rows}) == 3
+    weights = np.zeros(encoded.n_rows)
+    weights[rows] = [0.5, 0.3, 0.2]
+    candidate = reweighted_candidate(encoded.codes, encoded.numerics, weights, 100, domain, np.random.default_rng(1))
+    assert candidate.shape == (100, domain.n_coords) and candidate.dtype == np.float32
+    starts = np.concatenate([[0], np.cumsum(domain.block_sizes)])
+    for b in range(len(domain.blocks)):  # one-hot blocks
+        np.testing.assert_array_equal(candidate[:, starts[b]:starts[b + 1]].sum(axis=1), 1.0)
+    for row, expected in zip(rows, (50, 30, 20), strict=True):  # systematic resampling: exact counts here
+        alone = np.zeros(encoded.n_rows)
+        alone[row] = 1.0
+        vector = reweighted_candidate(encoded.codes, encoded.numerics, alone, 1, domain, np.random.default_rng(0))[0]
+        assert int((candidate == vector).all(axis=1).sum()) == expected
+
+
+# ------------------------------------------------------------------ the check: sensitivity, law, charge
+def test_the_checks_score_moves_by_at_most_its_sensitivity_when_one_row_is_replaced(private, domain):
+    """Audit of :func:`choose_release`'s sensitivity: over every replacement of one row by
+    another drawn from a pool, the exact total L1 error over the check's groups moves by at most
+    the sum of those groups' L1 sensitivities (2 counts a marginal table), for two candidates."""
+    from polars_rap.encoding import encode
+    from polars_rap.kernels import cpu
+
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"), n_linear_thresholds=50,
+                             n_mixed_marginals=10)
+    groups = check_groups(queries)
+    assert set(np.unique(queries.group_class[groups])) <= {CLASS_CODES["CM"], CLASS_CODES["MM"]}
+    data = encode(private.head(200), domain)
+    n = 200
+    l1, _ = group_sensitivities(queries, n)
+    sensitivity = float(np.rint(l1[groups] * n).sum())
+    assert sensitivity == 2 * len(groups)
+    rng = np.random.default_rng(5)
+    candidates = [rng.random(queries.n_queries), np.full(queries.n_queries, 0.5)]
+    indices = queries.group_query_indices(groups)
+    size = np.array([len(indices)])
+
+    def totals(codes, numerics):
+        counts = np.rint(cpu.answers_exact(codes, numerics, queries) * n)[indices]
+        return [selection_scores(counts, c[indices], size, n)[0] for c in candidates]
+
+    base = totals(data.codes, data.numerics)
+    pool = encode(private.tail(40), domain)
+    for i, j in itertools.product(range(0, 200, 40), range(0, 40, 8)):
+        codes, numerics = data.codes.copy(), data.numerics.copy()
+        codes[i], numerics[i] = pool.codes[j], pool.numerics[j]
+        for before, after in zip(base, totals(codes, numerics), strict=True):
+            assert abs(after - before) <= sensitivity
+
+
+def test_the_check_picks_the_candidate_whose_tables_are_right_when_the_gap_is_wide(private, domain):
+    from polars_rap.encoding import encode
+    from polars_rap.kernels import cpu
+
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"), n_linear_thresholds=50,
+                             n_mixed_marginals=10)
+    data = encode(private, domain)
+    truth = cpu.answers_exact(data.codes, data.numerics, queries)
+    wrong = np.clip(truth + 0.2, 0, 1)
+    l1, _ = group_sensitivities(queries, private.height)
+    groups = check_groups(queries)
+    picks = {choose_release([wrong, truth], truth, queries, groups, l1, private.height, 0.05,
+                            np.random.default_rng(s)) for s in range(20)}
+    assert picks == {1}
+    picks = {choose_release([truth, wrong], truth, queries, groups, l1, private.height, 0.05,
+                            np.random.default_rng(s)) for s in range(20)}
+    assert picks == {0}
+    # equal candidates: a fair coin, both sides drawn
+    picks = [choose_release([truth, truth], truth, queries, groups, l1, private.height, 0.05,
+                            np.random.default_rng(s)) for s in range(40)]
+    assert 0 < sum(picks) < 40
+
+
+def test_charge_check_records_one_event_of_exactly_its_rho():
+    ledger = PrivacyLedger(0.5)
+    event = charge_check(ledger, 0.025)
+    assert ledger.events == (event,) and event.rho == 0.025 and event.mechanism == "exponential"
+    assert ledger.rho_remaining == 0.475
+
+
+# ------------------------------------------------------------------ end to end
+def test_reweight_charges_its_check_closes_the_ledger_and_records_what_it_released(private, public, declared):
+    result = run(private, declared, public=public, public_use=["reweight"])
+    report = result.report
+    assert report.rho_spent == report.rho_budget
+    checks = [e for e in report.events if e.mechanism == "exponential"]
+    assert len(checks) == 1 and checks[0].rho == CHECK_SHARE * report.rho_budget
+    record = report.public_data
+    assert record["uses"] == ["reweight"] and record["reweight_check_rho"] == checks[0].rho
+    assert record["reweight_released"] in ("synthetic rows", "reweighted public rows")
+    assert 1.0 <= record["reweight_effective_rows"] <= public.height
+    assert "released the" in report.summary() and "reading it charged no budget" in report.summary()
+    assert result.data.height == private.height and result.data.columns == COLUMNS
+
+
+def test_a_matching_public_table_is_released_reweighted_and_a_wrong_one_is_not(private, public, declared, domain):
+    """Rows with the sensitive rows' joint tables (here, those rows themselves: a test only)
+    win the check at a large epsilon (the gap, about 580 counts against a sensitivity of 20,
+    makes it a 99% draw); rows whose categories are all wrong lose it, and the loop's rows are
+    released."""
+    matched = run(private, declared, public=private, public_use=["reweight"], epsilon=4.0)
+    assert matched.report.public_data["reweight_released"] == "reweighted public rows"
+    assert set(map(tuple, matched.data.rows())) <= set(map(tuple, private.rows()))
+    wrong = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"), pl.lit(1, dtype=pl.Int32).alias("MAR"))
+    lost = run(private, declared, public=wrong, public_use=["reweight"], epsilon=4.0)
+    assert lost.report.public_data["reweight_released"] == "synthetic rows"
+    assert (lost.data["SEX"] == 1).mean() > 0.2
+
+
+def test_a_public_table_lacking_a_column_is_refused_for_reweight_naming_it(private, public, declared):
+    with pytest.raises(DataError, match=r"lacks columns \['JWMNP'\].*drop 'reweight'"):
+        run(private, declared, public=public.drop("JWMNP"), public_use=["reweight"])
+
+
+def test_a_saved_model_of_reweighted_rows_samples_public_rows(private, public, declared, tmp_path):
+    result = run(private, declared, public=private, public_use=["reweight"], epsilon=4.0)
+    assert result.report.public_data["reweight_released"] == "reweighted public rows"
+    saved = result.save(tmp_path / "model")
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert manifest["public_data"]["reweight_released"] == "reweighted public rows"
+    sample = polars_rap.load(saved).sample(500, seed=0)
+    assert sample.height == 500 and set(map(tuple, sample.rows())) <= set(map(tuple, private.rows()))
