@@ -76,6 +76,8 @@ CONDITIONS: dict[str, tuple[str | None, tuple[str, ...], dict | None]] = {
     "loop/mismatched/interactions": ("mismatched", ("interactions",), LOOP),
 }
 """Condition name -> (public table or None, its uses, the strategy or None for the default)."""
+FINDINGS: dict[str, tuple[str, ...]] = {}
+"""Paragraphs on what a results file showed, by its stem (added below its table)."""
 EPSILONS = (0.1, 0.25, 1.0)
 SEEDS = (0, 1, 2)
 OUT = RESULTS / "public_prior.csv"
@@ -176,11 +178,12 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
     """Mean over seeds per condition and ε, with each error's ratio to ``none`` at that ε
     (``loop/none`` for the ``loop/`` conditions)."""
     ok = results.filter(pl.col("status") == "ok").with_columns(
-        pl.col("parameters").map_elements(condition_of, return_dtype=pl.String).alias("condition"))
+        pl.col("parameters").map_elements(condition_of, return_dtype=pl.String).alias("condition"),
+        pl.col("details").map_elements(_released_public, return_dtype=pl.Int64).alias("released_public"))
     order = {name: i for i, name in enumerate(CONDITIONS)}
     means = (ok.group_by("condition", "epsilon")
              .agg(*(pl.col(m).mean() for m in METRICS), pl.col("real_macro_f1").mean(),
-                  pl.col("seed").n_unique().alias("seeds"))
+                  pl.col("released_public").sum(), pl.col("seed").n_unique().alias("seeds"))
              .with_columns(pl.col("condition").replace_strict(order, default=len(order)).alias("_order"))
              .sort("epsilon", "_order").drop("_order"))
     base = means.filter(pl.col("condition").is_in(["none", "loop/none"])).select(
@@ -191,7 +194,13 @@ def summary(results: pl.DataFrame) -> pl.DataFrame:
                             for c in ERROR_CLASSES),
                           (pl.col("real_macro_f1") - pl.col("macro_f1")).round(4).alias("F1_gap_to_real"))
             .select("condition", "epsilon", *METRICS, *(f"{c}_vs_none" for c in ERROR_CLASSES),
-                    "F1_gap_to_real", "seeds"))
+                    "F1_gap_to_real", "released_public", "seeds"))
+
+
+def _released_public(details: str | None) -> int:
+    """1 when a run released the reweighted public rows (``public_use=["reweight"]``'s check), else 0."""
+    record = (json.loads(details) if details else {}).get("public_data") or {}
+    return int(record.get("reweight_released") == "reweighted public rows")
 
 
 def targets(table: pl.DataFrame) -> list[str]:
@@ -263,7 +272,10 @@ def write_outputs(out: Path, plots: Path) -> tuple[Path, Path] | None:
                         for name, spec in CONDITIONS.items() if name in present)
             + f"\n\nPrivate: {DATASET} training rows; matched public: every other state's table "
             f"(and PR); mismatched: {MISMATCHED_STATE} alone.\n\n" + table_markdown(table)
-            + "\n## Targets (issue 19)\n\n" + "\n".join(f"- {line}" for line in targets(table)) + "\n")
+            + "\n`released_public`: runs (of `seeds`) whose check released the reweighted public rows "
+            "(`public_use=[\"reweight\"]`).\n"
+            + "\n## Targets (issue 19)\n\n" + "\n".join(f"- {line}" for line in targets(table)) + "\n"
+            + "".join(f"\n{paragraph}\n" for paragraph in FINDINGS.get(out.stem, ())))
     markdown = out.with_suffix(".md")
     markdown.write_text(text)
     plots.mkdir(parents=True, exist_ok=True)

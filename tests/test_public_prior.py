@@ -345,6 +345,13 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
     assert more.equals(loaded.sample(400, seed=1))
     unlabelled = SyntheticModel(loaded.relaxed, loaded.domain, loaded.report).sample(400, seed=1)
     assert more.drop(LABELS).equals(unlabelled.drop(LABELS)) and not more.equals(unlabelled)
+    # public_use "reweight": its check is in the ledger the JSON summary reports, its outcome in the record
+    config.write_text(config.read_text().replace('public_use = ["labels"]', 'public_use = ["reweight"]'))
+    capsys.readouterr()
+    assert synthesize(config) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["public_data"]["reweight_released"] in ("synthetic rows", "reweighted public rows")
+    assert summary["public_data"]["reweight_check_rho"] > 0
 
 
 # ------------------------------------------------------------------ the benchmark's public tables

@@ -202,7 +202,11 @@ def synthesize(
         after decoding each row's labels are redrawn from the public table's conditional of
         the labels given the other columns, tilted to the synthetic rows' label margins
         (:mod:`polars_rap.public_labels`; needs ``labels`` and a public table holding them;
-        the saved model keeps it). Only with ``public``.
+        the saved model keeps it); ``"reweight"``, after the loop the public rows are raked
+        to the synthetic rows' one-way margins and released instead of them when a private
+        check on the marginal tables (the exponential mechanism, 5% of the loop's budget)
+        prefers them (:mod:`polars_rap.public_reweight`; the public table must hold every
+        column). Only with ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,
