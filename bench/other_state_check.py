@@ -3,6 +3,7 @@
 default synthesis with and without the public table (``public_use`` default: ``"labels"``).
 
     python -m bench.other_state_check --state TX --epsilons 0.25 1 --seed 0
+    python -m bench.other_state_check --state TX --public-use reweight --no-none   # beside the rows above
 
 Prints one JSON row per (ε, variant) and appends it to ``bench/results/other_state_check.csv``:
 the suite's evaluation (CM, MM, LT mean errors on the training rows, macro F1 of logistic
@@ -24,7 +25,8 @@ from bench.run import RESULTS
 OUT = RESULTS / "other_state_check.csv"
 
 
-def run(state: str, epsilons: Sequence[float], seed: int) -> list[dict]:
+def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[str] | None = None,
+        with_none: bool = True) -> list[dict]:
     import polars_rap
     from polars_rap import datasets, evaluation
     from polars_rap.domain import Domain
@@ -37,7 +39,9 @@ def run(state: str, epsilons: Sequence[float], seed: int) -> list[dict]:
     real_f1 = evaluation.ml_utility_for_domain(train, test, task.labels[0], domain)["macro_f1"]
     rows = []
     for epsilon in epsilons:
-        for variant, extra in (("none", {}), ("public", {"public": public})):
+        variants = [("none", {})] if with_none else []
+        variants.append(("public", {"public": public, "public_use": None if public_use is None else list(public_use)}))
+        for variant, extra in variants:
             started = time.perf_counter()
             result = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
                                            labels=task.labels, seed=seed, progress=False, **extra)
@@ -50,6 +54,8 @@ def run(state: str, epsilons: Sequence[float], seed: int) -> list[dict]:
                    **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
                    "F1": evaluation.ml_utility_for_domain(result.data, test, task.labels[0], domain)["macro_f1"],
                    "real_F1": real_f1, "seconds": seconds}
+            if "reweight_released" in (result.report.public_data or {}):
+                row["uses"] += f" ({result.report.public_data['reweight_released']} released)"
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
@@ -60,8 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--state", default="TX")
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.25, 1.0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--public-use", nargs="+", help="the public table's uses (default: synthesize's)")
+    parser.add_argument("--no-none", action="store_true", help="skip the run without a public table")
     args = parser.parse_args(argv)
-    new = pl.DataFrame(run(args.state, args.epsilons, args.seed))
+    new = pl.DataFrame(run(args.state, args.epsilons, args.seed, args.public_use, not args.no_none))
     old = pl.read_csv(OUT) if OUT.exists() else None
     (new if old is None else pl.concat([old, new], how="vertical_relaxed")).write_csv(OUT)
     return 0
