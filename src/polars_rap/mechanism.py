@@ -204,7 +204,7 @@ def synthesize(
         (:mod:`polars_rap.public_labels`; needs ``labels`` and a public table holding them;
         the saved model keeps it); ``"reweight"``, after the loop the public rows are raked
         to the synthetic rows' one-way margins and released instead of them when a private
-        check on the marginal tables (the exponential mechanism, 5% of the loop's budget)
+        check on the marginal tables (the exponential mechanism, 2% of the loop's budget)
         prefers them (:mod:`polars_rap.public_reweight`; the public table must hold every
         column). Only with ``public``.
     output : str or path-like, optional

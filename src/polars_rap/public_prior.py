@@ -71,7 +71,7 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", 
   conditional of the labels given the other columns, tilted to the synthetic rows' own label
   margins, more strongly the noisier the measurements (:mod:`polars_rap.public_labels`);
 - ``"reweight"``: after the loop, the public rows are raked to the synthetic rows' one-way
-  margins and released instead of them if a private check (5% of the loop's budget) finds
+  margins and released instead of them if a private check (2% of the loop's budget) finds
   their marginal tables closer to the real ones (:mod:`polars_rap.public_reweight`); the
   public table must hold every column.
 """

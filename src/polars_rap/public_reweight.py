@@ -16,7 +16,7 @@ that check, and the loop's rows are released.
 Raking and resampling read the public rows and released values only (post-processing); the
 check is the one release, charged before the loop (:func:`charge_check`) and drawn after it.
 
-Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight.md``).
+Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight_check2.md``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ from polars_rap.selection_scores import selection_scores
 __all__ = ["CHECK_SHARE", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check", "check_columns", "check_groups",
            "choose_release", "margin_cells", "rake", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
 
-CHECK_SHARE = 0.05
+CHECK_SHARE = 0.02
 """Part of the loop's budget held out for the check between the loop's rows and the reweighted
-public rows (the loop keeps the rest)."""
+public rows (the loop keeps the rest). 2% rather than 5% on acs-income-CA
+(``bench/results/public_reweight_check2.md``): the same choices in all 18 runs (the other
+states' rows 8 of 9, Puerto Rico's 0 of 9), and with Puerto Rico's table the loop's rows within
+0.97-1.01x of the run without a public table at eps = 1 (5%: 0.99-1.05x)."""
 NUMERIC_CELLS = 20
 """Equal cells of a numeric column's mapped ``[0, 1]`` whose shares the raking matches."""
 MAX_CANDIDATE_ROWS = 100_000
