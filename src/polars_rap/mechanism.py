@@ -290,6 +290,8 @@ def synthesize(
         public_uses = default_public_uses(labels or (), list(public_source.schema))
     if "labels" in public_uses:  # from the public table's schema: before a row of either table is read
         check_label_use(labels or (), list(public_source.schema))
+    if "reweight" in public_uses:  # likewise: reweighted public rows must hold every column
+        check_columns([name for name in source.schema if name not in public_source.schema])
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
@@ -310,8 +312,6 @@ def synthesize(
     # the public table, read freely (no charge) and checked before the pass over the sensitive rows
     public_table = None if public_source is None else read_public(
         public_source, public_domain, integer_cells=strategy.integer_cells)
-    if "reweight" in public_uses:
-        check_columns(public_table.filled_columns)
 
     # 2. workload and plan: public values only
     queries, plan, group_counts = workload_and_plan(
