@@ -7,7 +7,8 @@ default synthesis with and without the public table (``public_use`` default: ``"
 
 Prints one JSON row per (ε, variant) and appends it to ``bench/results/other_state_check.csv``:
 the suite's evaluation (CM, MM, LT mean errors on the training rows, macro F1 of logistic
-regression on the state's test rows, and on its real training rows).
+regression on the state's test rows, and on its real training rows), and the run's date (the
+first rows, before the column existed, are from 2026-11-25's default and have none).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
                    "uses": ",".join((result.report.public_data or {}).get("uses", [])),
                    **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
                    "F1": evaluation.ml_utility_for_domain(result.data, test, task.labels[0], domain)["macro_f1"],
-                   "real_F1": real_f1, "seconds": seconds}
+                   "real_F1": real_f1, "seconds": seconds, "date": time.strftime("%Y-%m-%d")}
             if "reweight_released" in (result.report.public_data or {}):
                 row["uses"] += f" ({result.report.public_data['reweight_released']} released)"
             print(json.dumps(row), flush=True)
