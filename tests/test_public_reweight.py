@@ -156,14 +156,16 @@ def test_the_check_picks_the_candidate_whose_tables_are_right_when_the_gap_is_wi
     wrong = np.clip(truth + 0.2, 0, 1)
     l1, _ = group_sensitivities(queries, private.height)
     groups = check_groups(queries)
-    picks = {choose_release([wrong, truth], truth, queries, groups, l1, private.height, 0.05,
+    indices = queries.group_query_indices(groups)  # the candidates' answers to the check's queries
+    truth_part, wrong_part = truth[indices], wrong[indices]
+    picks = {choose_release([wrong_part, truth_part], truth, queries, groups, l1, private.height, 0.05,
                             np.random.default_rng(s)) for s in range(20)}
     assert picks == {1}
-    picks = {choose_release([truth, wrong], truth, queries, groups, l1, private.height, 0.05,
+    picks = {choose_release([truth_part, wrong_part], truth, queries, groups, l1, private.height, 0.05,
                             np.random.default_rng(s)) for s in range(20)}
     assert picks == {0}
     # equal candidates: a fair coin, both sides drawn
-    picks = [choose_release([truth, truth], truth, queries, groups, l1, private.height, 0.05,
+    picks = [choose_release([truth_part, truth_part], truth, queries, groups, l1, private.height, 0.05,
                             np.random.default_rng(s)) for s in range(40)]
     assert 0 < sum(picks) < 40
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from polars_rap.domain import Domain
+from polars_rap.encoding import block_slices
 from polars_rap.errors import DataError
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger
 from polars_rap.queries import CLASS_CODES, QuerySet
@@ -50,13 +51,19 @@ _SWEEPS = 100
 _TOLERANCE = 1e-9
 
 
-def check_columns(filled_columns: Sequence[str]) -> None:
-    """Raise :class:`DataError` when the public table lacks a column: reweighted rows would
-    have nothing to give it."""
-    if filled_columns:
+def check_columns(missing: Sequence[str]) -> None:
+    """Raise :class:`DataError` when the public table lacks columns (``missing``, the data's
+    names it does not hold): reweighted rows would have nothing to give them."""
+    if missing:
         msg = (f"public_use 'reweight' releases public rows, but the public table lacks columns "
-               f"{list(filled_columns)}; add them to it, or drop 'reweight' from public_use")
+               f"{list(missing)}; add them to it, or drop 'reweight' from public_use")
         raise DataError(msg)
+
+
+def _numeric_cells(values: np.ndarray) -> np.ndarray:
+    """int64: each value's :data:`NUMERIC_CELLS` cell of ``[0, 1]`` (clipped; NaN in cell 0)."""
+    scaled = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, 1.0) * NUMERIC_CELLS
+    return np.minimum(np.floor(scaled), NUMERIC_CELLS - 1).astype(np.int64)
 
 
 def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> list[np.ndarray]:
@@ -70,9 +77,7 @@ def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> lis
         null = np.isnan(values)
         if spec.nullable:
             null |= codes[:, domain.block_index(spec.name, indicator=True)] == 1
-        cell = np.minimum(np.floor(np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0) * NUMERIC_CELLS),
-                          NUMERIC_CELLS - 1).astype(np.int64)
-        cells.append(np.where(null, NUMERIC_CELLS, cell))
+        cells.append(np.where(null, NUMERIC_CELLS, _numeric_cells(values)))
     return cells
 
 
@@ -84,17 +89,14 @@ def relaxed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
     row's cell, and the rest to the null cell. ``relaxed`` float[n_rows, n_coords]."""
     relaxed = np.asarray(relaxed, dtype=np.float64)
     n_rows = relaxed.shape[0]
-    starts = np.concatenate([[0], np.cumsum(domain.block_sizes)]).astype(np.int64)
-    margins = [relaxed[:, starts[b]:starts[b + 1]].mean(axis=0) for b in range(len(domain.blocks))]
-    offset = int(starts[-1])
+    blocks = block_slices(domain)
+    margins = [relaxed[:, block].mean(axis=0) for block in blocks]
+    offset = domain.n_categorical_coords
     for j, spec in enumerate(domain.numeric_columns):
         present = np.ones(n_rows)
         if spec.nullable:
-            b = domain.block_index(spec.name, indicator=True)
-            present = 1.0 - relaxed[:, starts[b] + 1]
-        cell = np.minimum(np.floor(np.clip(relaxed[:, offset + j], 0.0, 1.0) * NUMERIC_CELLS),
-                          NUMERIC_CELLS - 1).astype(np.int64)
-        shares = np.bincount(cell, weights=present, minlength=NUMERIC_CELLS + 1)
+            present = 1.0 - relaxed[:, blocks[domain.block_index(spec.name, indicator=True)].start + 1]
+        shares = np.bincount(_numeric_cells(relaxed[:, offset + j]), weights=present, minlength=NUMERIC_CELLS + 1)
         shares[NUMERIC_CELLS] = n_rows - present.sum()
         margins.append(shares / n_rows)
     return margins
@@ -133,14 +135,12 @@ def reweighted_candidate(codes: np.ndarray, numerics: np.ndarray, weights: np.nd
     drawn = np.searchsorted(cumulative, (rng.random() + np.arange(n_rows)) / n_rows, side="right")
     drawn = np.minimum(drawn, len(weights) - 1)
     rng.shuffle(drawn)
-    sizes = domain.block_sizes
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     out = np.zeros((n_rows, domain.n_coords), dtype=np.float32)
     rows = np.arange(n_rows)
-    for b in range(len(sizes)):
-        out[rows, starts[b] + codes[drawn, b]] = 1.0
+    for b, block in enumerate(block_slices(domain)):
+        out[rows, block.start + codes[drawn, b]] = 1.0
     values = numerics[drawn]
-    out[:, int(starts[-1]):] = np.where(np.isnan(values), 0.5, np.clip(values, 0.0, 1.0))
+    out[:, domain.n_categorical_coords:] = np.where(np.isnan(values), 0.5, np.clip(values, 0.0, 1.0))
     return out
 
 
@@ -175,12 +175,13 @@ def choose_release(candidate_answers: Sequence[np.ndarray], true_answers: np.nda
     the groups' queries as one vector), so the stated sensitivity holds for the numbers the
     exact sampler (:func:`~polars_rap.selection.exponential_top_k`) reads; with ``rho``, the
     mechanism is ``eps' = sqrt(8 rho)``-DP with bounded range, rho-zCDP. Only the index is
-    released. ``candidate_answers``: float64[m] per candidate, each on the whole workload.
+    released. ``candidate_answers``: float64 per candidate, its answers to ``groups``' queries
+    in :meth:`~polars_rap.queries.QuerySet.group_query_indices` order (``queries.take_groups(groups)``'s).
     """
     indices = queries.group_query_indices(groups)
     true_counts = np.rint(true_answers[indices] * n_rows)
     size = np.array([len(indices)], dtype=np.int64)
-    errors = np.array([selection_scores(true_counts, np.asarray(answers)[indices], size, n_rows)[0]
+    errors = np.array([selection_scores(true_counts, np.asarray(answers), size, n_rows)[0]
                        for answers in candidate_answers])
     sensitivity = float(np.rint(l1_sensitivity[groups] * n_rows).sum())
     return int(exponential_top_k(-errors, 1, sensitivity, selection_epsilon(rho, 1), words_from(rng))[0])
@@ -200,9 +201,10 @@ def reweighted_release(public_table, relaxed: np.ndarray, domain: Domain, querie
     weights = rake(cells, relaxed_margins(relaxed, domain))
     size = int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
     candidate = reweighted_candidate(public_table.codes, public_table.numerics, weights, size, domain, rng)
-    answers = [backend.answers_relaxed(x, queries, np.inf) for x in (relaxed, candidate)]
-    chosen = choose_release(answers, true_answers, queries, check_groups(queries), l1_sensitivity, n_rows, rho,
-                            noise_rng)
+    groups = check_groups(queries)
+    scored = queries.take_groups(groups)  # only the check's tables: their answers, not the whole workload's
+    answers = [backend.answers_relaxed(x, scored, np.inf) for x in (relaxed, candidate)]
+    chosen = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, rho, noise_rng)
     record = {"reweight_check_rho": rho, "reweight_released": ("synthetic rows", "reweighted public rows")[chosen],
               "reweight_effective_rows": round(float(1.0 / np.square(weights).sum()), 1)}
     return (relaxed, candidate)[chosen], record
