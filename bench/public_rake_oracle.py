@@ -47,18 +47,9 @@ def _codes(frame: pl.DataFrame, domain: dict, categorical: list[str], numeric: l
     return out
 
 
-def _rake(keys: list[np.ndarray], targets: list[np.ndarray], sweeps: int = 100) -> np.ndarray:
-    weights = np.full(len(keys[0]), 1.0 / len(keys[0]))
-    for _ in range(sweeps):
-        for key, target in zip(keys, targets, strict=True):
-            current = np.bincount(key, weights=weights, minlength=len(target))
-            weights = weights * np.divide(target, current, out=np.zeros(len(target)), where=current > 0)[key]
-            weights /= weights.sum()
-    return weights
-
-
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.public_reweight import rake
 
     from bench.public_prior import DATASET, public_table
     from bench.run import prepare_dataset
@@ -90,9 +81,9 @@ def main() -> int:
     one_way_keys = [public_codes[c][0] for c in columns]
     ky = true_codes[label][1]
     rows = [("the public rows as they are", cm_error(np.ones(public.height))),
-            ("raked to CA's true one-way margins", cm_error(_rake(one_way_keys, [margin(true_codes, c)
+            ("raked to CA's true one-way margins", cm_error(rake(one_way_keys, [margin(true_codes, c)
                                                                                 for c in columns]))),
-            ("raked to CA's true feature x label margins", cm_error(_rake(
+            ("raked to CA's true feature x label margins", cm_error(rake(
                 [public_codes[c][0] * ky + public_codes[label][0] for c in columns if c != label],
                 [np.bincount(true_codes[c][0] * ky + true_codes[label][0], minlength=true_codes[c][1] * ky)
                  / train.height for c in columns if c != label])))]
@@ -102,7 +93,7 @@ def main() -> int:
     noisy = []
     for _ in range(DRAWS):
         targets = [np.clip(margin(true_codes, c) + rng.normal(0.0, sigma, true_codes[c][1]), 0, None) for c in columns]
-        noisy.append(cm_error(_rake(one_way_keys, [t / t.sum() for t in targets])))
+        noisy.append(cm_error(rake(one_way_keys, [t / t.sum() for t in targets])))
     rows.append((f"raked to one-way margins measured with the whole budget at eps = 0.25 (noise std {sigma:.4f} "
                  f"per cell; mean of {DRAWS} draws, min {min(noisy):.6f}, max {max(noisy):.6f})", float(np.mean(noisy))))
     lines = ["# How far raking the other states' rows brings CA's categorical marginals (bench/public_rake_oracle.py)",
