@@ -1,7 +1,9 @@
 """public_use="reweight" (issue 19): raking, the candidate rows, the private check and its charge."""
 
+import dataclasses
 import itertools
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
@@ -10,11 +12,12 @@ import pytest
 import polars_rap
 from polars_rap import DataError, ProjectionConfig
 from polars_rap.domain import Domain
+from polars_rap.encoding import block_slices
 from polars_rap.privacy import PrivacyLedger
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import (
-    CHECK_SHARE, NUMERIC_CELLS, charge_check, check_groups, choose_release, margin_cells, rake, relaxed_margins,
-    reweighted_candidate,
+    CHECK_SHARE, MARGIN_SETS, NUMERIC_CELLS, charge_check, check_groups, choose_release, crossed_cells, crossed_margins,
+    margin_cells, rake, raking_targets, relaxed_margins, reweighted_candidate,
 )
 from polars_rap.queries import CLASS_CODES
 from polars_rap.selection_scores import selection_scores
@@ -80,6 +83,40 @@ def test_relaxed_margins_of_one_hot_rows_are_their_shares_and_nulls_go_to_the_nu
     jwmnp = domain.block_index("JWMNP", indicator=True)
     assert margins[-1][NUMERIC_CELLS] == pytest.approx(margins[jwmnp][1], abs=1e-12)  # its null share
     assert margins[jwmnp][1] > 0
+
+
+def test_label_crossed_margins_of_one_hot_rows_are_their_joint_shares(encoded, domain):
+    candidate = reweighted_candidate(encoded.codes, encoded.numerics, np.full(encoded.n_rows, 1.0), encoded.n_rows,
+                                     domain, np.random.default_rng(0))
+    cells = crossed_cells(margin_cells(encoded.codes, encoded.numerics, domain), domain)
+    margins = crossed_margins(candidate, domain)
+    n_labels = len(domain.labels)
+    assert len(cells) == len(margins) == n_labels * (len(domain.blocks) + len(domain.numeric_columns) - 1)
+    for cell, margin in zip(cells, margins, strict=True):
+        np.testing.assert_allclose(margin, np.bincount(cell, minlength=len(margin)) / encoded.n_rows, atol=1e-12)
+
+
+def test_label_crossed_margins_of_soft_rows_sum_to_their_one_way_margins(domain):
+    rng = np.random.default_rng(3)
+    relaxed = rng.random((40, domain.n_coords))
+    for block in block_slices(domain):  # each block a distribution, numerics in [0, 1]
+        relaxed[:, block] /= relaxed[:, block].sum(axis=1, keepdims=True)
+    one_way = relaxed_margins(relaxed, domain)
+    label = domain.block_index(LABELS[0])
+    others = [m for m in range(len(one_way)) if m != label]
+    for m, crossed in zip(others, crossed_margins(relaxed, domain), strict=True):
+        joint = crossed.reshape(len(one_way[m]), len(one_way[label]))
+        np.testing.assert_allclose(joint.sum(axis=1), one_way[m], atol=1e-12)
+        np.testing.assert_allclose(joint.sum(axis=0), one_way[label], atol=1e-12)
+
+
+def test_a_table_without_labels_has_the_one_way_candidate_alone(encoded, domain):
+    unlabelled = dataclasses.replace(domain, labels=())
+    table = SimpleNamespace(codes=encoded.codes, numerics=encoded.numerics)  # what the raking reads
+    relaxed = reweighted_candidate(encoded.codes, encoded.numerics, np.full(encoded.n_rows, 1.0), 50, domain,
+                                   np.random.default_rng(0))
+    assert list(raking_targets(table, relaxed, unlabelled)) == ["one-way"]
+    assert list(raking_targets(table, relaxed, domain)) == list(MARGIN_SETS)
 
 
 def test_raking_matches_margins_the_rows_can_reach():
@@ -168,6 +205,12 @@ def test_the_check_picks_the_candidate_whose_tables_are_right_when_the_gap_is_wi
     picks = [choose_release([truth_part, truth_part], truth, queries, groups, l1, private.height, 0.05,
                             np.random.default_rng(s)) for s in range(40)]
     assert 0 < sum(picks) < 40
+    # three candidates (the loop's rows and two rakings): the right one wherever it stands
+    for order in itertools.permutations([wrong_part, np.clip(truth_part + 0.05, 0, 1), truth_part]):
+        right = next(i for i, part in enumerate(order) if part is truth_part)
+        picks = {choose_release(list(order), truth, queries, groups, l1, private.height, 0.05,
+                                np.random.default_rng(s)) for s in range(10)}
+        assert picks == {right}
 
 
 def test_charge_check_records_one_event_of_exactly_its_rho():
@@ -187,7 +230,10 @@ def test_reweight_charges_its_check_closes_the_ledger_and_records_what_it_releas
     record = report.public_data
     assert record["uses"] == ["reweight"] and record["reweight_check_rho"] == checks[0].rho
     assert record["reweight_released"] in ("synthetic rows", "reweighted public rows")
-    assert 1.0 <= record["reweight_effective_rows"] <= public.height
+    assert record["reweight_margins"] in (None, *MARGIN_SETS)
+    assert (record["reweight_margins"] is None) == (record["reweight_released"] == "synthetic rows")
+    assert set(record["reweight_effective_rows"]) == set(MARGIN_SETS)
+    assert all(1.0 <= rows <= public.height for rows in record["reweight_effective_rows"].values())
     assert "released the" in report.summary() and "reading it charged no budget" in report.summary()
     assert result.data.height == private.height and result.data.columns == COLUMNS
 

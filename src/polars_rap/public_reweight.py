@@ -1,22 +1,25 @@
 """The public rows reweighted to the synthetic margins, released only if a private check prefers them.
 
 ``public_use="reweight"`` (issue 19). After the loop, the public table's rows are weighted by
-iterative proportional fitting (raking) so that their one-way margins match the relaxed rows'
-(every categorical block, null indicators and labels included, and each numeric column on
-:data:`NUMERIC_CELLS` equal cells of its mapped ``[0, 1]``), and a sample of them by weight
-becomes the candidate release. Raking moves every column at once through the public table's
+iterative proportional fitting (raking) so that their margins match the relaxed rows', and a
+sample of them by weight becomes a candidate release; two candidates (:data:`MARGIN_SETS`): one
+raked to the one-way margins (every categorical block, null indicators and labels included, and
+each numeric column on :data:`NUMERIC_CELLS` equal cells of its mapped ``[0, 1]``), one to each
+of those margins crossed with the labels. Raking moves every column at once through the public table's
 own associations, so a margin the loop measured also corrects the columns that go with it:
 where the two populations share how columns depend on each other (another state's survey)
-the candidate's joint tables beat the relaxed rows'; where they do not, they are far off.
-Which of the two is released is decided privately, by the exponential mechanism on their
+a candidate's joint tables beat the relaxed rows'; where they do not, they are far off.
+Which of the three is released is decided privately, by the exponential mechanism on their
 total L1 error over the workload's marginal tables (:func:`choose_release`), with
 :data:`CHECK_SHARE` of the loop's budget held out for it: a mismatched public table loses
-that check, and the loop's rows are released.
+that check, and the loop's rows are released. The more noise in the relaxed rows' margins,
+the fewer of them a candidate should follow: which of the two raked candidates is better
+depends on the budget, and the check chooses that too, at no extra cost.
 
 Raking and resampling read the public rows and released values only (post-processing); the
 check is the one release, charged before the loop (:func:`charge_check`) and drawn after it.
 
-Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight_check2.md``).
+Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight_xlabel.md``).
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from polars_rap.samplers import words_from
 from polars_rap.selection import exponential_top_k, selection_epsilon
 from polars_rap.selection_scores import selection_scores
 
-__all__ = ["CHECK_SHARE", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check", "check_columns", "check_groups",
-           "choose_release", "margin_cells", "rake", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
+__all__ = ["CHECK_SHARE", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check", "check_columns",
+           "check_groups", "choose_release", "crossed_cells", "crossed_margins", "margin_cells", "rake",
+           "raking_targets", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
 
 CHECK_SHARE = 0.02
 """Part of the loop's budget held out for the check between the loop's rows and the reweighted
@@ -43,6 +47,13 @@ public rows (the loop keeps the rest). 2% rather than 5% on acs-income-CA
 (``bench/results/public_reweight_check2.md``): the same choices in all 18 runs (the other
 states' rows 8 of 9, Puerto Rico's 0 of 9), and with Puerto Rico's table the loop's rows within
 0.97-1.01x of the run without a public table at eps = 1 (5%: 0.99-1.05x)."""
+MARGIN_SETS = ("one-way", "x-label")
+"""The candidates, by the relaxed rows' margins their public rows are raked to: ``"one-way"``,
+every categorical block's and numeric column's; ``"x-label"``, each of those crossed with each
+label (tables with labels only). Neither wins everywhere, so the check chooses among both and
+the loop's rows: on acs-income-CA with the other states' rows (``bench/results/
+reweight_margins_probe.md``), the label-crossed margins are too noisy at eps = 0.25 (CM 1.20x
+the one-way candidate's) and the better target at eps = 1 (CM 0.89x, MM 0.83x)."""
 NUMERIC_CELLS = 20
 """Equal cells of a numeric column's mapped ``[0, 1]`` whose shares the raking matches."""
 MAX_CANDIDATE_ROWS = 100_000
@@ -81,25 +92,56 @@ def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> lis
     return cells
 
 
-def relaxed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
-    """float64[cells] per margin (as :func:`margin_cells`): the relaxed rows' expected shares.
-
-    A block's margin is the mean of its probabilities over the rows; a numeric column's gives
-    each row's non-null probability (one minus its null indicator's, 1 without one) to the
-    row's cell, and the rest to the null cell. ``relaxed`` float[n_rows, n_coords]."""
-    relaxed = np.asarray(relaxed, dtype=np.float64)
-    n_rows = relaxed.shape[0]
+def _soft_cells(relaxed: np.ndarray, domain: Domain, margin: int) -> np.ndarray:
+    """float64[n_rows, n_cells]: each relaxed row's probability of each cell of ``margin``
+    (:func:`margin_cells`' order). A block's cells are its probabilities; a numeric column's
+    row puts its non-null probability (one minus its null indicator's, 1 without one) on its
+    value's cell and the rest on the null cell."""
     blocks = block_slices(domain)
-    margins = [relaxed[:, block].mean(axis=0) for block in blocks]
-    offset = domain.n_categorical_coords
-    for j, spec in enumerate(domain.numeric_columns):
-        present = np.ones(n_rows)
-        if spec.nullable:
-            present = 1.0 - relaxed[:, blocks[domain.block_index(spec.name, indicator=True)].start + 1]
-        shares = np.bincount(_numeric_cells(relaxed[:, offset + j]), weights=present, minlength=NUMERIC_CELLS + 1)
-        shares[NUMERIC_CELLS] = n_rows - present.sum()
-        margins.append(shares / n_rows)
-    return margins
+    if margin < len(blocks):
+        return np.asarray(relaxed[:, blocks[margin]], dtype=np.float64)
+    j = margin - len(blocks)
+    spec = domain.numeric_columns[j]
+    n_rows = relaxed.shape[0]
+    present = np.ones(n_rows)
+    if spec.nullable:
+        present = 1.0 - relaxed[:, blocks[domain.block_index(spec.name, indicator=True)].start + 1]
+    soft = np.zeros((n_rows, NUMERIC_CELLS + 1))
+    soft[np.arange(n_rows), _numeric_cells(relaxed[:, domain.n_categorical_coords + j])] = present
+    soft[:, NUMERIC_CELLS] = 1.0 - present
+    return soft
+
+
+def _n_margins(domain: Domain) -> int:
+    return len(domain.blocks) + len(domain.numeric_columns)
+
+
+def relaxed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
+    """float64[cells] per margin (as :func:`margin_cells`): the relaxed rows' expected shares,
+    the mean of each row's cell probabilities. ``relaxed`` float[n_rows, n_coords]."""
+    relaxed = np.asarray(relaxed, dtype=np.float64)
+    return [_soft_cells(relaxed, domain, m).mean(axis=0) for m in range(_n_margins(domain))]
+
+
+def _label_pairs(domain: Domain) -> list[tuple[int, int]]:
+    """(margin, label block) for every label and every other margin: the label-crossed margins."""
+    labels = [domain.block_index(name) for name in domain.labels]
+    return [(m, label) for label in labels for m in range(_n_margins(domain)) if m != label]
+
+
+def crossed_cells(cells: Sequence[np.ndarray], domain: Domain) -> list[np.ndarray]:
+    """int64[n_rows] per label-crossed margin (every margin of :func:`margin_cells` but the
+    label's own, crossed with each label): ``cell * n_label_codes + label_code``."""
+    sizes = domain.block_sizes
+    return [cells[m] * sizes[label] + cells[label] for m, label in _label_pairs(domain)]
+
+
+def crossed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
+    """float64[cells * n_label_codes] per label-crossed margin (as :func:`crossed_cells`): the
+    relaxed rows' expected joint shares, ``soft_m.T @ soft_label / n_rows`` raveled."""
+    relaxed = np.asarray(relaxed, dtype=np.float64)
+    return [(_soft_cells(relaxed, domain, m).T @ _soft_cells(relaxed, domain, label)).ravel() / relaxed.shape[0]
+            for m, label in _label_pairs(domain)]
 
 
 def rake(cells: Sequence[np.ndarray], targets: Sequence[np.ndarray], sweeps: int = _SWEEPS,
@@ -187,24 +229,40 @@ def choose_release(candidate_answers: Sequence[np.ndarray], true_answers: np.nda
     return int(exponential_top_k(-errors, 1, sensitivity, selection_epsilon(rho, 1), words_from(rng))[0])
 
 
+def raking_targets(public_table, relaxed: np.ndarray, domain: Domain) -> dict[str, tuple[list, list]]:
+    """Per margin set of :data:`MARGIN_SETS` the domain allows (``"x-label"`` needs labels):
+    (the public rows' cells per margin, the relaxed rows' shares per margin)."""
+    cells = margin_cells(public_table.codes, public_table.numerics, domain)
+    targets = {"one-way": (cells, relaxed_margins(relaxed, domain))}
+    if domain.labels:
+        targets["x-label"] = (crossed_cells(cells, domain), crossed_margins(relaxed, domain))
+    return targets
+
+
 def reweighted_release(public_table, relaxed: np.ndarray, domain: Domain, queries: QuerySet,
                        true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, out_rows: int,
                        rho: float, backend, noise_rng, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
     """The relaxed rows to release and the report's record of the check.
 
-    Rakes ``public_table``'s rows (:class:`~polars_rap.public_prior.PublicTable`) to the
-    loop's ``relaxed`` rows' margins, draws ``min(max(out_rows, len(relaxed)),``
-    :data:`MAX_CANDIDATE_ROWS` ``)`` of them (``rng``, public post-processing), and lets
-    :func:`choose_release` (``rho``, already charged; ``noise_rng``) pick between the two on
-    the workload's marginal tables (``true_answers`` float64[m], read only by the check)."""
-    cells = margin_cells(public_table.codes, public_table.numerics, domain)
-    weights = rake(cells, relaxed_margins(relaxed, domain))
+    Rakes ``public_table``'s rows (:class:`~polars_rap.public_prior.PublicTable`) to each of
+    :data:`MARGIN_SETS` of the loop's ``relaxed`` rows' margins, draws ``min(max(out_rows,
+    len(relaxed)),`` :data:`MAX_CANDIDATE_ROWS` ``)`` rows of each (``rng``, public
+    post-processing), and lets :func:`choose_release` (``rho``, already charged; ``noise_rng``)
+    pick one of the loop's rows and the candidates on the workload's marginal tables
+    (``true_answers`` float64[m], read only by the check)."""
     size = int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
-    candidate = reweighted_candidate(public_table.codes, public_table.numerics, weights, size, domain, rng)
+    candidates, effective = {}, {}
+    for name, (cells, targets) in raking_targets(public_table, relaxed, domain).items():
+        weights = rake(cells, targets)
+        candidates[name] = reweighted_candidate(public_table.codes, public_table.numerics, weights, size, domain, rng)
+        effective[name] = round(float(1.0 / np.square(weights).sum()), 1)
     groups = check_groups(queries)
     scored = queries.take_groups(groups)  # only the check's tables: their answers, not the whole workload's
-    answers = [backend.answers_relaxed(x, scored, np.inf) for x in (relaxed, candidate)]
+    released = [relaxed, *candidates.values()]
+    answers = [backend.answers_relaxed(x, scored, np.inf) for x in released]
     chosen = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, rho, noise_rng)
-    record = {"reweight_check_rho": rho, "reweight_released": ("synthetic rows", "reweighted public rows")[chosen],
-              "reweight_effective_rows": round(float(1.0 / np.square(weights).sum()), 1)}
-    return (relaxed, candidate)[chosen], record
+    margins = (None, *candidates)[chosen]
+    record = {"reweight_check_rho": rho,
+              "reweight_released": "synthetic rows" if margins is None else "reweighted public rows",
+              "reweight_margins": margins, "reweight_effective_rows": effective}
+    return released[chosen], record

@@ -233,9 +233,10 @@ class PrivacyReport:
         free) and, when its answers were targets, ``target_factors`` (per query class, the
         mean James-Stein factor: 1 the measurements alone, 0 the public answers); with
         ``"reweight"``, ``reweight_released`` (``"synthetic rows"`` or ``"reweighted public
-        rows"``: the check's release), ``reweight_check_rho`` (what the check charged) and
-        ``reweight_effective_rows`` (``1 / sum(w**2)`` of the raking's weights). Never a row
-        or a value of it.
+        rows"``: the check's release), ``reweight_margins`` (the released public rows' raking
+        targets, ``"one-way"`` or ``"x-label"``; None when the synthetic rows were released),
+        ``reweight_check_rho`` (what the check charged) and ``reweight_effective_rows`` (per
+        raking, ``1 / sum(w**2)`` of its weights). Never a row or a value of it.
     """
 
     epsilon: float
@@ -382,8 +383,9 @@ def public_data_line(record: Mapping[str, Any]) -> str:
             + ("; target factors " + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()) if factors else "")
             + (f"; {record.get('label_share', 1.0):.0%} of labels drawn from its model, ridge {record['label_ridge']:.3g}"
                if "label_ridge" in record else "")
-            + (f"; released the {record['reweight_released']} "
-               f"(a check charged rho {record['reweight_check_rho']:.3g})" if "reweight_released" in record else "")
+            + (f"; released the {record['reweight_released']}"
+               + (f", raked to {record['reweight_margins']} margins" if record.get("reweight_margins") else "")
+               + f" (a check charged rho {record['reweight_check_rho']:.3g})" if "reweight_released" in record else "")
             + "; reading it charged no budget")
 
 
