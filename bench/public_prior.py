@@ -111,6 +111,17 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "LT 1.02x (20 cells: 1.17x, 0.88x), at ε = 0.25 MM and LT 2-3% higher and F1 0.002 lower: the relaxed "
         "rows' 1,000 numeric points spread over finer cells import their gaps.",
     ),
+    "public_reweight_xlabel": (
+        "Ablation: a second candidate, the public rows raked to the relaxed rows' margins crossed with the label "
+        "(`MARGIN_SETS`), offered to the same check (all 153 marginal tables, 2% of the budget) beside the one-way "
+        "candidate and the loop's rows (a worktree at `a5c9912`; the `none` rows are `public_reweight_check2.csv`'s). "
+        "At ε = 1 the check released the label-crossed rows in 2 of 3 runs: CM 0.89x, MM 0.96x, LT 0.64x of none "
+        "(one candidate: 1.00x, 1.20x, 0.77x), F1 0.777. At ε = 0.25 and 0.1 it drew the label-crossed rows once "
+        "each where the one-way ones were better (CM 0.87x at both, F1 0.768 and 0.719 against 0.787 and 0.768): "
+        "the check, at eps' 0.013 (ε = 0.25), tells two candidates whose totals differ by 11-20% apart only 70-80% "
+        "of the time (`reweight_margins_probe.md`). Not kept as is: the next run scores the check on the tables "
+        "where the candidates disagree.",
+    ),
 }
 """Paragraphs on what a results file showed, by its stem (added below its table)."""
 EPSILONS = (0.1, 0.25, 1.0)
