@@ -235,7 +235,8 @@ class PrivacyReport:
         ``"reweight"``, ``reweight_released`` (``"synthetic rows"`` or ``"reweighted public
         rows"``: the check's release), ``reweight_margins`` (the released public rows' raking
         targets, ``"one-way"`` or ``"x-label"``; None when the synthetic rows were released),
-        ``reweight_check_rho`` (what the check charged) and ``reweight_effective_rows`` (per
+        ``reweight_check_rho`` (what the check charged), ``reweight_check_tables`` (the marginal
+        tables it scored) and ``reweight_effective_rows`` (per
         raking, ``1 / sum(w**2)`` of its weights). Never a row or a value of it.
     """
 
