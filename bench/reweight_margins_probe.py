@@ -59,22 +59,57 @@ def write_table(jsonl: Path) -> str:
     return "\n".join(lines)
 
 
+def check_power(folder: Path, shares=(1.0, 0.5, 0.25, 0.1), n_train: int = 27_540) -> str:
+    """How often the check would release each candidate, per fit saved in ``folder``
+    (``--per-group``) and per share of its tables scored (those where the candidates disagree
+    most, :func:`polars_rap.public_reweight.disputed_groups`): the exponential mechanism's
+    exact probabilities at the check's eps' (2% of rho(eps, 1/n_train**2)), from each
+    candidate's L1 error per table. Reads saved scores; runs nothing."""
+    from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.public_reweight import CHECK_SHARE, disputed_groups
+
+    lines = ["| eps | seed | tables scored | P(loop) | P(one-way) | P(x-label) | best on all tables |",
+             "|---|---|---|---|---|---|---|"]
+    for path in sorted(folder.glob("eps*_seed*.npz")):
+        saved = np.load(path)
+        epsilon = float(path.stem.split("_")[0].removeprefix("eps"))
+        seed = int(path.stem.split("seed")[1])
+        eps_check = np.sqrt(8 * CHECK_SHARE * rho_from_epsilon_delta(epsilon, 1.0 / n_train**2))
+        per_group, answers, sizes = saved["per_group"], list(saved["answers"]), saved["sizes"]
+        best = str(saved["kinds"][int(np.argmin(per_group.sum(axis=1)))])
+        for share in shares:
+            kept = disputed_groups(answers, sizes, share)
+            totals = per_group[:, kept].sum(axis=1)
+            weights = np.exp(-(totals - totals.min()) * eps_check / (2 * 2 * len(kept)))
+            p = weights / weights.sum()
+            lines.append(f"| {epsilon:g} | {seed} | {len(kept)} of {len(sizes)} | {p[0]:.3f} | {p[1]:.3f} | "
+                         f"{p[2]:.3f} | {best} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.25, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--kinds", nargs="+", default=["one-way", "x-label", "both"])
     parser.add_argument("--out", type=Path, default=RESULTS / "reweight_margins_probe.jsonl")
+    parser.add_argument("--per-group", type=Path, help="folder for each fit's per-table errors (npz)")
     parser.add_argument("--table-only", action="store_true", help="print the table of --out's rows")
+    parser.add_argument("--power", type=Path, help="print the check's probabilities from a --per-group folder")
     args = parser.parse_args(argv)
     if args.table_only:
         print(write_table(args.out))
+        return 0
+    if args.power:
+        print(check_power(args.power))
         return 0
 
     import polars_rap
     import polars_rap.mechanism as mechanism
     from polars_rap import evaluation
-    from polars_rap.public_reweight import MAX_CANDIDATE_ROWS, rake, reweighted_candidate
+    from polars_rap.kernels import cpu
+    from polars_rap.public_reweight import MAX_CANDIDATE_ROWS, check_groups, rake, reweighted_candidate
+    from polars_rap.selection_scores import selection_scores
 
     from bench.public_prior import public_table
     from bench.run import SUITES, prepare_dataset
@@ -88,9 +123,25 @@ def main(argv=None) -> int:
             found = {}
 
             def probe(public_table_, relaxed, domain_, *rest, **kw):
-                out_rows = rest[4]
+                queries, true_answers, _, n_rows, out_rows = rest[:5]
+                groups = check_groups(queries)
+                indices = queries.group_query_indices(groups)
+                true_counts = np.rint(true_answers[indices] * n_rows)
+                scored = queries.take_groups(groups)
+
+                sizes = np.diff(queries.group_offsets)[groups]
+                found.update(sizes=sizes, n_rows=n_rows)
+
+                def check_l1(x):  # the check's score: total L1 error in counts over its tables
+                    answers = cpu.answers_relaxed(x, scored, np.inf)
+                    per_group = selection_scores(true_counts, answers, sizes, n_rows)
+                    found.setdefault("per_group", []).append(per_group)
+                    found.setdefault("answers", []).append(answers)
+                    return float(selection_scores(true_counts, answers, np.array([len(indices)]), n_rows)[0])
+
                 size = int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
-                found["loop"] = evaluation.relaxed_workload_errors(train, relaxed, domain_, seed=0, **eval_kwargs)
+                found["loop"] = (evaluation.relaxed_workload_errors(train, relaxed, domain_, seed=0, **eval_kwargs),
+                                 check_l1(relaxed))
                 for kind in args.kinds:
                     started = time.perf_counter()
                     cells, targets = margins(relaxed, domain_, public_table_, kind)
@@ -99,7 +150,7 @@ def main(argv=None) -> int:
                     candidate = reweighted_candidate(public_table_.codes, public_table_.numerics, weights, size,
                                                      domain_, np.random.default_rng(seed))
                     errors = evaluation.relaxed_workload_errors(train, candidate, domain_, seed=0, **eval_kwargs)
-                    found[kind] = (errors, rake_s, float(1.0 / np.square(weights).sum()))
+                    found[kind] = (errors, rake_s, float(1.0 / np.square(weights).sum()), check_l1(candidate))
                 return original(public_table_, relaxed, domain_, *rest, **kw)
 
             mechanism.reweighted_release = probe
@@ -111,10 +162,15 @@ def main(argv=None) -> int:
             def by_class(frame):
                 return {r["query_class"]: r["mean_error"] for r in frame.iter_rows(named=True)}
 
-            row = {"epsilon": epsilon, "seed": seed, "loop": by_class(found["loop"])}
+            row = {"epsilon": epsilon, "seed": seed, "loop": {**by_class(found["loop"][0]), "check_l1": found["loop"][1]}}
             for kind in args.kinds:
-                errors, rake_s, effective = found[kind]
-                row[kind] = {**by_class(errors), "rake_s": round(rake_s, 2), "effective_rows": round(effective)}
+                errors, rake_s, effective, l1 = found[kind]
+                row[kind] = {**by_class(errors), "rake_s": round(rake_s, 2), "effective_rows": round(effective),
+                             "check_l1": l1}
+            if args.per_group:  # each candidate's error per check table, and its answers, for offline analysis
+                np.savez(args.per_group / f"eps{epsilon:g}_seed{seed}.npz", kinds=np.array(["loop", *args.kinds]),
+                         per_group=np.array(found["per_group"]), answers=np.array(found["answers"]),
+                         sizes=found["sizes"], n_rows=found["n_rows"])
             print(json.dumps(row), flush=True)
             with args.out.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")

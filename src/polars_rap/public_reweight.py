@@ -58,8 +58,8 @@ the one-way candidate's) and the better target at eps = 1 (CM 0.89x, MM 0.83x)."
 CHECK_TABLES = 0.5
 """Part of the marginal tables the check scores: those where the candidates disagree most
 (:func:`disputed_groups`). A table where they agree adds 2 counts of sensitivity and nothing
-to their gap: on acs-income-CA the best candidate's probability rose from 0.82-0.86 to
-0.90-0.95 with half of the 153 tables (``bench/results/reweight_margins_probe.md``)."""
+to their gap: on acs-income-CA the best candidate's probability rose from 0.69-0.86 to
+0.85-0.95 with half of the 153 tables (``bench/results/reweight_margins_probe.md``)."""
 NUMERIC_CELLS = 20
 """Equal cells of a numeric column's mapped ``[0, 1]`` whose shares the raking matches."""
 MAX_CANDIDATE_ROWS = 100_000
