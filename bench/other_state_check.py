@@ -55,8 +55,10 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
                    **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
                    "F1": evaluation.ml_utility_for_domain(result.data, test, task.labels[0], domain)["macro_f1"],
                    "real_F1": real_f1, "seconds": seconds, "date": time.strftime("%Y-%m-%d")}
-            if "reweight_released" in (result.report.public_data or {}):
-                row["uses"] += f" ({result.report.public_data['reweight_released']} released)"
+            record = result.report.public_data or {}
+            if "reweight_released" in record:
+                margins = f", {record['reweight_margins']} margins" if record.get("reweight_margins") else ""
+                row["uses"] += f" ({record['reweight_released']}{margins} released)"
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows

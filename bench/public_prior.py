@@ -122,6 +122,16 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "of the time (`reweight_margins_probe.md`). Not kept as is: the next run scores the check on the tables "
         "where the candidates disagree.",
     ),
+    "public_reweight_disputed": (
+        "The default since this run: two raked candidates (one-way and label-crossed margins) and the loop's rows, "
+        "the check scoring the half of the 153 marginal tables where they disagree most (`CHECK_TABLES`; a worktree "
+        "at `4deeb5a`; the `none` rows are `public_reweight_check2.csv`'s). Kept: the check released the better "
+        "raking in all 9 runs with the other states' rows (one-way at ε = 0.1 and 0.25, the label-crossed rows at "
+        "ε = 1; Puerto Rico's 0 of 9). ε = 0.1 and 0.25 are `public_reweight_check2`'s rows to the last digit "
+        "(CM 0.81x/0.83x, MM 1.02x/0.69x, LT 0.77x/0.52x, F1 0.768/0.787); at ε = 1 CM 0.83x, MM 0.98x, LT 0.52x "
+        "of none (one candidate: 1.00x, 1.20x, 0.77x), F1 0.780 (0.781). Puerto Rico's rows as before (the loop's "
+        "rows, 98% of the budget: at ε = 1 CM 1.009x, MM 0.97x, LT 0.89x).",
+    ),
 }
 """Paragraphs on what a results file showed, by its stem (added below its table)."""
 EPSILONS = (0.1, 0.25, 1.0)

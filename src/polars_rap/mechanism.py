@@ -203,9 +203,10 @@ def synthesize(
         the labels given the other columns, tilted to the synthetic rows' label margins
         (:mod:`polars_rap.public_labels`; needs ``labels`` and a public table holding them;
         the saved model keeps it); ``"reweight"``, after the loop the public rows are raked
-        to the synthetic rows' one-way margins and released instead of them when a private
+        to the synthetic rows' one-way margins, and again to their margins crossed with the
+        labels, and one of the two is released instead of the synthetic rows when a private
         check on the marginal tables (the exponential mechanism, 2% of the loop's budget)
-        prefers them (:mod:`polars_rap.public_reweight`; the public table must hold every
+        prefers it (:mod:`polars_rap.public_reweight`; the public table must hold every
         column). Only with ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the

@@ -71,8 +71,9 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", 
   conditional of the labels given the other columns, tilted to the synthetic rows' own label
   margins, more strongly the noisier the measurements (:mod:`polars_rap.public_labels`);
 - ``"reweight"``: after the loop, the public rows are raked to the synthetic rows' one-way
-  margins and released instead of them if a private check (2% of the loop's budget) finds
-  their marginal tables closer to the real ones (:mod:`polars_rap.public_reweight`); the
+  margins, and to those margins crossed with the labels, and one of the two is released instead
+  of the synthetic rows if a private check (2% of the loop's budget) finds its marginal tables
+  closer to the real ones (:mod:`polars_rap.public_reweight`); the
   public table must hold every column.
 """
 DEFAULT_PUBLIC_USES = ("init",)
