@@ -162,7 +162,8 @@ def main(argv=None) -> int:
             def by_class(frame):
                 return {r["query_class"]: r["mean_error"] for r in frame.iter_rows(named=True)}
 
-            row = {"epsilon": epsilon, "seed": seed, "loop": {**by_class(found["loop"][0]), "check_l1": found["loop"][1]}}
+            loop_errors, loop_l1 = found["loop"]
+            row = {"epsilon": epsilon, "seed": seed, "loop": {**by_class(loop_errors), "check_l1": loop_l1}}
             for kind in args.kinds:
                 errors, rake_s, effective, l1 = found[kind]
                 row[kind] = {**by_class(errors), "rake_s": round(rake_s, 2), "effective_rows": round(effective),

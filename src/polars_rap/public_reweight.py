@@ -38,9 +38,9 @@ from polars_rap.samplers import words_from
 from polars_rap.selection import exponential_top_k, selection_epsilon
 from polars_rap.selection_scores import selection_scores
 
-__all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check", "check_columns",
-           "check_groups", "choose_release", "crossed_cells", "disputed_groups", "crossed_margins", "margin_cells", "rake",
-           "raking_targets", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
+__all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check",
+           "check_columns", "check_groups", "choose_release", "crossed_cells", "crossed_margins", "disputed_groups",
+           "margin_cells", "rake", "raking_targets", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
 
 CHECK_SHARE = 0.02
 """Part of the loop's budget held out for the check between the loop's rows and the reweighted
