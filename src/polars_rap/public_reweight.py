@@ -20,7 +20,8 @@ depends on the budget, and the check chooses that too, at no extra cost.
 Raking and resampling read the public rows and released values only (post-processing); the
 check is the one release, charged before the loop (:func:`charge_check`) and drawn after it.
 
-Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight_xlabel.md``).
+Measured on acs-income-CA with the other states' rows (``bench/results/public_reweight_disputed.md``;
+the check on every table: ``public_reweight_xlabel.md``).
 """
 
 from __future__ import annotations
