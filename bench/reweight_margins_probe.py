@@ -59,12 +59,13 @@ def write_table(jsonl: Path) -> str:
     return "\n".join(lines)
 
 
-def check_power(folder: Path, shares=(1.0, 0.5, 0.25, 0.1), n_train: int = 27_540) -> str:
+def check_power(folder: Path, shares=(1.0, 0.5, 0.25, 0.1)) -> str:
     """How often the check would release each candidate, per fit saved in ``folder``
     (``--per-group``) and per share of its tables scored (those where the candidates disagree
     most, :func:`polars_rap.public_reweight.disputed_groups`): the exponential mechanism's
-    exact probabilities at the check's eps' (2% of rho(eps, 1/n_train**2)), from each
-    candidate's L1 error per table. Reads saved scores; runs nothing."""
+    exact probabilities at the check's eps' (2% of rho(eps, 1/n**2), n the fit's rows), from each
+    candidate's L1 error per table (saved with ``--kinds one-way x-label``: the columns are the
+    loop's rows and those two). Reads saved scores; runs nothing."""
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_reweight import CHECK_SHARE, disputed_groups
 
@@ -74,7 +75,8 @@ def check_power(folder: Path, shares=(1.0, 0.5, 0.25, 0.1), n_train: int = 27_54
         saved = np.load(path)
         epsilon = float(path.stem.split("_")[0].removeprefix("eps"))
         seed = int(path.stem.split("seed")[1])
-        eps_check = np.sqrt(8 * CHECK_SHARE * rho_from_epsilon_delta(epsilon, 1.0 / n_train**2))
+        n_rows = int(saved["n_rows"])
+        eps_check = np.sqrt(8 * CHECK_SHARE * rho_from_epsilon_delta(epsilon, 1.0 / n_rows**2))
         per_group, answers, sizes = saved["per_group"], list(saved["answers"]), saved["sizes"]
         best = str(saved["kinds"][int(np.argmin(per_group.sum(axis=1)))])
         for share in shares:
