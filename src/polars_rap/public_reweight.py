@@ -286,10 +286,8 @@ def reweighted_release(public_table, relaxed: np.ndarray, domain: Domain, querie
     scored = queries.take_groups(groups)  # only the check's tables: their answers, not the whole workload's
     released = [relaxed, *candidates.values()]
     answers = [backend.answers_relaxed(x, scored, np.inf) for x in released]
-    sizes = np.diff(queries.group_offsets)[groups]
-    kept = disputed_groups(answers, sizes, CHECK_TABLES)  # public: where the candidates differ
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    positions = np.concatenate([np.arange(starts[g], starts[g + 1]) for g in kept])
+    kept = disputed_groups(answers, scored.group_sizes, CHECK_TABLES)  # public: where the candidates differ
+    positions = scored.group_query_indices(kept)  # the kept tables' queries in the answers above
     chosen = choose_release([a[positions] for a in answers], true_answers, queries, groups[kept], l1_sensitivity,
                             n_rows, rho, noise_rng)
     margins = (None, *candidates)[chosen]
