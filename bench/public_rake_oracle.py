@@ -50,31 +50,22 @@ def _codes(frame: pl.DataFrame, domain: dict, categorical: list[str], numeric: l
     return out
 
 
-def _greedy_subsets(columns, public_codes, true_codes, margin, cm_error, n_rows, rho, rng) -> list[str]:
+def _greedy_subsets(columns: list[str], true_error, measured) -> list[str]:
     """Fewer margins, each measured better: columns added greedily (each time the one whose true
-    margin lowers the CM error most), then the same subset's margins measured with the whole
-    budget (L2 sensitivity sqrt(2 d) / n over d margins). The order is chosen on the true margins:
-    an optimistic bound for a mechanism, which would pay to choose them."""
-    from polars_rap.public_reweight import rake
-
+    margin lowers the CM error most, ``true_error(names)``), then the same subset's margins
+    measured with the whole budget (``measured(names)``: the errors of its draws, the noise std).
+    The order is chosen on the true margins: an optimistic bound for a mechanism, which would
+    pay to choose them."""
     lines = ["## Fewer margins, each measured better (greedy order chosen on the true margins: optimistic)", "",
              "| margins | added | raked to true margins | measured with the whole budget (mean of 3) | noise std |",
              "|---|---|---|---|---|"]
     chosen, left = [], list(columns)
     while left:
-        def raked(names, targets=None):
-            return cm_error(rake([public_codes[c][0] for c in names],
-                                 targets or [margin(true_codes, c) for c in names]))
-        best = min(left, key=lambda c: raked(chosen + [c]))
+        best = min(left, key=lambda c: true_error(chosen + [c]))
         chosen.append(best)
         left.remove(best)
-        sigma = np.sqrt(2 * len(chosen)) / n_rows / np.sqrt(2 * rho)
-        noisy = []
-        for _ in range(DRAWS):
-            draws = [np.clip(margin(true_codes, c) + rng.normal(0.0, sigma, true_codes[c][1]), 0, None)
-                     for c in chosen]
-            noisy.append(raked(chosen, [t / t.sum() for t in draws]))
-        lines.append(f"| {len(chosen)} | {best} | {raked(chosen):.6f} | {np.mean(noisy):.6f} | {sigma:.5f} |")
+        noisy, sigma = measured(chosen)
+        lines.append(f"| {len(chosen)} | {best} | {true_error(chosen):.6f} | {np.mean(noisy):.6f} | {sigma:.5f} |")
     return lines
 
 
@@ -108,23 +99,32 @@ def main() -> int:
         x, k = codes[name]
         return np.bincount(x, minlength=k) / len(x)
 
+    def true_error(names: list[str]) -> float:  # the public rows raked to CA's true margins of ``names``
+        return cm_error(rake([public_codes[c][0] for c in names], [margin(true_codes, c) for c in names]))
+
+    rho = rho_from_epsilon_delta(0.25, 1.0 / train.height**2)
+    rng = np.random.default_rng(0)
+
+    def measured(names: list[str]) -> tuple[list[float], float]:
+        """The errors of ``DRAWS`` rakings to ``names``' margins measured with Gaussian noise
+        spending the whole budget (L2 sensitivity sqrt(2 d) / n over d margins), and its std."""
+        sigma = np.sqrt(2 * len(names)) / train.height / np.sqrt(2 * rho)
+        errors = []
+        for _ in range(DRAWS):
+            draws = [np.clip(margin(true_codes, c) + rng.normal(0.0, sigma, true_codes[c][1]), 0, None)
+                     for c in names]
+            errors.append(cm_error(rake([public_codes[c][0] for c in names], [t / t.sum() for t in draws])))
+        return errors, sigma
+
     columns = categorical + numeric
-    one_way_keys = [public_codes[c][0] for c in columns]
     ky = true_codes[label][1]
     rows = [("the public rows as they are", cm_error(np.ones(public.height))),
-            ("raked to CA's true one-way margins", cm_error(rake(one_way_keys, [margin(true_codes, c)
-                                                                                for c in columns]))),
+            ("raked to CA's true one-way margins", true_error(columns)),
             ("raked to CA's true feature x label margins", cm_error(rake(
                 [public_codes[c][0] * ky + public_codes[label][0] for c in columns if c != label],
                 [np.bincount(true_codes[c][0] * ky + true_codes[label][0], minlength=true_codes[c][1] * ky)
                  / train.height for c in columns if c != label])))]
-    rho = rho_from_epsilon_delta(0.25, 1.0 / train.height**2)
-    sigma = np.sqrt(2 * len(columns)) / train.height / np.sqrt(2 * rho)
-    rng = np.random.default_rng(0)
-    noisy = []
-    for _ in range(DRAWS):
-        targets = [np.clip(margin(true_codes, c) + rng.normal(0.0, sigma, true_codes[c][1]), 0, None) for c in columns]
-        noisy.append(cm_error(rake(one_way_keys, [t / t.sum() for t in targets])))
+    noisy, sigma = measured(columns)
     rows.append((f"raked to one-way margins measured with the whole budget at eps = 0.25 (noise std {sigma:.4f} "
                  f"per cell; mean of {DRAWS} draws, min {min(noisy):.6f}, max {max(noisy):.6f})",
                  float(np.mean(noisy))))
@@ -135,7 +135,7 @@ def main() -> int:
              "eps = 0.25 (3 seeds, headline.csv): the issue's target is half of that, 0.00062.",
              f"Run {time.strftime('%Y-%m-%d')}.", "", "| public rows | CM mean error |", "|---|---|"]
     lines += [f"| {name} | {value:.6f} |" for name, value in rows]
-    lines += ["", *_greedy_subsets(columns, public_codes, true_codes, margin, cm_error, train.height, rho, rng)]
+    lines += ["", *_greedy_subsets(columns, true_error, measured)]
     (RESULTS / "public_rake_oracle.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -147,8 +147,9 @@ def crossed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
     """float64[cells * n_label_codes] per label-crossed margin (as :func:`crossed_cells`): the
     relaxed rows' expected joint shares, ``soft_m.T @ soft_label / n_rows`` raveled."""
     relaxed = np.asarray(relaxed, dtype=np.float64)
-    return [(_soft_cells(relaxed, domain, m).T @ _soft_cells(relaxed, domain, label)).ravel() / relaxed.shape[0]
-            for m, label in _label_pairs(domain)]
+    pairs = _label_pairs(domain)
+    labels = {label: _soft_cells(relaxed, domain, label) for _, label in pairs}  # each once, not per margin
+    return [(_soft_cells(relaxed, domain, m).T @ labels[label]).ravel() / relaxed.shape[0] for m, label in pairs]
 
 
 def rake(cells: Sequence[np.ndarray], targets: Sequence[np.ndarray], sweeps: int = _SWEEPS,
