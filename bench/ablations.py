@@ -435,9 +435,6 @@ STEPS["relaxed_rows"] = [
      "#20 (CA MM and Adult CM at eps = 0.25): the projection keeps about 0.75 sigma of each measurement's "
      "noise (ca_cm_diagnosis.md); fewer relaxed rows fit the noisy answers less closely (a coarser family), "
      "which may shrink toward smoother tables where the noise is large"),
-    ("2,000 relaxed rows", {"relaxed_rows": 2000},
-     "the other direction: more capacity (4,000 rows left CM level under the paper's strategy at eps = 1, "
-     "ca_cm_diagnosis.md; not measured under the planned default)"),
 ]
 RERUN_DEFAULT: set[str] = {"tree_share_seeds"}
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
