@@ -234,7 +234,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, base_share, base_from, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
+    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, base_share, base_from, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, numeric_coupling, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 

@@ -33,6 +33,7 @@ import polars as pl
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import ParameterError
+from polars_rap.numeric_coupling import check_numeric_coupling
 
 __all__ = ["write_parquet", "write_relaxed", "check_folder", "clear_folder", "sample_block", "block_file_name",
            "DEFAULT_BLOCK_ROWS", "WRITE_ENGINES"]
@@ -50,10 +51,11 @@ def block_file_name(index: int) -> str:
 
 
 def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, entropy: int,
-                 decoding: str = "independent", labels=None) -> pl.DataFrame:
+                 decoding: str = "independent", labels=None, numeric_coupling: str = "fitted") -> pl.DataFrame:
     """Block ``index`` of the output: ``height`` rows decoded from ``relaxed``
     (float32[n_relaxed, n_coords]) with a generator seeded by ``(entropy, index)`` only, their
-    labels redrawn by ``labels`` (a :class:`~polars_rap.public_labels.LabelModel`) if given.
+    labels redrawn by ``labels`` (a :class:`~polars_rap.public_labels.LabelModel`) if given,
+    their numerics coupled as ``numeric_coupling`` says (:mod:`polars_rap.numeric_coupling`).
 
     >>> import polars as pl, numpy as np
     >>> from polars_rap import Domain
@@ -63,7 +65,8 @@ def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, e
     True
     """
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(index),)))
-    return decode(relaxed, domain, int(height), rng, method=decoding, labels=labels)
+    return decode(relaxed, domain, int(height), rng, method=decoding, labels=labels,
+                  numeric_coupling=numeric_coupling)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ class _WriteJob:
     filesystem: object  # a pyarrow.fs.FileSystem
     root: str
     labels: object = None  # a LabelModel, or None
+    numeric_coupling: str = "fitted"
 
     @property
     def n_blocks(self) -> int:
@@ -89,7 +93,8 @@ class _WriteJob:
         import pyarrow.parquet as pq
 
         height = min(self.block_rows, self.rows - index * self.block_rows)
-        frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding, self.labels)
+        frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding, self.labels,
+                             self.numeric_coupling)
         final = f"{self.root}/{block_file_name(index)}"
         partial = f"{self.root}/.{block_file_name(index)}.partial"
         pq.write_table(frame.to_arrow(), partial, filesystem=self.filesystem)
@@ -146,15 +151,17 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     """
     return write_relaxed(model.relaxed, model.domain, path, rows, decoding=model.report.parameters.get(
         "decoding", "independent"), seed=seed, block_rows=block_rows, engine=engine, overwrite=overwrite,
-        ray_tasks=ray_tasks, labels=model.label_model)
+        ray_tasks=ray_tasks, labels=model.label_model,
+        numeric_coupling=model.report.parameters.get("numeric_coupling", "fitted"))
 
 
 def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, rows: int, *, decoding: str,
                   seed: int | None = None, block_rows: int = DEFAULT_BLOCK_ROWS, engine: str = "polars",
-                  overwrite: bool = False, ray_tasks: int | None = None, labels=None) -> list[str]:
+                  overwrite: bool = False, ray_tasks: int | None = None, labels=None,
+                  numeric_coupling: str = "fitted") -> list[str]:
     """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
-    n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``) and
-    label model (None without one); :func:`polars_rap.synthesize` writes its ``output=`` with
+    n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``), label
+    model (None without one) and numeric coupling; :func:`polars_rap.synthesize` writes its ``output=`` with
     it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -168,7 +175,9 @@ def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, 
         raise ParameterError(msg)
     filesystem, root = _prepare_folder(path, overwrite)
     entropy = secrets.randbits(128) if seed is None else int(seed)
-    job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root, labels)
+    check_numeric_coupling(numeric_coupling)
+    job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root, labels,
+                    numeric_coupling)
     if engine == "ray":
         from polars_rap.ray_engine import write_blocks
 

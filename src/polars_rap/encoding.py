@@ -41,6 +41,7 @@ import polars as pl
 from polars_rap import temporal
 from polars_rap.domain import ColumnSpec, Domain, decimal_steps
 from polars_rap.errors import DataError, ParameterError
+from polars_rap.numeric_coupling import check_numeric_coupling, decouple_numerics
 from polars_rap.temporal import format_internal
 from polars_rap.transforms import from_unit, to_unit
 
@@ -369,7 +370,7 @@ def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndar
 
 def decode(
     relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator,
-    method: str = "independent", labels: LabelModel | None = None,
+    method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
 ) -> pl.DataFrame:
     """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
 
@@ -378,8 +379,11 @@ def decode(
     Categories come only from the domain, numerics lie inside the bounds, integer columns are
     rounded, and nullable columns get nulls at the sampled rate. With ``labels`` (a public
     table's :class:`~polars_rap.public_labels.LabelModel`), each row's labels are then redrawn
-    from it given the row's other columns.
+    from it given the row's other columns. ``numeric_coupling`` ``"label"`` then permutes each
+    numeric column's values among the rows of the same labels
+    (:func:`polars_rap.numeric_coupling.decouple_numerics`); ``"fitted"`` keeps each row's.
     """
+    check_numeric_coupling(numeric_coupling)
     if method not in DECODINGS:
         msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
         raise ParameterError(msg)
@@ -388,18 +392,22 @@ def decode(
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
-    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels) for a in starts]
+    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling)
+              for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
-                 rng: np.random.Generator, method: str, labels: LabelModel | None = None) -> pl.DataFrame:
+                 rng: np.random.Generator, method: str, labels: LabelModel | None = None,
+                 numeric_coupling: str = "fitted") -> pl.DataFrame:
     uniforms = None
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
     sample = decode_codes(relaxed, domain, rows, rng, uniforms)
     if labels is not None:
         labels.redraw(sample, domain, rng)
+    if numeric_coupling == "label":
+        sample = EncodedData(sample.codes, decouple_numerics(sample.codes, sample.numerics, domain, rng))
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
     for spec in domain.columns:

@@ -215,7 +215,8 @@ class SyntheticModel:
             raise ParameterError(msg)
         decoding = self.report.parameters.get("decoding", "independent")
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
-                      labels=self.label_model)
+                      labels=self.label_model,
+                      numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"))
 
     def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
                       block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:

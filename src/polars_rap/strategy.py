@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from polars_rap.errors import ParameterError
 from polars_rap.histogram_nodes import check_histogram_fit
+from polars_rap.numeric_coupling import check_numeric_coupling
 from polars_rap.numeric_histograms import check_branching
 from polars_rap.parameters import check_positive_finite
 from polars_rap.plan_steps import CLASSES, Step, add_outright_step, capped_rounds, group_shares, interleave
@@ -92,6 +93,11 @@ class Strategy(Protocol):
     base_from: str | None
     """The query class whose share pays for the base marginals (None: every class's)."""
 
+    numeric_coupling: str
+    """``"fitted"`` or ``"label"``: whether decoded rows keep their relaxed row's numeric values
+    together or each numeric column is permuted within each label value
+    (:mod:`polars_rap.numeric_coupling`; post-processing)."""
+
     integer_cells: bool
     """Spread integer columns over their rounding cells in the pass over the real rows
     (:func:`polars_rap.encoding.spread_integer_cells`), so that decoding's rounding keeps
@@ -125,6 +131,7 @@ class PaperStrategy:
     histogram_position: str = field(default="first", init=False)
     histogram_weight: float = field(default=1.0, init=False)
     integer_cells: bool = field(default=False, init=False)
+    numeric_coupling: str = field(default="fitted", init=False)
     warm_doublings: int | None = field(default=None, init=False)
     max_steps: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
@@ -331,6 +338,13 @@ class PlannedStrategy:
         rounds integer columns, so the rounded rows keep what the projection fitted; real
         integers, being points, let the projection put a row anywhere between two thresholds
         and rounding then moved it across one.
+    numeric_coupling : {"fitted", "label"}
+        ``"fitted"``: each decoded row keeps its relaxed row's numeric values together;
+        ``"label"``: each numeric column's values are permuted among the decoded rows of the
+        same label value, so that the numeric columns are independent of each other and of the
+        categorical features given the label (:mod:`polars_rap.numeric_coupling`;
+        post-processing, free). Within a label the fitted pairing comes from relaxed rows that
+        are partly of each label, not from the data.
     warm_doublings : int or None
         A threshold round after the first starts from rows already fitted to sharp thresholds,
         so its projection runs only the last ``warm_doublings + 1`` stages of the annealing
@@ -378,6 +392,7 @@ class PlannedStrategy:
     independence_prior: bool | str = "mediated"
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
+    numeric_coupling: str = "fitted"
     warm_doublings: int | None = 1
     max_steps: int | None = 30
     name: str = field(default="planned", init=False)
@@ -488,6 +503,7 @@ class PlannedStrategy:
                 self.max_steps, int) or self.max_steps < 1):
             msg = f"max_steps must be an int >= 1 or None (the paper's 60). Got {self.max_steps!r}"
             raise ParameterError(msg)
+        check_numeric_coupling(self.numeric_coupling)
         if self.decoding not in ("controlled", "independent"):
             msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
             raise ParameterError(msg)
@@ -542,14 +558,14 @@ class PlannedStrategy:
                 "cm_prefixes": None if self.cm_prefixes is None else list(self.cm_prefixes),
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
-                "integer_cells": self.integer_cells,
+                "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
                 "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
              "noise_aware", "base_share", "base_from", "histogram_share", "histogram_bins", "histogram_position",
-             "histogram_weight", "integer_cells", "warm_doublings", "max_steps", "independence_prior",
+             "histogram_weight", "integer_cells", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior",
              "mediator_gate", "plan", "describe")
 
 

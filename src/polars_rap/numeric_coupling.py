@@ -1,0 +1,78 @@
+"""Numeric coupling at decoding: whether a decoded row's numeric values stay together.
+
+A relaxed row holds label probabilities and one value per numeric column; decoding gives it
+about ``n_rows / n_relaxed`` output rows that all carry those values. Within a label value the
+output's numeric joint distribution is then a mixture of a thousand points whose pairing the
+fit barely constrains: the projection places each relaxed row's numerics to serve every label
+in proportion to its probability of it, so that rows which are partly of one label and partly
+of another carry values typical of both in *every* numeric column, a dependence between the
+numeric columns within each label that the real rows need not have. On acs-income-CA and
+Adult the fitted pairing answered the suite's class-conditional thresholds and mixed marginals
+worse than no pairing at all (``bench/results/ablation_numeric_coupling.md``).
+
+Two couplings:
+
+- ``"fitted"``: each output row keeps its relaxed row's numeric values together (the paper's).
+- ``"label"``: each numeric column's values are permuted among the output rows of the same
+  label value(s) (and, for a nullable column, among its non-null rows), each column by its own
+  permutation. Every column's distribution within each label value, its null pattern and
+  everything categorical are unchanged; the numeric columns become independent of each other,
+  and of the categorical features, given the labels. Tables without a label keep ``"fitted"``
+  (there is nothing to condition on).
+
+Either is post-processing of the released relaxed rows (the permutation reads no private
+data), so neither changes the privacy guarantee.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polars_rap.domain import Domain
+from polars_rap.errors import ParameterError
+
+__all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics"]
+
+NUMERIC_COUPLINGS = ("fitted", "label")
+
+
+def check_numeric_coupling(value: object) -> str:
+    """``value`` if it is one of :data:`NUMERIC_COUPLINGS`, else a :class:`ParameterError`."""
+    if value not in NUMERIC_COUPLINGS:
+        msg = f"numeric_coupling must be one of {', '.join(repr(c) for c in NUMERIC_COUPLINGS)}. Got {value!r}"
+        raise ParameterError(msg)
+    return str(value)
+
+
+def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
+                      rng: np.random.Generator) -> np.ndarray:
+    """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, one column per numeric
+    column of ``domain``) with each column permuted within the groups of rows sharing their
+    label codes (``codes``: int32[n, n_blocks]) and, for a nullable column, its null indicator:
+    the ``"label"`` coupling. Unchanged (the same array) without labels or numeric columns.
+
+    >>> import polars as pl
+    >>> domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64, "b": pl.Float64},
+    ...                              {"y": ["n", "p"], "a": (0.0, 1.0), "b": (0.0, 1.0)}, labels=["y"])
+    >>> codes = np.array([[0], [0], [0], [1], [1], [1]], dtype=np.int32)
+    >>> numerics = np.array([[0.1, 0.1], [0.2, 0.2], [0.3, 0.3], [0.7, 0.7], [0.8, 0.8], [0.9, 0.9]])
+    >>> out = decouple_numerics(codes, numerics, domain, np.random.default_rng(0))
+    >>> [sorted(out[:3, j]) == [0.1, 0.2, 0.3] and sorted(out[3:, j]) == [0.7, 0.8, 0.9] for j in range(2)]
+    [True, True]
+    """
+    labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
+    n_rows = numerics.shape[0]
+    if not labels or numerics.shape[1] == 0 or n_rows < 2:
+        return numerics
+    _, label_group = np.unique(codes[:, labels], axis=0, return_inverse=True)
+    label_group = label_group.reshape(-1).astype(np.int64)
+    out = numerics.copy()
+    for j, spec in enumerate(domain.numeric_columns):
+        group = label_group
+        if spec.nullable:  # nulls stay where they are: their rows form groups of their own
+            is_null = codes[:, domain.block_index(spec.name, indicator=True)] == 1
+            group = label_group * 2 + is_null
+        by_group = np.argsort(group, kind="stable")
+        shuffled = np.lexsort((rng.random(n_rows), group))  # the same groups, each in a random order
+        out[by_group, j] = numerics[shuffled, j]
+    return out
