@@ -1,0 +1,120 @@
+"""Numeric coupling at decoding (polars_rap.numeric_coupling): "label" permutes each numeric
+column within each label value, keeps every per-label distribution, null pattern and category."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_rap
+from polars_rap.blocks import sample_block
+from polars_rap.domain import Domain
+from polars_rap.encoding import decode
+from polars_rap.errors import ParameterError
+from polars_rap.model import SyntheticModel
+from polars_rap.numeric_coupling import check_numeric_coupling, decouple_numerics
+from polars_rap.strategy import PaperStrategy, PlannedStrategy
+
+SCHEMA = {"y": pl.String, "z": pl.String, "a": pl.Float64, "b": pl.Int64}
+DECLARED = {"y": ["n", "p", "q"], "z": ["u", "v"], "a": (0.0, 1.0), "b": {"bounds": (0, 50), "nullable": True}}
+
+
+def _domain(labels=("y", "z")) -> Domain:
+    return Domain.from_mapping(SCHEMA, DECLARED, list(labels))
+
+
+def _sample(domain: Domain, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    codes = np.column_stack([rng.integers(0, size, n) for size in domain.block_sizes]).astype(np.int32)
+    return codes, rng.random((n, len(domain.numeric_columns)))
+
+
+def _groups(domain: Domain, codes: np.ndarray, column: int) -> np.ndarray:
+    """Each row's (labels, null) group for numeric column ``column``."""
+    labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
+    spec = domain.numeric_columns[column]
+    null = codes[:, domain.block_index(spec.name, indicator=True)] if spec.nullable else np.zeros(len(codes))
+    return np.column_stack([codes[:, labels], null])
+
+
+@pytest.mark.parametrize("labels", [("y",), ("y", "z")])
+def test_each_column_is_permuted_within_its_labels_and_null_state(labels):
+    domain = _domain(labels)
+    codes, numerics = _sample(domain, 3_000, np.random.default_rng(0))
+    out = decouple_numerics(codes, numerics, domain, np.random.default_rng(1))
+    assert out.shape == numerics.shape and out is not numerics
+    for j in range(numerics.shape[1]):
+        groups = _groups(domain, codes, j)
+        for key in np.unique(groups, axis=0):
+            rows = np.all(groups == key, axis=1)
+            np.testing.assert_array_equal(np.sort(out[rows, j]), np.sort(numerics[rows, j]))
+        assert np.mean(out[:, j] == numerics[:, j]) < 0.05  # moved, not left in place
+    # each column by its own permutation: the pairs of one row rarely stay together
+    assert np.mean(np.all(out == numerics, axis=1)) < 0.01
+
+
+def test_the_columns_come_out_independent_given_the_label():
+    """Two numerics perfectly dependent within each label come out uncorrelated."""
+    domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64, "c": pl.Float64},
+                                 {"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)}, ["y"])
+    rng = np.random.default_rng(2)
+    codes = rng.integers(0, 2, (20_000, 1)).astype(np.int32)
+    a = rng.random(20_000)
+    out = decouple_numerics(codes, np.column_stack([a, a]), domain, rng)
+    for label in (0, 1):
+        rows = codes[:, 0] == label
+        assert abs(np.corrcoef(out[rows, 0], out[rows, 1])[0, 1]) < 0.03
+
+
+def test_without_labels_or_numerics_nothing_moves():
+    rng = np.random.default_rng(3)
+    domain = _domain(labels=())
+    codes, numerics = _sample(domain, 100, rng)
+    assert decouple_numerics(codes, numerics, domain, rng) is numerics
+    categorical = Domain.from_mapping({"y": pl.String}, {"y": ["n", "p"]}, ["y"])
+    empty = np.zeros((5, 0))
+    assert decouple_numerics(np.zeros((5, 1), dtype=np.int32), empty, categorical, rng) is empty
+
+
+def test_decode_with_label_coupling_changes_only_the_pairing():
+    """Same seed: the same categories and nulls, the same numeric values within each
+    (labels, null) group, another pairing."""
+    domain = _domain()
+    rng = np.random.default_rng(4)
+    relaxed = rng.random((50, domain.n_coords)).astype(np.float32)
+    fitted = decode(relaxed, domain, 5_000, np.random.default_rng(5), method="controlled")
+    label = decode(relaxed, domain, 5_000, np.random.default_rng(5), method="controlled", numeric_coupling="label")
+    assert fitted.select("y", "z").equals(label.select("y", "z"))
+    assert fitted["b"].is_null().equals(label["b"].is_null())
+    for column in ("a", "b"):
+        by_fitted = fitted.group_by("y", "z").agg(pl.col(column).drop_nulls().sort()).sort("y", "z")
+        by_label = label.group_by("y", "z").agg(pl.col(column).drop_nulls().sort()).sort("y", "z")
+        assert by_fitted.equals(by_label)
+    assert not fitted.select("a", "b").equals(label.select("a", "b"))
+
+
+def test_bad_couplings_are_parameter_errors_that_list_the_choices():
+    with pytest.raises(ParameterError, match="numeric_coupling must be one of 'fitted', 'label'. Got 'labels'"):
+        check_numeric_coupling("labels")
+    with pytest.raises(ParameterError, match="numeric_coupling must be one of"):
+        PlannedStrategy(numeric_coupling="joint")
+    with pytest.raises(ParameterError, match="numeric_coupling must be one of"):
+        decode(np.zeros((2, _domain().n_coords), dtype=np.float32), _domain(), 4, np.random.default_rng(0),
+               numeric_coupling=None)
+    assert PaperStrategy().numeric_coupling == "fitted"
+
+
+def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
+    rng = np.random.default_rng(6)
+    frame = pl.DataFrame({"y": rng.choice(["n", "p"], 300), "a": rng.random(300), "c": rng.random(300)})
+    result = polars_rap.synthesize(
+        frame, epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)}, labels=["y"],
+        relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False,
+        strategy={"name": "planned", "numeric_coupling": "label"})
+    assert result.report.parameters["numeric_coupling"] == "label"
+    assert result.report.parameters["strategy"]["numeric_coupling"] == "label"
+    loaded = SyntheticModel.load(result.model.save(tmp_path / "model"))
+    expected = decode(result.relaxed, result.domain, 400, np.random.default_rng(7), method="controlled",
+                      numeric_coupling="label")
+    assert loaded.sample(400, seed=7).equals(expected)
+    files = loaded.write_parquet(tmp_path / "out", 400, seed=7, block_rows=400)
+    block = sample_block(result.relaxed, result.domain, 0, 400, 7, "controlled", None, "label")
+    assert pl.read_parquet(files).equals(block)
