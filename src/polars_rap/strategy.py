@@ -12,7 +12,8 @@ Two strategies ship:
 - :class:`PlannedStrategy` (``strategy="planned"``, the default): a budget per query class,
   classes whose rounds would measure all their groups anyway measured outright first,
   measurements weighed by their inverse noise variance in the projection (the maximum-likelihood
-  fit under Gaussian noise), and controlled decoding (:func:`polars_rap.encoding.decode`).
+  fit under Gaussian noise), controlled decoding (:func:`polars_rap.encoding.decode`) and numeric
+  columns decoupled within each label (:mod:`polars_rap.numeric_coupling`).
   Its parts are switches, so that each can be measured on its own (``bench/results/ablation_*``).
 """
 
@@ -155,7 +156,8 @@ class PlannedStrategy:
     left unmeasured are fitted toward the maximum-entropy table given the measured tables that
     link their features; the threshold classes are measured as the paper does, by rounds of
     selection; last, each numeric column's histogram x label takes 20% of the budget out of the
-    thresholds' share. ``cm_anneal=False, base_share=0.0, independence_prior=False`` measures every CM
+    thresholds' share. Decoding permutes each numeric column within each label value
+    (``numeric_coupling="label"``). ``cm_anneal=False, base_share=0.0, independence_prior=False`` measures every CM
     table outright, the default until ``bench/results/ablation_mediated_prior.md``, bit for bit.
 
     Parameters
@@ -343,8 +345,13 @@ class PlannedStrategy:
         ``"label"``: each numeric column's values are permuted among the decoded rows of the
         same label value, so that the numeric columns are independent of each other and of the
         categorical features given the label (:mod:`polars_rap.numeric_coupling`;
-        post-processing, free). Within a label the fitted pairing comes from relaxed rows that
-        are partly of each label, not from the data.
+        post-processing, free; tables without a label keep ``"fitted"``). Within a label the
+        fitted pairing comes from relaxed rows that are partly of each label, not from the
+        data: at the default ``"label"``, 3 seeds at ε = 0.25 and 1
+        (``bench/results/ablation_numeric_coupling.md``), LT error falls 36% and 45% on
+        acs-income-CA and 10% and 6% on Adult, MM 12% and 9% on CA (Adult +2% and +0.4%), CM
+        and the numeric KS distance are unchanged (the categories and each column's values
+        within each label are the same), macro F1 moves -0.002 to +0.002.
     warm_doublings : int or None
         A threshold round after the first starts from rows already fitted to sharp thresholds,
         so its projection runs only the last ``warm_doublings + 1`` stages of the annealing
@@ -392,7 +399,7 @@ class PlannedStrategy:
     independence_prior: bool | str = "mediated"
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
-    numeric_coupling: str = "fitted"
+    numeric_coupling: str = "label"
     warm_doublings: int | None = 1
     max_steps: int | None = 30
     name: str = field(default="planned", init=False)
