@@ -466,6 +466,10 @@ CM:LT 2:1), the headline rows from the rerun of 2026-11-25."""
 SIXTY_STEPS_ROWS = RESULTS / "rerun_rap_2026-11-27.csv"
 """The ``rap++`` rows of the default with 60 Adam steps a stage (histograms paid 20% out of LT),
 the headline rows from the rerun of 2026-11-27 until stages took 30 steps (2026-11-27b)."""
+WALK_ORDER_ROWS = RESULTS / "rerun_rap_2026-11-27c.csv"
+"""The ``rap++`` rows of the default with numerics decoded as fitted (each row keeping its relaxed
+row's), the headline rows from the rerun of 2026-11-27c until numerics were permuted within each
+label (2026-11-28)."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
@@ -476,6 +480,7 @@ DEFAULT_ROWS = {
                                                    "lt_selection", "numeric_off_categories")},
     **{name: SIXTY_STEPS_ROWS for name in ("tree_share_25", "base_share", "base_from_cm_20", "patience_5",
                                            "noise_floor_1", "steps_30")},
+    **{name: WALK_ORDER_ROWS for name in ("relaxed_rows", "numeric_coupling")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
