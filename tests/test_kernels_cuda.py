@@ -213,7 +213,7 @@ def test_marginal_groups_take_the_histogram_kernel_and_agree_with_the_tiled_one(
 
 
 @pytest.mark.parametrize(("warp", "sort", "segment_rows", "threads"),
-                         [(1, 1, 5, 64), (1, 1, 64, 4), (1, 0, 5, 64), (0, 1, 5, 4)],
+                         [(1, 1, 5, 64), (1, 1, 64, 4), (1, 0, 5, 4), (0, 1, 5, 4)],
                          ids=["warp-2-per-block", "warp-1-per-block", "warp-unsorted", "tiled"])
 def test_both_threshold_kernels_count_as_the_reference(problem, monkeypatch, warp, sort, segment_rows,
                                                        threads):
@@ -221,7 +221,9 @@ def test_both_threshold_kernels_count_as_the_reference(problem, monkeypatch, war
     counted: one warp per query (the default: lanes over rows, several row segments, held and
     walked queries; two warps per block, the second idle in a block's last round, or one; rows
     grouped by the label or not) or one thread per query over shared-memory tiles. All give
-    the reference's counts, over chunks, with the marginal groups beside them or alone."""
+    the reference's counts, over chunks, with the marginal groups beside them or alone.
+    (Two warps a block with sorted rows, one with unsorted rows: the warps' layout and the
+    rows' order are independent, and sorted rows hold unkeyed queries that walk every row.)"""
     from polars_rap.kernels import cuda_exact
 
     rng, queries = problem
