@@ -363,10 +363,13 @@ def synthesize(
     label_model = None if "labels" not in public_uses else label_model_for_release(
         public_table, public_domain, relaxed, label_noise_std(record.groups, record.noise_stds, queries, public_domain),
         label_rng)
+    # Numerics permuted within each label were measured without a public table (ablation_numeric_coupling.md);
+    # with one (its rows released, its label model) the output keeps each row's numerics, as #19 measured it.
+    numeric_coupling = strategy.numeric_coupling if public_table is None else "fitted"
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
-                                 labels=label_model, numeric_coupling=strategy.numeric_coupling)
+                                 labels=label_model, numeric_coupling=numeric_coupling)
     else:  # from Ray tasks when the pass ran on Ray
         from polars_rap.ray_engine import RaySource  # no Ray import: it is read lazily
 
@@ -374,7 +377,7 @@ def synthesize(
                               seed=None if seed is None else int(decode_rng.integers(2**63)),
                               block_rows=output_block_rows,
                               engine="ray" if isinstance(source, RaySource) else "polars", labels=label_model,
-                              numeric_coupling=strategy.numeric_coupling)
+                              numeric_coupling=numeric_coupling)
         synthetic_frame = pl.scan_parquet(files)
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
@@ -387,7 +390,7 @@ def synthesize(
             max_marginal_cells=max_marginal_cells, selection_share=selection_share,
             inferred_columns=[r.name for r in requests], inference_share=inference_share if requests else 0.0,
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
-            strategy=strategy.describe(), decoding=strategy.decoding, numeric_coupling=strategy.numeric_coupling,
+            strategy=strategy.describe(), decoding=strategy.decoding, numeric_coupling=numeric_coupling,
             warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
