@@ -502,8 +502,8 @@ FINDINGS["numeric_coupling"] = [
 ]
 
 SECONDS_NOTES: dict[str, str] = {
-    "numeric_coupling": "Seconds are not comparable: CA's runs shared the 2 cores with a helper's unit tests and probes "
-                        "(CA 59-369 s per run); the accuracy figures are deterministic.",
+    "numeric_coupling": "Seconds are not comparable: CA's runs shared the 2 cores with a helper's unit tests and "
+                        "probes (CA 59-369 s per run); the accuracy figures are deterministic.",
     "relaxed_rows": "Seconds are not comparable: the runs shared the 2 cores with CUDA-simulator tests, a helper's "
                     "unit tests and probes the whole time (1-min load 3-4); the accuracy figures are deterministic.",
     "steps_30": "Seconds compare with the default's rows (the headline's rerun of 2026-11-27, alone): these runs "

@@ -572,8 +572,8 @@ class PlannedStrategy:
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
              "noise_aware", "base_share", "base_from", "histogram_share", "histogram_bins", "histogram_position",
-             "histogram_weight", "integer_cells", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior",
-             "mediator_gate", "plan", "describe")
+             "histogram_weight", "integer_cells", "numeric_coupling", "warm_doublings", "max_steps",
+             "independence_prior", "mediator_gate", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
