@@ -525,6 +525,12 @@ FINDINGS["lt_rounds_off"] = [
     "which part of removing them gives CA its F1 and Adult its CM (not the CM share: ablation_cm_share_3.md; not "
     "the numeric gradient on the categories: ablation_numeric_off_categories.md), e.g. the threshold rounds' "
     "selection budget, or the share of Adam steps the categorical answers get in the released fit.",
+    "10 threshold rounds (the same share; not a step on the four above): a candidate, not adopted yet. Fits take "
+    "0.25-0.34x the default's seconds in every run (CA 18-22 s, Adult 10-13 s); CM is the default's to 0.5% in every "
+    "cell; macro F1 +0.004/+0.0015 on CA (0.7463 at eps 0.25, now above AIM's 0.7449; 0.7689 at 1, still below "
+    "0.7731) and +0.0024/+0.0054 on Adult, but per seed -0.004 to +0.012; MM -1/-7% on CA and -18/+1% on Adult, LT "
+    "+3/+1% and -19/+2%, numeric KS +9/-14% and +2/+11%. Before it becomes the default: eps = 5 and seeds 3-5, and "
+    "rounds_lt's default made the strategy's (the paper's 50).",
 ]
 
 SECONDS_NOTES: dict[str, str] = {
