@@ -459,7 +459,7 @@ STEPS["lt_rounds_off"] = [
      "instead: the thresholds' budget to the histograms (30% of the loop; the categorical steps keep about "
      "their default share, 0.63)"),
     ("no threshold rounds, histograms weighed 1", {"rounds_lt": 0, "strategy": {**PLANNED, "histogram_weight": 1.0}},
-     "after the first two: without thresholds Adult's MM and KS rose 2.7x and 3.5x at eps = 1, the numerics then "
+     "after the first two: without thresholds Adult's MM and KS rose 2.7x and 3.7x at eps = 1, the numerics then "
      "fitted by the histograms alone at a tenth of their inverse-variance weight (set so that the thresholds were "
      "served first); at 1 each histogram answer counts as its noise says"),
     ("no threshold rounds, the released fit to convergence",
@@ -468,8 +468,8 @@ STEPS["lt_rounds_off"] = [
      "weighing them 1 did not help (Adult MM 0.0063 at eps = 1, seed 0): a one-seed probe found the histograms "
      "fitted to 2.3x their noise std (mean |synthetic - noisy| 0.0071 vs 0.0031 over hours-per-week's prefixes), "
      "the stages ending on the whole loss's relative improvement, which the categorical answers dominate; run to "
-     "1e-6 (patience 50, at most 400 steps a stage) the gap is 0.0030. Only the released projection runs long: "
-     "the ones between keep 30 steps"),
+     "1e-6 (patience 50, at most 400 steps a stage) the gap is 0.0030 (0.0034 as run here). Only the released "
+     "projection runs long: the ones between keep 30 steps"),
     ("10 threshold rounds", {"rounds_lt": 10},
      "after the four above: the thresholds kept to spread the numerics (without them Adult's capital gain stays at "
      "0), but 10 rounds of the same share instead of 50, so that most of the loop's projections and selections go "
