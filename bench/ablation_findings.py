@@ -521,8 +521,9 @@ FINDINGS["lt_rounds_off"] = [
     "(hours-per-week's prefixes, mean |synthetic - noisy| 0.0071 against std 0.0031, the stages stopping on the "
     "whole loss, which the categorical answers dominate); converged, the gap is 0.0030-0.0034 and "
     "hours-per-week's margin comes right, but Adult's MM (0.0063 at eps 1) and KS (3.3-3.9x at eps 1) do not "
-    "move: capital-gain still has no row above 0, and CA's MM rises 34/28%. What would come next: keep the threshold rounds for the numerics and find "
-    "which part of removing them gives CA its F1 and Adult its CM (not the CM share: ablation_cm_share_3.md; not "
+    "move: capital-gain still has no row above 0, and CA's MM rises 34/28%. What would come next: keep the "
+    "threshold rounds for the numerics and find which part of removing them gives CA its F1 and Adult its CM "
+    "(not the CM share: ablation_cm_share_3.md; not "
     "the numeric gradient on the categories: ablation_numeric_off_categories.md), e.g. the threshold rounds' "
     "selection budget, or the share of Adam steps the categorical answers get in the released fit.",
     "10 threshold rounds (the same share; not a step on the four above): a candidate, not adopted yet. Fits take "
