@@ -49,6 +49,9 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run relaxed_rows --epsilons 0.25 1   # 500 relaxed rows (#20)
     python -m bench.ablations --run numeric_coupling --epsilons 0.25 1  # numerics permuted within labels (#20)
     python -m bench.ablations --run lt_rounds_off --epsilons 0.25 1  # no threshold rounds: histograms instead (#20)
+    python -m bench.ablations --run lt_rounds_off --epsilons 0.25 1 --seeds 3 4 5 --steps "10 threshold rounds"
+
+(``--steps`` runs only the steps of those labels: one candidate at more seeds or another ε.)
 
 (A step another ablation ran on the same default is read from its CSV and not rerun, at the ε
 and seeds it ran:
@@ -563,10 +566,17 @@ def step_command(name: str, step: dict, epsilons: Sequence[float], seeds: Sequen
     return command
 
 
-def run(name: str, epsilons: Sequence[float], seeds: Sequence[int]) -> None:
-    """Every step's runs (``bench.run`` skips those already in the CSV; a step another
-    ablation ran on the same default, with the same keywords, is not rerun)."""
+def run(name: str, epsilons: Sequence[float], seeds: Sequence[int], steps: Sequence[str] | None = None) -> None:
+    """Every step's runs, or those labelled in ``steps`` (``bench.run`` skips those already in
+    the CSV; a step another ablation ran on the same default, with the same keywords, is not rerun)."""
+    labels = [label for label, _, _ in STEPS[name]]
+    unknown = sorted(set(steps or ()) - set(labels))
+    if unknown:
+        msg = f"ablation {name!r} has no step {unknown[0]!r}; its steps are {labels}"
+        raise SystemExit(msg)
     for label, step, _ in STEPS[name]:
+        if steps and label not in steps:
+            continue
         command = step_command(name, step, epsilons, seeds)
         ran_elsewhere = bool(step) and any(step == other_step for other in STEPS
                                            if other != name and same_default(name, other)
@@ -649,12 +659,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table", choices=sorted(STEPS), help="only write the table of an ablation")
     parser.add_argument("--epsilons", nargs="+", type=float, default=EPSILONS)
     parser.add_argument("--seeds", nargs="+", type=int, default=SEEDS)
+    parser.add_argument("--steps", nargs="+", metavar="LABEL", help="run only these steps (their labels in STEPS)")
     args = parser.parse_args(argv)
     name = args.run or args.table
     if name is None:
         parser.error("give --run NAME or --table NAME")
     if args.run:
-        run(name, args.epsilons, args.seeds)
+        run(name, args.epsilons, args.seeds, args.steps)
     print(f"table -> {write_table(name)}")
     return 0
 

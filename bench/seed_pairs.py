@@ -2,13 +2,15 @@
 
     python -m bench.seed_pairs tree_share        # writes bench/results/tree_share_pairs.md
     python -m bench.seed_pairs base_from_cm_20   # writes bench/results/base_from_cm_20_pairs.md
+    python -m bench.seed_pairs lt_rounds_10      # writes bench/results/lt_rounds_10_pairs.md
 
 Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed spread
 (``plan_noise_trace.md``), so a candidate default runs at three more seeds beside the default
 of its day, and each seed's two runs are compared: every ratio is the step's metric over the
 default's for the same dataset, ε and seed; ``dF1`` the difference in macro F1. A
 :class:`Comparison` says where each side's rows come from; the means over seeds are what
-``ablation_findings.FINDINGS`` quotes. The default's rows at seeds 3-5 of 2026-11-27::
+``ablation_findings.FINDINGS`` quotes. The default's rows at seeds 3-5 of 2026-11-27 (and, the
+same command into ``rerun_rap_2026-11-28_seeds345.csv``, of 2026-11-28)::
 
     python -m bench.run --suite headline --mechanisms rap++ --datasets acs-income-CA adult \
         --epsilons 0.25 1 --seeds 3 4 5 --out bench/results/rerun_rap_2026-11-27_seeds345.csv
@@ -31,20 +33,25 @@ METRICS = {"CM_mean_error": "CM_ratio", "MM_mean_error": "MM_ratio", "LT_mean_er
 KEY = ["dataset", "epsilon", "seed"]
 
 
-def _strategy(parameters: str) -> dict:
-    return (json.loads(parameters).get("synthesize") or {}).get("strategy") or {}
+def _synthesize(parameters: str) -> dict:
+    """The run's ``synthesize`` keywords (empty for the default)."""
+    return json.loads(parameters).get("synthesize") or {}
+
+
+def _strategy(synthesize: dict) -> dict:
+    return synthesize.get("strategy") or {}
 
 
 @dataclass(frozen=True)
 class Source:
-    """Rows of one side from one results CSV: ``rap++`` rows whose strategy keywords pass ``keep``."""
+    """Rows of one side from one results CSV: ``rap++`` rows whose ``synthesize`` keywords pass ``keep``."""
 
     csv: str
     keep: Callable[[dict], bool]
 
     def rows(self, directory: Path = RESULTS) -> pl.DataFrame:
         rows = read_results(directory / self.csv).filter((pl.col("status") == "ok") & (pl.col("mechanism") == "rap++"))
-        kept = rows["parameters"].map_elements(lambda p: self.keep(_strategy(p)), return_dtype=pl.Boolean)
+        kept = rows["parameters"].map_elements(lambda p: self.keep(_synthesize(p)), return_dtype=pl.Boolean)
         return rows.filter(kept)
 
 
@@ -71,15 +78,20 @@ class Comparison:
 
 
 def _histogram_share(share: float | None) -> Callable[[dict], bool]:
-    return lambda strategy: strategy.get("histogram_share") == share
+    return lambda synthesize: _strategy(synthesize).get("histogram_share") == share
 
 
-def _base_from_cm(strategy: dict) -> bool:
+def _base_from_cm(synthesize: dict) -> bool:
+    strategy = _strategy(synthesize)
     return strategy.get("base_share") == 0.2 and strategy.get("base_from") == "CM"
 
 
-def _default(strategy: dict) -> bool:
-    return not strategy
+def _lt_rounds_10(synthesize: dict) -> bool:
+    return synthesize == {"rounds_lt": 10}
+
+
+def _default(synthesize: dict) -> bool:
+    return not synthesize
 
 
 COMPARISONS = {
@@ -105,6 +117,20 @@ COMPARISONS = {
                (Source("ablation_base_from_cm_20.csv", _base_from_cm),
                 Source("rerun_rap_2026-11-27_seeds345.csv", _default))),
         out="base_from_cm_20_pairs.md"),
+    "lt_rounds_10": Comparison(
+        title="10 threshold rounds instead of 50 against the default, seed by seed",
+        why="lt_rounds_off's step ``rounds_lt=10`` (the same share, a fifth of the rounds) against the default of "
+            "2026-11-28 (50 threshold rounds, numerics permuted within each label). Seeds 0-2: "
+            "``ablation_lt_rounds_off.csv`` (epsilon 0.25 and 1) and ``ablation_lt_rounds_10_eps5.csv`` (epsilon 5) "
+            "beside the default's rows of the quiet rerun of 2026-11-28 (``rerun_rap_2026-11-28b.csv``, the "
+            "headline's rap++ rows); seeds 3-5 (epsilon 0.25 and 1): ``ablation_lt_rounds_off.csv`` beside the "
+            "default rerun at those seeds (``rerun_rap_2026-11-28_seeds345.csv``).",
+        pairs=((Source("ablation_lt_rounds_off.csv", _lt_rounds_10), Source("rerun_rap_2026-11-28b.csv", _default)),
+               (Source("ablation_lt_rounds_10_eps5.csv", _lt_rounds_10),
+                Source("rerun_rap_2026-11-28b.csv", _default)),
+               (Source("ablation_lt_rounds_off.csv", _lt_rounds_10),
+                Source("rerun_rap_2026-11-28_seeds345.csv", _default))),
+        out="lt_rounds_10_pairs.md"),
 }
 
 

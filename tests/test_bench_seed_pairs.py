@@ -17,9 +17,10 @@ if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not 
 from bench import run, seed_pairs  # noqa: E402
 
 
-def _rows(points, strategy, cm, f1, mechanism="rap++") -> pl.DataFrame:
-    """Result rows in the harness's columns and dtypes (those not given are null)."""
-    parameters = json.dumps({"synthesize": {"strategy": strategy} if strategy else {}})
+def _rows(points, strategy, cm, f1, mechanism="rap++", **synthesize) -> pl.DataFrame:
+    """Result rows in the harness's columns and dtypes (those not given are null); ``synthesize``:
+    keywords beside the strategy."""
+    parameters = json.dumps({"synthesize": {**({"strategy": strategy} if strategy else {}), **synthesize}})
     given = [{"dataset": d, "epsilon": e, "seed": s, "mechanism": mechanism, "status": "ok",
               "parameters": parameters, "CM_mean_error": cm * (1 + s), "MM_mean_error": 2 * cm,
               "LT_mean_error": 3 * cm, "numeric_ks_mean": 4 * cm, "macro_f1": f1} for d, e, s in points]
@@ -52,3 +53,18 @@ def test_pairs_join_each_seed_to_its_own_default_and_ratio_the_metrics(tmp_path)
     assert means["seeds"].to_list() == [3] and means["CM_lower"].to_list() == [1] and means["F1_lower"].to_list() == [1]
     assert means["CM_ratio"].to_list() == [1.5]
 
+
+
+def test_a_synthesize_keyword_step_is_told_from_the_default(tmp_path) -> None:
+    """A step that changes a ``synthesize`` keyword (not the strategy) keeps its rows, and
+    the default's side keeps only rows with no keywords at all."""
+    points = [("acs-income-CA", 0.25, 3)]
+    run.write_results(tmp_path / "both.csv", pl.concat([
+        _rows(points, None, cm=0.3, f1=0.74, rounds_lt=10), _rows(points, None, cm=0.2, f1=0.75),
+        _rows(points, None, cm=9.0, f1=0.0, rounds_lt=0)]))
+    comparison = seed_pairs.Comparison(
+        title="t", why="w", out="o.md",
+        pairs=((seed_pairs.Source("both.csv", seed_pairs._lt_rounds_10),
+                seed_pairs.Source("both.csv", seed_pairs._default)),))
+    frame = comparison.frame(tmp_path)
+    assert frame["CM_ratio"].to_list() == [1.5] and frame["dF1"].to_list() == pytest.approx([-0.01])

@@ -170,3 +170,16 @@ def test_a_projection_step_reaches_bench_run_and_its_rows_name_it():
     suite = {**run.SUITES["headline"], "synthesize": base}
     parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
     assert ablations._step_of(run.canonical_json(parameters), "warm") == base_label
+
+
+def test_steps_runs_only_the_steps_named_and_refuses_an_unknown_label(monkeypatch):
+    """``--steps`` runs the steps of those labels only (one candidate at more seeds), and a
+    label the ablation lacks stops the run, naming the labels it has."""
+    ran = []
+    monkeypatch.setattr(ablations.subprocess, "run", lambda command, check: ran.append(command))
+    monkeypatch.setattr(ablations, "write_table", lambda name: Path("table.md"))  # not the committed table
+    ablations.main(["--run", "lt_rounds_off", "--seeds", "3", "--steps", "10 threshold rounds"])
+    assert [json.loads(c[c.index("--synthesize") + 1]) for c in ran] == [{"rounds_lt": 10}]
+    assert ran[0][ran[0].index("--seeds") + 1:ran[0].index("--out")] == ["3"]
+    with pytest.raises(SystemExit, match="has no step 'ten rounds'; its steps are"):
+        ablations.run("lt_rounds_off", (1.0,), (3,), ["ten rounds"])
