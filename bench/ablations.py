@@ -521,7 +521,8 @@ changes from its ablation's default, so two ablations share a step's rows only w
 that default (:func:`same_default`)."""
 
 
-MORE_DEFAULT_ROWS = {"base_from_cm_20": (RESULTS / "rerun_rap_2026-11-27_seeds345.csv",)}
+MORE_DEFAULT_ROWS = {"base_from_cm_20": (RESULTS / "rerun_rap_2026-11-27_seeds345.csv",),
+                     "lt_rounds_off": (RESULTS / "rerun_rap_2026-11-28_seeds345.csv",)}
 """Rows of an ablation's default at more seeds than its default rows hold (the default rerun at
 seeds 3-5 beside a candidate's, for :mod:`bench.seed_pairs`), joined to them in its table."""
 
