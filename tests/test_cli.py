@@ -322,7 +322,7 @@ def test_readme_config_example_is_a_valid_config(tmp_path):
     assert config.domain == {
         "AGEP": (17, 99), "PINCP": {"bounds": (0, 1500000), "scale": "log", "atoms": [0]},
         "BIRTHDATE": (datetime.date(1900, 1, 1), datetime.date(2025, 12, 31)), "SEX": [1, 2]}
-    assert config.options == {"relaxed_rows": 1000, "rounds_lt": 50} and config.projection.learning_rate == 0.05
+    assert config.options == {"relaxed_rows": 1000, "rounds_lt": 10} and config.projection.learning_rate == 0.05
 
 
 def test_config_integer_flag_reaches_the_domain(tmp_path):

@@ -230,6 +230,35 @@ def test_an_explicit_selection_share_overrides_the_strategy_s(task) -> None:
     assert paper.report.parameters["selection_share"] == 0.5
 
 
+@pytest.mark.parametrize(("keywords", "expected"), [
+    ({}, 10),  # the planned default (bench/results/ablation_lt_rounds_off.md, lt_rounds_10_pairs.md)
+    ({"strategy": "paper"}, 50),  # the paper's, so that rap++paper still reproduces
+    ({"strategy": {"name": "planned", "outright": False}}, 10),
+    ({"strategy": "paper", "rounds_lt": 3}, 3),  # an explicit keyword wins
+    ({"rounds_lt": 0}, 0),
+])
+def test_threshold_rounds_default_to_the_strategy_s(task, monkeypatch, keywords, expected) -> None:
+    """``rounds_lt=None`` plans the strategy's threshold rounds; the plan is stopped before
+    any row is read (what reaches ``workload_and_plan`` is the point)."""
+    asked = []
+
+    def stop(*args, rounds_lt, **kwargs):
+        asked.append(rounds_lt)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(polars_rap.mechanism, "workload_and_plan", stop)
+    with pytest.raises(KeyboardInterrupt):
+        polars_rap.synthesize(task.frame.head(500), epsilon=1.0, delta=1e-8, domain=task.domain,
+                              labels=task.labels, seed=1, progress=False, **keywords)
+    assert asked == [expected]
+    assert PlannedStrategy().rounds_lt == 10 and PaperStrategy().rounds_lt == 50
+
+
+def test_rounds_lt_is_checked() -> None:
+    with pytest.raises(ValueError, match="The 'rounds_lt' parameter must be an int"):
+        polars_rap.synthesize(pl.DataFrame({"a": ["x"]}), epsilon=1.0, delta=1e-8, rounds_lt=-1)
+
+
 def test_a_strategy_object_missing_a_setting_is_named() -> None:
     class Partial:
         name, inverse_variance, decoding = "mine", False, "independent"
@@ -237,7 +266,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks shrinkage, selection_share, size_exponent, noise_aware, base_share, base_from, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, numeric_coupling, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
+    with pytest.raises(ValueError, match="lacks rounds_lt, shrinkage, selection_share, size_exponent, noise_aware, base_share, base_from, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, numeric_coupling, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 

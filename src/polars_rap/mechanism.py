@@ -80,7 +80,7 @@ def synthesize(
     relaxed_rows: int = 1000,
     queries_per_round: int = 10,
     rounds_cm: int | None = None,
-    rounds_lt: int = 50,
+    rounds_lt: int | None = None,
     rounds_mm: int = 0,
     n_linear_thresholds: int = 20_000,
     n_mixed_marginals: int = 2_000,
@@ -144,7 +144,8 @@ def synthesize(
         Groups selected per round (K, default 10).
     rounds_cm, rounds_lt, rounds_mm : int
         Rounds spent on categorical marginals (default: the number of categorical feature
-        columns), linear thresholds (default 50) and mixed marginals (default 0). A class
+        columns), linear thresholds (default: the strategy's, 10 for ``"planned"``, the
+        paper's 50 for ``"paper"``) and mixed marginals (default 0). A class
         with G query groups runs at most ceil(G / queries_per_round) rounds, so that no
         round is left with nothing to measure; ``report.parameters["rounds"]`` lists the
         rounds run (a class measured outright by the planned strategy counts one). Whatever
@@ -263,6 +264,8 @@ def synthesize(
         max_marginal_cells=max_marginal_cells, projection=projection,
     )
     strategy = resolve_strategy(strategy)
+    if rounds_lt is None:
+        rounds_lt = strategy.rounds_lt
     if selection_share is None:
         selection_share = strategy.selection_share
     check_share("selection_share", selection_share)

@@ -79,11 +79,11 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
         msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
         raise ParameterError(msg)
     for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
-                             ("rounds_lt", rounds_lt, 0), ("rounds_mm", rounds_mm, 0),
+                             ("rounds_mm", rounds_mm, 0),
                              ("n_linear_thresholds", n_linear_thresholds, 0),
                              ("n_mixed_marginals", n_mixed_marginals, 0)):
         check_int(name, value, low)
-    for name, value, low in (("rounds_cm", rounds_cm, 0), ("rows", rows, 1),
+    for name, value, low in (("rounds_cm", rounds_cm, 0), ("rounds_lt", rounds_lt, 0), ("rows", rows, 1),
                              ("max_marginal_cells", max_marginal_cells, 0)):
         if value is not None:
             check_int(name, value, low)
