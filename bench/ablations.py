@@ -503,6 +503,9 @@ WALK_ORDER_ROWS = RESULTS / "rerun_rap_2026-11-27c.csv"
 """The ``rap++`` rows of the default with numerics decoded as fitted (each row keeping its relaxed
 row's), the headline rows from the rerun of 2026-11-27c until numerics were permuted within each
 label (2026-11-28)."""
+FIFTY_LT_ROUNDS_ROWS = RESULTS / "rerun_rap_2026-11-28b.csv"
+"""The ``rap++`` rows of the default with 50 threshold rounds (numerics permuted within each label),
+the headline rows from the quiet rerun of 2026-11-28b until the planned strategy ran 10 (2026-11-28c)."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
@@ -514,6 +517,7 @@ DEFAULT_ROWS = {
     **{name: SIXTY_STEPS_ROWS for name in ("tree_share_25", "base_share", "base_from_cm_20", "patience_5",
                                            "noise_floor_1", "steps_30")},
     **{name: WALK_ORDER_ROWS for name in ("relaxed_rows", "numeric_coupling")},
+    **{name: FIFTY_LT_ROUNDS_ROWS for name in ("lt_rounds_off", "lt_rounds_10_eps5")},  # the latter: its eps-5 CSV
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
