@@ -320,6 +320,41 @@ def test_ledger_never_exceeds_budget_and_last_step_lands_exactly(
     assert ledger.rho_spent == total <= budget
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    rhos=st.lists(st.floats(min_value=1e-300, max_value=1e3, allow_nan=False, allow_infinity=False),
+                  min_size=1, max_size=40),
+    deltas=st.lists(st.sampled_from([0.0, 1e-20, 3e-12, 1e-9, 1e-3 / 3]), min_size=1, max_size=40),
+)
+def test_ledger_totals_equal_the_fsum_over_every_event_to_the_last_float(rhos, deltas) -> None:
+    """The ledger keeps its sums as exact partials (O(1) a charge): after every charge its
+    totals, the fsum it checks a new charge against and its closing charge are those computed
+    from the whole list of events, bit for bit, over magnitudes 1e-300 to 1e3."""
+    ledger = PrivacyLedger(math.fsum(rhos) * 2.0 + 1.0, 0.5)
+    for rho, delta in zip(rhos, itertools.cycle(deltas)):
+        ledger.charge(PrivacyEvent("gaussian", rho, "", delta=delta))
+        charged = [event.rho for event in ledger.events]
+        assert ledger.rho_spent == math.fsum(charged)
+        assert ledger.delta_spent == math.fsum(event.delta for event in ledger.events)
+        assert ledger._total_with(rho) == math.fsum([*charged, rho])
+        assert ledger.rho_remaining == privacy.closing_charge(charged, ledger.rho_budget)
+
+
+def test_the_ledger_s_partials_absorb_cancellation_and_stay_short() -> None:
+    """A charge far below the total is not lost (1 + 1e-17 + ... sums exactly), and thousands
+    of charges keep the partials a few floats long, the reason a charge is O(1)."""
+    ledger = PrivacyLedger(10.0)
+    ledger.charge(PrivacyEvent("gaussian", 1.0, ""))
+    for _ in range(1000):
+        ledger.charge(PrivacyEvent("gaussian", 1e-17, ""))
+    assert ledger.rho_spent == math.fsum([1.0, *[1e-17] * 1000]) == 1.0 + 1e-14
+    rng = np.random.default_rng(3)
+    for rho in rng.uniform(1e-9, 1e-3, 5000):
+        ledger.charge(PrivacyEvent("gaussian", float(rho), ""))
+    assert ledger.rho_spent == math.fsum(event.rho for event in ledger.events)
+    assert len(ledger._rho_partials) <= 40
+
+
 @pytest.mark.parametrize("bad_rho", [0.0, -1.0, math.nan, math.inf, "0.1", True])
 def test_event_rho_must_be_finite_positive(bad_rho: object) -> None:
     """PrivacyEvent rejects a non-finite, non-positive or non-numeric rho, naming 'rho'."""

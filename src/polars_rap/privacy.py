@@ -124,7 +124,7 @@ class PrivacyLedger:
         Total delta of approximate events, in [0, 1); 0.0 (the default) admits none.
     """
 
-    __slots__ = ("_rho_budget", "_delta_budget", "_events")
+    __slots__ = ("_rho_budget", "_delta_budget", "_events", "_rho_partials", "_delta_partials")
 
     def __init__(self, rho_budget: float, delta_budget: float = 0.0) -> None:
         self._rho_budget = _float("rho_budget", rho_budget)
@@ -132,6 +132,11 @@ class PrivacyLedger:
             "delta_budget", delta_budget, below_one=True
         )
         self._events: list[PrivacyEvent] = []
+        # The charges' exact sums, kept as a few non-overlapping floats (see _add_exactly): any
+        # fsum over them and other floats equals the fsum over every charge and those floats, so
+        # a charge costs O(1) however many events came before it (a list of them cost O(events)).
+        self._rho_partials: list[float] = []
+        self._delta_partials: list[float] = []
 
     def __repr__(self) -> str:
         return (
@@ -148,7 +153,7 @@ class PrivacyLedger:
     @property
     def rho_spent(self) -> float:
         """``math.fsum`` of all recorded charges."""
-        return math.fsum(event.rho for event in self._events)
+        return math.fsum(self._rho_partials)
 
     @property
     def delta_budget(self) -> float:
@@ -158,7 +163,7 @@ class PrivacyLedger:
     @property
     def delta_spent(self) -> float:
         """``math.fsum`` of the recorded events' ``delta``."""
-        return math.fsum(event.delta for event in self._events)
+        return math.fsum(self._delta_partials)
 
     @property
     def rho_remaining(self) -> float:
@@ -176,7 +181,7 @@ class PrivacyLedger:
         return tuple(self._events)
 
     def _total_with(self, rho: float) -> float:
-        return math.fsum([*(event.rho for event in self._events), rho])
+        return math.fsum([*self._rho_partials, rho])
 
     def charge(self, event: PrivacyEvent) -> None:
         """Record ``event`` if the budget allows it; otherwise raise and record nothing.
@@ -199,7 +204,7 @@ class PrivacyLedger:
                 "nothing was charged."
             )
             raise BudgetExceededError(msg)
-        delta_total = math.fsum([*(e.delta for e in self._events), event.delta])
+        delta_total = math.fsum([*self._delta_partials, event.delta])
         if delta_total > self._delta_budget:
             msg = (
                 f"charging delta={event.delta!r} for {event.mechanism} ({event.description!r}) "
@@ -208,6 +213,8 @@ class PrivacyLedger:
             )
             raise BudgetExceededError(msg)
         self._events.append(event)
+        _add_exactly(self._rho_partials, event.rho)
+        _add_exactly(self._delta_partials, event.delta)
 
     def remaining_share(self, n_parts: int) -> float:
         """``rho_remaining / n_parts``: an even split of what is left over ``n_parts`` steps."""
@@ -241,7 +248,29 @@ class PrivacyLedger:
     def _closing_rho(self) -> float:
         """The last charge that spends the budget to the last float (0.0 if none fits): see
         :func:`closing_charge`."""
-        return closing_charge([event.rho for event in self._events], self._rho_budget)
+        return closing_charge(self._rho_partials, self._rho_budget)
+
+
+def _add_exactly(partials: list[float], x: float) -> None:
+    """Add the finite float ``x`` to ``partials`` in place, keeping ``sum(partials)`` exact.
+
+    ``partials`` holds non-overlapping floats, smallest magnitude first, whose real-number sum
+    is exactly the sum of everything added (Shewchuk's expansion growth, the idea behind
+    ``math.fsum``). Each step splits ``x + y`` into its rounded float and the exact error
+    of that rounding, keeping the nonzero errors; the list stays a few floats long for
+    doubles (at most about 40, one per binade band the sum spans).
+    """
+    kept = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        high = x + y
+        low = y - (high - x)  # exact: |x| >= |y| (Dekker's fast two-sum)
+        if low:
+            partials[kept] = low
+            kept += 1
+        x = high
+    partials[kept:] = [x]
 
 
 def closing_charge(charges, budget: float) -> float:
