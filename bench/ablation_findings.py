@@ -564,7 +564,7 @@ FINDINGS["steps_60"] = [
 ]
 
 SECONDS_NOTES: dict[str, str] = {
-    "steps_60": "Seconds: the runs ran alone (the run's own two threads) on 2026-11-28, beside no other work.",
+    "steps_60": "Seconds: the runs ran on 2026-11-28 beside nothing but a few seconds of niced CSV reads.",
     "histogram_weight": "Seconds: the first step's CA runs shared the cores with unit tests (load up to 3); the "
                         "rest ran alone. The accuracy figures are deterministic.",
     "lt_rounds_off": "Seconds compare with the default's rows (the headline's rerun of 2026-11-28b, alone): the "
