@@ -563,7 +563,19 @@ FINDINGS["steps_60"] = [
     "stages overfit CA's noisier measurements at eps <= 1.",
 ]
 
+FINDINGS["lt_class_k"] = [
+    "Why: going from 50 threshold rounds to 10 cut the groups measured (500 -> 100) and the projections (50 -> 10) "
+    "at once, and the numeric KS rose 1.10-1.12x at eps = 1. 50 groups a round measure 500 again, each with the "
+    "50-round default's budget, in 10 projections. 3 seeds, both datasets, eps 0.25 and 1, against the default "
+    "(the headline's rap++ rows of 2026-11-28c); per-seed ratios, then their mean:",
+    "10 threshold rounds of 50 groups: dropped. MM rises 1.16/1.29x on CA (eps 0.25/1) and 1.09x on Adult at 0.25 "
+    "(0.96x at 1), LT 1.15/1.09x and 1.08/0.98x, the KS 0.97/1.63x on CA (seed 0 at eps 1: 2.5x) and 1.04/0.91x on "
+    "Adult; CM level, F1 within 0.001 but Adult at eps 1 (-0.004); fits 1.06-1.34x. Fewer, sharper threshold "
+    "measurements are what the 10 rounds gained; the KS they cost is not the groups left unmeasured.",
+]
+
 SECONDS_NOTES: dict[str, str] = {
+    "lt_class_k": "Seconds: the runs ran on 2026-11-28 beside nothing but a few seconds of niced CSV reads.",
     "steps_60": "Seconds: the runs ran on 2026-11-28 beside nothing but a few seconds of niced CSV reads.",
     "histogram_weight": "Seconds: the first step's CA runs shared the cores with unit tests (load up to 3); the "
                         "rest ran alone. The accuracy figures are deterministic.",
