@@ -574,7 +574,18 @@ FINDINGS["lt_class_k"] = [
     "measurements are what the 10 rounds gained; the KS they cost is not the groups left unmeasured.",
 ]
 
+FINDINGS["lt_rounds_5"] = [
+    "Why: 50 -> 10 threshold rounds lowered MM and raised F1 over six seeds, and 10 rounds of 50 groups lost it "
+    "(ablation_lt_class_k.md): fewer, sharper measurements pay, so half again. 3 seeds, both datasets, eps 0.25 "
+    "and 1, against the default (the headline's rap++ rows of 2026-11-28c); per-seed ratios, then their mean:",
+    "5 threshold rounds: dropped. MM 1.20/1.03x on CA (eps 0.25/1) and 1.10/1.07x on Adult, LT 1.12/1.09x and "
+    "1.05/1.04x, F1 -0.001 to -0.002 in every cell, CM within 1.1%, KS 1.08/0.87x and 1.10/0.95x; fits "
+    "0.69-0.90x. Of 5, 10 and 50 rounds, 10 is the best; 100 groups are too few to cover the thresholds' "
+    "workload at 5 rounds' share each.",
+]
+
 SECONDS_NOTES: dict[str, str] = {
+    "lt_rounds_5": "Seconds: the runs ran on 2026-11-28 beside nothing but a README edit.",
     "lt_class_k": "Seconds: the runs ran on 2026-11-28 beside nothing but a few seconds of niced CSV reads.",
     "steps_60": "Seconds: the runs ran on 2026-11-28 beside nothing but a few seconds of niced CSV reads.",
     "histogram_weight": "Seconds: the first step's CA runs shared the cores with unit tests (load up to 3); the "

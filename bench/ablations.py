@@ -53,6 +53,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run histogram_weight --epsilons 0.25 1  # histograms weighed more (#14, #20)
     python -m bench.ablations --run steps_60 --epsilons 0.25 1 5     # the paper's 60 Adam steps a stage again (#20)
     python -m bench.ablations --run lt_class_k --epsilons 0.25 1     # 50 threshold groups a round (#20)
+    python -m bench.ablations --run lt_rounds_5 --epsilons 0.25 1    # 5 threshold rounds (#20)
 
 (``--steps`` runs only the steps of those labels: one candidate at more seeds or another ε.)
 
@@ -508,6 +509,12 @@ STEPS["lt_class_k"] = [
      "to 10 at once, and the numeric KS rose 1.10-1.12x at eps = 1; 50 groups a round measure 500 again (each with "
      "the 50-round default's budget) in 10 projections, telling the two apart"),
 ]
+STEPS["lt_rounds_5"] = [
+    ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28c): 10 threshold rounds"),
+    ("5 threshold rounds", {"rounds_lt": 5},
+     "#20: 50 -> 10 rounds (the same share) lowered MM and raised F1 (lt_rounds_10_pairs.md), and 10 rounds of 50 "
+     "groups lost it again (ablation_lt_class_k.md): fewer, sharper threshold measurements pay. Half again"),
+]
 RERUN_DEFAULT: set[str] = {"tree_share_seeds"}
 """Ablations whose default step is run again (its metrics are not in the headline rows)."""
 EQUAL_SHARES_ROWS = RESULTS / "rerun_rap_2026-11-23.csv"
@@ -551,7 +558,7 @@ DEFAULT_ROWS = {
                                            "noise_floor_1", "steps_30")},
     **{name: WALK_ORDER_ROWS for name in ("relaxed_rows", "numeric_coupling")},
     **{name: FIFTY_LT_ROUNDS_ROWS for name in ("lt_rounds_off", "lt_rounds_10_eps5")},  # the latter: its eps-5 CSV
-    **{name: TEN_LT_ROUNDS_ROWS for name in ("histogram_weight", "steps_60", "lt_class_k")},
+    **{name: TEN_LT_ROUNDS_ROWS for name in ("histogram_weight", "steps_60", "lt_class_k", "lt_rounds_5")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
@@ -577,7 +584,7 @@ NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
 NUMERIC_ABLATIONS = frozenset({"numeric", "integer_cells", "histograms", "histograms_now", "histograms_from_lt",
                                "mm_rounds", "histogram_trees", "tree_share", "histogram_nodes", "lt_selection",
                                "numeric_off_categories", "tree_share_seeds", "tree_share_25", "histogram_weight",
-                               "steps_60", "lt_class_k"})
+                               "steps_60", "lt_class_k", "lt_rounds_5"})
 """Ablations whose tables show the numeric metric too (they are about the numeric columns)."""
 
 
