@@ -54,7 +54,6 @@ def test_pairs_join_each_seed_to_its_own_default_and_ratio_the_metrics(tmp_path)
     assert means["CM_ratio"].to_list() == [1.5]
 
 
-
 def test_a_synthesize_keyword_step_is_told_from_the_default(tmp_path) -> None:
     """A step that changes a ``synthesize`` keyword (not the strategy) keeps its rows, and
     the default's side keeps only rows with no keywords at all."""

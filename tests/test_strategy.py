@@ -238,12 +238,14 @@ def test_an_explicit_selection_share_overrides_the_strategy_s(task) -> None:
     ({"rounds_lt": 0}, 0),
 ])
 def test_threshold_rounds_default_to_the_strategy_s(task, monkeypatch, keywords, expected) -> None:
-    """``rounds_lt=None`` plans the strategy's threshold rounds; the plan is stopped before
-    any row is read (what reaches ``workload_and_plan`` is the point)."""
+    """``rounds_lt=None`` plans the strategy's threshold rounds; the run is stopped once
+    planned, before any row is read (the plan's LT steps are the point)."""
     asked = []
+    plan_for_real = polars_rap.mechanism.workload_and_plan
 
-    def stop(*args, rounds_lt, **kwargs):
-        asked.append(rounds_lt)
+    def stop(*args, **kwargs):
+        _, plan, _ = plan_for_real(*args, **kwargs)
+        asked.append(sum(step.query_class == "LT" for step in plan))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(polars_rap.mechanism, "workload_and_plan", stop)

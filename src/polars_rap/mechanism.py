@@ -264,8 +264,6 @@ def synthesize(
         max_marginal_cells=max_marginal_cells, projection=projection,
     )
     strategy = resolve_strategy(strategy)
-    if rounds_lt is None:
-        rounds_lt = strategy.rounds_lt
     if selection_share is None:
         selection_share = strategy.selection_share
     check_share("selection_share", selection_share)

@@ -34,18 +34,19 @@ MAX_NOISE_STD = 0.5
 
 
 def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generator, *,
-                      rounds_cm: int | None, rounds_lt: int, rounds_mm: int, queries_per_round: int,
+                      rounds_cm: int | None, rounds_lt: int | None, rounds_mm: int, queries_per_round: int,
                       n_mixed_marginals: int, n_linear_thresholds: int,
                       max_marginal_cells: int | None) -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload (drawn from ``rng``), the plan and the groups per class, from public
     values only: the domain, the rounds asked (``rounds_cm`` None: one per categorical
-    feature) and the strategy; null-rate groups join where the plan leaves a nullable column
-    unmeasured (:func:`polars_rap.null_rates.add_null_rates`)."""
+    feature; ``rounds_lt`` None: the strategy's) and the strategy; null-rate groups join
+    where the plan leaves a nullable column unmeasured
+    (:func:`polars_rap.null_rates.add_null_rates`)."""
     n_categorical_features = sum(1 for c in domain.columns if c.is_categorical and c.name not in domain.labels)
     labels_alone = n_categorical_features == 0 and not domain.numeric_columns
     asked = {  # a table of labels alone still has their marginals: one round
         "CM": (n_categorical_features or int(labels_alone)) if rounds_cm is None else int(rounds_cm),
-        "LT": int(rounds_lt),
+        "LT": int(strategy.rounds_lt if rounds_lt is None else rounds_lt),
         "MM": int(rounds_mm),
     }
     classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)

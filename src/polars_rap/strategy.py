@@ -162,8 +162,8 @@ class PlannedStrategy:
     paper's 50: over 6 seeds on both headline datasets at eps 0.25 and 1, CM level, MM 0.90-0.98x,
     macro F1 +0.002 to +0.006, a third of the fit time, the numeric KS 1.10-1.12x at eps 1;
     ``bench/results/lt_rounds_10_pairs.md``); last, each numeric column's histogram x label
-    takes 20% of the budget out of the thresholds' share. Decoding permutes each numeric column within each label value
-    (``numeric_coupling="label"``). ``cm_anneal=False, base_share=0.0, independence_prior=False`` measures every CM
+    takes 20% of the budget out of the thresholds' share. Decoding permutes each numeric column
+    within each label value (``numeric_coupling="label"``). ``cm_anneal=False, base_share=0.0, independence_prior=False`` measures every CM
     table outright, the default until ``bench/results/ablation_mediated_prior.md``, bit for bit.
 
     Parameters
