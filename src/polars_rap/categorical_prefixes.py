@@ -35,13 +35,12 @@ before any noise is drawn, exactly as a categorical marginal's.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from polars_rap.domain import Domain
-from polars_rap.plan_steps import Step, add_step_with_share
+from polars_rap.plan_steps import Step, add_step_with_share, join_annealed
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.workload import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
@@ -95,8 +94,7 @@ def add_categorical_prefixes(domain: Domain, queries: QuerySet, plan: list[Step]
         return queries, list(plan), counts
     counts["CP"] = added.n_groups
     if share is None:
-        steps = [dataclasses.replace(step, joined=(*step.joined, "CP")) if i in annealed else step
-                 for i, step in enumerate(plan)]
+        steps = join_annealed(plan, "CM", "CP")
     else:
         steps = add_step_with_share(plan, Step("CP", 0.0, 1, added.n_groups, selection_share=selection_share),
                                     share, last=True)

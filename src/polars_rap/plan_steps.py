@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["CLASSES", "Step", "add_outright_step", "add_step_with_share", "capped_rounds", "group_shares",
-           "interleave"]
+           "interleave", "join_annealed"]
 
 CLASSES = ("CM", "MM", "LT")
 """Query classes in workload order."""
@@ -108,6 +108,14 @@ def add_step_with_share(plan: list[Step], step: Step, share: float, *, last: boo
     others = math.fsum(s.weight for s in plan)
     step = dataclasses.replace(step, weight=share / (1.0 - share) * others if others > 0 else 1.0)
     return [*plan, step] if last else [step, *plan]
+
+
+def join_annealed(plan: list[Step], query_class: str, joined: str) -> list[Step]:
+    """``plan`` with ``joined``'s groups among the candidates of every annealed step of
+    ``query_class`` (:attr:`Step.joined`); the other steps as they were."""
+    return [dataclasses.replace(step, joined=(*step.joined, joined))
+            if step.query_class == query_class and step.annealed and joined not in step.joined else step
+            for step in plan]
 
 
 def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,

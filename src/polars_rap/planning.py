@@ -22,7 +22,7 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.histogram_nodes import add_histogram_nodes
 from polars_rap.null_rates import add_null_rates
 from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
-from polars_rap.plan_steps import Step, group_shares
+from polars_rap.plan_steps import Step, group_shares, join_annealed
 from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.strategy import Strategy
 from polars_rap.workload import build_workload
@@ -66,6 +66,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     if strategy.base_share > 0:
         queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
                                                          strategy.base_share, from_class=strategy.base_from)
+        if getattr(strategy, "cm_anneal_margins", False) and "BM" in group_counts:
+            plan = join_annealed(plan, "CM", "BM")
     if strategy.histogram_share > 0:
         queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
                                                              strategy.histogram_share, strategy.histogram_bins,

@@ -306,6 +306,13 @@ class PlannedStrategy:
         the thresholds fitted them (what ``cm_prefixes`` scores against). False (default):
         first, after the base marginals. At ε = 1: CA MM -5% and LT -6%, Adult MM +15% and
         LT +11% (its rounds move the rows' labels after the thresholds were fitted).
+    cm_anneal_margins : bool
+        With ``cm_anneal`` and the base marginals: the base marginals (every feature block x
+        label) join the annealed CM step's candidates, so that a round may measure a feature's
+        margin again, sharply, as AIM's selection may pick a marginal below the workload's
+        tables (its downward closure). A feature that no measured table holds otherwise keeps the
+        base step's margin alone, and each table it leaves unmeasured inherits that margin's noise
+        through the prior. False (default): only the CM tables compete.
     cm_prefixes : tuple of float or None
         With ``cm_anneal``: fractions of each numeric column's mapped range whose categorical
         prefixes (a feature × the label × ``x <= t``:
@@ -400,6 +407,7 @@ class PlannedStrategy:
     cm_anneal_selection_share: float | None = 0.1
     cm_outright_l1: float | None = 0.15
     cm_anneal_last: bool = False
+    cm_anneal_margins: bool = False
     cm_prefixes: tuple[float, ...] | None = None
     cm_prefixes_share: float | None = None
     independence_prior: bool | str = "mediated"
@@ -499,7 +507,7 @@ class PlannedStrategy:
                 or not 0.0 < self.cm_prefixes_share < 1.0):
             msg = f"cm_prefixes_share must be a number in (0, 1) or None. Got {self.cm_prefixes_share!r}"
             raise ParameterError(msg)
-        for flag in ("cm_anneal", "cm_anneal_last", "integer_cells"):
+        for flag in ("cm_anneal", "cm_anneal_last", "cm_anneal_margins", "integer_cells"):
             if not isinstance(getattr(self, flag), bool):
                 msg = f"{flag} must be True or False. Got {getattr(self, flag)!r}"
                 raise ParameterError(msg)
@@ -569,6 +577,7 @@ class PlannedStrategy:
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
                 "cm_outright_l1": self.cm_outright_l1, "cm_anneal_last": self.cm_anneal_last,
+                "cm_anneal_margins": self.cm_anneal_margins,
                 "cm_prefixes": None if self.cm_prefixes is None else list(self.cm_prefixes),
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
