@@ -118,3 +118,20 @@ def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
     files = loaded.write_parquet(tmp_path / "out", 400, seed=7, block_rows=400)
     block = sample_block(result.relaxed, result.domain, 0, 400, 7, "controlled", None, "label")
     assert pl.read_parquet(files).equals(block)
+
+
+def test_with_a_public_table_the_report_says_the_fitted_coupling_everywhere():
+    """A public table keeps each row's numerics ("fitted", as #19 measured it): the report's
+    strategy settings say so too, not the strategy's default "label"."""
+    rng = np.random.default_rng(8)
+
+    def table(n):
+        return pl.DataFrame({"y": rng.choice(["n", "p"], n), "a": rng.random(n), "c": rng.random(n)})
+
+    result = polars_rap.synthesize(
+        table(300), epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)},
+        labels=["y"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False,
+        public=table(200), public_use=["init"])
+    assert PlannedStrategy().numeric_coupling == "label"
+    assert result.report.parameters["numeric_coupling"] == "fitted"
+    assert result.report.parameters["strategy"]["numeric_coupling"] == "fitted"

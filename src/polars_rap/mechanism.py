@@ -380,6 +380,9 @@ def synthesize(
                               engine="ray" if isinstance(source, RaySource) else "polars", labels=label_model,
                               numeric_coupling=numeric_coupling)
         synthetic_frame = pl.scan_parquet(files)
+    described = strategy.describe()
+    if "numeric_coupling" in described:  # the strategy's settings as they ran: with a public table, "fitted"
+        described["numeric_coupling"] = numeric_coupling
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
     report = build_report(
@@ -391,7 +394,7 @@ def synthesize(
             max_marginal_cells=max_marginal_cells, selection_share=selection_share,
             inferred_columns=[r.name for r in requests], inference_share=inference_share if requests else 0.0,
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
-            strategy=strategy.describe(), decoding=strategy.decoding, numeric_coupling=numeric_coupling,
+            strategy=described, decoding=strategy.decoding, numeric_coupling=numeric_coupling,
             warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
