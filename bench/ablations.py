@@ -575,10 +575,13 @@ changes from its ablation's default, so two ablations share a step's rows only w
 that default (:func:`same_default`)."""
 
 
-MORE_DEFAULT_ROWS = {"base_from_cm_20": (RESULTS / "rerun_rap_2026-11-27_seeds345.csv",),
-                     "lt_rounds_off": (RESULTS / "rerun_rap_2026-11-28_seeds345.csv",)}
+MORE_DEFAULT_ROWS = {"base_from_cm_20": ((RESULTS / "rerun_rap_2026-11-27_seeds345.csv", {}),),
+                     "lt_rounds_off": ((RESULTS / "rerun_rap_2026-11-28_seeds345.csv", {}),),
+                     "cm_anneal_margins": ((RESULTS / "ablation_lt_rounds_off.csv", {"rounds_lt": 10}),)}
 """Rows of an ablation's default at more seeds than its default rows hold (the default rerun at
-seeds 3-5 beside a candidate's, for :mod:`bench.seed_pairs`), joined to them in its table."""
+seeds 3-5 beside a candidate's, for :mod:`bench.seed_pairs`), joined to them in its table: per file,
+the ``synthesize`` keywords its rows of the default ran with (``rounds_lt=10``: the 10-round step
+of ``lt_rounds_off``, the default since, equal to it to the last float)."""
 
 
 def same_default(name: str, other: str) -> bool:
@@ -678,8 +681,9 @@ def table(name: str) -> pl.DataFrame:
     default = [label for label, step, _ in STEPS[name] if not step and name not in RERUN_DEFAULT]
     default_rows = headline if name not in DEFAULT_ROWS else read_results(DEFAULT_ROWS[name]).filter(
         pl.col("status") == "ok").join(points, on=["dataset", "epsilon", "seed"])
-    more = [read_results(path).filter(pl.col("status") == "ok").join(points, on=["dataset", "epsilon", "seed"])
-            for path in MORE_DEFAULT_ROWS.get(name, ())]
+    more = [read_results(path).filter((pl.col("status") == "ok") & pl.col("parameters").map_elements(
+                lambda text, keywords=keywords: json.loads(text)["synthesize"] == keywords, return_dtype=pl.Boolean))
+            .join(points, on=["dataset", "epsilon", "seed"]) for path, keywords in MORE_DEFAULT_ROWS.get(name, ())]
     default_rows = pl.concat([default_rows, *more], how="vertical_relaxed")
     planned = (default_rows.filter(pl.col("mechanism") == "rap++")
                .with_columns(pl.lit(default[0] if default else None, dtype=pl.String).alias("step"))

@@ -90,6 +90,10 @@ def _lt_rounds_10(synthesize: dict) -> bool:
     return synthesize == {"rounds_lt": 10}
 
 
+def _cm_anneal_margins(synthesize: dict) -> bool:
+    return _strategy(synthesize).get("cm_anneal_margins") is True
+
+
 def _default(synthesize: dict) -> bool:
     return not synthesize
 
@@ -131,6 +135,15 @@ COMPARISONS = {
                (Source("ablation_lt_rounds_off.csv", _lt_rounds_10),
                 Source("rerun_rap_2026-11-28_seeds345.csv", _default))),
         out="lt_rounds_10_pairs.md"),
+    "cm_anneal_margins": Comparison(
+        title="Margins as candidates of the annealed CM rounds against the default, seed by seed",
+        why="cm_anneal_margins's step (``cm_anneal_margins=True``: the base marginals join the annealed CM rounds' "
+            "candidates) against the default of 2026-11-28 (10 threshold rounds), seeds 0-5: "
+            "``ablation_cm_anneal_margins.csv`` beside lt_rounds_off's 10-round step (``ablation_lt_rounds_off.csv``, "
+            "``rounds_lt=10``: the default since, its seeds 0-2 equal to the headline's rap++ rows to the last float).",
+        pairs=((Source("ablation_cm_anneal_margins.csv", _cm_anneal_margins),
+                Source("ablation_lt_rounds_off.csv", _lt_rounds_10)),),
+        out="cm_anneal_margins_pairs.md"),
 }
 
 
