@@ -46,6 +46,7 @@ from polars_rap.temporal import format_internal
 from polars_rap.transforms import from_unit, to_unit
 
 if TYPE_CHECKING:
+    from polars_rap.histogram_margins import HistogramMargins
     from polars_rap.public_labels import LabelModel
 
 __all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "decoded_values", "block_slices",
@@ -371,6 +372,7 @@ def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndar
 def decode(
     relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator,
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
+    margins: HistogramMargins | None = None,
 ) -> pl.DataFrame:
     """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
 
@@ -382,6 +384,8 @@ def decode(
     from it given the row's other columns. ``numeric_coupling`` ``"label"`` then permutes each
     numeric column's values among the rows of the same labels
     (:func:`polars_rap.numeric_coupling.decouple_numerics`); ``"fitted"`` keeps each row's.
+    With ``margins`` the numeric values are last moved toward the released histograms
+    (:mod:`polars_rap.histogram_margins`), chunk by chunk.
     """
     check_numeric_coupling(numeric_coupling)
     if method not in DECODINGS:
@@ -392,14 +396,15 @@ def decode(
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
-    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling)
+    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling,
+                           margins)
               for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  rng: np.random.Generator, method: str, labels: LabelModel | None = None,
-                 numeric_coupling: str = "fitted") -> pl.DataFrame:
+                 numeric_coupling: str = "fitted", margins: HistogramMargins | None = None) -> pl.DataFrame:
     uniforms = None
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
@@ -408,6 +413,8 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
         labels.redraw(sample, domain, rng)
     if numeric_coupling == "label":
         sample = EncodedData(sample.codes, decouple_numerics(sample.codes, sample.numerics, domain, rng))
+    if margins is not None:
+        sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng))
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
     for spec in domain.columns:

@@ -37,6 +37,7 @@ from polars_rap.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError
+from polars_rap.histogram_margins import histogram_margins
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
@@ -367,10 +368,11 @@ def synthesize(
     # Numerics permuted within each label were measured without a public table (ablation_numeric_coupling.md);
     # with one (its rows released, its label model) the output keeps each row's numerics, as #19 measured it.
     numeric_coupling = strategy.numeric_coupling if public_table is None else "fitted"
+    margins = histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
-                                 labels=label_model, numeric_coupling=numeric_coupling)
+                                 labels=label_model, numeric_coupling=numeric_coupling, margins=margins)
     else:  # from Ray tasks when the pass ran on Ray
         from polars_rap.ray_engine import RaySource  # no Ray import: it is read lazily
 
@@ -378,7 +380,7 @@ def synthesize(
                               seed=None if seed is None else int(decode_rng.integers(2**63)),
                               block_rows=output_block_rows,
                               engine="ray" if isinstance(source, RaySource) else "polars", labels=label_model,
-                              numeric_coupling=numeric_coupling)
+                              numeric_coupling=numeric_coupling, margins=margins)
         synthetic_frame = pl.scan_parquet(files)
     described = strategy.describe()
     if "numeric_coupling" in described:  # the strategy's settings as they ran: with a public table, "fitted"
@@ -399,7 +401,7 @@ def synthesize(
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
     )
-    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model)
+    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model, margins)
 
 
 # ---------------------------------------------------------------- helpers

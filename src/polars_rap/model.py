@@ -29,13 +29,20 @@ On disk a model is a directory of open, versioned files::
                     only with a public table's label model (``public_use="labels"``): Arrow
                     IPC, one row per (label, feature, code) coefficient
                     (:meth:`LabelModel.to_arrow <polars_rap.public_labels.LabelModel.to_arrow>`)
+    histogram_margins.arrow
+                    only with ``histogram_match``: Arrow IPC, the released numeric histograms
+                    the decoded numerics are moved toward, one row per (column, label code,
+                    edge) (:meth:`HistogramMargins.to_frame
+                    <polars_rap.histogram_margins.HistogramMargins.to_frame>`)
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
 (:meth:`PrivacyReport.to_dict`, megabytes on the CA task); version 2 (before issue 19) had no
 record of a public table, which older readers would drop unseen (hence version 3); version 3
 (before the label model) had no ``label_model.arrow``, which an older reader would ignore and
-sample different labels (hence version 4). All still load (a version-2 model's
-``report.public_data`` is None; models before version 4 have no label model).
+sample different labels (hence version 4); version 4 had no ``histogram_margins.arrow``, which an
+older reader would ignore and decode other numerics (hence version 5). All still load (a
+version-2 model's ``report.public_data`` is None; models before version 4 have no label model,
+before version 5 no histogram margins).
 
 Any Arrow reader opens the ``.arrow`` files (``pl.read_ipc``, ``pyarrow.ipc.open_file``).
 Loading checks the format name and version and each file's size and SHA-256, and names the
@@ -62,6 +69,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -76,6 +84,7 @@ import pyarrow as pa
 from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+from polars_rap.histogram_margins import HistogramMargins
 from polars_rap.public_labels import LabelModel
 from polars_rap.report import PrivacyReport
 from polars_rap.report_files import REPORT_FILES, report_files, report_from_files
@@ -85,15 +94,16 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 4
-"""The on-disk format this library writes; it reads this one and versions 1 to 3."""
-_READABLE_VERSIONS = (1, 2, 3, FORMAT_VERSION)
+FORMAT_VERSION = 5
+"""The on-disk format this library writes; it reads this one and versions 1 to 4."""
+_READABLE_VERSIONS = (1, 2, 3, 4, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
 _DOMAIN = "domain.arrow"
 _REPORT = "report.json"
 _LABEL_MODEL = "label_model.arrow"
+_MARGINS = "histogram_margins.arrow"
 _CONTENTS = {
     _RELAXED: "relaxed synthetic data, float32[n_relaxed, n_coords], one column per coordinate",
     _DOMAIN: "public domain: Arrow schema with per-field metadata, no rows",
@@ -101,8 +111,10 @@ _CONTENTS = {
 }
 _CONTENTS_V1 = {_RELAXED: _CONTENTS[_RELAXED], _DOMAIN: _CONTENTS[_DOMAIN],
                 _REPORT: "privacy report: ledger events, measured queries, noisy answers, intervals"}
-_OPTIONAL_CONTENTS = {_LABEL_MODEL: "the public table's label model: one row per (label, feature, code) coefficient"}
-"""Files a model has only with what they hold (a label model)."""
+_OPTIONAL_CONTENTS = {_LABEL_MODEL: "the public table's label model: one row per (label, feature, code) coefficient",
+                      _MARGINS: "released numeric histograms the decoded numerics move toward: one row per "
+                                "(column, label code, edge)"}
+"""Files a model has only with what they hold (a label model, histogram margins)."""
 _MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS, *_OPTIONAL_CONTENTS})
 
 
@@ -131,6 +143,9 @@ class SyntheticModel:
     label_model : LabelModel or None
         With a public table used for ``"labels"``: the model each sampled row's labels are
         redrawn from (:mod:`polars_rap.public_labels`); None otherwise.
+    histogram_margins : HistogramMargins or None
+        With ``histogram_match``: the released histograms each sampled block's numerics are
+        moved toward (:mod:`polars_rap.histogram_margins`); None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
     format_version : int
@@ -141,6 +156,7 @@ class SyntheticModel:
     domain: Domain
     report: PrivacyReport = field(repr=False)
     label_model: LabelModel | None = field(default=None, repr=False)
+    histogram_margins: HistogramMargins | None = field(default=None, repr=False)
     library_version: str = field(default_factory=_library_version)
     format_version: int = FORMAT_VERSION
 
@@ -216,7 +232,8 @@ class SyntheticModel:
         decoding = self.report.parameters.get("decoding", "independent")
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
                       labels=self.label_model,
-                      numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"))
+                      numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
+                      margins=self.histogram_margins)
 
     def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
                       block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:
@@ -258,6 +275,11 @@ class SyntheticModel:
             written.append(_write_atomic(directory / _LABEL_MODEL, _ipc_bytes(self.label_model.to_arrow())))
         elif (directory / _LABEL_MODEL).exists():  # an overwritten model's
             (directory / _LABEL_MODEL).unlink()
+        if self.histogram_margins is not None:
+            written.append(_write_atomic(directory / _MARGINS,
+                                         _ipc_bytes(self.histogram_margins.to_frame(self.domain).to_arrow())))
+        elif (directory / _MARGINS).exists():  # an overwritten model's
+            (directory / _MARGINS).unlink()
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -298,7 +320,10 @@ class SyntheticModel:
         label_model = None
         if any(isinstance(e, dict) and e.get("name") == _LABEL_MODEL for e in manifest["files"]):
             label_model = _label_model_from_ipc(_read_checked(directory, _LABEL_MODEL, manifest), domain)
-        return cls(relaxed, domain, report, label_model,
+        margins = None
+        if any(isinstance(e, dict) and e.get("name") == _MARGINS for e in manifest["files"]):
+            margins = _margins_from_ipc(_read_checked(directory, _MARGINS, manifest), domain)
+        return cls(relaxed, domain, report, label_model, margins,
                    library_version=str(manifest.get("library_version", "unknown")),
                    format_version=manifest["format_version"])
 
@@ -502,3 +527,12 @@ def _label_model_from_ipc(data: bytes, domain: Domain) -> LabelModel:
         msg = f"{_LABEL_MODEL} is not a readable Arrow IPC file: {error}"
         raise DataError(msg) from error
     return LabelModel.from_arrow(table, domain)
+
+
+def _margins_from_ipc(data: bytes, domain: Domain) -> HistogramMargins:
+    try:
+        frame = pl.read_ipc(io.BytesIO(data))
+        return HistogramMargins.from_frame(frame, domain)
+    except (pl.exceptions.PolarsError, OSError, KeyError, ValueError) as error:
+        msg = f"{_MARGINS} is not a readable Arrow IPC file of histogram margins for this domain: {error}"
+        raise DataError(msg) from error

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_rap.histogram_margins import HistogramMargins
 from polars_rap.domain import Domain
 from polars_rap.model import SyntheticModel
 from polars_rap.public_labels import LabelModel
@@ -28,8 +29,9 @@ class SynthesisResult:
     ``data`` has the input's column names, order and dtypes: a DataFrame, or with
     ``synthesize(output=...)`` a LazyFrame scanning the Parquet parts written there (``files``,
     in block order; None otherwise). ``relaxed`` (float32[n_relaxed, n_coords]), ``domain`` and
-    ``label_model`` (a public table's, with ``public_use="labels"``; else None) let more rows be
-    sampled at no privacy cost. No attribute refers to the sensitive input.
+    ``label_model`` (a public table's, with ``public_use="labels"``; else None) and
+    ``histogram_margins`` (with ``histogram_match``; else None) let more rows be sampled at no
+    privacy cost. No attribute refers to the sensitive input.
     """
 
     data: pl.DataFrame | pl.LazyFrame
@@ -38,12 +40,13 @@ class SynthesisResult:
     relaxed: np.ndarray = field(repr=False)
     files: list[str] | None = None
     label_model: LabelModel | None = field(default=None, repr=False)
+    histogram_margins: HistogramMargins | None = field(default=None, repr=False)
 
     @property
     def model(self) -> SyntheticModel:
         """The released part as a :class:`~polars_rap.model.SyntheticModel`: sample more rows
         from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
-        return SyntheticModel(self.relaxed, self.domain, self.report, self.label_model)
+        return SyntheticModel(self.relaxed, self.domain, self.report, self.label_model, self.histogram_margins)
 
     def __repr__(self) -> str:
         """One line: the table's shape, the guarantee and where the rest is (the fields whole

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from polars_rap.errors import ParameterError
+from polars_rap.histogram_margins import check_histogram_match
 from polars_rap.histogram_nodes import check_histogram_fit
 from polars_rap.numeric_coupling import check_numeric_coupling
 from polars_rap.numeric_histograms import check_branching
@@ -228,6 +229,14 @@ class PlannedStrategy:
         threshold query, and its k-th cumulative sum about 80 / k times a threshold answer's
         weight on acs-income-CA, so at 1 the fit serves the margins before the joint
         thresholds.
+    histogram_match : float or None
+        Move the decoded numeric columns toward their released histograms, within each label
+        value, each row keeping its rank (:mod:`polars_rap.histogram_margins`; post-processing,
+        free): the rows' own distribution clipped to this many noise stds of the histogram's
+        (0: the histogram's own). The projection's soft thresholds cannot pin rows on
+        the heaps of a wide integer column (commute minutes on 10, 15, 30); the histograms saw
+        them. None (default): off. Needs the histograms (``histogram_share`` > 0) and the
+        prefixes fit (``histogram_fit="prefixes"``); without them it does nothing.
     histogram_from : str or None
         The query class (``"CM"``, ``"MM"`` or ``"LT"``) whose share pays for the numeric
         histograms, the others keeping theirs (as ``base_from``; every class pays when that
@@ -399,6 +408,7 @@ class PlannedStrategy:
     histogram_position: str = "last"
     histogram_weight: float = 0.1
     histogram_from: str | None = "LT"
+    histogram_match: float | None = None
     histogram_branching: int | str | None = "auto"
     histogram_fit: str = "prefixes"
     cm_anneal: bool = True
@@ -526,6 +536,7 @@ class PlannedStrategy:
             msg = f"max_steps must be an int >= 1 or None (the paper's 60). Got {self.max_steps!r}"
             raise ParameterError(msg)
         check_numeric_coupling(self.numeric_coupling)
+        object.__setattr__(self, "histogram_match", check_histogram_match(self.histogram_match))
         if self.decoding not in ("controlled", "independent"):
             msg = f"decoding must be 'controlled' or 'independent'. Got {self.decoding!r}"
             raise ParameterError(msg)
@@ -572,6 +583,7 @@ class PlannedStrategy:
                 "base_share": self.base_share, "base_from": self.base_from, "histogram_share": self.histogram_share,
                 "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
                 "histogram_weight": self.histogram_weight, "histogram_from": self.histogram_from,
+                "histogram_match": self.histogram_match,
                 "histogram_branching": self.histogram_branching, "histogram_fit": self.histogram_fit,
                 "cm_anneal": self.cm_anneal,
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
