@@ -94,7 +94,7 @@ def test_the_option_is_checked() -> None:
     for bad in (-1.0, math.inf, math.nan, True, "2"):
         with pytest.raises(ParameterError, match="histogram_match must be None or a finite number >= 0"):
             PlannedStrategy(histogram_match=bad)
-    assert PlannedStrategy().describe()["histogram_match"] is None
+    assert PlannedStrategy().describe()["histogram_match"] == 1.0  # the default since ablation_histogram_match
 
 
 def _frame(n: int = 600, seed: int = 0) -> pl.DataFrame:
@@ -112,7 +112,7 @@ def test_a_run_reads_its_released_histograms_and_its_model_decodes_as_it_did(tmp
     releases the same rows' ledger and relaxed data, and a saved model keeps the margins and
     samples the rows a model in memory samples."""
     frame = _frame()
-    plain = polars_rap.synthesize(frame, **RUN)
+    plain = polars_rap.synthesize(frame, strategy={"name": "planned", "histogram_match": None}, **RUN)
     matched = polars_rap.synthesize(frame, strategy={"name": "planned", "histogram_match": 0.0}, **RUN)
     assert plain.histogram_margins is None and matched.histogram_margins is not None
     np.testing.assert_array_equal(matched.relaxed, plain.relaxed)  # post-processing: the release is the same
@@ -147,7 +147,7 @@ def test_a_damaged_margins_file_is_refused_by_name(tmp_path) -> None:
 
 def test_a_version_4_model_loads_without_margins(tmp_path) -> None:
     """Models saved before the margins (format 4) still load, and sample as they did."""
-    plain = polars_rap.synthesize(_frame(), **RUN)
+    plain = polars_rap.synthesize(_frame(), strategy={"name": "planned", "histogram_match": None}, **RUN)
     path = plain.model.save(tmp_path / "model")
     manifest = json.loads((path / "manifest.json").read_text())
     (path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 4}))

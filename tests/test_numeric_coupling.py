@@ -112,11 +112,13 @@ def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
     assert result.report.parameters["numeric_coupling"] == "label"
     assert result.report.parameters["strategy"]["numeric_coupling"] == "label"
     loaded = SyntheticModel.load(result.model.save(tmp_path / "model"))
+    margins = result.histogram_margins  # the default's (histogram_match)
+    assert margins is not None and loaded.histogram_margins is not None
     expected = decode(result.relaxed, result.domain, 400, np.random.default_rng(7), method="controlled",
-                      numeric_coupling="label")
+                      numeric_coupling="label", margins=margins)
     assert loaded.sample(400, seed=7).equals(expected)
     files = loaded.write_parquet(tmp_path / "out", 400, seed=7, block_rows=400)
-    block = sample_block(result.relaxed, result.domain, 0, 400, 7, "controlled", None, "label")
+    block = sample_block(result.relaxed, result.domain, 0, 400, 7, "controlled", None, "label", margins)
     assert pl.read_parquet(files).equals(block)
 
 
