@@ -65,7 +65,8 @@ def test_bonferroni_counts_an_annealed_step_s_joined_groups() -> None:
     """An annealed step may measure a joined class's group in any round, so its T0 rounds count
     the K largest groups among its own class's and the joined ones'."""
     queries, _, _ = _plan()
-    sizes = {name: np.sort(queries.group_sizes[queries.group_class == CLASS_CODES[name]])[::-1] for name in ("BM", "CM")}
+    sizes = {name: np.sort(queries.group_sizes[queries.group_class == CLASS_CODES[name]])[::-1]
+             for name in ("BM", "CM")}
     assert sizes["CM"][0] > sizes["BM"][0]
     alone = [Step("BM", 1.0, 2, 5)]
     joined = [Step("BM", 1.0, 2, 5, joined=("CM",))]

@@ -17,7 +17,9 @@ from polars_rap.report import PrivacyReport
 FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5), progress=False)
 REPORT_TABLES = ["report_events.parquet", "report_measurements.parquet", "report_unmeasured.parquet"]
-MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json", *REPORT_TABLES}
+MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json", "histogram_margins.arrow",
+               *REPORT_TABLES}
+"""A default model's files: its numerics have histograms, so it keeps their margins (histogram_match)."""
 
 
 @pytest.fixture(scope="module")

@@ -137,3 +137,4 @@ def test_with_a_public_table_the_report_says_the_fitted_coupling_everywhere():
     assert PlannedStrategy().numeric_coupling == "label"
     assert result.report.parameters["numeric_coupling"] == "fitted"
     assert result.report.parameters["strategy"]["numeric_coupling"] == "fitted"
+    assert result.histogram_margins is None  # measured without a public table, as the coupling

@@ -164,8 +164,8 @@ def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, 
                   numeric_coupling: str = "fitted", margins=None) -> list[str]:
     """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
     n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``), label
-    model (None without one), numeric coupling and histogram margins (None without); :func:`polars_rap.synthesize` writes its ``output=`` with
-    it before its model exists."""
+    model (None without one), numeric coupling and histogram margins (None without);
+    :func:`polars_rap.synthesize` writes its ``output=`` with it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             msg = f"The {name!r} parameter must be an int in [1, inf). Got {value!r}"

@@ -368,7 +368,9 @@ def synthesize(
     # Numerics permuted within each label were measured without a public table (ablation_numeric_coupling.md);
     # with one (its rows released, its label model) the output keeps each row's numerics, as #19 measured it.
     numeric_coupling = strategy.numeric_coupling if public_table is None else "fitted"
-    margins = histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
+    # Likewise the histogram margins (ablation_histogram_match.md), and released public rows stay public rows.
+    margins = None if public_table is not None else histogram_margins(record, queries,
+                                                                       getattr(strategy, "histogram_match", None))
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,

@@ -60,7 +60,7 @@ Examples
 ...     path = res.save(pathlib.Path(tmp) / "model")
 ...     sorted(p.name for p in path.iterdir())
 ...     model = polars_rap.load(path)
-['domain.arrow', 'manifest.json', 'relaxed.arrow', 'report.json', 'report_events.parquet', 'report_measurements.parquet', 'report_unmeasured.parquet']
+['domain.arrow', 'histogram_margins.arrow', 'manifest.json', 'relaxed.arrow', 'report.json', 'report_events.parquet', 'report_measurements.parquet', 'report_unmeasured.parquet']
 >>> model.sample(1000, seed=0).schema == df.schema
 True
 """

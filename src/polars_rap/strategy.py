@@ -238,7 +238,8 @@ class PlannedStrategy:
         (0: the histogram's own). The projection's soft thresholds cannot pin rows on
         the heaps of a wide integer column (commute minutes on 10, 15, 30); the histograms saw
         them. Default 1; None: off. Needs the histograms (``histogram_share`` > 0) and the
-        prefixes fit (``histogram_fit="prefixes"``); without them it does nothing. Against
+        prefixes fit (``histogram_fit="prefixes"``); without them, or with a public table (as
+        ``numeric_coupling``: measured without one), it does nothing. Against
         off, 3 seeds on both datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_match.md``):
         MM 0.90-0.98x and LT 0.91-0.97x in every cell, the numeric KS 0.57x (CA) and 0.70x
         (Adult) at eps 1 and 0.98-1.02x at 0.25, CM unchanged, macro F1 -0.001 on Adult; 0.5
