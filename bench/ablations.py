@@ -519,21 +519,19 @@ STEPS["lt_rounds_5"] = [
 ]
 STEPS["cm_anneal_margins"] = [
     ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28c)"),
-    ("margins join the annealed CM rounds", {"strategy": {"name": "planned", "cm_anneal_margins": True}},
+    ("margins join the annealed CM rounds", {"strategy": {**PLANNED, "cm_anneal_margins": True}},
      "#20: on Adult at eps 0.25 the tables left unmeasured carry 80% of the CM error, and their error is mostly "
      "their feature x label margins' (a feature no measured table holds keeps the base step's noisy margin): let "
      "the annealed rounds measure a margin again, as AIM may select a marginal below the workload's tables"),
 ]
 STEPS["histogram_match"] = [
     ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28c)"),
-    ("numerics moved within 1 noise std of their histograms", {"strategy": {"name": "planned",
-                                                                            "histogram_match": 1.0}},
+    ("numerics moved within 1 noise std of their histograms", {"strategy": {**PLANNED, "histogram_match": 1.0}},
      "#14, #20: the numeric KS swings with the seed (CA at eps 1: 0.012-0.024) on JWMNP's heaps, which the "
      "projection's soft thresholds cannot pin and the released histograms saw (probe_numeric_margins.md): the "
      "decoded numerics moved within each label where their distribution is off the histogram's by more than "
      "its noise (the histograms' own distribution raised CA's KS 8% at eps 0.25 in the probe)"),
-    ("numerics moved within half a noise std of their histograms", {"strategy": {"name": "planned",
-                                                                                 "histogram_match": 0.5}},
+    ("numerics moved within half a noise std of their histograms", {"strategy": {**PLANNED, "histogram_match": 0.5}},
      "the same, closer to the histograms (in the probe: CA's KS 0.52x at eps 1, 1.04x at 0.25)"),
 ]
 RERUN_DEFAULT: set[str] = {"tree_share_seeds"}

@@ -39,24 +39,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_rap.histogram_margins import monotone
+
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "probe_numeric_margins.csv"
 BANDS = (2.0,)
 PREFIX = r"^(?P<label>.+?)=(?P<value>.+) & (?P<column>[^&]+)<=(?P<edge>\S+)$"
-
-
-def monotone(values: np.ndarray) -> np.ndarray:
-    """float64[k]: the nondecreasing sequence closest to ``values`` in squared error (pool
-    adjacent violators, equal weights)."""
-    means, counts = [], []
-    for value in np.asarray(values, dtype=np.float64):
-        means.append(value)
-        counts.append(1)
-        while len(means) > 1 and means[-2] > means[-1]:
-            total = counts[-2] + counts[-1]
-            means[-2:] = [(means[-2] * counts[-2] + means[-1] * counts[-1]) / total]
-            counts[-2:] = [total]
-    return np.repeat(means, counts)
 
 
 def histogram_prefixes(measurements: pl.DataFrame) -> pl.DataFrame:

@@ -1,8 +1,9 @@
 """Fixtures shared by the test modules."""
 
+import numpy as np
 import pytest
 
-from polars_rap import datasets
+from polars_rap import annealing, datasets
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +18,18 @@ def domain(task):
     from polars_rap.domain import Domain
 
     return Domain.from_mapping(task.frame.schema, task.domain, task.labels)
+
+
+@pytest.fixture
+def last_candidate_picks(monkeypatch) -> list[int]:
+    """Every annealed round's Gumbel selection still charged, but forced to pick the last
+    candidate (the joined classes' groups follow the CM tables); the list gets each pick."""
+    real_top_k, picked = annealing.gumbel_top_k, []
+
+    def last_candidate(scores, k, l1, rho, ledger, rng, **kwargs):
+        real_top_k(scores, k, l1, rho, ledger, rng, **kwargs)
+        picked.append(len(scores) - 1)
+        return np.array([len(scores) - 1])
+
+    monkeypatch.setattr(annealing, "gumbel_top_k", last_candidate)
+    return picked

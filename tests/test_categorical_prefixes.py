@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import annealing, kernels
+from polars_rap import kernels
 from polars_rap.categorical_prefixes import add_categorical_prefixes, categorical_prefixes
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
@@ -147,20 +147,13 @@ RUN = dict(delta=1e-7, domain=MAPPING, labels=["y"], seed=3, relaxed_rows=50, ro
            n_linear_thresholds=30, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=8))
 
 
-def test_a_selected_prefix_is_measured_as_a_charged_marginal(monkeypatch) -> None:
+def test_a_selected_prefix_is_measured_as_a_charged_marginal(last_candidate_picks) -> None:
     """Every annealed round forced to pick the last candidate (a CP group: they follow the CM
     tables), the selection still charged: each CP measurement is one ledger event named for its
     class and group, with noise std sqrt(2)/n / sqrt(2 rho) for its charge rho and the
     group's cells as answers; the measured groups are fitted (reported with synthetic answers)
     and the ledger closes to the budget."""
-    real_top_k, picked = annealing.gumbel_top_k, []
-
-    def last_candidate(scores, k, l1, rho, ledger, rng, **kwargs):
-        real_top_k(scores, k, l1, rho, ledger, rng, **kwargs)
-        picked.append(len(scores) - 1)
-        return np.array([len(scores) - 1])
-
-    monkeypatch.setattr(annealing, "gumbel_top_k", last_candidate)
+    picked = last_candidate_picks
     frame = _frame()
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_prefixes": FRACTIONS,
                                                                  "cm_outright_l1": None}, **RUN)

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import annealing, planning
+from polars_rap import planning
 from polars_rap.domain import Domain
 from polars_rap.projection import ProjectionConfig
 from polars_rap.queries import CLASS_CODES
@@ -77,20 +77,13 @@ def test_bonferroni_counts_an_annealed_step_s_joined_groups() -> None:
         sizes["CM"][:2].sum()) + lt
 
 
-def test_a_selected_margin_is_measured_again_as_a_charged_marginal(monkeypatch) -> None:
+def test_a_selected_margin_is_measured_again_as_a_charged_marginal(last_candidate_picks) -> None:
     """Every annealed round forced to pick the last candidate (a BM group: they follow the CM
     tables), the selection still charged: each pick is one more ledger event named for the BM
     group, with noise std sqrt(2)/n / sqrt(2 rho) for its charge, the group measured twice
     (the base step's and the round's) and both reported with synthetic answers; the ledger
     closes to the budget."""
-    real_top_k, picked = annealing.gumbel_top_k, []
-
-    def last_candidate(scores, k, l1, rho, ledger, rng, **kwargs):
-        real_top_k(scores, k, l1, rho, ledger, rng, **kwargs)
-        picked.append(len(scores) - 1)
-        return np.array([len(scores) - 1])
-
-    monkeypatch.setattr(annealing, "gumbel_top_k", last_candidate)
+    picked = last_candidate_picks
     frame = _frame()
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_anneal_margins": True,
                                                                  "cm_outright_l1": None}, **RUN)

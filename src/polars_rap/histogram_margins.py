@@ -115,11 +115,11 @@ class HistogramMargins:
         if not mass > 0.0:
             return values
         target, std = (prefix - null_share) / mass, self.stds[h] / mass
-        own = np.searchsorted(np.sort(values), edges, side="right") / len(values)
+        order = np.lexsort((rng.random(len(values)), values))  # ascending, ties in random order
+        own = np.searchsorted(values[order], edges, side="right") / len(values)
         target = np.clip(own, target - self.band * std, target + self.band * std)
         target = np.clip(monotone(target), 0.0, 1.0)
         target[-1] = 1.0
-        order = np.lexsort((rng.random(len(values)), values))
         cell = np.minimum(np.searchsorted(target, (np.arange(len(values)) + 0.5) / len(values)), len(edges) - 1)
         low = np.concatenate([[0.0], edges[:-1]])[cell]
         high = edges[cell]
