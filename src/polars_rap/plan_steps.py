@@ -63,7 +63,11 @@ class Step:
 
     ``branching`` (public): a numeric-histogram step's release design, as
     :func:`polars_rap.numeric_histograms.histogram_tree` takes it (None: flat); unused by the
-    other classes."""
+    other classes.
+
+    ``size_exponent`` (public): an outright or selection step splits its measurement budget
+    over its groups by :func:`group_shares` with this exponent instead of the run's (None:
+    the run's)."""
 
     query_class: str
     weight: float
@@ -74,6 +78,7 @@ class Step:
     outright_l1: float | None = None
     joined: tuple[str, ...] = ()
     branching: int | str | None = None
+    size_exponent: float | None = None
 
     @property
     def outright(self) -> bool:
@@ -119,13 +124,15 @@ def join_annealed(plan: list[Step], query_class: str, joined: str) -> list[Step]
 
 
 def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,
-                      loss_scale: float = 1.0, from_class: str | None = None) -> list[Step]:
+                      loss_scale: float = 1.0, from_class: str | None = None,
+                      size_exponent: float | None = None) -> list[Step]:
     """``plan`` with an outright step of ``query_class`` taking ``share`` of the loop's budget
-    (:func:`add_step_with_share`); ``loss_scale`` is its :attr:`Step.loss_scale`. With
+    (:func:`add_step_with_share`); ``loss_scale`` and ``size_exponent`` are its
+    :attr:`Step.loss_scale` and :attr:`Step.size_exponent`. With
     ``from_class`` the share comes out of that class's steps alone, the others keeping their
     budgets (out of every step's still when that class's steps weigh no more than the share,
     or the plan has none)."""
-    step = Step(query_class, 0.0, None, loss_scale=float(loss_scale))
+    step = Step(query_class, 0.0, None, loss_scale=float(loss_scale), size_exponent=size_exponent)
     total = math.fsum(s.weight for s in plan)
     donor = math.fsum(s.weight for s in plan if s.query_class == from_class)
     if from_class is None or donor <= share * total:

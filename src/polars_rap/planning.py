@@ -65,7 +65,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     plan = strategy.plan(group_counts, asked, queries_per_round)
     if strategy.base_share > 0:
         queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
-                                                         strategy.base_share, from_class=strategy.base_from)
+                                                         strategy.base_share, from_class=strategy.base_from,
+                                                         size_exponent=getattr(strategy, "base_size_exponent", None))
         if getattr(strategy, "cm_anneal_margins", False) and "BM" in group_counts:
             plan = join_annealed(plan, "CM", "BM")
     if strategy.histogram_share > 0:
@@ -97,23 +98,34 @@ def smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: i
     budget any one group can get under :func:`~polars_rap.plan_steps.group_shares` (an outright
     step shares among all the class's groups; a selection step among at most K, the worst case
     the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
-    of K, are keyed as those). Public sizes only."""
+    of K, are keyed as those), each step under its own exponent where it sets one
+    (:attr:`~polars_rap.plan_steps.Step.size_exponent`), the thinnest over a key's steps. Public sizes only."""
     smallest = {}
     largest_k = {}
+    exponents: dict[tuple[str, bool], set[float]] = {}
     for step in plan:
-        largest_k[step.query_class, step.outright] = max(step.k or 0, largest_k.get((step.query_class, step.outright), 0))
+        key = (step.query_class, step.outright)
+        largest_k[key] = max(step.k or 0, largest_k.get(key, 0))
+        exponents.setdefault(key, set()).add(size_exponent if step.size_exponent is None else step.size_exponent)
     for query_class, outright in largest_k:
-        sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
-        if query_class == "NH":  # one release per histogram, the step's budget split evenly
-            nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
-            smallest[query_class, outright] = 1.0 / len(histogram_runs(queries, nh_groups))
-        elif outright:
-            smallest[query_class, outright] = float(group_shares(sizes, size_exponent).min())
-        else:
-            k = min(largest_k[query_class, outright], len(sizes))
-            worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
-            smallest[query_class, outright] = float(group_shares(worst, size_exponent)[0])
+        smallest[query_class, outright] = min(
+            _smallest_group_share(queries, query_class, outright, largest_k[query_class, outright], exponent)
+            for exponent in exponents[query_class, outright])
     return smallest
+
+
+def _smallest_group_share(queries: QuerySet, query_class: str, outright: bool, k: int, size_exponent: float) -> float:
+    """The smallest share of one step's measurement budget a group of ``query_class`` can get
+    (see :func:`smallest_share`)."""
+    sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
+    if query_class == "NH":  # one release per histogram, the step's budget split evenly
+        nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
+        return 1.0 / len(histogram_runs(queries, nh_groups))
+    if outright:
+        return float(group_shares(sizes, size_exponent).min())
+    k = min(k, len(sizes))
+    worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
+    return float(group_shares(worst, size_exponent)[0])
 
 
 def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],

@@ -84,7 +84,8 @@ def run_plan(
     the noise. ``shrinkage`` projects onto
     shrunk categorical marginals (post-processing of the released answers);
     ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
-    measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
+    measured groups' sizes (public), evenly when 0, unless the step sets its own
+    (:attr:`~polars_rap.plan_steps.Step.size_exponent`). ``noise_aware`` subtracts each
     candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`).
     ``prior`` (public answers, :mod:`polars_rap.public_targets`) may pull the projection's
     targets toward them and let each class's first selection score against them.
@@ -112,7 +113,8 @@ def run_plan(
                 projection_now, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
                 n_rows=n_rows,
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
-                inverse_variance=inverse_variance, shrinkage=shrinkage, size_exponent=size_exponent,
+                inverse_variance=inverse_variance, shrinkage=shrinkage,
+                size_exponent=size_exponent if step.size_exponent is None else step.size_exponent,
                 anneal_temperature=step.query_class not in _FINAL_TEMPERATURE, independence=independence,
                 prior=prior,
             ) - 1
@@ -163,7 +165,8 @@ def run_plan(
         selected = candidates[selected_local]
         measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
                        measure_rho=measure_rho, round_index=round_index,
-                       n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
+                       n_rows=n_rows, shrinkage=shrinkage,
+                       size_exponent=size_exponent if step.size_exponent is None else step.size_exponent,
                        close=(lambda: ledger.rho_remaining) if is_last else None, loss_scale=step.loss_scale)
         available[selected] = False
         if chosen_by_gumbel:
