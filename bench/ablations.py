@@ -547,6 +547,9 @@ STEPS["base_size_exponent"] = [
      "tables are 63% of the CM cells; their error is 2-4.5x the conditional-independence oracle's, from its noisy "
      "base margin (L1 0.13-0.17), measured with the same budget as sex's 4 cells: split the base step's budget by "
      "cells^(2/3), the split that minimises the margins' summed expected noise L1 norm"),
+    ("base marginals' budget by cells^(1/3)", {"strategy": {**PLANNED, "base_size_exponent": 1 / 3}},
+     "cells^(2/3) cut CM at eps 1 (CA 0.97x, Adult 0.95x) and on Adult at 0.25 (0.97x) but raised CA's CM 10% and "
+     "MM 14% at 0.25 (the 4-cell margins lost half their budget): half the exponent"),
 ]
 WARM_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24c.csv"
 """The ``rap++`` rows of the planned default with warm threshold rounds and every CM table

@@ -365,9 +365,43 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     assert report.measurements.filter(pl.col("query_class") == "BM").height > 0
 
 
+def test_base_marginals_budget_can_follow_their_cells(task) -> None:
+    """base_size_exponent = 2/3: the BM step's 0.1 rho is split over its groups in proportion
+    to cells ** (2/3), in group order, each event's rho to the last float of that share; the
+    ledger still closes; the run's noise check takes the step's own split (its thinnest group)."""
+    from polars_rap.base_marginals import feature_blocks
+    from polars_rap.domain import Domain
+    from polars_rap.planning import smallest_share
+    from polars_rap.plan_steps import Step, group_shares
+    from polars_rap.queries import QueryClass
+    from polars_rap.workload import null_rate_marginals
+
+    rows = task.frame.sample(3_000, seed=4)
+    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
+                                   seed=2, rounds_cm=2, queries_per_round=5,
+                                   strategy={"name": "planned", "base_size_exponent": 2 / 3,
+                                             "histogram_share": 0.0}, **FAST)
+    report = result.report
+    rho = split_budget(1.0, 1e-8).rho
+    domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
+    base_groups = null_rate_marginals(domain, feature_blocks(domain), QueryClass.BASE_MARGINAL)
+    cells = base_groups.group_sizes
+    assert len(set(cells.tolist())) > 1  # the split is not even
+    base = [e.rho for e in report.events if e.description.startswith("BM group")]
+    expected = 0.1 * rho * (cells ** (2 / 3)) / math.fsum(cells ** (2 / 3))
+    np.testing.assert_allclose(base, expected, rtol=1e-12)
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    assert report.parameters["strategy"]["base_size_exponent"] == 2 / 3
+    plan = [Step("BM", 1.0, None, size_exponent=2 / 3)]
+    thinnest = smallest_share(plan, base_groups, 10, 0.0)
+    assert thinnest["BM", True] == float(group_shares(cells, 2 / 3).min()) < 1 / len(cells)
+
+
 def test_base_share_is_checked() -> None:
     with pytest.raises(ValueError, match="base_share must be a number in"):
         PlannedStrategy(base_share=1.0)
+    with pytest.raises(ValueError, match="base_size_exponent must be a number in"):
+        PlannedStrategy(base_size_exponent=3.0)
 
 
 def _class_weights(task, **settings) -> tuple[list, dict[str, float]]:
