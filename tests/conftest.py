@@ -5,6 +5,18 @@ import pytest
 
 from polars_rap import annealing, datasets
 
+SLOW_FILES_FIRST = ("test_cuda_simulator.py", "test_notebooks.py", "test_annealing.py", "test_ray_engine.py",
+                    "test_cli_evaluate.py")
+"""Test files of a minute or more on CI's 2 cores, longest first."""
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The long test files first, each file's tests in their own order: with ``-n auto --dist
+    loadfile`` (the README's test command) a worker starts each while the others take the many
+    short files, instead of one worker finishing a long file alone at the end."""
+    rank = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES_FIRST)))
+
 
 @pytest.fixture(scope="session")
 def task() -> datasets.TaskData:
