@@ -57,6 +57,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run cm_anneal_margins --epsilons 0.25 1  # margins as annealed candidates (#20)
     python -m bench.ablations --run histogram_match --epsilons 0.25 1  # numerics moved to their histograms (#14)
     python -m bench.ablations --run base_size_exponent --epsilons 0.25 1  # base budget by cells^(2/3) (#20)
+    python -m bench.ablations --run cm_margin_reserve --epsilons 0.25 1  # unheld margins measured again (#20)
 
 (``--steps`` runs only the steps of those labels: one candidate at more seeds or another ε.)
 
@@ -550,6 +551,16 @@ STEPS["base_size_exponent"] = [
     ("base marginals' budget by cells^(1/3)", {"strategy": {**PLANNED, "base_size_exponent": 1 / 3}},
      "cells^(2/3) cut CM at eps 1 (CA 0.97x, Adult 0.95x) and on Adult at 0.25 (0.97x) but raised CA's CM 10% and "
      "MM 14% at 0.25 (the 4-cell margins lost half their budget): half the exponent"),
+]
+STEPS["cm_margin_reserve"] = [
+    ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28d)"),
+    ("10% of the CM share refreshes the unheld margins", {"strategy": {**PLANNED, "cm_margin_reserve": 0.1}},
+     "#20: base_size_exponent showed that the margins needing budget are those of the features the annealed "
+     "rounds leave unmeasured (native-country on Adult at eps 0.25), known only after the rounds: keep 10% of the "
+     "CM step's budget from its rounds and measure those margins once more after them (all margins when every "
+     "feature is held)"),
+    ("20% of the CM share refreshes the unheld margins", {"strategy": {**PLANNED, "cm_margin_reserve": 0.2}},
+     "twice the reserve"),
 ]
 WARM_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24c.csv"
 """The ``rap++`` rows of the planned default with warm threshold rounds and every CM table

@@ -29,6 +29,16 @@ sensitivities), the step is one round that measures every group with its whole b
 selection, as an outright step would (the class's own groups only: a joined class's are then
 not measured): annealing is for noise too large to measure everything well.
 
+Margin refresh. With ``Step.margin_reserve`` r > 0 (and base marginals in the workload) the
+rounds below spend ``(1 - r) rho_step`` (read ``rho_step`` as that), and one more round measures,
+without selection, the base marginals whose feature no CM table measured by the rounds holds
+(:func:`polars_rap.base_marginals.unheld_margins`; all of them when every feature is held), with
+the ``r rho_step`` left split evenly, then projects: a feature the rounds never reached keeps
+only the base step's margin, which every table of it left to the prior inherits. Which groups
+it measures is a function of the released selections; each is a marginal of L2 sensitivity
+``sqrt(2)/n``, measured by the same Gaussian mechanism; the step's charges still add up to
+``rho_step``.
+
 Budget. With T0 = ``step.annealed_rounds`` (public), round t spends ``rho_t = rho_step * m_t
 / T0`` with ``m_t`` a power of 4 (1 at first). The test for the last round is on integers:
 with ``U`` the units of ``rho_step / T0`` spent so far, round t is the last when ``T0 - U <=
@@ -64,13 +74,14 @@ import math
 
 import numpy as np
 
+from polars_rap.base_marginals import unheld_margins
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.loop_record import LoopRecord
 from polars_rap.plan_steps import Step, group_shares
 from polars_rap.privacy import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.projection import ProjectionConfig
 from polars_rap.public_targets import PublicPrior
-from polars_rap.queries import CLASS_CODES, QuerySet
+from polars_rap.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.rounds import fit_measurements, measure_groups
 from polars_rap.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
 
@@ -160,6 +171,9 @@ def run_annealed_step(
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     if precise:  # public: every group measured in one round, the step's whole budget, no selection
         selecting, k = False, len(candidates)
+    margins = np.flatnonzero(queries.group_class == QueryClass.BASE_MARGINAL)
+    reserve = 0.0 if precise or len(margins) == 0 else float(step.margin_reserve)
+    rounds_rho = step_rho * (1.0 - reserve)  # public: the rounds' part of the step's budget
     logger.debug("%s: measuring every group at once would add a mean noise L1 norm of %.3g per group%s",
                  name, noise_l1, ": measured so, in one round" if precise else "")
     if selecting:  # the only reads of the real data outside the measurements, all charged
@@ -169,7 +183,7 @@ def run_annealed_step(
     units_spent, multiplier, round_index = 0, 1, first_round
     while True:
         last = precise or is_last_round(total_units - units_spent, multiplier)
-        round_rho = closing_charge(charges, step_rho) if last else step_rho * multiplier / total_units
+        round_rho = closing_charge(charges, rounds_rho) if last else rounds_rho * multiplier / total_units
         synthetic = backend.answers_relaxed(record.params.relaxed(), candidate_queries, np.inf)
         measure_rho = (1.0 - selection_share) * round_rho if selecting else round_rho
         if selecting:
@@ -184,7 +198,10 @@ def run_annealed_step(
         else:  # every group each round: choosing all reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
         selected = candidates[selected_local]
-        close = (lambda: ledger.rho_remaining) if closes_ledger else (lambda: closing_charge(charges, step_rho))
+        if reserve > 0.0:  # the rounds close at their part; the refresh below closes the step
+            close = lambda: closing_charge(charges, rounds_rho)  # noqa: E731
+        else:
+            close = (lambda: ledger.rho_remaining) if closes_ledger else (lambda: closing_charge(charges, step_rho))
         stds = measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
                               measure_rho=measure_rho, round_index=round_index,
                               n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
@@ -210,6 +227,33 @@ def run_annealed_step(
         units_spent += multiplier
         if movement <= threshold:
             multiplier *= ANNEAL_FACTOR
+    if reserve > 0.0:
+        round_index = _refresh_margins(
+            queries, true_answers, l2_sensitivity, ledger, record, backend, projection, rng, margins,
+            step_rho=step_rho, closes_ledger=closes_ledger, charges=charges,
+            round_index=round_index, n_rows=n_rows, inverse_variance=inverse_variance,
+            anneal_temperature=anneal_temperature, independence=independence, prior=prior)
     rounds_run = round_index - first_round
     record.class_rounds[name] = rounds_run
     return rounds_run
+
+
+def _refresh_margins(queries: QuerySet, true_answers: np.ndarray, l2_sensitivity: np.ndarray,
+                     ledger: PrivacyLedger, record: LoopRecord, backend, projection: ProjectionConfig, rng,
+                     margins: np.ndarray, *, step_rho: float, closes_ledger: bool, charges: list[float],
+                     round_index: int, n_rows: int, inverse_variance: bool, anneal_temperature: bool,
+                     independence: PriorSettings | None, prior: PublicPrior | None) -> int:
+    """The margin refresh (see the module's text): the base groups no measured CM table holds
+    (of ``margins``, every base group) measured with what ``charges`` leave of ``step_rho``,
+    split evenly, the last charge closing the step (or the ledger), then one projection;
+    returns the next round's index."""
+    refreshed = unheld_margins(queries, np.asarray(record.groups, dtype=np.int64))
+    measure_rho = closing_charge(charges, step_rho)
+    close = (lambda: ledger.rho_remaining) if closes_ledger else (lambda: closing_charge(charges, step_rho))
+    measure_groups(record, queries, refreshed, true_answers, l2_sensitivity, ledger, rng, measure_rho=measure_rho,
+                   round_index=round_index, n_rows=n_rows, close=close, charges=charges)
+    fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
+                     anneal=anneal_temperature, prior=prior, independence=independence)
+    logger.debug("margin refresh, round %d: %d of %d base groups, rho %.4g", round_index, len(refreshed),
+                 len(margins), measure_rho)
+    return round_index + 1

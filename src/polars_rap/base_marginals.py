@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from polars_rap.domain import Domain
 from polars_rap.plan_steps import Step, add_outright_step
 from polars_rap.queries import QueryClass, QuerySet
 from polars_rap.workload import _feature_and_label_blocks, null_rate_marginals
 
-__all__ = ["add_base_marginals", "feature_blocks"]
+__all__ = ["add_base_marginals", "feature_blocks", "unheld_margins"]
 
 
 def feature_blocks(domain: Domain) -> list[int]:
@@ -55,3 +57,18 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
     counts["BM"] = added.n_groups
     return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share, from_class=from_class,
                                                                      size_exponent=size_exponent), counts
+
+
+def unheld_margins(queries: QuerySet, measured: np.ndarray) -> np.ndarray:
+    """int64[g]: the base groups (class ``"BM"``, in group order) whose columns no categorical
+    marginal of ``measured`` (group ids) holds: a feature whose margin only the base step
+    measured. Every base group when each is held (the margins then all get the refresh of
+    :func:`polars_rap.annealing.run_annealed_step`); none without base groups. A function of
+    which groups were measured (released) and of public shapes only."""
+    base = np.flatnonzero(queries.group_class == QueryClass.BASE_MARGINAL)
+    measured = np.unique(np.asarray(measured, dtype=np.int64))
+    tables = measured[queries.group_class[measured] == QueryClass.CATEGORICAL_MARGINAL]
+    offsets, columns = queries.group_column_offsets, queries.group_columns
+    held = [set(columns[offsets[g]:offsets[g + 1]].tolist()) for g in tables]
+    unheld = [g for g in base if not any(set(columns[offsets[g]:offsets[g + 1]].tolist()) <= table for table in held)]
+    return np.asarray(unheld if unheld else base, dtype=np.int64)

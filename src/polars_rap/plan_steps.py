@@ -65,6 +65,11 @@ class Step:
     :func:`polars_rap.numeric_histograms.histogram_tree` takes it (None: flat); unused by the
     other classes.
 
+    ``margin_reserve`` (public, in [0, 1)): the part of an annealed step's budget kept from its
+    rounds for one last measurement of the base marginals no table it measured holds
+    (:func:`polars_rap.base_marginals.unheld_margins`); none in a step measured outright in one
+    round.
+
     ``size_exponent`` (public): an outright or selection step splits its measurement budget
     over its groups by :func:`group_shares` with this exponent instead of the run's (None:
     the run's)."""
@@ -79,6 +84,7 @@ class Step:
     joined: tuple[str, ...] = ()
     branching: int | str | None = None
     size_exponent: float | None = None
+    margin_reserve: float = 0.0
 
     @property
     def outright(self) -> bool:

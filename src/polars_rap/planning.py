@@ -138,9 +138,10 @@ def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
     T0`` (its rounds start at ``1 / T0`` of its budget and never go below it: see
     :mod:`polars_rap.annealing`); the group given the least of it (``smallest_share`` per
     class and kind of step, from :func:`smallest_share`) gets ``rho_g``, and a marginal cell
-    carries noise of std ``1 / (n sqrt(rho_g))`` (design.md §5b). The plan's most thinly spread measurement is
-    checked. Answers are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The
-    row count is public.
+    carries noise of std ``1 / (n sqrt(rho_g))`` (design.md §5b). An annealed step's margin
+    refresh (``Step.margin_reserve``) measures each base group with at least ``rho_step *
+    reserve`` over their number. The plan's most thinly spread measurement is checked. Answers
+    are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The row count is public.
     """
     total = math.fsum(step.weight for step in plan)
     rho_group = min(
@@ -148,6 +149,9 @@ def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
         / (step.annealed_rounds or 1) * smallest_share[step.query_class, step.outright]
         for step in plan
     )
+    for step in plan:
+        if step.annealed and step.margin_reserve > 0 and ("BM", True) in smallest_share:
+            rho_group = min(rho_group, rho * step.weight / total * step.margin_reserve * smallest_share["BM", True])
     noise_std = 1.0 / (n_rows * math.sqrt(rho_group))
     if noise_std > MAX_NOISE_STD:
         minimum = math.ceil(1.0 / (MAX_NOISE_STD * math.sqrt(rho_group)))

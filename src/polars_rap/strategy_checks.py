@@ -102,6 +102,10 @@ def check_planned_settings(strategy) -> None:
             or not math.isfinite(strategy.mediator_gate) or strategy.mediator_gate < 0.0):
         msg = f"mediator_gate must be a number >= 0 or None (no gate). Got {strategy.mediator_gate!r}"
         raise ParameterError(msg)
+    reserve = strategy.cm_margin_reserve
+    if isinstance(reserve, bool) or not isinstance(reserve, (int, float)) or not 0.0 <= reserve < 1.0:
+        msg = f"cm_margin_reserve must be a number in [0, 1) (0: none kept). Got {reserve!r}"
+        raise ParameterError(msg)
     if strategy.cm_prefixes is not None:
         fractions = strategy.cm_prefixes
         if (isinstance(fractions, (str, bytes)) or not isinstance(fractions, (tuple, list)) or not fractions
