@@ -588,6 +588,9 @@ the headline rows from the quiet rerun of 2026-11-28b until the planned strategy
 TEN_LT_ROUNDS_ROWS = RESULTS / "rerun_rap_2026-11-28c.csv"
 """The ``rap++`` rows of the default with 10 threshold rounds, the headline rows from the rerun of
 2026-11-28c."""
+HISTOGRAM_MATCH_ROWS = RESULTS / "rerun_rap_2026-11-28d.csv"
+"""The default's rows once decoded numerics met their histograms (``histogram_match=1``), before the
+margin refresh (the headline's rap++ rows until the rerun of 2026-11-28e)."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
@@ -602,6 +605,7 @@ DEFAULT_ROWS = {
     **{name: FIFTY_LT_ROUNDS_ROWS for name in ("lt_rounds_off", "lt_rounds_10_eps5")},  # the latter: its eps-5 CSV
     **{name: TEN_LT_ROUNDS_ROWS for name in ("histogram_weight", "steps_60", "lt_class_k", "lt_rounds_5",
                                                "cm_anneal_margins", "histogram_match")},
+    **{name: HISTOGRAM_MATCH_ROWS for name in ("base_size_exponent", "cm_margin_reserve")},
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
@@ -611,7 +615,8 @@ that default (:func:`same_default`)."""
 
 MORE_DEFAULT_ROWS = {"base_from_cm_20": ((RESULTS / "rerun_rap_2026-11-27_seeds345.csv", {}),),
                      "lt_rounds_off": ((RESULTS / "rerun_rap_2026-11-28_seeds345.csv", {}),),
-                     "cm_anneal_margins": ((RESULTS / "ablation_lt_rounds_off.csv", {"rounds_lt": 10}),)}
+                     "cm_anneal_margins": ((RESULTS / "ablation_lt_rounds_off.csv", {"rounds_lt": 10}),),
+                     "cm_margin_reserve": ((RESULTS / "rerun_rap_2026-11-28e_seeds345.csv", {}),)}
 """Rows of an ablation's default at more seeds than its default rows hold (the default rerun at
 seeds 3-5 beside a candidate's, for :mod:`bench.seed_pairs`), joined to them in its table: per file,
 the ``synthesize`` keywords its rows of the default ran with (``rounds_lt=10``: the 10-round step

@@ -94,6 +94,10 @@ def _cm_anneal_margins(synthesize: dict) -> bool:
     return _strategy(synthesize).get("cm_anneal_margins") is True
 
 
+def _margin_reserve(reserve: float) -> Callable[[dict], bool]:
+    return lambda synthesize: _strategy(synthesize).get("cm_margin_reserve") == reserve
+
+
 def _default(synthesize: dict) -> bool:
     return not synthesize
 
@@ -144,6 +148,18 @@ COMPARISONS = {
         pairs=((Source("ablation_cm_anneal_margins.csv", _cm_anneal_margins),
                 Source("ablation_lt_rounds_off.csv", _lt_rounds_10)),),
         out="cm_anneal_margins_pairs.md"),
+    "cm_margin_reserve": Comparison(
+        title="The margin refresh (10% of the CM share) against the default, seed by seed",
+        why="cm_margin_reserve's 10% step (``cm_margin_reserve=0.1``: the annealed CM step keeps a tenth of its "
+            "budget to measure again the base marginals no measured table holds) against the default of 2026-11-28d "
+            "(numerics moved to their histograms). Seeds 0-2: ``ablation_cm_margin_reserve.csv`` beside the "
+            "default's rows of the rerun of 2026-11-28d (``rerun_rap_2026-11-28d.csv``); seeds 3-5: the same CSV "
+            "beside the default rerun at those seeds (``rerun_rap_2026-11-28e_seeds345.csv``).",
+        pairs=((Source("ablation_cm_margin_reserve.csv", _margin_reserve(0.1)),
+                Source("rerun_rap_2026-11-28d.csv", _default)),
+               (Source("ablation_cm_margin_reserve.csv", _margin_reserve(0.1)),
+                Source("rerun_rap_2026-11-28e_seeds345.csv", _default))),
+        out="cm_margin_reserve_pairs.md"),
 }
 
 

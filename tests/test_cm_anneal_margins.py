@@ -86,7 +86,8 @@ def test_a_selected_margin_is_measured_again_as_a_charged_marginal(last_candidat
     picked = last_candidate_picks
     frame = _frame()
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_anneal_margins": True,
-                                                                 "cm_outright_l1": None}, **RUN)
+                                                                 "cm_outright_l1": None, "cm_margin_reserve": 0.0},
+                                   **RUN)
     report = result.report
     n = frame.height
     last_group = int(report.measurements.filter(pl.col("query_class") == "BM")["group"].max())

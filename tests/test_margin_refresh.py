@@ -102,7 +102,7 @@ def test_a_step_measured_outright_keeps_no_reserve_and_runs_as_without_it() -> N
     """Where the CM share measures every table outright in one round, no margin is measured
     again and the run is the one without the option, bit for bit."""
     frame = _frame()
-    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned"}, **RUN)
+    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.0}, **RUN)
     kept = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.3}, **RUN)
     assert not any(e.description == "CM selection" for e in plain.report.events)
     assert [(e.description, e.round, e.rho.hex()) for e in kept.report.events] == [
@@ -115,7 +115,7 @@ def test_the_plan_carries_the_reserve_and_the_noise_check_covers_it() -> None:
     """The annealed CM step carries the reserve and nothing else of the plan changes; the
     noise check counts the refresh's thinnest group, so a tiny reserve refuses a run the plan
     without it accepts."""
-    queries, plan, _ = _plan()
+    queries, plan, _ = _plan(cm_margin_reserve=0.0)
     _, kept, _ = _plan(cm_margin_reserve=0.1)
     assert [s.margin_reserve for s in kept] == [0.1 if s.annealed else 0.0 for s in plan]
     assert [(s.query_class, s.weight, s.k, s.annealed_rounds) for s in kept] == [
@@ -128,7 +128,8 @@ def test_the_plan_carries_the_reserve_and_the_noise_check_covers_it() -> None:
 
 
 def test_the_reserve_is_checked_and_described() -> None:
-    assert PlannedStrategy().describe()["cm_margin_reserve"] == 0.0
+    assert PlannedStrategy().describe()["cm_margin_reserve"] == 0.1
+    assert PlannedStrategy(cm_margin_reserve=0).describe()["cm_margin_reserve"] == 0
     for bad in (1.0, -0.1, True, "0.1"):
         with pytest.raises(ValueError, match="cm_margin_reserve must be a number in"):
             PlannedStrategy(cm_margin_reserve=bad)

@@ -341,8 +341,8 @@ def test_class_k_sets_a_class_s_groups_per_round() -> None:
 
 
 def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(task) -> None:
-    """base_share = 0.1: one outright BM step first, one Gaussian event per feature block x
-    label, each exactly 0.1 rho / groups; the rest of the plan shares the other 0.9 as before;
+    """base_share = 0.1 (no margin refresh: tests/test_margin_refresh.py): one outright BM step
+    first, one Gaussian event per feature block x label, each exactly 0.1 rho / groups; the rest of the plan shares the other 0.9 as before;
     no null-rate step (every block is measured); the ledger closes to the last float."""
     from polars_rap.base_marginals import feature_blocks
     from polars_rap.domain import Domain
@@ -351,7 +351,7 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
                                    seed=2, rounds_cm=2, queries_per_round=5,
                                    strategy={"name": "planned", "base_share": 0.1, "noise_aware": True,
-                                             "histogram_share": 0.0}, **FAST)
+                                             "histogram_share": 0.0, "cm_margin_reserve": 0.0}, **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-8).rho
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
@@ -380,7 +380,7 @@ def test_base_marginals_budget_can_follow_their_cells(task) -> None:
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
                                    seed=2, rounds_cm=2, queries_per_round=5,
                                    strategy={"name": "planned", "base_size_exponent": 2 / 3,
-                                             "histogram_share": 0.0}, **FAST)
+                                             "histogram_share": 0.0, "cm_margin_reserve": 0.0}, **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-8).rho
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)

@@ -26,7 +26,9 @@ class PlannedStrategy:
 
     By default: 10% of the budget measures every feature x label margin first; the categorical
     marginals' share (twice each threshold class's) is spent by AIM's budget annealing, a few
-    tables measured sharply where noise is large, every table where it is small; the tables
+    tables measured sharply where noise is large, every table where it is small, a tenth of it
+    kept to measure again the margins of the features no table it measured holds
+    (``cm_margin_reserve=0.1``); the tables
     left unmeasured are fitted toward the maximum-entropy table given the measured tables that
     link their features; the threshold classes are measured as the paper does, by rounds of
     selection, 10 of linear thresholds unless ``synthesize`` is given ``rounds_lt`` (the
@@ -210,8 +212,13 @@ class PlannedStrategy:
         the rounds measured holds (all of them when every feature is held), split evenly, then
         a projection (:mod:`polars_rap.annealing`: the margin refresh). A feature the rounds never
         reach keeps the base step's margin alone, and every table of it left to the prior
-        inherits its noise (Adult at eps 0.25: native-country, 84 cells, on most seeds). 0
-        (default): none kept; a step measured outright in one round keeps none either.
+        inherits its noise (Adult at eps 0.25: native-country, 84 cells, on most seeds). Default
+        0.1; 0: none kept (the default until the rerun of 2026-11-28e); a step measured outright
+        in one round keeps none either. Against 0, 6 seeds at eps 0.25 and 1
+        (``bench/results/cm_margin_reserve_pairs.md``): CM 0.96x / 0.97x on acs-income-CA and
+        0.93x / 1.01x on Adult (lower in 6 of 6 runs on Adult at 0.25), macro F1 +0.002 but for
+        Adult at eps 1 (-0.003), MM 1.15x / 1.06x on CA (its noisiest cell, seed by seed
+        0.83-1.83x) and 0.99x / 1.03x on Adult; 0.2 cut CM no further and cost more MM.
     cm_prefixes : tuple of float or None
         With ``cm_anneal``: fractions of each numeric column's mapped range whose categorical
         prefixes (a feature × the label × ``x <= t``:
@@ -309,7 +316,7 @@ class PlannedStrategy:
     cm_outright_l1: float | None = 0.15
     cm_anneal_last: bool = False
     cm_anneal_margins: bool = False
-    cm_margin_reserve: float = 0.0
+    cm_margin_reserve: float = 0.1
     cm_prefixes: tuple[float, ...] | None = None
     cm_prefixes_share: float | None = None
     independence_prior: bool | str = "mediated"
@@ -345,7 +352,7 @@ class PlannedStrategy:
         steps = [Step(c, share[c], int((self.class_k or {}).get(c, 1)),
                       int(self.cm_anneal_rounds or max(1, round(group_counts[c] / self.cm_anneal_start))),
                       selection_share=self.cm_anneal_selection_share, outright_l1=self.cm_outright_l1,
-                      margin_reserve=float(self.cm_margin_reserve))
+                      margin_reserve=float(self.cm_margin_reserve) if self.base_share > 0 else 0.0)
                  for c in annealed]
         outright = [c for c in share if c not in annealed
                     and self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
