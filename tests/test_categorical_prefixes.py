@@ -156,7 +156,8 @@ def test_a_selected_prefix_is_measured_as_a_charged_marginal(last_candidate_pick
     picked = last_candidate_picks
     frame = _frame()
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_prefixes": FRACTIONS,
-                                                                 "cm_outright_l1": None}, **RUN)
+                                                                 "cm_outright_l1": None, "cm_margin_reserve": 0.0},
+                                   **RUN)
     report = result.report
     n = frame.height
     cp_events = [e for e in report.events if e.description.startswith("CP group")]

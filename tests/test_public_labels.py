@@ -245,10 +245,19 @@ def test_a_release_records_the_model_and_its_labels_follow_the_public_conditiona
                                   seed=0, **FAST)
     assert released.report.rho_spent == plain.report.rho_spent  # post-processing: nothing more charged
 
+    # P(y | a, b) against the truth, with the model and without, over six seeds (one seed's
+    # ratio ranges 0.24-0.59: the loop's path at eps = 0.1 moves both runs' margins)
     domain = released.domain
-    with_model = conditional_error(encoded(released.data, domain).codes, domain)
-    without = conditional_error(encoded(plain.data, domain).codes, domain)
-    assert with_model < 0.05 and with_model < without / 2, (with_model, without)
+    with_model = [conditional_error(encoded(released.data, domain).codes, domain)]
+    without = [conditional_error(encoded(plain.data, domain).codes, domain)]
+    for seed in range(1, 6):
+        run = dict(epsilon=0.1, delta=1e-7, domain=DECLARED, labels=["y"], seed=seed, **FAST)
+        modelled = polars_rap.synthesize(additive_table(3000, 10), public=additive_table(5000, 11),
+                                         public_use=["labels"], **run)
+        with_model.append(conditional_error(encoded(modelled.data, domain).codes, domain))
+        without.append(conditional_error(encoded(polars_rap.synthesize(additive_table(3000, 10), **run).data,
+                                                 domain).codes, domain))
+    assert np.mean(with_model) < 0.05 and np.mean(with_model) < np.mean(without) / 2, (with_model, without)
 
 
 def test_every_sampling_path_applies_the_model_and_saved_models_keep_it(released, tmp_path):
