@@ -148,8 +148,9 @@ def run_annealed_step(
 
     ``record`` gains each measurement (its ``rounds`` numbered from ``first_round``), the
     class's last selection (for the unmeasured groups' bounds), the rounds run
-    (``record.class_rounds``; the margin refresh counts as one) and the projected parameters. ``closes_ledger``: the step is the
-    plan's last, so its last charge is the ledger's whole remainder. The other arguments are
+    (``record.class_rounds``; the margin refresh counts as one) and the projected parameters.
+    ``closes_ledger``: the step is the plan's last, so its last charge is the ledger's whole
+    remainder. The other arguments are
     :func:`polars_rap.rounds.run_plan`'s; ``anneal_temperature`` is the projection's
     ``anneal`` (False for categorical classes, which have no thresholds); ``independence``
     its independence prior for the CM groups not measured yet; ``prior`` the public table's
