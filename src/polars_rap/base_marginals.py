@@ -68,7 +68,6 @@ def unheld_margins(queries: QuerySet, measured: np.ndarray) -> np.ndarray:
     base = np.flatnonzero(queries.group_class == QueryClass.BASE_MARGINAL)
     measured = np.unique(np.asarray(measured, dtype=np.int64))
     tables = measured[queries.group_class[measured] == QueryClass.CATEGORICAL_MARGINAL]
-    offsets, columns = queries.group_column_offsets, queries.group_columns
-    held = [set(columns[offsets[g]:offsets[g + 1]].tolist()) for g in tables]
-    unheld = [g for g in base if not any(set(columns[offsets[g]:offsets[g + 1]].tolist()) <= table for table in held)]
+    held = [set(queries.columns_of(g).tolist()) for g in tables]
+    unheld = [g for g in base if not any(set(queries.columns_of(g).tolist()) <= table for table in held)]
     return np.asarray(unheld if unheld else base, dtype=np.int64)

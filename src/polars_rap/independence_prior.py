@@ -157,7 +157,7 @@ def _oriented_table(queries: QuerySet, group: int, answers: np.ndarray, first_co
     first (the group's columns are ``(x, y, *rest)``; ``r`` the cells of ``rest``)."""
     shape = queries.marginal_shape(group)
     cube = np.asarray(answers, dtype=np.float64).reshape(shape[0], shape[1], -1)
-    columns = queries.group_columns[queries.group_column_offsets[group]:queries.group_column_offsets[group + 1]]
+    columns = queries.columns_of(group)
     return cube if int(columns[0]) == first_column else cube.transpose(1, 0, 2)
 
 

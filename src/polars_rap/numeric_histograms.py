@@ -210,8 +210,8 @@ def _threshold_column(queries: QuerySet, groups: np.ndarray) -> np.ndarray:
 
 def _label_block(queries: QuerySet, group: int) -> int:
     """The label block of a histogram group (its one column), -1 for none."""
-    start, stop = queries.group_column_offsets[group], queries.group_column_offsets[group + 1]
-    return int(queries.group_columns[start]) if stop > start else -1
+    columns = queries.columns_of(group)
+    return int(columns[0]) if len(columns) else -1
 
 
 def _nodes_by_histogram(queries: QuerySet, node_groups: np.ndarray) -> dict[tuple[int, int], np.ndarray]:

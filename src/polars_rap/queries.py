@@ -223,11 +223,15 @@ class QuerySet:
         """int64[n_queries]: the group each query belongs to."""
         return np.repeat(np.arange(self.n_groups, dtype=np.int64), self.group_sizes)
 
+    def columns_of(self, group: int) -> np.ndarray:
+        """int32[c]: the categorical block ids a group enumerates, in its cells' row-major order
+        (empty for a group that enumerates none)."""
+        return self.group_columns[self.group_column_offsets[group]:self.group_column_offsets[group + 1]]
+
     def marginal_shape(self, group: int) -> tuple[int, ...]:
         """Category counts of the columns a marginal group enumerates: its cells' row-major
         shape (a CM group's is ``(|A|, |B|, |label|)``)."""
-        start, stop = self.group_column_offsets[group], self.group_column_offsets[group + 1]
-        return tuple(int(self.column_sizes[c]) for c in self.group_columns[start:stop])
+        return tuple(int(self.column_sizes[c]) for c in self.columns_of(group))
 
     # ------------------------------------------------------------ selection
     def take_groups(self, groups: np.ndarray) -> "QuerySet":
