@@ -11,46 +11,26 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import planning
-from polars_rap.domain import Domain
-from polars_rap.projection import ProjectionConfig
 from polars_rap.queries import CLASS_CODES
 from polars_rap.release import bonferroni_answers
 from polars_rap.strategy import PlannedStrategy, Step
 
-MAPPING = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "t": (0.0, 10.0), "y": ["0", "1"]}
-RUN = dict(delta=1e-7, domain=MAPPING, labels=["y"], seed=3, relaxed_rows=50, rounds_lt=2,
-           n_linear_thresholds=30, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=8))
-
-
-def _frame(n: int = 800, seed: int = 0) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    a = rng.choice(["x", "y"], n)
-    b = np.where(a == "x", rng.choice(["p", "q", "r"], n, p=[0.7, 0.2, 0.1]), rng.choice(["p", "q", "r"], n))
-    return pl.DataFrame({"a": a, "b": b, "c": rng.choice(["u", "v", "w", "z"], n), "t": rng.uniform(0.0, 10.0, n),
-                         "y": np.where(a == "x", "1", rng.choice(["0", "1"], n))})
-
-
-def _plan(**settings):
-    domain = Domain.from_mapping(_frame().schema, MAPPING, ["y"])
-    return planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), rounds_cm=None,
-                                      rounds_lt=2, rounds_mm=0, queries_per_round=3, n_mixed_marginals=0,
-                                      n_linear_thresholds=30, max_marginal_cells=None)
+import small_annealed as small  # tests/small_annealed.py
 
 
 def test_the_margins_join_the_annealed_cm_step_only() -> None:
     """The option adds "BM" to the annealed CM step's joined classes and changes nothing else
     of the plan or the workload; without base marginals or without annealing there is
     nothing to join."""
-    queries, plan, counts = _plan()
-    joined_queries, joined_plan, joined_counts = _plan(cm_anneal_margins=True)
+    queries, plan, counts = small.plan()
+    joined_queries, joined_plan, joined_counts = small.plan(cm_anneal_margins=True)
     assert [s.joined for s in joined_plan] == [("BM",) if s.query_class == "CM" else () for s in plan]
     assert [s.query_class for s in plan][:2] == ["BM", "CM"] and plan[1].annealed
     assert [(s.query_class, s.weight, s.k, s.annealed_rounds) for s in joined_plan] == [
         (s.query_class, s.weight, s.k, s.annealed_rounds) for s in plan]
     assert joined_counts == counts and joined_queries.n_groups == queries.n_groups
-    assert _plan(cm_anneal_margins=True, base_share=0.0)[1] == _plan(base_share=0.0)[1]
-    outright = _plan(cm_anneal_margins=True, cm_anneal=False)[1]
+    assert small.plan(cm_anneal_margins=True, base_share=0.0)[1] == small.plan(base_share=0.0)[1]
+    outright = small.plan(cm_anneal_margins=True, cm_anneal=False)[1]
     assert all(s.joined == () for s in outright)
 
 
@@ -64,7 +44,7 @@ def test_the_option_is_checked_and_described() -> None:
 def test_bonferroni_counts_an_annealed_step_s_joined_groups() -> None:
     """An annealed step may measure a joined class's group in any round, so its T0 rounds count
     the K largest groups among its own class's and the joined ones'."""
-    queries, _, _ = _plan()
+    queries, _, _ = small.plan()
     sizes = {name: np.sort(queries.group_sizes[queries.group_class == CLASS_CODES[name]])[::-1]
              for name in ("BM", "CM")}
     assert sizes["CM"][0] > sizes["BM"][0]
@@ -84,10 +64,10 @@ def test_a_selected_margin_is_measured_again_as_a_charged_marginal(last_candidat
     (the base step's and the round's) and both reported with synthetic answers; the ledger
     closes to the budget."""
     picked = last_candidate_picks
-    frame = _frame()
+    frame = small.frame()
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_anneal_margins": True,
                                                                  "cm_outright_l1": None, "cm_margin_reserve": 0.0},
-                                   **RUN)
+                                   **small.RUN)
     report = result.report
     n = frame.height
     last_group = int(report.measurements.filter(pl.col("query_class") == "BM")["group"].max())
@@ -109,9 +89,10 @@ def test_a_selected_margin_is_measured_again_as_a_charged_marginal(last_candidat
 def test_a_precise_enough_cm_step_measures_no_margin_again_and_runs_as_without_the_option() -> None:
     """Where the CM share measures every table outright in one round, no margin is measured
     again and the run is the one without the option, bit for bit."""
-    frame = _frame()
-    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned"}, **RUN)
-    joined = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_anneal_margins": True}, **RUN)
+    frame = small.frame()
+    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned"}, **small.RUN)
+    joined = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_anneal_margins": True},
+                                   **small.RUN)
     assert not any(e.description == "CM selection" for e in plain.report.events)
     assert [(e.description, e.rho.hex()) for e in joined.report.events] == [
         (e.description, e.rho.hex()) for e in plain.report.events]

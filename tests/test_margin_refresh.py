@@ -13,40 +13,21 @@ import pytest
 import polars_rap
 from polars_rap import planning
 from polars_rap.base_marginals import unheld_margins
-from polars_rap.domain import Domain
 from polars_rap.errors import DataError
-from polars_rap.projection import ProjectionConfig
 from polars_rap.queries import CLASS_CODES
 from polars_rap.strategy import PlannedStrategy
 
-MAPPING = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "t": (0.0, 10.0), "y": ["0", "1"]}
-RUN = dict(delta=1e-7, domain=MAPPING, labels=["y"], seed=3, relaxed_rows=50, rounds_lt=2,
-           n_linear_thresholds=30, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=8))
-
-
-def _frame(n: int = 800, seed: int = 0) -> pl.DataFrame:
-    rng = np.random.default_rng(seed)
-    a = rng.choice(["x", "y"], n)
-    b = np.where(a == "x", rng.choice(["p", "q", "r"], n, p=[0.7, 0.2, 0.1]), rng.choice(["p", "q", "r"], n))
-    return pl.DataFrame({"a": a, "b": b, "c": rng.choice(["u", "v", "w", "z"], n), "t": rng.uniform(0.0, 10.0, n),
-                         "y": np.where(a == "x", "1", rng.choice(["0", "1"], n))})
-
-
-def _plan(**settings):
-    domain = Domain.from_mapping(_frame().schema, MAPPING, ["y"])
-    return planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), rounds_cm=None,
-                                      rounds_lt=2, rounds_mm=0, queries_per_round=3, n_mixed_marginals=0,
-                                      n_linear_thresholds=30, max_marginal_cells=None)
+import small_annealed as small  # tests/small_annealed.py
 
 
 def _columns(queries, group: int) -> set[int]:
-    return set(queries.group_columns[queries.group_column_offsets[group]:queries.group_column_offsets[group + 1]])
+    return set(queries.columns_of(group).tolist())
 
 
 def test_unheld_margins_are_those_no_measured_table_holds() -> None:
     """One table (a, b, y) measured: only c's margin is unheld; every table (or none) measured:
     every margin is returned; other classes' groups hold nothing; no base groups, none."""
-    queries, _, _ = _plan()
+    queries, _, _ = small.plan()
     base = np.flatnonzero(queries.group_class == CLASS_CODES["BM"])
     tables = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
     assert len(base) == 3 and len(tables) == 3
@@ -58,7 +39,7 @@ def test_unheld_margins_are_those_no_measured_table_holds() -> None:
     np.testing.assert_array_equal(unheld_margins(queries, tables), base)
     np.testing.assert_array_equal(unheld_margins(queries, np.zeros(0, dtype=np.int64)), base)
     np.testing.assert_array_equal(unheld_margins(queries, lt), base)
-    no_base, _, _ = _plan(base_share=0.0)
+    no_base, _, _ = small.plan(base_share=0.0)
     assert len(unheld_margins(no_base, np.flatnonzero(no_base.group_class == CLASS_CODES["CM"]))) == 0
 
 
@@ -68,12 +49,12 @@ def test_the_refresh_measures_the_unheld_margins_with_the_reserve() -> None:
     (the last closing it), with the Gaussian noise of its charge; the refresh takes r of the
     CM step's charges (rounds' selections and measurements) to 1e-12; the ledger closes to
     the budget to the last float."""
-    frame = _frame()
+    frame = small.frame()
     reserve = 0.25
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_outright_l1": None,
-                                                                 "cm_margin_reserve": reserve}, **RUN)
+                                                                 "cm_margin_reserve": reserve}, **small.RUN)
     report, n = result.report, frame.height
-    queries, _, _ = _plan()
+    queries, _, _ = small.plan()
     base_events = [e for e in report.events if e.description.startswith("BM group")]
     first = sorted(int(e.description.split()[-1]) for e in base_events if e.round == 0)
     assert first == np.flatnonzero(queries.group_class == CLASS_CODES["BM"]).tolist()  # the same group ids
@@ -101,9 +82,11 @@ def test_the_refresh_measures_the_unheld_margins_with_the_reserve() -> None:
 def test_a_step_measured_outright_keeps_no_reserve_and_runs_as_without_it() -> None:
     """Where the CM share measures every table outright in one round, no margin is measured
     again and the run is the one without the option, bit for bit."""
-    frame = _frame()
-    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.0}, **RUN)
-    kept = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.3}, **RUN)
+    frame = small.frame()
+    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.0},
+                                  **small.RUN)
+    kept = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.3},
+                                 **small.RUN)
     assert not any(e.description == "CM selection" for e in plain.report.events)
     assert [(e.description, e.round, e.rho.hex()) for e in kept.report.events] == [
         (e.description, e.round, e.rho.hex()) for e in plain.report.events]
@@ -115,14 +98,14 @@ def test_the_plan_carries_the_reserve_and_the_noise_check_covers_it() -> None:
     """The annealed CM step carries the reserve and nothing else of the plan changes; the
     noise check counts the refresh's thinnest group, so a tiny reserve refuses a run the plan
     without it accepts."""
-    queries, plan, _ = _plan(cm_margin_reserve=0.0)
-    _, kept, _ = _plan(cm_margin_reserve=0.1)
+    queries, plan, _ = small.plan(cm_margin_reserve=0.0)
+    _, kept, _ = small.plan(cm_margin_reserve=0.1)
     assert [s.margin_reserve for s in kept] == [0.1 if s.annealed else 0.0 for s in plan]
     assert [(s.query_class, s.weight, s.k, s.annealed_rounds) for s in kept] == [
         (s.query_class, s.weight, s.k, s.annealed_rounds) for s in plan]
     thinnest = planning.smallest_share(plan, queries, 3, 0.0)
     planning.check_rows_against_noise(800, 0.01, plan, thinnest, 3, 0.5, 1.0)
-    _, tiny, _ = _plan(cm_margin_reserve=1e-9)
+    _, tiny, _ = small.plan(cm_margin_reserve=1e-9)
     with pytest.raises(DataError, match="too few"):
         planning.check_rows_against_noise(800, 0.01, tiny, thinnest, 3, 0.5, 1.0)
 
