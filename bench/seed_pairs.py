@@ -77,8 +77,9 @@ class Comparison:
                 .sort(KEY))
 
 
-def _histogram_share(share: float | None) -> Callable[[dict], bool]:
-    return lambda synthesize: _strategy(synthesize).get("histogram_share") == share
+def _setting(key: str, value) -> Callable[[dict], bool]:
+    """Rows whose strategy sets ``key`` to ``value`` (None: leaves it out)."""
+    return lambda synthesize: _strategy(synthesize).get(key) == value
 
 
 def _base_from_cm(synthesize: dict) -> bool:
@@ -88,14 +89,6 @@ def _base_from_cm(synthesize: dict) -> bool:
 
 def _lt_rounds_10(synthesize: dict) -> bool:
     return synthesize == {"rounds_lt": 10}
-
-
-def _cm_anneal_margins(synthesize: dict) -> bool:
-    return _strategy(synthesize).get("cm_anneal_margins") is True
-
-
-def _margin_reserve(reserve: float) -> Callable[[dict], bool]:
-    return lambda synthesize: _strategy(synthesize).get("cm_margin_reserve") == reserve
 
 
 def _default(synthesize: dict) -> bool:
@@ -109,9 +102,10 @@ COMPARISONS = {
             "against the default of its day (5% of every class's budget). Seeds 0-2: "
             "``ablation_tree_share.csv`` (the 20% step) beside the default rows of that day "
             "(``rerun_rap_2026-11-25.csv``); seeds 3-5: ``ablation_tree_share_seeds.csv`` (both steps).",
-        pairs=((Source("ablation_tree_share.csv", _histogram_share(0.2)), Source("rerun_rap_2026-11-25.csv", _default)),
-               (Source("ablation_tree_share_seeds.csv", _histogram_share(0.2)),
-                Source("ablation_tree_share_seeds.csv", _histogram_share(None)))),
+        pairs=((Source("ablation_tree_share.csv", _setting("histogram_share", 0.2)),
+                Source("rerun_rap_2026-11-25.csv", _default)),
+               (Source("ablation_tree_share_seeds.csv", _setting("histogram_share", 0.2)),
+                Source("ablation_tree_share_seeds.csv", _setting("histogram_share", None)))),
         out="tree_share_pairs.md"),
     "base_from_cm_20": Comparison(
         title="Base marginals at 20%, paid by the categorical share, against the default, seed by seed",
@@ -145,7 +139,7 @@ COMPARISONS = {
             "candidates) against the default of 2026-11-28 (10 threshold rounds), seeds 0-5: "
             "``ablation_cm_anneal_margins.csv`` beside lt_rounds_off's 10-round step (``ablation_lt_rounds_off.csv``, "
             "``rounds_lt=10``: the default since, its seeds 0-2 equal to the headline's rap++ rows to the last float).",
-        pairs=((Source("ablation_cm_anneal_margins.csv", _cm_anneal_margins),
+        pairs=((Source("ablation_cm_anneal_margins.csv", _setting("cm_anneal_margins", True)),
                 Source("ablation_lt_rounds_off.csv", _lt_rounds_10)),),
         out="cm_anneal_margins_pairs.md"),
     "cm_margin_reserve": Comparison(
@@ -155,9 +149,9 @@ COMPARISONS = {
             "(numerics moved to their histograms). Seeds 0-2: ``ablation_cm_margin_reserve.csv`` beside the "
             "default's rows of the rerun of 2026-11-28d (``rerun_rap_2026-11-28d.csv``); seeds 3-5: the same CSV "
             "beside the default rerun at those seeds (``rerun_rap_2026-11-28e_seeds345.csv``).",
-        pairs=((Source("ablation_cm_margin_reserve.csv", _margin_reserve(0.1)),
+        pairs=((Source("ablation_cm_margin_reserve.csv", _setting("cm_margin_reserve", 0.1)),
                 Source("rerun_rap_2026-11-28d.csv", _default)),
-               (Source("ablation_cm_margin_reserve.csv", _margin_reserve(0.1)),
+               (Source("ablation_cm_margin_reserve.csv", _setting("cm_margin_reserve", 0.1)),
                 Source("rerun_rap_2026-11-28e_seeds345.csv", _default))),
         out="cm_margin_reserve_pairs.md"),
 }
