@@ -58,6 +58,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run histogram_match --epsilons 0.25 1  # numerics moved to their histograms (#14)
     python -m bench.ablations --run base_size_exponent --epsilons 0.25 1  # base budget by cells^(2/3) (#20)
     python -m bench.ablations --run cm_margin_reserve --epsilons 0.25 1  # unheld margins measured again (#20)
+    python -m bench.ablations --run cm_anneal_pairs --epsilons 0.25 1  # feature pairs as annealed candidates (#20)
 
 (``--steps`` runs only the steps of those labels: one candidate at more seeds or another ε.)
 
@@ -561,6 +562,14 @@ STEPS["cm_margin_reserve"] = [
      "feature is held)"),
     ("20% of the CM share refreshes the unheld margins", {"strategy": {**PLANNED, "cm_margin_reserve": 0.2}},
      "twice the reserve"),
+]
+STEPS["cm_anneal_pairs"] = [
+    ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28e)"),
+    ("feature pairs join the annealed CM rounds", {"strategy": {**PLANNED, "cm_anneal_pairs": True}},
+     "#20: f1_diagnosis.md found CA's strongest interactions among the label's best predictors missing (COW x "
+     "OCCP: conditional MI 0.18 real, 0.01 rap++, 0.19 AIM, which measured the 225-cell 2-way COW x OCCP); its "
+     "label-crossed table (450 cells) is never worth its noise: the 2-way feature pairs, half the cells, compete "
+     "in the annealed rounds (AIM's downward closure), and a table whose pair is measured leaves the prior"),
 ]
 WARM_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24c.csv"
 """The ``rap++`` rows of the planned default with warm threshold rounds and every CM table

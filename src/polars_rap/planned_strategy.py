@@ -206,6 +206,11 @@ class PlannedStrategy:
         tables (its downward closure). A feature that no measured table holds otherwise keeps the
         base step's margin alone, and each table it leaves unmeasured inherits that margin's noise
         through the prior. False (default): only the CM tables compete.
+    cm_anneal_pairs : bool
+        With ``cm_anneal``: the 2-way marginals of two features without the label join the
+        annealed CM step's candidates (:mod:`polars_rap.feature_pairs`), half the cells of their
+        label-crossed tables, as AIM's selection may pick a subset of a workload table. False
+        (default): only the CM tables (and whatever ``cm_anneal_margins`` adds) compete.
     cm_margin_reserve : float
         With ``cm_anneal`` and the base marginals: the part of the annealed CM step's budget kept
         from its rounds for one last measurement of the base marginals whose feature no table
@@ -316,6 +321,7 @@ class PlannedStrategy:
     cm_outright_l1: float | None = 0.15
     cm_anneal_last: bool = False
     cm_anneal_margins: bool = False
+    cm_anneal_pairs: bool = False
     cm_margin_reserve: float = 0.1
     cm_prefixes: tuple[float, ...] | None = None
     cm_prefixes_share: float | None = None
@@ -381,7 +387,8 @@ class PlannedStrategy:
                 "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
                 "cm_anneal_selection_share": self.cm_anneal_selection_share,
                 "cm_outright_l1": self.cm_outright_l1, "cm_anneal_last": self.cm_anneal_last,
-                "cm_anneal_margins": self.cm_anneal_margins, "cm_margin_reserve": self.cm_margin_reserve,
+                "cm_anneal_margins": self.cm_anneal_margins,
+                "cm_anneal_pairs": self.cm_anneal_pairs, "cm_margin_reserve": self.cm_margin_reserve,
                 "cm_prefixes": None if self.cm_prefixes is None else list(self.cm_prefixes),
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,

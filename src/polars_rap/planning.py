@@ -19,6 +19,7 @@ from polars_rap.base_marginals import add_base_marginals
 from polars_rap.categorical_prefixes import add_categorical_prefixes
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
+from polars_rap.feature_pairs import add_feature_pairs
 from polars_rap.histogram_nodes import add_histogram_nodes
 from polars_rap.null_rates import add_null_rates
 from polars_rap.numeric_histograms import add_numeric_histograms, histogram_runs
@@ -69,6 +70,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
                                                          size_exponent=getattr(strategy, "base_size_exponent", None))
         if getattr(strategy, "cm_anneal_margins", False) and "BM" in group_counts:
             plan = join_annealed(plan, "CM", "BM")
+    if getattr(strategy, "cm_anneal_pairs", False):  # a strategy object of the user's may not know it
+        queries, plan, group_counts = add_feature_pairs(domain, queries, plan, group_counts, max_marginal_cells)
     if strategy.histogram_share > 0:
         queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
                                                              strategy.histogram_share, strategy.histogram_bins,

@@ -82,9 +82,10 @@ class QueryClass:
     NUMERIC_HISTOGRAM = 5  # prefixes of each numeric column's histogram x label: polars_rap.numeric_histograms
     CATEGORICAL_PREFIX = 6  # a feature block x label x one numeric prefix: polars_rap.categorical_prefixes
     HISTOGRAM_NODE = 7  # a node of a numeric histogram's tree x label, fitted, never measured: polars_rap.histogram_nodes
+    FEATURE_PAIR = 8  # two feature blocks, no label, candidates of the annealed CM step: polars_rap.feature_pairs
     NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal",
-             "numeric_histogram", "categorical_prefix", "histogram_node")
-    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH", "CP", "HN")
+             "numeric_histogram", "categorical_prefix", "histogram_node", "feature_pair")
+    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH", "CP", "HN", "FP")
 
 
 CLASS_CODES = {short: code for code, short in enumerate(QueryClass.SHORT)}

@@ -120,7 +120,7 @@ def check_planned_settings(strategy) -> None:
             or not 0.0 < strategy.cm_prefixes_share < 1.0):
         msg = f"cm_prefixes_share must be a number in (0, 1) or None. Got {strategy.cm_prefixes_share!r}"
         raise ParameterError(msg)
-    for flag in ("cm_anneal", "cm_anneal_last", "cm_anneal_margins", "integer_cells"):
+    for flag in ("cm_anneal", "cm_anneal_last", "cm_anneal_margins", "cm_anneal_pairs", "integer_cells"):
         if not isinstance(getattr(strategy, flag), bool):
             msg = f"{flag} must be True or False. Got {getattr(strategy, flag)!r}"
             raise ParameterError(msg)
