@@ -122,19 +122,26 @@ def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
     assert pl.read_parquet(files).equals(block)
 
 
-def test_with_a_public_table_the_report_says_the_fitted_coupling_everywhere():
-    """A public table keeps each row's numerics ("fitted", as #19 measured it): the report's
-    strategy settings say so too, not the strategy's default "label"."""
+def test_with_a_public_table_the_coupling_follows_its_use():
+    """Decoded rows keep the strategy's coupling and histogram margins with a public table too
+    (after a label model's redraw they act on the new labels), but rows that may be released
+    public rows ("reweight") keep each row's numerics ("fitted"), which the report's strategy
+    settings say too, not the strategy's default "label"."""
     rng = np.random.default_rng(8)
 
     def table(n):
         return pl.DataFrame({"y": rng.choice(["n", "p"], n), "a": rng.random(n), "c": rng.random(n)})
 
-    result = polars_rap.synthesize(
-        table(300), epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)},
+    private, public = table(300), table(200)
+    runs = {use: polars_rap.synthesize(
+        private, epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)},
         labels=["y"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False,
-        public=table(200), public_use=["init"])
+        public=public, public_use=[use]) for use in ("labels", "init", "reweight")}
     assert PlannedStrategy().numeric_coupling == "label"
-    assert result.report.parameters["numeric_coupling"] == "fitted"
-    assert result.report.parameters["strategy"]["numeric_coupling"] == "fitted"
-    assert result.histogram_margins is None  # measured without a public table, as the coupling
+    for use in ("labels", "init"):
+        assert runs[use].report.parameters["numeric_coupling"] == "label"
+        assert runs[use].report.parameters["strategy"]["numeric_coupling"] == "label"
+        assert runs[use].histogram_margins is not None
+    assert runs["reweight"].report.parameters["numeric_coupling"] == "fitted"
+    assert runs["reweight"].report.parameters["strategy"]["numeric_coupling"] == "fitted"
+    assert runs["reweight"].histogram_margins is None

@@ -365,12 +365,13 @@ def synthesize(
     label_model = None if "labels" not in public_uses else label_model_for_release(
         public_table, public_domain, relaxed, label_noise_std(record.groups, record.noise_stds, queries, public_domain),
         label_rng)
-    # Numerics permuted within each label were measured without a public table (ablation_numeric_coupling.md);
-    # with one (its rows released, its label model) the output keeps each row's numerics, as #19 measured it.
-    numeric_coupling = strategy.numeric_coupling if public_table is None else "fitted"
-    # Likewise the histogram margins (ablation_histogram_match.md), and released public rows stay public rows.
-    margins = None if public_table is not None else histogram_margins(record, queries,
-                                                                       getattr(strategy, "histogram_match", None))
+    # Numerics permuted within each label and moved toward its released histograms keep each label's measured
+    # numerics; after a public label model's redraw they act on the new labels, whose rows otherwise carry the
+    # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels.md). Rows that may be released public rows
+    # ("reweight") stay as they are.
+    keeps_rows = "reweight" in public_uses
+    numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
+    margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
@@ -385,7 +386,7 @@ def synthesize(
                               numeric_coupling=numeric_coupling, margins=margins)
         synthetic_frame = pl.scan_parquet(files)
     described = strategy.describe()
-    if "numeric_coupling" in described:  # the strategy's settings as they ran: with a public table, "fitted"
+    if "numeric_coupling" in described:  # the strategy's settings as they ran: with "reweight", "fitted"
         described["numeric_coupling"] = numeric_coupling
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
