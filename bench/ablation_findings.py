@@ -663,7 +663,25 @@ FINDINGS["lt_rounds_5"] = [
     "leave too much of the thresholds' workload to the histograms alone).",
 ]
 
+FINDINGS["cm_anneal_pairs"] = [
+    "Why: f1_diagnosis.md found CA's macro F1 at eps = 1 short of AIM's through the label's strongest predictors' "
+    "interactions as well as their margins: COW x OCCP's conditional mutual information given the label is 0.18 "
+    "in the real rows, 0.01 in rap++'s and 0.19 in AIM's, which measured the 2-way COW x OCCP (225 cells); the "
+    "label-crossed table (450 cells) never scores above its noise. 3 seeds, both datasets, eps 0.25 and 1, "
+    "against the default (the headline's rap++ rows of 2026-11-28e):",
+    "2-way feature pairs join the annealed CM rounds' candidates, a table whose pair is measured leaving the "
+    "prior (cm_anneal_pairs=True): dropped, left as an option. CM 1.16/1.14x on CA (eps 0.25/1) and 1.10/1.03x on "
+    "Adult, macro F1 -0.024/0.000 on CA (seed 2 at 0.25: 0.693) and -0.009/+0.006 on Adult, MM 0.90/1.02x and "
+    "1.24/0.88x, LT 0.98/1.08x and 1.19/0.94x. The pairs take rounds from the label-crossed tables, and a table "
+    "whose pair was measured loses the prior's pull toward its features' margins given the label while "
+    "nothing measures its label interaction (a reading: which pairs were picked was not traced). Next, if at "
+    "all: the pair measured but its table kept in the prior, raked to the pair's answers (the table of no "
+    "three-way interaction given its three 2-way margins) instead of leaving it.",
+]
+
 SECONDS_NOTES: dict[str, str] = {
+    "cm_anneal_pairs": ("Seconds: the runs ran alone on 2026-11-28 but for about 15 s of unit tests during the "
+                        "first CA run. The accuracy figures are deterministic."),
     "cm_margin_reserve": ("Seconds: the 10% step's seeds 0-2 shared the 2 cores with about a minute of unit "
                           "tests; the rest ran alone. The accuracy figures are deterministic."),
     "base_size_exponent": ("Seconds: the 2/3 step's runs ran alone but for about a minute of unit tests during CA's "
