@@ -367,7 +367,7 @@ def synthesize(
         label_rng)
     # Numerics permuted within each label and moved toward its released histograms keep each label's measured
     # numerics; after a public label model's redraw they act on the new labels, whose rows otherwise carry the
-    # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels.md). Rows that may be released public rows
+    # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels_fitted.md). Rows that may be released public rows
     # ("reweight") stay as they are.
     keeps_rows = "reweight" in public_uses
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
