@@ -32,3 +32,19 @@ def plan(**settings):
     return planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), rounds_cm=None,
                                       rounds_lt=2, rounds_mm=0, queries_per_round=3, n_mixed_marginals=0,
                                       n_linear_thresholds=30, max_marginal_cells=None)
+
+
+def assert_precise_run_unchanged(option: dict, base: dict | None = None) -> None:
+    """At epsilon 50 the CM share measures every table outright in one round (no selection):
+    a run of :func:`frame` with the strategy setting ``option`` on top of ``base`` is then the
+    run with ``base`` alone, bit for bit (ledger events, relaxed rows, decoded rows)."""
+    import polars_rap
+
+    strategy = {"name": "planned", **(base or {})}
+    plain = polars_rap.synthesize(frame(), epsilon=50.0, strategy=strategy, **RUN)
+    changed = polars_rap.synthesize(frame(), epsilon=50.0, strategy={**strategy, **option}, **RUN)
+    assert not any(e.description == "CM selection" for e in plain.report.events)
+    assert [(e.description, e.round, e.rho.hex()) for e in changed.report.events] == [
+        (e.description, e.round, e.rho.hex()) for e in plain.report.events]
+    np.testing.assert_array_equal(changed.relaxed, plain.relaxed)
+    assert changed.data.equals(plain.data)

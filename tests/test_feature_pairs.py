@@ -102,12 +102,4 @@ def test_a_selected_pair_is_measured_as_a_charged_marginal(last_candidate_picks)
 def test_a_precise_enough_cm_step_runs_as_without_the_option() -> None:
     """Where the CM share measures every table outright in one round, no pair competes and the
     run is the one without the option, bit for bit."""
-    frame = small.frame()
-    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned"}, **small.RUN)
-    joined = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_anneal_pairs": True},
-                                   **small.RUN)
-    assert not any(e.description == "CM selection" for e in plain.report.events)
-    assert [(e.description, e.rho.hex()) for e in joined.report.events] == [
-        (e.description, e.rho.hex()) for e in plain.report.events]
-    np.testing.assert_array_equal(joined.relaxed, plain.relaxed)
-    assert joined.data.equals(plain.data)
+    small.assert_precise_run_unchanged({"cm_anneal_pairs": True})

@@ -82,16 +82,8 @@ def test_the_refresh_measures_the_unheld_margins_with_the_reserve() -> None:
 def test_a_step_measured_outright_keeps_no_reserve_and_runs_as_without_it() -> None:
     """Where the CM share measures every table outright in one round, no margin is measured
     again and the run is the one without the option, bit for bit."""
-    frame = small.frame()
-    plain = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.0},
-                                  **small.RUN)
-    kept = polars_rap.synthesize(frame, epsilon=50.0, strategy={"name": "planned", "cm_margin_reserve": 0.3},
-                                 **small.RUN)
-    assert not any(e.description == "CM selection" for e in plain.report.events)
-    assert [(e.description, e.round, e.rho.hex()) for e in kept.report.events] == [
-        (e.description, e.round, e.rho.hex()) for e in plain.report.events]
-    np.testing.assert_array_equal(kept.relaxed, plain.relaxed)
-    assert kept.data.equals(plain.data)
+    small.assert_precise_run_unchanged({"cm_margin_reserve": 0.3}, base={"cm_margin_reserve": 0.0})
+
 
 
 def test_the_plan_carries_the_reserve_and_the_noise_check_covers_it() -> None:
