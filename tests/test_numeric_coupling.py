@@ -12,6 +12,7 @@ from polars_rap.encoding import decode
 from polars_rap.errors import ParameterError
 from polars_rap.model import SyntheticModel
 from polars_rap.numeric_coupling import check_numeric_coupling, decouple_numerics
+from polars_rap.public_labels import LabelModel, _n_features
 from polars_rap.strategy import PaperStrategy, PlannedStrategy
 
 SCHEMA = {"y": pl.String, "z": pl.String, "a": pl.Float64, "b": pl.Int64}
@@ -72,6 +73,51 @@ def test_without_labels_or_numerics_nothing_moves():
     categorical = Domain.from_mapping({"y": pl.String}, {"y": ["n", "p"]}, ["y"])
     empty = np.zeros((5, 0))
     assert decouple_numerics(np.zeros((5, 1), dtype=np.int32), empty, categorical, rng) is empty
+
+
+def test_after_a_label_redraw_each_label_draws_from_the_rows_that_held_it_before():
+    """Label 0's values lie in [0, 0.5), label 1's in [0.5, 1); a third of the labels flip. Each
+    row then gets values of its new label's pool (the rows of that label before the flip),
+    nulls stay, and a group whose pool is empty keeps its own values."""
+    domain = _domain(labels=("y",))
+    rng = np.random.default_rng(9)
+    codes, _ = _sample(domain, 6_000, rng)
+    codes[:, 0] = rng.integers(0, 2, 6_000)  # labels n and p only: q has no rows before
+    before = codes.copy()
+    numerics = (rng.random((6_000, 2)) + codes[:, [0]]) / 2
+    after = codes.copy()
+    flip = rng.random(6_000) < 1 / 3
+    after[flip, 0] = 1 - after[flip, 0]
+    after[:10, 0] = 2  # ten rows to q, which no row held before
+    out = decouple_numerics(after, numerics, domain, rng, pool_codes=before)
+    np.testing.assert_array_equal(out[:10], numerics[:10])
+    null = after[:, domain.block_index("b", indicator=True)] == 1
+    cases = [(label, 0, None) for label in (0, 1)] + [(label, 1, state) for label in (0, 1) for state in (0, 1)]
+    for label, j, state in cases:
+        same = np.ones(6_000, dtype=bool) if state is None else null == state
+        rows = (after[:, 0] == label) & same
+        rows[:10] = False
+        pool = (before[:, 0] == label) & same  # a null b's value is drawn among null rows: it stays null
+        assert np.isin(out[rows, j], numerics[pool, j]).all()
+        assert np.all((out[rows, j] >= label / 2) & (out[rows, j] < (label + 1) / 2))
+        # without replacement while the pool lasts: as many distinct values as the smaller side
+        assert len(np.unique(out[rows, j])) >= min(rows.sum(), pool.sum()) - 1
+
+
+def test_decode_with_a_label_model_keeps_each_labels_numerics():
+    """A model that labels every row "p": with the "label" coupling every row's numeric is one
+    the "p" rows held (the fitted distribution of "p"), not the "n" rows' it was decoded with."""
+    domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64}, {"y": ["n", "p"], "a": (0.0, 1.0)}, ["y"])
+    relaxed = np.array([[1.0, 0.0, 0.1]] * 5 + [[0.0, 1.0, 0.9]] * 5, dtype=np.float32)
+    coefficients = np.zeros((_n_features(domain, 0), 2))
+    coefficients[0, 1] = 50.0
+    model = LabelModel(("y",), (coefficients,), 0.1)
+    out = decode(relaxed, domain, 1_000, np.random.default_rng(10), method="controlled", labels=model,
+                 numeric_coupling="label")
+    assert (out["y"] == "p").all()
+    np.testing.assert_allclose(out["a"].to_numpy(), 0.9, atol=1e-6)
+    fitted = decode(relaxed, domain, 1_000, np.random.default_rng(10), method="controlled", labels=model)
+    assert (fitted["y"] == "p").all() and np.isclose(fitted["a"].to_numpy(), 0.1, atol=1e-6).mean() == 0.5
 
 
 def test_decode_with_label_coupling_changes_only_the_pairing():

@@ -145,13 +145,16 @@ def test_a_large_ridge_leaves_the_public_model_and_a_small_one_the_synthetic_mar
             assert abs(drawn["weak"].codes[cell, label].mean() - synthetic.codes[cell, label].mean()) < 0.04
 
 
-def test_redraw_draws_each_label_from_the_models_probabilities(domain):
+def test_redraw_draws_each_label_from_the_models_probabilities_with_its_expected_counts(domain):
     rows = encoded(additive_table(40_000, 6), domain)
     label = domain.block_index("y")
     coefficients = np.zeros((_n_features(domain, label), 2))
     coefficients[1 + 0, 1] = 1.5  # a = p raises the odds of "yes" by e^1.5
     coefficients[0, 1] = -0.5
+    logits = np.where(rows.codes[:, 0] == 0, 1.0, -0.5)
+    expected = (1 / (1 + np.exp(-logits))).sum()
     LabelModel(("y",), (coefficients,), 0.1).redraw(rows, domain, np.random.default_rng(7))
+    assert rows.codes[:, label].sum() == round(expected)  # no binomial noise in the count
     for a_code, logit in ((0, 1.0), (1, -0.5), (2, -0.5)):
         chosen = rows.codes[:, 0] == a_code
         p = 1 / (1 + np.exp(-logit))
@@ -160,16 +163,24 @@ def test_redraw_draws_each_label_from_the_models_probabilities(domain):
 
 
 def test_a_share_below_one_redraws_that_share_of_the_rows_and_keeps_the_others(domain):
+    """The model says "yes" exactly where a = p: a quarter of the rows are redrawn, so about a
+    quarter of the a = p rows that were "no" turn "yes", a quarter of the others that were
+    "yes" turn "no", the rest keep their labels, and the count of "yes" moves a quarter of the
+    way to the model's (the rows with a = p)."""
     rows = encoded(additive_table(40_000, 13), domain)
     label = domain.block_index("y")
     coefficients = np.zeros((_n_features(domain, label), 2))
-    coefficients[0, 1] = 50.0  # the model says "yes" for every row
+    coefficients[0, 1], coefficients[1 + 0, 1] = -50.0, 100.0
     before = rows.codes[:, label].copy()
     LabelModel(("y",), (coefficients,), 0.1, share=0.25).redraw(rows, domain, np.random.default_rng(8))
     after = rows.codes[:, label]
-    assert np.all(after[before == 1] == 1)
-    turned = after[before == 0].mean()  # the "no" rows redrawn (all to "yes")
-    assert abs(turned - 0.25) < 4 * np.sqrt(0.25 * 0.75 / (before == 0).sum()), turned
+    is_p = rows.codes[:, 0] == 0
+    moved = is_p.sum() - before.sum()
+    assert abs(after.sum() - (before.sum() + 0.25 * moved)) < 0.02 * abs(moved)
+    assert after[(before == 1) & is_p].mean() > 0.99 and after[(before == 0) & ~is_p].mean() < 0.01
+    for was, turned_to in (((before == 0) & is_p, after == 1), ((before == 1) & ~is_p, after == 0)):
+        turned = turned_to[was].mean()
+        assert abs(turned - 0.25) < 4 * np.sqrt(0.25 * 0.75 / was.sum()) + 0.01, turned
 
 
 # ------------------------------------------------------------------ the ridge

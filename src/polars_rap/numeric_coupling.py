@@ -31,7 +31,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 
-__all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics"]
+__all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics", "redrawn_pools"]
 
 NUMERIC_COUPLINGS = ("fitted", "label")
 
@@ -45,11 +45,17 @@ def check_numeric_coupling(value: object) -> str:
 
 
 def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
-                      rng: np.random.Generator) -> np.ndarray:
+                      rng: np.random.Generator, pool_codes: np.ndarray | None = None) -> np.ndarray:
     """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, one column per numeric
     column of ``domain``) with each column permuted within the groups of rows sharing their
     label codes (``codes``: int32[n, n_blocks]) and, for a nullable column, its null indicator:
     the ``"label"`` coupling. Unchanged (the same array) without labels or numeric columns.
+
+    ``pool_codes`` (int32[n, n_blocks], the rows' codes before a public label model redrew their
+    labels): each label group's values are then drawn from the rows that held that label
+    *before* the redraw (without replacement while they last, then with), so that every numeric
+    column's distribution within each label stays the one the projection fitted, whichever rows
+    now carry the label (:func:`redrawn_pools`).
 
     >>> import polars as pl
     >>> domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64, "b": pl.Float64},
@@ -64,6 +70,8 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
     n_rows = numerics.shape[0]
     if not labels or numerics.shape[1] == 0 or n_rows < 2:
         return numerics
+    if pool_codes is not None:
+        return redrawn_pools(codes, pool_codes, numerics, domain, labels, rng)
     _, label_group = np.unique(codes[:, labels], axis=0, return_inverse=True)
     label_group = label_group.reshape(-1).astype(np.int64)
     out = numerics.copy()
@@ -75,4 +83,35 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
         by_group = np.argsort(group, kind="stable")
         shuffled = np.lexsort((rng.random(n_rows), group))  # the same groups, each in a random order
         out[by_group, j] = numerics[shuffled, j]
+    return out
+
+
+def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarray, domain: Domain,
+                  labels: list[int], rng: np.random.Generator) -> np.ndarray:
+    """float64[n, n_numeric]: :func:`decouple_numerics` after a label redraw. For each numeric
+    column and each group of rows sharing their labels (``codes``, after the redraw) and null
+    indicator, values drawn from the group's *pool*: the rows that held those labels before the
+    redraw (``pool_codes``) and the same null indicator (the redraw moves labels only). A pool
+    gives each value once, in a random order, then (where the group outgrew its pool) draws with
+    replacement; a group whose pool is empty keeps its rows' own values."""
+    n_rows = numerics.shape[0]
+    _, label_group = np.unique(np.concatenate([codes[:, labels], pool_codes[:, labels]]), axis=0,
+                               return_inverse=True)
+    label_group = label_group.reshape(-1).astype(np.int64)
+    after, before = label_group[:n_rows], label_group[n_rows:]
+    out = numerics.copy()
+    for j, spec in enumerate(domain.numeric_columns):
+        group_after, group_before = after, before
+        if spec.nullable:
+            is_null = codes[:, domain.block_index(spec.name, indicator=True)] == 1
+            group_after, group_before = after * 2 + is_null, before * 2 + is_null
+        for group in np.unique(group_after):
+            targets = np.flatnonzero(group_after == group)
+            pool = np.flatnonzero(group_before == group)
+            if len(pool) == 0:
+                continue
+            drawn = rng.permutation(pool)[:len(targets)]
+            if len(targets) > len(pool):
+                drawn = np.concatenate([drawn, rng.choice(pool, len(targets) - len(pool))])
+            out[targets, j] = numerics[drawn, j]
     return out
