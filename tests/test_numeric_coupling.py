@@ -104,20 +104,27 @@ def test_after_a_label_redraw_each_label_draws_from_the_rows_that_held_it_before
         assert len(np.unique(out[rows, j])) >= min(rows.sum(), pool.sum()) - 1
 
 
-def test_decode_with_a_label_model_keeps_each_labels_numerics():
-    """A model that labels every row "p": with the "label" coupling every row's numeric is one
-    the "p" rows held (the fitted distribution of "p"), not the "n" rows' it was decoded with."""
+def test_decode_with_a_label_model_keeps_each_labels_numerics_where_the_measurements_win():
+    """A model that labels every row "p", the "n" rows decoded with a = 0.1 and the "p" rows with
+    0.9. Redrawing a share of the rows (the measurements win), every "p" row then holds a value
+    the "p" rows held as decoded, and every "n" row one of the "n" rows'; redrawing all of them
+    (the model wins), the numerics stay with their rows and follow the new labels."""
     domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64}, {"y": ["n", "p"], "a": (0.0, 1.0)}, ["y"])
     relaxed = np.array([[1.0, 0.0, 0.1]] * 5 + [[0.0, 1.0, 0.9]] * 5, dtype=np.float32)
     coefficients = np.zeros((_n_features(domain, 0), 2))
     coefficients[0, 1] = 50.0
-    model = LabelModel(("y",), (coefficients,), 0.1)
-    out = decode(relaxed, domain, 1_000, np.random.default_rng(10), method="controlled", labels=model,
-                 numeric_coupling="label")
-    assert (out["y"] == "p").all()
-    np.testing.assert_allclose(out["a"].to_numpy(), 0.9, atol=1e-6)
-    fitted = decode(relaxed, domain, 1_000, np.random.default_rng(10), method="controlled", labels=model)
-    assert (fitted["y"] == "p").all() and np.isclose(fitted["a"].to_numpy(), 0.1, atol=1e-6).mean() == 0.5
+    for share in (0.5, 1.0):
+        model = LabelModel(("y",), (coefficients,), 0.1, share=share)
+        out = decode(relaxed, domain, 1_000, np.random.default_rng(10), method="controlled", labels=model,
+                     numeric_coupling="label")
+        is_p = (out["y"] == "p").to_numpy()
+        a = out["a"].to_numpy()
+        if share < 1.0:
+            assert 0.6 < is_p.mean() < 0.9  # a part of the "n" rows turned
+            np.testing.assert_allclose(a[is_p], 0.9, atol=1e-6)
+            np.testing.assert_allclose(a[~is_p], 0.1, atol=1e-6)
+        else:
+            assert is_p.all() and np.isclose(a, 0.1, atol=1e-6).mean() == 0.5
 
 
 def test_decode_with_label_coupling_changes_only_the_pairing():

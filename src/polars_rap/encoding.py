@@ -383,8 +383,9 @@ def decode(
     table's :class:`~polars_rap.public_labels.LabelModel`), each row's labels are then redrawn
     from it given the row's other columns. ``numeric_coupling`` ``"label"`` then permutes each
     numeric column's values among the rows of the same labels
-    (:func:`polars_rap.numeric_coupling.decouple_numerics`; after a redraw, each label's values
-    are drawn from the rows that held it as decoded); ``"fitted"`` keeps each row's.
+    (:func:`polars_rap.numeric_coupling.decouple_numerics`; after a redraw of a share of the rows,
+    each label's values are drawn from the rows that held it as decoded: :mod:`polars_rap.public_labels`
+    says why only then); ``"fitted"`` keeps each row's.
     With ``margins`` the numeric values are last moved toward the released histograms
     (:mod:`polars_rap.histogram_margins`), chunk by chunk.
     """
@@ -410,9 +411,9 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
     sample = decode_codes(relaxed, domain, rows, rng, uniforms)
-    pool_codes = None  # the labels as decoded: each label's numerics stay those it was fitted with
+    pool_codes = None  # the labels as decoded, where the measurements win: each label keeps its fitted numerics
     if labels is not None:
-        if numeric_coupling == "label":
+        if numeric_coupling == "label" and labels.share < 1.0:
             pool_codes = sample.codes.copy()
         labels.redraw(sample, domain, rng)
     if numeric_coupling == "label":
