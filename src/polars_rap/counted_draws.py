@@ -2,9 +2,11 @@
 number of rows drawing each code fixed in advance.
 
 A public label model (:mod:`polars_rap.public_labels`) redraws the labels of a share of the
-decoded rows. Drawn independently, each label value's count carries binomial noise (a std of
-about 90 rows in 39,000 redrawn on acs-income-CA at ε = 1), and every class-conditional query
-of the workload moves with it. Drawn here, with the counts the model expects, they do not:
+decoded rows. Drawn independently, each label value's count carries binomial noise (a standard
+deviation of ``sqrt(sum_i p_i (1 - p_i))`` rows, of the order of 100 for the 52,000 rows a third
+of acs-income-CA's output makes), and every class-conditional query of the workload moves with
+it. Drawn here, with counts the caller fixes (:meth:`~polars_rap.public_labels.LabelModel.redraw`'s),
+they do not:
 
 1. Calibration: for the codes in turn, a common shift ``t`` of the log-odds of code ``c``
    against the codes after it, ``logit q_ic = log p_ic - log sum_{c' > c} p_ic'``, is found
