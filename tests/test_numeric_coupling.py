@@ -177,9 +177,9 @@ def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
 
 def test_with_a_public_table_the_coupling_follows_its_use():
     """Decoded rows keep the strategy's coupling and histogram margins with a public table too
-    (after a label model's redraw they act on the new labels), but rows that may be released
-    public rows ("reweight") keep each row's numerics ("fitted"), which the report's strategy
-    settings say too, not the strategy's default "label"."""
+    (after a label model's redraw they act on the new labels), but released public rows
+    ("reweight", where its check chose them) keep each row's numerics ("fitted"), which the
+    report's strategy settings say too, not the strategy's default "label"."""
     rng = np.random.default_rng(8)
 
     def table(n):
@@ -195,6 +195,8 @@ def test_with_a_public_table_the_coupling_follows_its_use():
         assert runs[use].report.parameters["numeric_coupling"] == "label"
         assert runs[use].report.parameters["strategy"]["numeric_coupling"] == "label"
         assert runs[use].histogram_margins is not None
-    assert runs["reweight"].report.parameters["numeric_coupling"] == "fitted"
-    assert runs["reweight"].report.parameters["strategy"]["numeric_coupling"] == "fitted"
-    assert runs["reweight"].histogram_margins is None
+    released = runs["reweight"].report.public_data["reweight_released"] != "synthetic rows"
+    expected = "fitted" if released else "label"  # both outcomes: test_public_reweight's matched and lost tables
+    assert runs["reweight"].report.parameters["numeric_coupling"] == expected
+    assert runs["reweight"].report.parameters["strategy"]["numeric_coupling"] == expected
+    assert (runs["reweight"].histogram_margins is None) == released

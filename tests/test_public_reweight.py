@@ -266,6 +266,9 @@ def test_a_matching_public_table_is_released_reweighted_and_a_wrong_one_is_not(p
     lost = run(private, declared, public=wrong, public_use=["reweight"], epsilon=8.0)
     assert lost.report.public_data["reweight_released"] == "synthetic rows"
     assert (lost.data["SEX"] == 1).mean() > 0.2
+    # released public rows keep each row's numerics; the loop's rows decode as without a public table
+    assert matched.report.parameters["numeric_coupling"] == "fitted" and matched.histogram_margins is None
+    assert lost.report.parameters["numeric_coupling"] == "label" and lost.histogram_margins is not None
 
 
 def test_a_public_table_lacking_a_column_is_refused_for_reweight_naming_it(private, public, declared):

@@ -367,9 +367,9 @@ def synthesize(
         label_rng)
     # Numerics permuted within each label and moved toward its released histograms keep each label's measured
     # numerics; after a public label model's redraw they act on the new labels, whose rows otherwise carry the
-    # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels_fitted.md). Rows that may be released public rows
-    # ("reweight") stay as they are.
-    keeps_rows = "reweight" in public_uses
+    # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels_fitted.md). Released public rows ("reweight",
+    # when its check chose them) stay as they are; when it kept the loop's rows, those decode as without a public table.
+    keeps_rows = reweight_record is not None and reweight_record["reweight_released"] != "synthetic rows"
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
     margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
     files = None
@@ -386,7 +386,7 @@ def synthesize(
                               numeric_coupling=numeric_coupling, margins=margins)
         synthetic_frame = pl.scan_parquet(files)
     described = strategy.describe()
-    if "numeric_coupling" in described:  # the strategy's settings as they ran: with "reweight", "fitted"
+    if "numeric_coupling" in described:  # the strategy's settings as they ran: with released public rows, "fitted"
         described["numeric_coupling"] = numeric_coupling
     steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
     steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)

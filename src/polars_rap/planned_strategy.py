@@ -115,8 +115,8 @@ class PlannedStrategy:
         (0: the histogram's own). The projection's soft thresholds cannot pin rows on
         the heaps of a wide integer column (commute minutes on 10, 15, 30); the histograms saw
         them. Default 1; None: off. Needs the histograms (``histogram_share`` > 0) and the
-        prefixes fit (``histogram_fit="prefixes"``); without them, or with ``public_use``
-        ``"reweight"`` (its rows may be released public rows), it does nothing. Against
+        prefixes fit (``histogram_fit="prefixes"``); without them, or where ``public_use``
+        ``"reweight"``'s check releases public rows, it does nothing. Against
         off, 3 seeds on both datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_match.md``):
         MM 0.90-0.98x and LT 0.91-0.97x in every cell, the numeric KS 0.57x (CA) and 0.70x
         (Adult) at eps 1 and 0.98-1.02x at 0.25, CM unchanged, macro F1 -0.001 on Adult; 0.5
@@ -271,9 +271,9 @@ class PlannedStrategy:
         ``"label"``: each numeric column's values are permuted among the decoded rows of the
         same label value, so that the numeric columns are independent of each other and of the
         categorical features given the label (:mod:`polars_rap.numeric_coupling`;
-        post-processing, free; tables without a label keep ``"fitted"``, and so do runs with
-        ``public_use`` ``"reweight"``; after a public label model's redraw the values follow the
-        new labels). Within a label the
+        post-processing, free; tables without a label keep ``"fitted"``, and so do released
+        public rows (``public_use`` ``"reweight"``); after a public label model's redraw the
+        values follow the new labels). Within a label the
         fitted pairing comes from relaxed rows that are partly of each label, not from the
         data: at the default ``"label"``, 3 seeds at ε = 0.25 and 1
         (``bench/results/ablation_numeric_coupling.md``), LT error falls 36% and 45% on
