@@ -29,11 +29,10 @@ from pathlib import Path
 import polars as pl
 
 from bench.public_prior import CONDITIONS, DATASET, parameters
-from bench.run import RESULTS, prepare_dataset, table_markdown
+from bench.run import RESULTS, kept_notes, prepare_dataset, table_markdown
 
 OUT = RESULTS / "decode_spread.csv"
 METRICS = ("CM_mean_error", "MM_mean_error", "LT_mean_error", "macro_f1")
-HEADER = "## What it showed"
 
 
 def fit_and_decode(condition: str, epsilon: float, seed: int, decodes: int) -> list[dict]:
@@ -92,11 +91,8 @@ def write_outputs(out: Path) -> Path:
     results = pl.read_csv(out)
     table = summary(results)
     markdown = out.with_suffix(".md")
-    kept = ""
-    if markdown.exists() and HEADER in markdown.read_text():
-        kept = "\n" + markdown.read_text()[markdown.read_text().index(HEADER):]
     text = table_markdown(table, f"Decoding's spread ({out.name}; {DATASET}, bench.decode_spread)")
-    markdown.write_text(text + kept)
+    markdown.write_text(text + kept_notes(markdown))
     return markdown
 
 

@@ -47,7 +47,7 @@ import polars as pl
 from sklearn.linear_model import LogisticRegression
 
 from bench.diagnostics import shuffled_within_label
-from bench.run import RESULTS, prepare_dataset
+from bench.run import RESULTS, kept_notes, prepare_dataset
 
 NOISE_STDS = (0.0005, 0.001, 0.002, 0.003)
 """Per-cell noise stds (proportion units) of the real rows' noisy naive-Bayes tables."""
@@ -243,17 +243,6 @@ def report(names: Sequence[str], epsilon: float, seeds: Sequence[int], peer_data
         lines += _table(cmi_rows, ["pair", *frames])
         lines.append("")
     return lines
-
-
-NOTES_HEADING = "## What it showed"
-
-
-def kept_notes(path: Path) -> str:
-    """The hand-written section of an earlier ``path`` (from :data:`NOTES_HEADING` on), kept
-    when the tables are rewritten; empty when there is none."""
-    text = path.read_text() if path.exists() else ""
-    at = text.find(NOTES_HEADING)
-    return "" if at < 0 else "\n" + text[at:]
 
 
 def fit_peer(mechanism: str, name: str, epsilon: float, seed: int, bins: int, folder: Path) -> Path:

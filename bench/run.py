@@ -716,6 +716,17 @@ def table_markdown(table: pl.DataFrame, title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+NOTES_HEADING = "## What it showed"
+
+
+def kept_notes(path: Path) -> str:
+    """The hand-written section of an earlier ``path`` (from :data:`NOTES_HEADING` on), kept
+    when the tables are rewritten; empty when there is none."""
+    text = path.read_text() if path.exists() else ""
+    at = text.find(NOTES_HEADING)
+    return "" if at < 0 else "\n" + text[at:]
+
+
 def _seed_stats(frame: pl.DataFrame, column: str, by: Sequence[str] = ("variant", "epsilon")) -> pl.DataFrame:
     """Mean, min and max of ``column`` over seeds (ok rows with a value), per ``by``."""
     return (frame.filter((pl.col("status") == "ok") & pl.col(column).is_not_null())

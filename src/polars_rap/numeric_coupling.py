@@ -76,10 +76,7 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
     label_group = label_group.reshape(-1).astype(np.int64)
     out = numerics.copy()
     for j, spec in enumerate(domain.numeric_columns):
-        group = label_group
-        if spec.nullable:  # nulls stay where they are: their rows form groups of their own
-            is_null = codes[:, domain.block_index(spec.name, indicator=True)] == 1
-            group = label_group * 2 + is_null
+        group = _with_null_state(label_group, codes, domain, spec)
         by_group = np.argsort(group, kind="stable")
         shuffled = np.lexsort((rng.random(n_rows), group))  # the same groups, each in a random order
         out[by_group, j] = numerics[shuffled, j]
@@ -101,10 +98,8 @@ def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarra
     after, before = label_group[:n_rows], label_group[n_rows:]
     out = numerics.copy()
     for j, spec in enumerate(domain.numeric_columns):
-        group_after, group_before = after, before
-        if spec.nullable:
-            is_null = codes[:, domain.block_index(spec.name, indicator=True)] == 1
-            group_after, group_before = after * 2 + is_null, before * 2 + is_null
+        group_after = _with_null_state(after, codes, domain, spec)  # the redraw moves labels only:
+        group_before = _with_null_state(before, codes, domain, spec)  # the null indicators are the same
         for group in np.unique(group_after):
             targets = np.flatnonzero(group_after == group)
             pool = np.flatnonzero(group_before == group)
@@ -115,3 +110,11 @@ def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarra
                 drawn = np.concatenate([drawn, rng.choice(pool, len(targets) - len(pool))])
             out[targets, j] = numerics[drawn, j]
     return out
+
+
+def _with_null_state(label_group: np.ndarray, codes: np.ndarray, domain: Domain, spec) -> np.ndarray:
+    """int64[n]: each row's label group, split by its null indicator for a nullable numeric
+    column ``spec`` (nulls stay where they are: their rows form groups of their own)."""
+    if not spec.nullable:
+        return label_group
+    return label_group * 2 + (codes[:, domain.block_index(spec.name, indicator=True)] == 1)
