@@ -59,6 +59,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run base_size_exponent --epsilons 0.25 1  # base budget by cells^(2/3) (#20)
     python -m bench.ablations --run cm_margin_reserve --epsilons 0.25 1  # unheld margins measured again (#20)
     python -m bench.ablations --run cm_anneal_pairs --epsilons 0.25 1  # feature pairs as annealed candidates (#20)
+    python -m bench.ablations --run numeric_ties --epsilons 0.25 1  # numeric x feature ties released, decoded (#20)
 
 (``--steps`` runs only the steps of those labels: one candidate at more seeds or another ε.)
 
@@ -570,6 +571,16 @@ STEPS["cm_anneal_pairs"] = [
      "OCCP: conditional MI 0.18 real, 0.01 rap++, 0.19 AIM, which measured the 225-cell 2-way COW x OCCP); its "
      "label-crossed table (450 cells) is never worth its noise: the 2-way feature pairs, half the cells, compete "
      "in the annealed rounds (AIM's downward closure), and a table whose pair is measured leaves the prior"),
+]
+STEPS["numeric_ties"] = [
+    ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28e): each numeric column "
+                            "permuted within each label, so independent of every feature given the label"),
+    ("numeric ties, 10% of the loop", {"strategy": {**PLANNED, "tie_share": 0.1}},
+     "#20: on the real rows that permutation alone costs 0.010 macro F1 on CA and 0.007 on Adult "
+     "(numeric_ties_decoding.md); each numeric column's sums by feature x label released (10% of the loop's "
+     "budget, before it) and decoding hands each column's values out within each label to follow them, shrunk "
+     "by a Bayesian ridge where the noise hides them (polars_rap.numeric_ties)"),
+    ("numeric ties, 20% of the loop", {"strategy": {**PLANNED, "tie_share": 0.2}}, "twice the share"),
 ]
 WARM_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24c.csv"
 """The ``rap++`` rows of the planned default with warm threshold rounds and every CM table

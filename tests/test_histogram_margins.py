@@ -15,7 +15,7 @@ import polars_rap
 from polars_rap.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.histogram_margins import HistogramMargins, check_histogram_match, monotone
-from polars_rap.model import SyntheticModel
+from polars_rap.model import FORMAT_VERSION, SyntheticModel
 from polars_rap.strategy import PlannedStrategy
 from polars_rap.transforms import from_unit, to_unit
 
@@ -125,7 +125,7 @@ def test_a_run_reads_its_released_histograms_and_its_model_decodes_as_it_did(tmp
     np.testing.assert_array_equal(np.repeat(margins.stds[0], 2), reported["noise_std"].to_numpy())
     assert matched.report.parameters["strategy"]["histogram_match"] == 0.0
     loaded = SyntheticModel.load(matched.model.save(tmp_path / "model"))
-    assert loaded.format_version == 5
+    assert loaded.format_version == FORMAT_VERSION
     np.testing.assert_array_equal(loaded.histogram_margins.prefixes[0], margins.prefixes[0])
     np.testing.assert_array_equal(loaded.histogram_margins.edges[0], margins.edges[0])
     assert loaded.sample(2_000, seed=3).equals(matched.model.sample(2_000, seed=3))

@@ -52,12 +52,13 @@ def block_file_name(index: int) -> str:
 
 def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, entropy: int,
                  decoding: str = "independent", labels=None, numeric_coupling: str = "fitted",
-                 margins=None) -> pl.DataFrame:
+                 margins=None, ties=None) -> pl.DataFrame:
     """Block ``index`` of the output: ``height`` rows decoded from ``relaxed``
     (float32[n_relaxed, n_coords]) with a generator seeded by ``(entropy, index)`` only, their
     labels redrawn by ``labels`` (a :class:`~polars_rap.public_labels.LabelModel`) if given,
     their numerics coupled as ``numeric_coupling`` says (:mod:`polars_rap.numeric_coupling`) and
-    moved toward ``margins`` (a :class:`~polars_rap.histogram_margins.HistogramMargins`) if given.
+    moved toward ``ties`` (:class:`~polars_rap.numeric_ties.NumericTies`) and ``margins`` (a
+    :class:`~polars_rap.histogram_margins.HistogramMargins`) if given.
 
     >>> import polars as pl, numpy as np
     >>> from polars_rap import Domain
@@ -68,7 +69,7 @@ def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, e
     """
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(index),)))
     return decode(relaxed, domain, int(height), rng, method=decoding, labels=labels,
-                  numeric_coupling=numeric_coupling, margins=margins)
+                  numeric_coupling=numeric_coupling, margins=margins, ties=ties)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,7 @@ class _WriteJob:
     labels: object = None  # a LabelModel, or None
     numeric_coupling: str = "fitted"
     margins: object = None  # a HistogramMargins, or None
+    ties: object = None  # a NumericTies, or None
 
     @property
     def n_blocks(self) -> int:
@@ -97,7 +99,7 @@ class _WriteJob:
 
         height = min(self.block_rows, self.rows - index * self.block_rows)
         frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding, self.labels,
-                             self.numeric_coupling, self.margins)
+                             self.numeric_coupling, self.margins, self.ties)
         final = f"{self.root}/{block_file_name(index)}"
         partial = f"{self.root}/.{block_file_name(index)}.partial"
         pq.write_table(frame.to_arrow(), partial, filesystem=self.filesystem)
@@ -155,16 +157,17 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     return write_relaxed(model.relaxed, model.domain, path, rows, decoding=model.report.parameters.get(
         "decoding", "independent"), seed=seed, block_rows=block_rows, engine=engine, overwrite=overwrite,
         ray_tasks=ray_tasks, labels=model.label_model,
-        numeric_coupling=model.report.parameters.get("numeric_coupling", "fitted"), margins=model.histogram_margins)
+        numeric_coupling=model.report.parameters.get("numeric_coupling", "fitted"), margins=model.histogram_margins,
+        ties=model.numeric_ties)
 
 
 def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, rows: int, *, decoding: str,
                   seed: int | None = None, block_rows: int = DEFAULT_BLOCK_ROWS, engine: str = "polars",
                   overwrite: bool = False, ray_tasks: int | None = None, labels=None,
-                  numeric_coupling: str = "fitted", margins=None) -> list[str]:
+                  numeric_coupling: str = "fitted", margins=None, ties=None) -> list[str]:
     """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
     n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``), label
-    model (None without one), numeric coupling and histogram margins (None without);
+    model (None without one), numeric coupling, histogram margins and numeric ties (None without);
     :func:`polars_rap.synthesize` writes its ``output=`` with it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -180,7 +183,7 @@ def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, 
     entropy = secrets.randbits(128) if seed is None else int(seed)
     check_numeric_coupling(numeric_coupling)
     job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root, labels,
-                    numeric_coupling, margins)
+                    numeric_coupling, margins, ties)
     if engine == "ray":
         from polars_rap.ray_engine import write_blocks
 

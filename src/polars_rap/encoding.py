@@ -47,6 +47,7 @@ from polars_rap.transforms import from_unit, to_unit
 
 if TYPE_CHECKING:
     from polars_rap.histogram_margins import HistogramMargins
+    from polars_rap.numeric_ties import NumericTies
     from polars_rap.public_labels import LabelModel
 
 __all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "decoded_values", "block_slices",
@@ -372,7 +373,7 @@ def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndar
 def decode(
     relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator,
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
-    margins: HistogramMargins | None = None,
+    margins: HistogramMargins | None = None, ties: NumericTies | None = None,
 ) -> pl.DataFrame:
     """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
 
@@ -386,8 +387,10 @@ def decode(
     (:func:`polars_rap.numeric_coupling.decouple_numerics`; after a redraw of a share of the rows,
     each label's values are drawn from the rows that held it as decoded: :mod:`polars_rap.public_labels`
     says why only then); ``"fitted"`` keeps each row's.
-    With ``margins`` the numeric values are last moved toward the released histograms
-    (:mod:`polars_rap.histogram_margins`), chunk by chunk.
+    With ``ties`` (after the ``"label"`` coupling) each numeric column's values are handed out
+    again within each label so that they follow the released numeric ties
+    (:mod:`polars_rap.numeric_ties`). With ``margins`` the numeric values are last moved toward
+    the released histograms (:mod:`polars_rap.histogram_margins`), chunk by chunk.
     """
     check_numeric_coupling(numeric_coupling)
     if method not in DECODINGS:
@@ -399,14 +402,15 @@ def decode(
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
     frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling,
-                           margins)
+                           margins, ties)
               for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  rng: np.random.Generator, method: str, labels: LabelModel | None = None,
-                 numeric_coupling: str = "fitted", margins: HistogramMargins | None = None) -> pl.DataFrame:
+                 numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
+                 ties: NumericTies | None = None) -> pl.DataFrame:
     uniforms = None
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
@@ -418,6 +422,8 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
         labels.redraw(sample, domain, rng)
     if numeric_coupling == "label":
         sample = EncodedData(sample.codes, decouple_numerics(sample.codes, sample.numerics, domain, rng, pool_codes))
+        if ties is not None:
+            sample = EncodedData(sample.codes, ties.apply(sample.codes, sample.numerics, domain, rng))
     if margins is not None:
         sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng))
     columns: dict[str, pl.Series] = {}

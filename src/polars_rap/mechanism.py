@@ -40,6 +40,7 @@ from polars_rap.errors import DataError
 from polars_rap.histogram_margins import histogram_margins
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
+from polars_rap.numeric_ties import fit_ties, release_ties, tie_layout, tie_sums
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
 from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
@@ -323,14 +324,26 @@ def synthesize(
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
     )
 
-    # 3. the one pass over the real rows (streamed in batches); it raises for an empty input
+    # 3. the one pass over the real rows (streamed in batches; the numeric ties' sums read in it); it raises
+    # for an empty input
+    tie_share = getattr(strategy, "tie_share", 0.0)
+    layout = tie_layout(public_domain) if tie_share > 0.0 else None
+    tie_totals = None if layout is None else np.zeros(layout.n_cells, dtype=np.int64)
+
+    def add_ties(encoded) -> None:
+        tie_totals[:] += tie_sums(encoded.codes, encoded.numerics, public_domain, layout)
+
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
-                                         integer_cells=strategy.integer_cells)
+                                         integer_cells=strategy.integer_cells,
+                                         on_encoded=None if layout is None else add_ties)
     out_rows = n_rows if rows is None else int(rows)
     check_rho = 0.0
     if "reweight" in public_uses:  # held out of the loop; drawn after it
         check_rho = CHECK_SHARE * ledger.rho_remaining
         charge_check(ledger, check_rho)
+    tie_release = None
+    if layout is not None:  # released before the loop; fitted to the loop's rows after it
+        tie_release = release_ties(tie_totals, n_rows, layout, tie_share * ledger.rho_remaining, ledger, noise_rng)
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
                               selection_share, epsilon)
@@ -372,10 +385,13 @@ def synthesize(
     keeps_rows = reweight_record is not None and reweight_record["reweight_released"] != "synthetic rows"
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
     margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
+    ties = None if tie_release is None or numeric_coupling != "label" else fit_ties(
+        relaxed, public_domain, layout, *tie_release)
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
-                                 labels=label_model, numeric_coupling=numeric_coupling, margins=margins)
+                                 labels=label_model, numeric_coupling=numeric_coupling, margins=margins,
+                                 ties=ties)
     else:  # from Ray tasks when the pass ran on Ray
         from polars_rap.ray_engine import RaySource  # no Ray import: it is read lazily
 
@@ -383,7 +399,7 @@ def synthesize(
                               seed=None if seed is None else int(decode_rng.integers(2**63)),
                               block_rows=output_block_rows,
                               engine="ray" if isinstance(source, RaySource) else "polars", labels=label_model,
-                              numeric_coupling=numeric_coupling, margins=margins)
+                              numeric_coupling=numeric_coupling, margins=margins, ties=ties)
         synthetic_frame = pl.scan_parquet(files)
     described = strategy.describe()
     if "numeric_coupling" in described:  # the strategy's settings as they ran: with released public rows, "fitted"
@@ -404,7 +420,7 @@ def synthesize(
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
     )
-    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model, margins)
+    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model, margins, ties)
 
 
 # ---------------------------------------------------------------- helpers

@@ -8,7 +8,7 @@ the input rows, true answers or clip counts.
 
 On disk a model is a directory of open, versioned files::
 
-    manifest.json   {"format": "polars-rap-model", "format_version": 4, "library_version",
+    manifest.json   {"format": "polars-rap-model", "format_version": 6, "library_version",
                      "created_utc", "relaxed_shape", "public_data", "files": [{"name", "bytes",
                      "sha256", "content"}, ...]}; ``public_data`` is the record of the public
                     table the synthesis started from (row count, content hash, columns, uses;
@@ -34,15 +34,20 @@ On disk a model is a directory of open, versioned files::
                     the decoded numerics are moved toward, one row per (column, label code,
                     edge) (:meth:`HistogramMargins.to_frame
                     <polars_rap.histogram_margins.HistogramMargins.to_frame>`)
+    numeric_ties.arrow
+                    only with ``tie_share``: Arrow IPC, the fitted numeric ties each sampled
+                    block's numerics follow, one row per (column, feature, label, code, label
+                    code) (:meth:`NumericTies.to_frame <polars_rap.numeric_ties.NumericTies.to_frame>`)
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
 (:meth:`PrivacyReport.to_dict`, megabytes on the CA task); version 2 (before issue 19) had no
 record of a public table, which older readers would drop unseen (hence version 3); version 3
 (before the label model) had no ``label_model.arrow``, which an older reader would ignore and
 sample different labels (hence version 4); version 4 had no ``histogram_margins.arrow``, which an
-older reader would ignore and decode other numerics (hence version 5). All still load (a
-version-2 model's ``report.public_data`` is None; models before version 4 have no label model,
-before version 5 no histogram margins).
+older reader would ignore and decode other numerics (hence version 5); version 5 had no
+``numeric_ties.arrow`` (hence version 6). All still load (a version-2 model's
+``report.public_data`` is None; models before version 4 have no label model, before version 5
+no histogram margins, before version 6 no numeric ties).
 
 Any Arrow reader opens the ``.arrow`` files (``pl.read_ipc``, ``pyarrow.ipc.open_file``).
 Loading checks the format name and version and each file's size and SHA-256, and names the
@@ -85,6 +90,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.histogram_margins import HistogramMargins
+from polars_rap.numeric_ties import NumericTies
 from polars_rap.public_labels import LabelModel
 from polars_rap.report import PrivacyReport
 from polars_rap.report_files import REPORT_FILES, report_files, report_from_files
@@ -94,9 +100,9 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 """The on-disk format this library writes; it reads this one and versions 1 to 4."""
-_READABLE_VERSIONS = (1, 2, 3, 4, FORMAT_VERSION)
+_READABLE_VERSIONS = (1, 2, 3, 4, 5, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
@@ -104,6 +110,7 @@ _DOMAIN = "domain.arrow"
 _REPORT = "report.json"
 _LABEL_MODEL = "label_model.arrow"
 _MARGINS = "histogram_margins.arrow"
+_TIES = "numeric_ties.arrow"
 _CONTENTS = {
     _RELAXED: "relaxed synthetic data, float32[n_relaxed, n_coords], one column per coordinate",
     _DOMAIN: "public domain: Arrow schema with per-field metadata, no rows",
@@ -113,7 +120,9 @@ _CONTENTS_V1 = {_RELAXED: _CONTENTS[_RELAXED], _DOMAIN: _CONTENTS[_DOMAIN],
                 _REPORT: "privacy report: ledger events, measured queries, noisy answers, intervals"}
 _OPTIONAL_CONTENTS = {_LABEL_MODEL: "the public table's label model: one row per (label, feature, code) coefficient",
                       _MARGINS: "released numeric histograms the decoded numerics move toward: one row per "
-                                "(column, label code, edge)"}
+                                "(column, label code, edge)",
+                      _TIES: "fitted numeric ties the decoded numerics follow: one row per (column, feature, label, "
+                             "code, label code)"}
 """Files a model has only with what they hold (a label model, histogram margins)."""
 _MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS, *_OPTIONAL_CONTENTS})
 
@@ -146,6 +155,9 @@ class SyntheticModel:
     histogram_margins : HistogramMargins or None
         With ``histogram_match``: the released histograms each sampled block's numerics are
         moved toward (:mod:`polars_rap.histogram_margins`); None otherwise.
+    numeric_ties : NumericTies or None
+        With ``tie_share``: the fitted ties each sampled block's numerics follow
+        (:mod:`polars_rap.numeric_ties`); None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
     format_version : int
@@ -157,6 +169,7 @@ class SyntheticModel:
     report: PrivacyReport = field(repr=False)
     label_model: LabelModel | None = field(default=None, repr=False)
     histogram_margins: HistogramMargins | None = field(default=None, repr=False)
+    numeric_ties: NumericTies | None = field(default=None, repr=False)
     library_version: str = field(default_factory=_library_version)
     format_version: int = FORMAT_VERSION
 
@@ -233,7 +246,7 @@ class SyntheticModel:
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
                       labels=self.label_model,
                       numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
-                      margins=self.histogram_margins)
+                      margins=self.histogram_margins, ties=self.numeric_ties)
 
     def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
                       block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:
@@ -280,6 +293,10 @@ class SyntheticModel:
                                          _ipc_bytes(self.histogram_margins.to_frame(self.domain).to_arrow())))
         elif (directory / _MARGINS).exists():  # an overwritten model's
             (directory / _MARGINS).unlink()
+        if self.numeric_ties is not None:
+            written.append(_write_atomic(directory / _TIES, _ipc_bytes(self.numeric_ties.to_frame(self.domain).to_arrow())))
+        elif (directory / _TIES).exists():  # an overwritten model's
+            (directory / _TIES).unlink()
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -323,7 +340,10 @@ class SyntheticModel:
         margins = None
         if any(isinstance(e, dict) and e.get("name") == _MARGINS for e in manifest["files"]):
             margins = _margins_from_ipc(_read_checked(directory, _MARGINS, manifest), domain)
-        return cls(relaxed, domain, report, label_model, margins,
+        ties = None
+        if any(isinstance(e, dict) and e.get("name") == _TIES for e in manifest["files"]):
+            ties = _ties_from_ipc(_read_checked(directory, _TIES, manifest), domain)
+        return cls(relaxed, domain, report, label_model, margins, ties,
                    library_version=str(manifest.get("library_version", "unknown")),
                    format_version=manifest["format_version"])
 
@@ -535,4 +555,12 @@ def _margins_from_ipc(data: bytes, domain: Domain) -> HistogramMargins:
         return HistogramMargins.from_frame(frame, domain)
     except (pl.exceptions.PolarsError, OSError, KeyError, ValueError) as error:
         msg = f"{_MARGINS} is not a readable Arrow IPC file of histogram margins for this domain: {error}"
+        raise DataError(msg) from error
+
+
+def _ties_from_ipc(data: bytes, domain: Domain) -> NumericTies:
+    try:
+        return NumericTies.from_frame(pl.read_ipc(io.BytesIO(data)), domain)
+    except (pl.exceptions.PolarsError, OSError, KeyError, ValueError) as error:
+        msg = f"{_TIES} is not a readable Arrow IPC file of numeric ties for this domain: {error}"
         raise DataError(msg) from error

@@ -280,6 +280,12 @@ class PlannedStrategy:
         acs-income-CA and 10% and 6% on Adult, MM 12% and 9% on CA (Adult +2% and +0.4%), CM
         and the numeric KS distance are unchanged (the categories and each column's values
         within each label are the same), macro F1 moves -0.002 to +0.002.
+    tie_share : float
+        Part of the loop's budget (in ``[0, 1)``; default 0, off) spent, before the loop, on
+        the numeric ties: each numeric column's sums by feature and label, one Gaussian release
+        (:mod:`polars_rap.numeric_ties`); decoding then hands each column's values out within
+        each label so that its mean in each (feature, label) cell follows them, as far as their
+        noise supports. Needs ``numeric_coupling="label"`` and labels; the local engine only.
     warm_doublings : int or None
         A threshold round after the first starts from rows already fitted to sharp thresholds,
         so its projection runs only the last ``warm_doublings + 1`` stages of the annealing
@@ -333,6 +339,7 @@ class PlannedStrategy:
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
     numeric_coupling: str = "label"
+    tie_share: float = 0.0
     warm_doublings: int | None = 1
     max_steps: int | None = 30
     name: str = field(default="planned", init=False)
@@ -397,4 +404,4 @@ class PlannedStrategy:
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
-                "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
+                "tie_share": self.tie_share, "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.histogram_margins import HistogramMargins
+from polars_rap.numeric_ties import NumericTies
 from polars_rap.domain import Domain
 from polars_rap.model import SyntheticModel
 from polars_rap.public_labels import LabelModel
@@ -30,7 +31,8 @@ class SynthesisResult:
     ``synthesize(output=...)`` a LazyFrame scanning the Parquet parts written there (``files``,
     in block order; None otherwise). ``relaxed`` (float32[n_relaxed, n_coords]), ``domain`` and
     ``label_model`` (a public table's, with ``public_use="labels"``; else None) and
-    ``histogram_margins`` (with ``histogram_match``; else None) let more rows be sampled at no
+    ``histogram_margins`` (with ``histogram_match``; else None) and ``numeric_ties`` (with
+    ``tie_share``; else None) let more rows be sampled at no
     privacy cost. No attribute refers to the sensitive input.
     """
 
@@ -41,12 +43,14 @@ class SynthesisResult:
     files: list[str] | None = None
     label_model: LabelModel | None = field(default=None, repr=False)
     histogram_margins: HistogramMargins | None = field(default=None, repr=False)
+    numeric_ties: NumericTies | None = field(default=None, repr=False)
 
     @property
     def model(self) -> SyntheticModel:
         """The released part as a :class:`~polars_rap.model.SyntheticModel`: sample more rows
         from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
-        return SyntheticModel(self.relaxed, self.domain, self.report, self.label_model, self.histogram_margins)
+        return SyntheticModel(self.relaxed, self.domain, self.report, self.label_model, self.histogram_margins,
+                              self.numeric_ties)
 
     def __repr__(self) -> str:
         """One line: the table's shape, the guarantee and where the rest is (the fields whole

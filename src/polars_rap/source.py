@@ -23,7 +23,7 @@ import datetime
 import logging
 import numbers
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.domain import Categorical, Domain, Numeric
-from polars_rap.encoding import bounds_text, encode
+from polars_rap.encoding import EncodedData, bounds_text, encode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
@@ -356,6 +356,7 @@ def exact_answers(
     *,
     batch_rows: int | None = None,
     integer_cells: bool = False,
+    on_encoded: Callable[[EncodedData], None] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact answers of ``queries`` on every row of ``source``, in one pass over batches.
 
@@ -377,6 +378,10 @@ def exact_answers(
         Spread integer columns over their rounding cells first
         (:func:`polars_rap.encoding.spread_integer_cells`, a per-row map keyed by a hash of
         the row, so the result still does not depend on the batches).
+    on_encoded : callable, optional
+        Called with each batch's encoded rows (:class:`~polars_rap.encoding.EncodedData`), so
+        that another statistic (:mod:`polars_rap.numeric_ties`) is read in the same pass. The
+        local engine only: a :class:`~polars_rap.ray_engine.RaySource` raises.
 
     Returns
     -------
@@ -401,6 +406,10 @@ def exact_answers(
     bounds are counted over the whole pass and logged once per column, for the curator only.
     """
     if not isinstance(source, DataSource):  # a RaySource: the same counts, per block on the cluster
+        if on_encoded is not None:
+            msg = ("numeric ties (tie_share > 0) are read by the local engine only: run with engine='polars', "
+                   "or set tie_share=0 on a Ray source")
+            raise ParameterError(msg)
         return source.exact_answers(domain, queries, backend, batch_rows=batch_rows,
                                     integer_cells=integer_cells)
     batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
@@ -409,14 +418,15 @@ def exact_answers(
     n_rows = 0
     for batch in source.batches(domain.names, batch_rows):
         where = f"the batch of input rows {n_rows:,} to {n_rows + batch.height - 1:,}; nothing was released"
-        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, integer_cells)
+        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, integer_cells, on_encoded)
         n_rows = add_counts(counts, n_rows, batch_count, batch.height)
         del batch
     return finish_answers(counts, n_rows, clip_counts, domain)
 
 
 def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend: ModuleType,
-                 clip_counts: dict[str, int], where: str, integer_cells: bool = False) -> np.ndarray:
+                 clip_counts: dict[str, int], where: str, integer_cells: bool = False,
+                 on_encoded: Callable[[EncodedData], None] | None = None) -> np.ndarray:
     """int64[n_queries]: rows of ``batch`` satisfying each query, by ``backend.answers_exact``.
 
     The one counting step of every engine (this process, or a Ray worker per block). The
@@ -424,13 +434,15 @@ def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend
     whole-row count exactly (the rounding error of one division and one multiplication is far
     below half a row for any batch under 2**50 rows). Clipped values are added into
     ``clip_counts``; an error on the batch's content (for the curator) ends with ``where``.
-    ``integer_cells``: see :func:`exact_answers`.
+    ``integer_cells``, ``on_encoded``: see :func:`exact_answers`.
     """
     try:
         encoded = encode(batch, domain, clip_counts=clip_counts, integer_cells=integer_cells)
     except DataError as error:
         msg = f"{error} (found in {where})"
         raise DataError(msg) from error
+    if on_encoded is not None:
+        on_encoded(encoded)
     answers = backend.answers_exact(encoded.codes, encoded.numerics, queries)
     return np.rint(answers * batch.height).astype(np.int64)
 

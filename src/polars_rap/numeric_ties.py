@@ -1,0 +1,296 @@
+"""Numeric ties: how each numeric column goes with each categorical feature, within each label.
+
+The default decoding permutes each numeric column within each label value
+(:mod:`polars_rap.numeric_coupling`), so the synthetic rows carry age independent of marital
+status, education and every other feature given the label: nothing in the CM + MM + LT workload
+measures those ties. A classifier trained on the rows weighs both, and on the real rows of
+acs-income-CA / Adult the same permutation alone costs 0.010 / 0.007 macro F1
+(``bench/results/numeric_ties_decoding.md``).
+
+``PlannedStrategy(tie_share=s)`` measures them: for every numeric column ``j``, every feature
+block ``a`` (other than ``j``'s own null indicator) and every label block ``l``, the *tie table*
+
+    S[j, a, l][v, c] = (1/n) sum over rows with a = v and l = c of q(x_j)
+
+(``x_j`` mapped to ``[0, 1]``, a null as 0, ``q`` the rounding to the grid of
+:data:`TIE_QUANTUM` steps), all of them in one discrete Gaussian release of a share ``s`` of the
+loop's budget, charged before the loop. After the loop :func:`fit_ties` reads, from the relaxed
+rows alone, how the features go together within each label (their expected co-occurrence
+``C``), fits the cell deviations ``S - cnt * m`` (``m`` the label's mean of ``x_j``) by the
+Bayesian ridge ``r = C g + noise`` (prior std of ``g`` chosen by evidence among a few
+fractions of ``x_j``'s spread: a tie the noise hides is shrunk to none), and keeps each cell's
+fitted deviation of its mean from the label's, ``(C g) / cnt``. Decoding
+(:meth:`NumericTies.apply`, after the label coupling, before the histogram margins) then gives
+each row a latent score ``sum_a beta[a, v_a, c] + N(0, 1)`` and, within each label value (and
+null state), hands the rows' own sorted values out in the order of their scores, ``beta``
+fitted by backfitting so that each cell's mean is the label's mean plus its deviation. Each
+column's values within each label are unchanged (the histogram margins' rank moves keep the
+order); the numeric columns stay independent of each other given the categories and labels.
+
+Privacy. Replacing one row changes each of the ``T`` tables in at most two cells, by at most
+``Q`` grid steps each (``Q`` = :data:`TIE_QUANTUM`; the row's quantized value leaves the cell it
+was in, the new row's enters its own), so the integer sums move by a vector of squared L2 norm
+at most ``T * 2 Q^2``: the release is :func:`~polars_rap.privacy.gaussian_mechanism` on sums
+of ``n Q`` units with L2 sensitivity ``sqrt(2 T) / n`` in answer units, ``rho`` zCDP, charged
+before any noise is drawn. The quantization is a fixed per-row map; ``T`` and the cells come
+from the public domain. Fitting and decoding read the released sums, their public std and the
+relaxed rows: post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from polars_rap.domain import Domain
+from polars_rap.encoding import block_slices
+from polars_rap.errors import ParameterError
+from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
+
+__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "check_tie_share", "fit_ties", "release_ties", "tie_layout",
+           "tie_sums"]
+
+TIE_QUANTUM = 1024
+"""Grid steps of a mapped numeric value in a tie sum: the release adds integer noise to integers."""
+PRIOR_FRACTIONS = (0.01, 0.03, 0.1, 0.3, 1.0)
+"""Prior stds of the ridge's per-cell effects, as fractions of the label's std of ``x_j``."""
+BACKFIT_SWEEPS = 8
+"""Sweeps over a column's tables when decoding fits the latent scores."""
+BACKFIT_STEP = 1.5
+"""A table's score moves by this many latent units per std of ``x_j`` its cell mean is off."""
+
+
+def check_tie_share(value) -> float:
+    """``value`` as ``tie_share`` takes it: a finite number in ``[0, 1)``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.0 <= value < 1.0:
+        msg = f"tie_share must be a number in [0, 1): the part of the loop's budget the numeric ties take. Got {value!r}"
+        raise ParameterError(msg)
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class TieLayout:
+    """The tie tables of a domain: table ``t`` is ``(numeric j, feature block a, label block l)``
+    and holds ``n_codes(a) * n_codes(l)`` cells (``v * n_codes(l) + c``) at
+    ``offsets[t]:offsets[t + 1]`` of the concatenated sums."""
+
+    tables: tuple[tuple[int, int, int], ...]
+    offsets: np.ndarray  # int64[n_tables + 1]
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def l2_sensitivity_squared(self) -> int:
+        """Squared L2 sensitivity of the integer sums in grid steps: ``2 T Q^2``."""
+        return 2 * len(self.tables) * TIE_QUANTUM**2
+
+
+def tie_layout(domain: Domain) -> TieLayout | None:
+    """The tie tables of ``domain`` (module docstring), or None without a label, a numeric
+    column or a feature block."""
+    labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
+    features = [i for i, block in enumerate(domain.blocks) if not block.is_label]
+    tables = []
+    for j, spec in enumerate(domain.numeric_columns):
+        own = domain.block_index(spec.name, indicator=True) if spec.nullable else -1
+        tables += [(j, a, l) for a in features if a != own for l in labels]
+    if not tables:
+        return None
+    sizes = [domain.blocks[a].n_codes * domain.blocks[l].n_codes for _, a, l in tables]
+    return TieLayout(tuple(tables), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+
+
+def tie_sums(codes: np.ndarray, numerics: np.ndarray, domain: Domain, layout: TieLayout) -> np.ndarray:
+    """int64[layout.n_cells]: each tie cell's sum of ``round(x_j * Q)`` over the rows (``codes``
+    int32[n, n_blocks], ``numerics`` float64[n, n_numeric] mapped to ``[0, 1]``, nulls 0)."""
+    out = np.zeros(layout.n_cells, dtype=np.int64)
+    steps = np.floor(np.clip(numerics, 0.0, 1.0) * TIE_QUANTUM + 0.5).astype(np.int64)
+    for t, (j, a, l) in enumerate(layout.tables):
+        cells = codes[:, a].astype(np.int64) * domain.blocks[l].n_codes + codes[:, l]
+        size = int(layout.offsets[t + 1] - layout.offsets[t])
+        # float64 sums of integers below 2**53 are exact: a batch holds far fewer than 2**43 rows
+        out[layout.offsets[t]:layout.offsets[t + 1]] = np.rint(
+            np.bincount(cells, weights=steps[:, j], minlength=size)).astype(np.int64)
+    return out
+
+
+def release_ties(sums: np.ndarray, n_rows: int, layout: TieLayout, rho: float, ledger: PrivacyLedger,
+                 rng) -> tuple[np.ndarray, float]:
+    """``(noisy, std)``: the tie tables (``sums`` from :func:`tie_sums` over every row) released
+    by the discrete Gaussian mechanism at ``rho`` (charged to ``ledger`` first), in answer units
+    (sums of mapped values / ``n_rows``); ``std`` the noise's std in those units,
+    ``sqrt(2 T) / n_rows / sqrt(2 rho)`` (module docstring)."""
+    units = int(n_rows) * TIE_QUANTUM
+    sensitivity = math.sqrt(layout.l2_sensitivity_squared) / units
+    return gaussian_mechanism(np.asarray(sums, dtype=np.float64) / units, sensitivity, rho, ledger, rng,
+                              description=f"numeric ties: {len(layout.tables)} tables of numeric sums "
+                                          "by feature and label", n_rows=units)
+
+
+@dataclass(frozen=True, slots=True)
+class NumericTies:
+    """Fitted tie targets: ``deviations`` (float64[layout.n_cells]) of each cell's mean of
+    ``x_j`` from its label value's mean (mapped units), for :meth:`apply`."""
+
+    layout: TieLayout
+    deviations: np.ndarray
+
+    def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator) -> np.ndarray:
+        """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, ``codes``
+        int32[n, n_blocks]) with each column's values handed out again within each label group
+        and null state, in the order of latent scores fitted to the tie targets (module
+        docstring). Each group keeps its multiset of values."""
+        out = np.array(numerics, dtype=np.float64, copy=True)
+        labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
+        if len(codes) < 2 or not labels:
+            return out
+        _, label_group = np.unique(codes[:, labels], axis=0, return_inverse=True)
+        label_group = label_group.reshape(-1).astype(np.int64)
+        for j, spec in enumerate(domain.numeric_columns):
+            tables = [t for t, (column, _, _) in enumerate(self.layout.tables) if column == j]
+            if tables:
+                out[:, j] = self._column(codes, out[:, j], domain, spec, tables, label_group, rng)
+        return out
+
+    def _column(self, codes, values, domain, spec, tables, label_group, rng) -> np.ndarray:
+        live = np.ones(len(values), dtype=bool)
+        if spec.nullable:
+            live = codes[:, domain.block_index(spec.name, indicator=True)] == 0
+        rows = np.flatnonzero(live)
+        if len(rows) < 2:
+            return values
+        groups = label_group[rows]
+        order = np.argsort(groups, kind="stable")
+        bounds = np.flatnonzero(np.diff(groups[order])) + 1
+        pieces = np.split(order, bounds)  # positions in ``rows`` of each label group
+        sorted_values = [np.sort(values[rows[p]]) for p in pieces]
+        x = values[rows]
+        spread = float(x.std()) or 1.0
+        cells, targets, betas = [], [], []
+        for t in tables:
+            _, a, l = self.layout.tables[t]
+            k = domain.blocks[l].n_codes
+            cell = codes[rows, a].astype(np.int64) * k + codes[rows, l]
+            size = int(self.layout.offsets[t + 1] - self.layout.offsets[t])
+            label_mean = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
+                np.bincount(codes[rows, l], minlength=k), 1)
+            cells.append(cell)
+            targets.append(np.tile(label_mean, size // k) + self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]])
+            betas.append(np.zeros(size))
+        noise = rng.standard_normal(len(rows))
+
+        def assign() -> np.ndarray:
+            score = noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True))
+            new = np.empty(len(rows))
+            for piece, values_sorted in zip(pieces, sorted_values, strict=True):
+                new[piece[np.argsort(score[piece], kind="stable")]] = values_sorted
+            return new
+
+        current = assign()
+        for _ in range(BACKFIT_SWEEPS):
+            for i, cell in enumerate(cells):
+                size = len(betas[i])
+                count = np.bincount(cell, minlength=size)
+                mean = np.bincount(cell, weights=current, minlength=size) / np.maximum(count, 1)
+                betas[i] += np.where(count > 0, BACKFIT_STEP * (targets[i] - mean) / spread, 0.0)
+                current = assign()
+        out = values.copy()
+        out[rows] = current
+        return out
+
+    def to_frame(self, domain: Domain) -> pl.DataFrame:
+        """One row per tie cell: ``column``, ``feature``, ``label`` (block sources; a numeric's
+        null indicator is named ``<column>.null``), ``code``, ``label_code``, ``deviation``."""
+        parts = []
+        for t, (j, a, l) in enumerate(self.layout.tables):
+            k_a, k_l = domain.blocks[a].n_codes, domain.blocks[l].n_codes
+            parts.append(pl.DataFrame({
+                "column": [domain.numeric_columns[j].name] * (k_a * k_l),
+                "feature": [_block_name(domain, a)] * (k_a * k_l),
+                "label": [domain.blocks[l].source] * (k_a * k_l),
+                "code": np.repeat(np.arange(k_a), k_l).astype(np.int32),
+                "label_code": np.tile(np.arange(k_l), k_a).astype(np.int32),
+                "deviation": self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]],
+            }))
+        return pl.concat(parts)
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame, domain: Domain) -> NumericTies:
+        """The ties :meth:`to_frame` wrote, for the ``domain`` it was written with."""
+        layout = tie_layout(domain)
+        if layout is None:
+            raise ValueError("the domain has no tie tables")
+        expected = cls(layout, np.zeros(layout.n_cells)).to_frame(domain).drop("deviation")
+        if frame.height != expected.height or not frame.drop("deviation").equals(expected):
+            raise ValueError("the tie cells do not match the domain's")
+        return cls(layout, frame["deviation"].to_numpy().astype(np.float64))
+
+
+def _block_name(domain: Domain, block: int) -> str:
+    spec = domain.blocks[block]
+    return f"{spec.source}.null" if spec.indicator else spec.source
+
+
+def fit_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray, std: float) -> NumericTies:
+    """The :class:`NumericTies` of released tie tables ``noisy`` (float64[layout.n_cells],
+    noise std ``std``) on the features' joint distribution the relaxed rows (float32[n_rel,
+    n_coords]) hold: per numeric column and label block, the Bayesian ridge of the module
+    docstring, its prior std chosen by the evidence among :data:`PRIOR_FRACTIONS`."""
+    slices = block_slices(domain)
+    relaxed = np.asarray(relaxed, dtype=np.float64)
+    n_rel = relaxed.shape[0]
+    deviations = np.zeros(layout.n_cells)
+    keys = sorted({(j, l) for j, _, l in layout.tables})
+    for j, l in keys:
+        spec = domain.numeric_columns[j]
+        tables = [t for t, (jj, _, ll) in enumerate(layout.tables) if (jj, ll) == (j, l)]
+        x = relaxed[:, domain.n_categorical_coords + j]
+        live = np.ones(n_rel)
+        if spec.nullable:
+            live = 1.0 - relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1]
+        design = np.column_stack([relaxed[:, slices[layout.tables[t][1]]] for t in tables])  # [n_rel, K]
+        starts = np.concatenate([[0], np.cumsum([slices[layout.tables[t][1]].stop - slices[layout.tables[t][1]].start
+                                                 for t in tables])])
+        label_probabilities = relaxed[:, slices[l]]
+        k_l = label_probabilities.shape[1]
+        for c in range(k_l):
+            weight = live * label_probabilities[:, c] / n_rel  # each relaxed row's share of the table's rows
+            mass = weight.sum()
+            if mass <= 0.0:
+                continue
+            mean = float(weight @ x / mass)
+            variance = float(weight @ (x - mean) ** 2 / mass)
+            co = (design * weight[:, None]).T @ design  # expected co-occurrence, proportions
+            for i in range(len(tables)):  # a row holds one code of its own block
+                block = slice(starts[i], starts[i + 1])
+                co[block, block] = np.diag(design[:, block].T @ weight)
+            count = np.diag(co).copy()
+            target = np.concatenate([noisy[layout.offsets[t]:layout.offsets[t + 1]][c::k_l] for t in tables])
+            residual = target - count * mean
+            gain = _ridge(co, residual, std, variance)
+            fitted = np.divide(co @ gain, count, out=np.zeros(len(count)), where=count > 1e-12)
+            for i, t in enumerate(tables):
+                deviations[layout.offsets[t]:layout.offsets[t + 1]][c::k_l] = fitted[starts[i]:starts[i + 1]]
+    return NumericTies(layout, deviations)
+
+
+def _ridge(co: np.ndarray, residual: np.ndarray, std: float, variance: float) -> np.ndarray:
+    """float64[K]: the posterior mean of ``g`` in ``residual = co @ g + N(0, std^2 I)``, ``g ~
+    N(0, tau^2 I)``, ``tau^2 = f^2 variance`` with the fraction ``f`` of :data:`PRIOR_FRACTIONS`
+    of largest marginal likelihood."""
+    noise = max(float(std), 1e-12) ** 2
+    best, best_tau2 = -np.inf, 0.0
+    for fraction in PRIOR_FRACTIONS:
+        tau2 = max(fraction**2 * variance, 1e-18)
+        covariance = tau2 * co @ co.T + noise * np.eye(len(residual))
+        _, logdet = np.linalg.slogdet(covariance)
+        evidence = -0.5 * (logdet + residual @ np.linalg.solve(covariance, residual))
+        if evidence > best:
+            best, best_tau2 = evidence, tau2
+    return np.linalg.solve(co.T @ co / noise + np.eye(len(residual)) / best_tau2, co.T @ residual / noise)
