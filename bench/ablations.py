@@ -577,7 +577,7 @@ STEPS["numeric_ties"] = [
                             "permuted within each label, so independent of every feature given the label"),
     ("numeric ties, 10% of the loop", {"strategy": {**PLANNED, "tie_share": 0.1}},
      "#20: on the real rows that permutation alone costs 0.010 macro F1 on CA and 0.007 on Adult "
-     "(numeric_ties_decoding.md); each numeric column's sums by feature x label released (10% of the loop's "
+     "(numeric_ties.md, 'each numeric shuffled'); each numeric column's sums by feature x label released (10% of the loop's "
      "budget, before it) and decoding hands each column's values out within each label to follow them, shrunk "
      "by a Bayesian ridge where the noise hides them (polars_rap.numeric_ties)"),
     ("numeric ties, 20% of the loop", {"strategy": {**PLANNED, "tie_share": 0.2}}, "twice the share"),

@@ -5,7 +5,7 @@ The default decoding permutes each numeric column within each label value
 status, education and every other feature given the label: nothing in the CM + MM + LT workload
 measures those ties. A classifier trained on the rows weighs both, and on the real rows of
 acs-income-CA / Adult the same permutation alone costs 0.010 / 0.007 macro F1
-(``bench/results/numeric_ties_decoding.md``).
+(``bench/results/numeric_ties.md``, "each numeric shuffled").
 
 ``PlannedStrategy(tie_share=s)`` measures them: for every numeric column ``j``, every feature
 block ``a`` (other than ``j``'s own null indicator) and every label block ``l``, the *tie table*
@@ -55,8 +55,9 @@ __all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "check_tie_share", "fit_ti
 
 TIE_QUANTUM = 1024
 """Grid steps of a mapped numeric value in a tie sum: the release adds integer noise to integers."""
-PRIOR_FRACTIONS = (0.01, 0.03, 0.1, 0.3, 1.0)
-"""Prior stds of the ridge's per-cell effects, as fractions of the label's std of ``x_j``."""
+PRIOR_FRACTIONS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+"""Prior stds of the ridge's per-cell effects, as fractions of the label's std of ``x_j`` (0: no
+ties)."""
 BACKFIT_SWEEPS = 8
 """Sweeps over a column's tables when decoding fits the latent scores."""
 BACKFIT_STEP = 1.5
@@ -241,56 +242,86 @@ def fit_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.n
     """The :class:`NumericTies` of released tie tables ``noisy`` (float64[layout.n_cells],
     noise std ``std``) on the features' joint distribution the relaxed rows (float32[n_rel,
     n_coords]) hold: per numeric column and label block, the Bayesian ridge of the module
-    docstring, its prior std chosen by the evidence among :data:`PRIOR_FRACTIONS`."""
+    docstring for each label value, one prior fraction for all of them (:func:`_fraction`)."""
     slices = block_slices(domain)
     relaxed = np.asarray(relaxed, dtype=np.float64)
-    n_rel = relaxed.shape[0]
     deviations = np.zeros(layout.n_cells)
-    keys = sorted({(j, l) for j, _, l in layout.tables})
-    for j, l in keys:
-        spec = domain.numeric_columns[j]
+    for j, l in sorted({(j, l) for j, _, l in layout.tables}):
         tables = [t for t, (jj, _, ll) in enumerate(layout.tables) if (jj, ll) == (j, l)]
-        x = relaxed[:, domain.n_categorical_coords + j]
-        live = np.ones(n_rel)
-        if spec.nullable:
-            live = 1.0 - relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1]
-        design = np.column_stack([relaxed[:, slices[layout.tables[t][1]]] for t in tables])  # [n_rel, K]
-        starts = np.concatenate([[0], np.cumsum([slices[layout.tables[t][1]].stop - slices[layout.tables[t][1]].start
-                                                 for t in tables])])
-        label_probabilities = relaxed[:, slices[l]]
-        k_l = label_probabilities.shape[1]
-        for c in range(k_l):
-            weight = live * label_probabilities[:, c] / n_rel  # each relaxed row's share of the table's rows
-            mass = weight.sum()
-            if mass <= 0.0:
-                continue
-            mean = float(weight @ x / mass)
-            variance = float(weight @ (x - mean) ** 2 / mass)
-            co = (design * weight[:, None]).T @ design  # expected co-occurrence, proportions
-            for i in range(len(tables)):  # a row holds one code of its own block
-                block = slice(starts[i], starts[i + 1])
-                co[block, block] = np.diag(design[:, block].T @ weight)
-            count = np.diag(co).copy()
-            target = np.concatenate([noisy[layout.offsets[t]:layout.offsets[t + 1]][c::k_l] for t in tables])
-            residual = target - count * mean
-            gain = _ridge(co, residual, std, variance)
+        widths = [domain.blocks[layout.tables[t][1]].n_codes for t in tables]
+        starts = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+        k_l = domain.blocks[l].n_codes
+        systems = {c: _label_system(relaxed, domain, slices, j, l, c, [layout.tables[t][1] for t in tables],
+                                    np.concatenate([noisy[layout.offsets[t]:layout.offsets[t + 1]][c::k_l]
+                                                    for t in tables]))
+                   for c in range(k_l)}
+        systems = {c: system for c, system in systems.items() if system is not None}
+        fraction = _fraction(list(systems.values()), std)
+        for c, (co, residual, variance, count, mass) in systems.items():
+            gain = _posterior(co, residual, std, fraction**2 * variance)
             fitted = np.divide(co @ gain, count, out=np.zeros(len(count)), where=count > 1e-12)
-            for i, t in enumerate(tables):
-                deviations[layout.offsets[t]:layout.offsets[t + 1]][c::k_l] = fitted[starts[i]:starts[i + 1]]
+            for i, t in enumerate(tables):  # deviations from the label's mean average to 0 over each table
+                block = slice(starts[i], starts[i + 1])
+                fitted[block] -= count[block] @ fitted[block] / mass
+                deviations[layout.offsets[t]:layout.offsets[t + 1]][c::k_l] = fitted[block]
     return NumericTies(layout, deviations)
 
 
-def _ridge(co: np.ndarray, residual: np.ndarray, std: float, variance: float) -> np.ndarray:
-    """float64[K]: the posterior mean of ``g`` in ``residual = co @ g + N(0, std^2 I)``, ``g ~
-    N(0, tau^2 I)``, ``tau^2 = f^2 variance`` with the fraction ``f`` of :data:`PRIOR_FRACTIONS`
-    of largest marginal likelihood."""
+def _label_system(relaxed, domain, slices, j, l, c, features, target):
+    """``(co, residual, variance, count, mass)`` of numeric ``j`` within label block ``l``'s
+    code ``c``, or None where the relaxed rows give it no mass: the features' expected
+    co-occurrence ``co`` (float64[K, K], proportions of all rows; a block's own codes exclusive),
+    the released sums less the label mean times each cell's count, the label's variance of
+    ``x_j``, the cells' counts and the label's mass (non-null rows)."""
+    spec = domain.numeric_columns[j]
+    x = relaxed[:, domain.n_categorical_coords + j]
+    live = np.ones(len(relaxed))
+    if spec.nullable:
+        live = 1.0 - relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1]
+    weight = live * relaxed[:, slices[l]][:, c] / len(relaxed)  # each relaxed row's share of the rows
+    mass = float(weight.sum())
+    if mass <= 0.0:
+        return None
+    mean = float(weight @ x / mass)
+    variance = float(weight @ (x - mean) ** 2 / mass)
+    design = np.column_stack([relaxed[:, slices[a]] for a in features])  # [n_rel, K]
+    co = (design * weight[:, None]).T @ design
+    start = 0
+    for a in features:  # a row holds one code of its own block
+        block = slice(start, start + domain.blocks[a].n_codes)
+        co[block, block] = np.diag(design[:, block].T @ weight)
+        start = block.stop
+    count = np.diag(co).copy()
+    return co, target - count * mean, variance, count, mass
+
+
+def _fraction(systems, std: float) -> float:
+    """The fraction ``f`` of :data:`PRIOR_FRACTIONS` (0: no ties) whose prior ``g ~ N(0, f^2
+    variance I)`` gives the label systems' residuals (``residual = co @ g + N(0, std^2 I)``, one
+    system per label value) the largest summed marginal likelihood; the smaller ``f`` where two
+    tie. On the eigenvectors of ``co co^T`` (singular: each block's codes sum to one margin)."""
     noise = max(float(std), 1e-12) ** 2
-    best, best_tau2 = -np.inf, 0.0
+    spectra = []
+    for co, residual, variance, _, _ in systems:
+        eigenvalues, vectors = np.linalg.eigh(co @ co.T)
+        spectra.append((np.clip(eigenvalues, 0.0, None), (vectors.T @ residual) ** 2, variance))
+    best, best_fraction = -np.inf, 0.0
     for fraction in PRIOR_FRACTIONS:
-        tau2 = max(fraction**2 * variance, 1e-18)
-        covariance = tau2 * co @ co.T + noise * np.eye(len(residual))
-        _, logdet = np.linalg.slogdet(covariance)
-        evidence = -0.5 * (logdet + residual @ np.linalg.solve(covariance, residual))
+        evidence = 0.0
+        for eigenvalues, projected, variance in spectra:
+            spread = fraction**2 * variance * eigenvalues + noise
+            evidence -= 0.5 * float(np.sum(np.log(spread)) + np.sum(projected / spread))
         if evidence > best:
-            best, best_tau2 = evidence, tau2
-    return np.linalg.solve(co.T @ co / noise + np.eye(len(residual)) / best_tau2, co.T @ residual / noise)
+            best, best_fraction = evidence, fraction
+    return best_fraction
+
+
+def _posterior(co: np.ndarray, residual: np.ndarray, std: float, tau2: float) -> np.ndarray:
+    """float64[K]: the posterior mean of ``g`` in ``residual = co @ g + N(0, std^2 I)``, ``g ~
+    N(0, tau2 I)``: ``tau2 co^T (tau2 co co^T + std^2 I)^-1 residual`` (0 at ``tau2 = 0``)."""
+    if tau2 <= 0.0:
+        return np.zeros(co.shape[1])
+    noise = max(float(std), 1e-12) ** 2
+    eigenvalues, vectors = np.linalg.eigh(co @ co.T)
+    spread = tau2 * np.clip(eigenvalues, 0.0, None) + noise
+    return tau2 * co.T @ (vectors @ ((vectors.T @ residual) / spread))
