@@ -186,6 +186,17 @@ def test_engine_names_the_reader(flaky_dir, task, parquet_folder):
         open_source(task.frame, engine="spark")
 
 
+def test_numeric_ties_are_refused_on_ray_before_any_row_is_read(flaky_dir, task, parquet_folder):
+    """The ties' sums are read by the local pass only: a Ray source with ``tie_share`` is a
+    parameter error that names the fix, raised before the pass (nothing charged)."""
+    from polars_rap.errors import ParameterError
+    from polars_rap.planned_strategy import PlannedStrategy
+
+    with pytest.raises(ParameterError, match="engine='polars'"):
+        polars_rap.synthesize(str(parquet_folder), engine="ray", epsilon=1.0, delta=1e-9, domain=task.domain,
+                              labels=task.labels, strategy=PlannedStrategy(tie_share=0.1), progress=False)
+
+
 def test_bad_input_through_ray_gives_the_in_process_errors(flaky_dir, task, domain, queries):
     bad = task.frame.with_columns(
         pl.when(pl.int_range(pl.len()) == 20_000).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))

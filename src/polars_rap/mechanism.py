@@ -36,11 +36,11 @@ from polars_rap import kernels
 from polars_rap.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
-from polars_rap.errors import DataError
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.histogram_margins import histogram_margins
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
-from polars_rap.numeric_ties import fit_ties, release_ties, tie_layout, tie_sums
+from polars_rap.numeric_ties import fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
 from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
@@ -56,7 +56,7 @@ from polars_rap.release import build_report
 from polars_rap.result import SynthesisResult
 from polars_rap.rounds import run_plan
 from polars_rap.samplers import SecureRandom
-from polars_rap.source import exact_answers, open_source
+from polars_rap.source import DataSource, exact_answers, open_source
 from polars_rap.strategy import Strategy, resolve_strategy
 from polars_rap.workload import group_sensitivities
 
@@ -287,6 +287,10 @@ def synthesize(
     if not source.schema:
         msg = "the data has no columns; synthesize needs at least one, with a declared domain"
         raise DataError(msg)
+    if getattr(strategy, "tie_share", 0.0) > 0.0 and not isinstance(source, DataSource):  # before any row is read
+        msg = ("numeric ties (tie_share > 0) are read by the local engine only: run with engine='polars', or set "
+               "tie_share=0 on a Ray source")
+        raise ParameterError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
     public_source = None if public is None else open_public(public, domain, list(source.schema))
@@ -299,10 +303,11 @@ def synthesize(
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
-    workload_rng, init_rng, noise_rng, decode_rng, inference_rng, label_rng, reweight_rng = (
-        np.random.default_rng(seed).spawn(7))
+    # the ties' noise has a stream of its own, so that with a seed the loop's noise is the same with and without them
+    workload_rng, init_rng, noise_rng, decode_rng, inference_rng, label_rng, reweight_rng, tie_rng = (
+        np.random.default_rng(seed).spawn(8))
     if seed is None:  # a release: the noise reads the OS's cryptographic source, no seed at all
-        noise_rng, inference_rng = SecureRandom(), SecureRandom()
+        noise_rng, inference_rng, tie_rng = SecureRandom(), SecureRandom(), SecureRandom()
     if requests:  # one private pass over the inferred columns, charged before the domain exists
         declared.update(infer_declarations(
             source.inference_counts(requests), source.schema,
@@ -341,9 +346,13 @@ def synthesize(
     if "reweight" in public_uses:  # held out of the loop; drawn after it
         check_rho = CHECK_SHARE * ledger.rho_remaining
         charge_check(ledger, check_rho)
-    tie_release = None
-    if layout is not None:  # released before the loop; fitted to the loop's rows after it
-        tie_release = release_ties(tie_totals, n_rows, layout, tie_share * ledger.rho_remaining, ledger, noise_rng)
+    tie_release, tie_rho = None, tie_share * ledger.rho_remaining
+    cap = getattr(strategy, "tie_noise_cap", None)
+    if layout is not None and (cap is None or tie_noise_std(layout, n_rows, tie_rho) <= cap):  # public values
+        tie_release = release_ties(tie_totals, n_rows, layout, tie_rho, ledger, tie_rng)  # fitted after the loop
+    elif layout is not None:
+        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
+                    tie_noise_std(layout, n_rows, tie_rho), cap)
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
                               selection_share, epsilon)

@@ -50,8 +50,8 @@ from polars_rap.encoding import block_slices
 from polars_rap.errors import ParameterError
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 
-__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "check_tie_share", "fit_ties", "release_ties", "tie_layout",
-           "tie_sums"]
+__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "check_tie_noise_cap", "check_tie_share", "fit_ties",
+           "release_ties", "tie_layout", "tie_noise_std", "tie_sums"]
 
 TIE_QUANTUM = 1024
 """Grid steps of a mapped numeric value in a tie sum: the release adds integer noise to integers."""
@@ -69,6 +69,17 @@ def check_tie_share(value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0.0 <= value < 1.0:
         msg = f"tie_share must be a number in [0, 1): the part of the loop's budget the numeric ties take. Got {value!r}"
+        raise ParameterError(msg)
+    return float(value)
+
+
+def check_tie_noise_cap(value) -> float | None:
+    """``value`` as ``tie_noise_cap`` takes it: None (no cap) or a finite number > 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        msg = (f"tie_noise_cap must be None or a finite number > 0 (the largest noise std per tie cell, in mapped "
+               f"units of the rows' mean, at which the ties are measured). Got {value!r}")
         raise ParameterError(msg)
     return float(value)
 
@@ -119,6 +130,12 @@ def tie_sums(codes: np.ndarray, numerics: np.ndarray, domain: Domain, layout: Ti
         out[layout.offsets[t]:layout.offsets[t + 1]] = np.rint(
             np.bincount(cells, weights=steps[:, j], minlength=size)).astype(np.int64)
     return out
+
+
+def tie_noise_std(layout: TieLayout, n_rows: int, rho: float) -> float:
+    """The noise std per tie cell (answer units) of :func:`release_ties` at ``rho``:
+    ``sqrt(2 T) / n_rows / sqrt(2 rho)``; public (the domain's tables, the row count, the budget)."""
+    return math.sqrt(layout.l2_sensitivity_squared) / TIE_QUANTUM / int(n_rows) / math.sqrt(2.0 * rho)
 
 
 def release_ties(sums: np.ndarray, n_rows: int, layout: TieLayout, rho: float, ledger: PrivacyLedger,

@@ -286,6 +286,12 @@ class PlannedStrategy:
         (:mod:`polars_rap.numeric_ties`); decoding then hands each column's values out within
         each label so that its mean in each (feature, label) cell follows them, as far as their
         noise supports. Needs ``numeric_coupling="label"`` and labels; the local engine only.
+    tie_noise_cap : float or None
+        Measure the numeric ties only where their noise std per cell (answer units:
+        :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the
+        budget) is at most this (default 0.01; None: always). Noisier ties shrink toward none
+        but still tie the numeric columns to each other through the categories they follow,
+        and their share is then better spent on the loop.
     warm_doublings : int or None
         A threshold round after the first starts from rows already fitted to sharp thresholds,
         so its projection runs only the last ``warm_doublings + 1`` stages of the annealing
@@ -340,6 +346,7 @@ class PlannedStrategy:
     integer_cells: bool = False
     numeric_coupling: str = "label"
     tie_share: float = 0.0
+    tie_noise_cap: float | None = 0.01
     warm_doublings: int | None = 1
     max_steps: int | None = 30
     name: str = field(default="planned", init=False)
@@ -404,4 +411,5 @@ class PlannedStrategy:
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
-                "tie_share": self.tie_share, "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
+                "tie_share": self.tie_share, "tie_noise_cap": self.tie_noise_cap,
+                "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}

@@ -10,7 +10,7 @@ from polars_rap.errors import ParameterError
 from polars_rap.histogram_margins import check_histogram_match
 from polars_rap.histogram_nodes import check_histogram_fit
 from polars_rap.numeric_coupling import check_numeric_coupling
-from polars_rap.numeric_ties import check_tie_share
+from polars_rap.numeric_ties import check_tie_noise_cap, check_tie_share
 from polars_rap.numeric_histograms import check_branching
 from polars_rap.parameters import check_positive_finite
 from polars_rap.plan_steps import CLASSES
@@ -141,6 +141,7 @@ def check_planned_settings(strategy) -> None:
         raise ParameterError(msg)
     check_numeric_coupling(strategy.numeric_coupling)
     object.__setattr__(strategy, "tie_share", check_tie_share(strategy.tie_share))
+    object.__setattr__(strategy, "tie_noise_cap", check_tie_noise_cap(strategy.tie_noise_cap))
     if strategy.tie_share > 0.0 and strategy.numeric_coupling != "label":
         msg = (f"tie_share={strategy.tie_share!r} needs numeric_coupling='label': with 'fitted' each row keeps its "
                "relaxed row's numerics and nothing would use the ties. Set numeric_coupling='label' or tie_share=0")
