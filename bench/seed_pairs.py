@@ -3,6 +3,7 @@
     python -m bench.seed_pairs tree_share        # writes bench/results/tree_share_pairs.md
     python -m bench.seed_pairs base_from_cm_20   # writes bench/results/base_from_cm_20_pairs.md
     python -m bench.seed_pairs lt_rounds_10      # writes bench/results/lt_rounds_10_pairs.md
+    python -m bench.seed_pairs numeric_ties      # writes bench/results/numeric_ties_pairs.md
 
 Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed spread
 (``plan_noise_trace.md``), so a candidate default runs at three more seeds beside the default
@@ -154,6 +155,20 @@ COMPARISONS = {
                (Source("ablation_cm_margin_reserve.csv", _setting("cm_margin_reserve", 0.1)),
                 Source("rerun_rap_2026-11-28e_seeds345.csv", _default))),
         out="cm_margin_reserve_pairs.md"),
+    "numeric_ties": Comparison(
+        title="Numeric ties (10% of the loop) against the default, seed by seed",
+        why="numeric_ties's step (``tie_share=0.1``: each numeric column's sums by feature x label released where "
+            "their noise std per cell is at most 0.01, followed at decoding) against the default of 2026-11-28e. "
+            "Seeds 0-2 (epsilon 1 and 5; at 0.25 the cap measures nothing and the rows are the default's to the last "
+            "float): ``ablation_numeric_ties.csv`` beside the default's rows of the rerun of 2026-11-28e "
+            "(``rerun_rap_2026-11-28e.csv``, the headline's rap++ rows); seeds 3-5 (epsilon 1): the same CSV beside "
+            "the default rerun at those seeds (``rerun_rap_2026-11-28e_seeds345.csv``). The ties' noise has a stream "
+            "of its own, so each pair's loop draws the same noise (scaled to 90% of the budget).",
+        pairs=((Source("ablation_numeric_ties.csv", _setting("tie_share", 0.1)),
+                Source("rerun_rap_2026-11-28e.csv", _default)),
+               (Source("ablation_numeric_ties.csv", _setting("tie_share", 0.1)),
+                Source("rerun_rap_2026-11-28e_seeds345.csv", _default))),
+        out="numeric_ties_pairs.md"),
 }
 
 
