@@ -46,7 +46,9 @@ from scipy import stats
 
 import polars_rap
 from polars_rap.errors import ParameterError
-from polars_rap import annealing, bounds, inference, kernels, mechanism, numeric_histograms, privacy, release, rounds, source
+from polars_rap import (
+    annealing, bounds, inference, kernels, mechanism, numeric_histograms, numeric_ties, privacy, release, rounds, source,
+)
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -547,7 +549,7 @@ AGE_BOUNDS = (17, 60)  # narrower than the data (ages to 90+): many values are c
 class Call:
     """One recorded mechanism call."""
 
-    site: str  # "rap" (rounds.py) or "inference"
+    site: str  # "rap" (rounds.py and the loop's steps), "ties" (numeric_ties.py) or "inference"
     mechanism: str  # the event's mechanism name
     rho: float
     delta: float
@@ -613,6 +615,8 @@ def recorded() -> Iterator[Recording]:
             recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(annealing, "gumbel_top_k", _recorder(  # the default's annealed CM rounds
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
+        mock.patch.object(numeric_ties, "gaussian_mechanism", _recorder(  # the default's numeric ties
+            recording, "ties", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(inference, "gaussian_mechanism", _recorder(
             recording, "inference", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(bounds, "gaussian_mechanism", _recorder(
@@ -859,7 +863,7 @@ def test_refined_bounds_are_charged_recorded_calls_before_the_loop(task) -> None
     report, calls = result.report, recording.calls
     assert [(c.site, c.mechanism) for c in calls[:2]] == [("inference", "gaussian"),
                                                          ("inference", "gaussian_binary_search")]
-    assert all(c.site == "rap" for c in calls[2:])
+    assert all(c.site in ("rap", "ties") for c in calls[2:])
     for index, (event, call) in enumerate(zip(report.events, calls, strict=True)):
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
@@ -872,6 +876,34 @@ def test_refined_bounds_are_charged_recorded_calls_before_the_loop(task) -> None
     low, high = result.domain["AGEP"].lower, result.domain["AGEP"].upper
     ages = task.frame["AGEP"]
     assert (ages < low).sum() <= 0.01 * n and (ages > high).sum() <= 0.01 * n  # at most ~tau_s clipped
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+
+
+def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensitivity(task) -> None:
+    """The whole CA table at epsilon = 1 (its ties' noise std under the default's cap): the
+    ties are one recorded Gaussian call, charged before the loop's first call with a tenth of
+    the budget; the values it adds noise to are the tables' true quantized sums over every row
+    (recomputed here from the encoded rows), in units of n Q; its squared L2 sensitivity in
+    those units is 2 T Q^2 (T tables); every event is one recorded call. Deterministic."""
+    from polars_rap.encoding import encode
+    from polars_rap.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
+
+    with recorded() as recording:
+        result = polars_rap.synthesize(task.frame, domain=task.domain, labels=task.labels, **RUN_SETTINGS)
+    report, calls = result.report, recording.calls
+    ties = [c for c in calls if c.site == "ties"]
+    assert len(ties) == 1 and calls.index(ties[0]) == 0 and result.numeric_ties is not None
+    for index, (event, call) in enumerate(zip(report.events, calls, strict=True)):
+        assert (call.events_before, call.events_after) == (index, index + 1)
+        assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
+    assert ties[0].rho == 0.1 * report.rho_budget
+    layout = tie_layout(result.domain)
+    encoded = encode(task.frame, result.domain)
+    units = task.frame.height * TIE_QUANTUM
+    assert ties[0].arguments["n_rows"] == units
+    np.testing.assert_array_equal(np.rint(ties[0].arguments["values"] * units).astype(np.int64),
+                                  tie_sums(encoded.codes, encoded.numerics, result.domain, layout))
+    assert round((ties[0].arguments["l2_sensitivity"] * units) ** 2) == 2 * len(layout.tables) * TIE_QUANTUM**2
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
 
 

@@ -14,11 +14,13 @@ import polars_rap
 from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_ties import (
-    TIE_QUANTUM, NumericTies, fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums,
+    TIE_QUANTUM, NumericTies, TieSums, fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums,
 )
 from polars_rap.planned_strategy import PlannedStrategy
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger
-from polars_rap.source import exact_answers
+from polars_rap.encoding import encode
+from polars_rap.kernels import get_backend
+from polars_rap.source import DataSource, exact_answers
 from polars_rap.workload import build_workload
 
 
@@ -50,6 +52,24 @@ def test_layout_pairs_each_numeric_with_every_feature_but_its_own_null_indicator
     assert layout.l2_sensitivity_squared == 2 * 5 * TIE_QUANTUM**2
     no_label = Domain.from_mapping({"sex": pl.String, "age": pl.Float64}, {"sex": ["F", "M"], "age": (0.0, 1.0)})
     assert tie_layout(no_label) is None
+
+
+def test_the_pass_reads_the_sums_batch_by_batch_exactly() -> None:
+    """Read beside the answers in batches of 7 rows, the sums equal those of all rows at once."""
+    domain = _domain()
+    layout = tie_layout(domain)
+    codes, numerics = _rows(domain, 100, np.random.default_rng(9))
+    values = {"sex": np.array(["F", "M"])[codes[:, 0]], "edu": np.array(["a", "b", "c"])[codes[:, 1]],
+              "age": numerics[:, 0], "hours": [None if null else float(v) for null, v in zip(codes[:, 3] == 1, numerics[:, 1], strict=True)],
+              "y": np.array(["n", "p"])[codes[:, 2]]}
+    frame = pl.DataFrame(values, schema={"sex": pl.String, "edu": pl.String, "age": pl.Float64,
+                                         "hours": pl.Float64, "y": pl.String})
+    queries = build_workload(domain, np.random.default_rng(0), n_linear_thresholds=10, n_mixed_marginals=10)
+    statistic = TieSums(domain, layout)
+    exact_answers(DataSource.from_input(frame), domain, queries, get_backend("cpu"), batch_rows=7,
+                  statistic=statistic)
+    encoded = encode(frame, domain)
+    assert np.array_equal(statistic.totals, tie_sums(encoded.codes, encoded.numerics, domain, layout))
 
 
 def test_sums_are_each_cells_quantized_values_row_by_row() -> None:
@@ -199,9 +219,9 @@ def frame() -> tuple[pl.DataFrame, dict]:
     return data, {"sex": ["F", "M"], "edu": ["a", "b", "c"], "age": (18, 90), "y": ["n", "p"]}
 
 
-def _fit(frame, share: float, strategy_cap: float | None = 0.01, **keywords):
+def _fit(frame, share: float, strategy_cap: float | None = 0.01, numeric_coupling: str = "label", **keywords):
     data, domain = frame
-    strategy = PlannedStrategy(tie_share=share, tie_noise_cap=strategy_cap)
+    strategy = PlannedStrategy(tie_share=share, tie_noise_cap=strategy_cap, numeric_coupling=numeric_coupling)
     return polars_rap.synthesize(data, epsilon=2.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
                                  relaxed_rows=40, n_linear_thresholds=100, strategy=strategy, **keywords)
 
@@ -223,20 +243,17 @@ def test_synthesize_charges_the_ties_once_before_the_loop_and_saves_them(frame, 
     assert off.numeric_ties is None and not any(e.description.startswith("numeric ties") for e in off.report.events)
 
 
-def test_ties_need_the_label_coupling_and_the_local_engine(frame) -> None:
-    with pytest.raises(ParameterError, match="numeric_coupling='label'"):
-        PlannedStrategy(tie_share=0.1, numeric_coupling="fitted")
+def test_bad_tie_settings_are_parameter_errors() -> None:
     with pytest.raises(ParameterError, match="tie_share must be"):
         PlannedStrategy(tie_share=1.0)
     with pytest.raises(ParameterError, match="tie_noise_cap must be"):
         PlannedStrategy(tie_share=0.1, tie_noise_cap=0.0)
-    domain = _domain()
-    queries = build_workload(domain, np.random.default_rng(0), n_linear_thresholds=10, n_mixed_marginals=10)
-    with pytest.raises(ParameterError, match="local engine"):
-        exact_answers(object(), domain, queries, None, on_encoded=lambda encoded: None)
 
 
-def test_without_labels_a_tie_share_releases_nothing(frame) -> None:
+def test_without_labels_or_the_label_coupling_a_tie_share_releases_nothing(frame) -> None:
+    fitted = _fit(frame, 0.2, numeric_coupling="fitted")
+    assert fitted.numeric_ties is None
+    assert not any(e.description.startswith("numeric ties") for e in fitted.report.events)
     data, domain = frame
     result = polars_rap.synthesize(data.drop("y"), epsilon=2.0, delta=1e-7,
                                    domain={k: v for k, v in domain.items() if k != "y"}, seed=0, progress=False,

@@ -186,15 +186,20 @@ def test_engine_names_the_reader(flaky_dir, task, parquet_folder):
         open_source(task.frame, engine="spark")
 
 
-def test_numeric_ties_are_refused_on_ray_before_any_row_is_read(flaky_dir, task, parquet_folder):
-    """The ties' sums are read by the local pass only: a Ray source with ``tie_share`` is a
-    parameter error that names the fix, raised before the pass (nothing charged)."""
-    from polars_rap.errors import ParameterError
+def test_numeric_ties_on_ray_equal_the_in_process_ones(flaky_dir, task):
+    """The ties' sums are read per block beside the counts and merged on the driver: the same
+    release, the same fitted ties and the same rows as in this process (no noise cap, so that
+    the CA task's ties are measured at these settings)."""
     from polars_rap.planned_strategy import PlannedStrategy
 
-    with pytest.raises(ParameterError, match="engine='polars'"):
-        polars_rap.synthesize(str(parquet_folder), engine="ray", epsilon=1.0, delta=1e-9, domain=task.domain,
-                              labels=task.labels, strategy=PlannedStrategy(tie_share=0.1), progress=False)
+    arguments = dict(epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=3,
+                     strategy=PlannedStrategy(tie_share=0.2, tie_noise_cap=None), **FAST)
+    here = polars_rap.synthesize(task.frame, **arguments)
+    on_ray = polars_rap.synthesize(blocks_of(task.frame, 7), **arguments)
+    assert here.numeric_ties is not None
+    assert np.array_equal(on_ray.numeric_ties.deviations, here.numeric_ties.deviations)
+    assert on_ray.report.to_dict() == here.report.to_dict()
+    assert on_ray.data.equals(here.data)
 
 
 def test_bad_input_through_ray_gives_the_in_process_errors(flaky_dir, task, domain, queries):

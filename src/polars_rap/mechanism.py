@@ -36,11 +36,11 @@ from polars_rap import kernels
 from polars_rap.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
 from polars_rap.domain import Domain, check_declared
 from polars_rap.encoding import decode
-from polars_rap.errors import DataError, ParameterError
+from polars_rap.errors import DataError
 from polars_rap.histogram_margins import histogram_margins
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
-from polars_rap.numeric_ties import fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums
+from polars_rap.numeric_ties import TieSums, fit_ties, release_ties, tie_layout, tie_noise_std
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
 from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
@@ -56,7 +56,7 @@ from polars_rap.release import build_report
 from polars_rap.result import SynthesisResult
 from polars_rap.rounds import run_plan
 from polars_rap.samplers import SecureRandom
-from polars_rap.source import DataSource, exact_answers, open_source
+from polars_rap.source import exact_answers, open_source
 from polars_rap.strategy import Strategy, resolve_strategy
 from polars_rap.workload import group_sensitivities
 
@@ -287,10 +287,6 @@ def synthesize(
     if not source.schema:
         msg = "the data has no columns; synthesize needs at least one, with a declared domain"
         raise DataError(msg)
-    if getattr(strategy, "tie_share", 0.0) > 0.0 and not isinstance(source, DataSource):  # before any row is read
-        msg = ("numeric ties (tie_share > 0) are read by the local engine only: run with engine='polars', or set "
-               "tie_share=0 on a Ray source")
-        raise ParameterError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
     public_source = None if public is None else open_public(public, domain, list(source.schema))
@@ -332,15 +328,12 @@ def synthesize(
     # 3. the one pass over the real rows (streamed in batches; the numeric ties' sums read in it); it raises
     # for an empty input
     tie_share = getattr(strategy, "tie_share", 0.0)
-    layout = tie_layout(public_domain) if tie_share > 0.0 else None
-    tie_totals = None if layout is None else np.zeros(layout.n_cells, dtype=np.int64)
-
-    def add_ties(encoded) -> None:
-        tie_totals[:] += tie_sums(encoded.codes, encoded.numerics, public_domain, layout)
-
+    # with each row's fitted numerics kept ("fitted") nothing would follow the ties: they are not measured
+    layout = tie_layout(public_domain) if tie_share > 0.0 and strategy.numeric_coupling == "label" else None
+    tie_totals = None if layout is None else TieSums(public_domain, layout)
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
                                          integer_cells=strategy.integer_cells,
-                                         on_encoded=None if layout is None else add_ties)
+                                         statistic=tie_totals)
     out_rows = n_rows if rows is None else int(rows)
     check_rho = 0.0
     if "reweight" in public_uses:  # held out of the loop; drawn after it
@@ -349,7 +342,7 @@ def synthesize(
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None and (cap is None or tie_noise_std(layout, n_rows, tie_rho) <= cap):  # public values
-        tie_release = release_ties(tie_totals, n_rows, layout, tie_rho, ledger, tie_rng)  # fitted after the loop
+        tie_release = release_ties(tie_totals.totals, n_rows, layout, tie_rho, ledger, tie_rng)  # fitted after the loop
     elif layout is not None:
         logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
                     tie_noise_std(layout, n_rows, tie_rho), cap)

@@ -50,7 +50,7 @@ from polars_rap.encoding import block_slices
 from polars_rap.errors import ParameterError
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 
-__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "check_tie_noise_cap", "check_tie_share", "fit_ties",
+__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieSums", "check_tie_noise_cap", "check_tie_share", "fit_ties",
            "release_ties", "tie_layout", "tie_noise_std", "tie_sums"]
 
 TIE_QUANTUM = 1024
@@ -136,6 +136,30 @@ def tie_noise_std(layout: TieLayout, n_rows: int, rho: float) -> float:
     """The noise std per tie cell (answer units) of :func:`release_ties` at ``rho``:
     ``sqrt(2 T) / n_rows / sqrt(2 rho)``; public (the domain's tables, the row count, the budget)."""
     return math.sqrt(layout.l2_sensitivity_squared) / TIE_QUANTUM / int(n_rows) / math.sqrt(2.0 * rho)
+
+
+@dataclass(slots=True)
+class TieSums:
+    """The tie tables' integer sums read in the pass over the rows (a
+    :class:`~polars_rap.source.RowStatistic`): ``totals`` int64[layout.n_cells]."""
+
+    domain: Domain
+    layout: TieLayout
+    totals: np.ndarray = None
+
+    def __post_init__(self) -> None:
+        if self.totals is None:
+            self.totals = np.zeros(self.layout.n_cells, dtype=np.int64)
+
+    def add(self, encoded) -> None:
+        """Add one batch's rows (:class:`~polars_rap.encoding.EncodedData`)."""
+        self.totals += tie_sums(encoded.codes, encoded.numerics, self.domain, self.layout)
+
+    def fresh(self) -> TieSums:
+        return TieSums(self.domain, self.layout)
+
+    def merge(self, other: TieSums) -> None:
+        self.totals += other.totals
 
 
 def release_ties(sums: np.ndarray, n_rows: int, layout: TieLayout, rho: float, ledger: PrivacyLedger,

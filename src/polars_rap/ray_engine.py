@@ -103,6 +103,7 @@ class _AnswerPart:
     counts: np.ndarray
     n_rows: int
     clip_counts: dict[str, int]
+    statistic: Any = None  # the block's own copy of a RowStatistic read beside the counts, or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,18 +116,20 @@ class _AnswerTask:
     backend: str  # a kernel module's import path
     batch_rows: int
     integer_cells: bool = False
+    statistic: Any = None  # a RowStatistic (source.exact_answers), each attempt reading into a fresh copy
 
     def __call__(self, frames: Iterable[pl.DataFrame], where: str) -> _AnswerPart:
         backend = importlib.import_module(self.backend)
         counts = np.zeros(self.queries.n_queries, dtype=np.int64)
         clip_counts: dict[str, int] = {}
+        statistic = None if self.statistic is None else self.statistic.fresh()
         n_rows = 0
         for frame in frames:
             for batch in frame.iter_slices(self.batch_rows):
                 part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where,
-                                    self.integer_cells)
+                                    self.integer_cells, statistic)
                 n_rows = add_counts(counts, n_rows, part, batch.height)
-        return _AnswerPart(counts, n_rows, clip_counts)
+        return _AnswerPart(counts, n_rows, clip_counts, statistic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,21 +264,25 @@ class RaySource:
         return total
 
     def exact_answers(self, domain: Domain, queries: QuerySet, backend: ModuleType, *,
-                      batch_rows: int | None = None, integer_cells: bool = False) -> tuple[np.ndarray, int]:
+                      batch_rows: int | None = None, integer_cells: bool = False,
+                      statistic=None) -> tuple[np.ndarray, int]:
         """(float64[n_queries] answers, n_rows): :func:`polars_rap.source.exact_answers` of
-        this dataset, each block counted by a task, the int64 counts summed on the driver."""
+        this dataset, each block counted by a task, the int64 counts summed on the driver (and
+        each block's copy of ``statistic`` merged into it there)."""
         batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)) or batch_rows < 1:
             msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
             raise ParameterError(msg)
         name = _WORKER_BACKENDS.get(backend.__name__, backend.__name__)
-        task = _AnswerTask(domain, queries, name, int(batch_rows), integer_cells)
+        task = _AnswerTask(domain, queries, name, int(batch_rows), integer_cells, statistic)
         counts = np.zeros(queries.n_queries, dtype=np.int64)
         clip_counts: dict[str, int] = {}
         n_rows = 0
         for part in self._partials(domain.names, task):
             n_rows = add_counts(counts, n_rows, part.counts, part.n_rows)
             _merge_clip_counts(clip_counts, part.clip_counts)
+            if statistic is not None:
+                statistic.merge(part.statistic)
         return finish_answers(counts, n_rows, clip_counts, domain)
 
     def _partials(self, columns: Sequence[str], task) -> Iterator[Any]:

@@ -23,10 +23,11 @@ import datetime
 import logging
 import numbers
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -348,6 +349,15 @@ def default_batch_rows(domain: Domain) -> int:
     return int(min(MAX_BATCH_ROWS, max(1024, BATCH_BYTES // max(bytes_per_row, 1))))
 
 
+class RowStatistic(Protocol):
+    """A statistic of the encoded rows read beside the answers in the one pass (exact, so that
+    it does not depend on how the rows are cut into batches or blocks)."""
+
+    def add(self, encoded: EncodedData) -> None: ...
+    def fresh(self) -> RowStatistic: ...
+    def merge(self, other: RowStatistic) -> None: ...
+
+
 def exact_answers(
     source: DataSource,
     domain: Domain,
@@ -356,7 +366,7 @@ def exact_answers(
     *,
     batch_rows: int | None = None,
     integer_cells: bool = False,
-    on_encoded: Callable[[EncodedData], None] | None = None,
+    statistic: RowStatistic | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact answers of ``queries`` on every row of ``source``, in one pass over batches.
 
@@ -378,10 +388,10 @@ def exact_answers(
         Spread integer columns over their rounding cells first
         (:func:`polars_rap.encoding.spread_integer_cells`, a per-row map keyed by a hash of
         the row, so the result still does not depend on the batches).
-    on_encoded : callable, optional
-        Called with each batch's encoded rows (:class:`~polars_rap.encoding.EncodedData`), so
-        that another statistic (:mod:`polars_rap.numeric_ties`) is read in the same pass. The
-        local engine only: a :class:`~polars_rap.ray_engine.RaySource` raises.
+    statistic : RowStatistic, optional
+        Another statistic read in the same pass (:class:`polars_rap.numeric_ties.TieSums`):
+        its ``add`` gets each batch's encoded rows (on a Ray source each block's own
+        ``fresh()`` copy does, and the copies are ``merge``d into it on the driver).
 
     Returns
     -------
@@ -406,19 +416,15 @@ def exact_answers(
     bounds are counted over the whole pass and logged once per column, for the curator only.
     """
     if not isinstance(source, DataSource):  # a RaySource: the same counts, per block on the cluster
-        if on_encoded is not None:
-            msg = ("numeric ties (tie_share > 0) are read by the local engine only: run with engine='polars', "
-                   "or set tie_share=0 on a Ray source")
-            raise ParameterError(msg)
         return source.exact_answers(domain, queries, backend, batch_rows=batch_rows,
-                                    integer_cells=integer_cells)
+                                    integer_cells=integer_cells, statistic=statistic)
     batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
     counts = np.zeros(queries.n_queries, dtype=np.int64)
     clip_counts: dict[str, int] = {}
     n_rows = 0
     for batch in source.batches(domain.names, batch_rows):
         where = f"the batch of input rows {n_rows:,} to {n_rows + batch.height - 1:,}; nothing was released"
-        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, integer_cells, on_encoded)
+        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, integer_cells, statistic)
         n_rows = add_counts(counts, n_rows, batch_count, batch.height)
         del batch
     return finish_answers(counts, n_rows, clip_counts, domain)
@@ -426,7 +432,7 @@ def exact_answers(
 
 def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend: ModuleType,
                  clip_counts: dict[str, int], where: str, integer_cells: bool = False,
-                 on_encoded: Callable[[EncodedData], None] | None = None) -> np.ndarray:
+                 statistic: RowStatistic | None = None) -> np.ndarray:
     """int64[n_queries]: rows of ``batch`` satisfying each query, by ``backend.answers_exact``.
 
     The one counting step of every engine (this process, or a Ray worker per block). The
@@ -434,15 +440,15 @@ def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend
     whole-row count exactly (the rounding error of one division and one multiplication is far
     below half a row for any batch under 2**50 rows). Clipped values are added into
     ``clip_counts``; an error on the batch's content (for the curator) ends with ``where``.
-    ``integer_cells``, ``on_encoded``: see :func:`exact_answers`.
+    ``integer_cells``, ``statistic``: see :func:`exact_answers`.
     """
     try:
         encoded = encode(batch, domain, clip_counts=clip_counts, integer_cells=integer_cells)
     except DataError as error:
         msg = f"{error} (found in {where})"
         raise DataError(msg) from error
-    if on_encoded is not None:
-        on_encoded(encoded)
+    if statistic is not None:
+        statistic.add(encoded)
     answers = backend.answers_exact(encoded.codes, encoded.numerics, queries)
     return np.rint(answers * batch.height).astype(np.int64)
 

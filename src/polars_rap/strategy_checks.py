@@ -142,10 +142,6 @@ def check_planned_settings(strategy) -> None:
     check_numeric_coupling(strategy.numeric_coupling)
     object.__setattr__(strategy, "tie_share", check_tie_share(strategy.tie_share))
     object.__setattr__(strategy, "tie_noise_cap", check_tie_noise_cap(strategy.tie_noise_cap))
-    if strategy.tie_share > 0.0 and strategy.numeric_coupling != "label":
-        msg = (f"tie_share={strategy.tie_share!r} needs numeric_coupling='label': with 'fitted' each row keeps its "
-               "relaxed row's numerics and nothing would use the ties. Set numeric_coupling='label' or tie_share=0")
-        raise ParameterError(msg)
     object.__setattr__(strategy, "histogram_match", check_histogram_match(strategy.histogram_match))
     if strategy.decoding not in ("controlled", "independent"):
         msg = f"decoding must be 'controlled' or 'independent'. Got {strategy.decoding!r}"
