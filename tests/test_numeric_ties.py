@@ -59,8 +59,9 @@ def test_the_pass_reads_the_sums_batch_by_batch_exactly() -> None:
     domain = _domain()
     layout = tie_layout(domain)
     codes, numerics = _rows(domain, 100, np.random.default_rng(9))
+    hours = [None if null else float(v) for null, v in zip(codes[:, 3] == 1, numerics[:, 1], strict=True)]
     values = {"sex": np.array(["F", "M"])[codes[:, 0]], "edu": np.array(["a", "b", "c"])[codes[:, 1]],
-              "age": numerics[:, 0], "hours": [None if null else float(v) for null, v in zip(codes[:, 3] == 1, numerics[:, 1], strict=True)],
+              "age": numerics[:, 0], "hours": hours,
               "y": np.array(["n", "p"])[codes[:, 2]]}
     frame = pl.DataFrame(values, schema={"sex": pl.String, "edu": pl.String, "age": pl.Float64,
                                          "hours": pl.Float64, "y": pl.String})

@@ -7,7 +7,8 @@ measures those ties. A classifier trained on the rows weighs both, and on the re
 acs-income-CA / Adult the same permutation alone costs 0.010 / 0.007 macro F1
 (``bench/results/numeric_ties.md``, "each numeric shuffled").
 
-``PlannedStrategy(tie_share=s)`` measures them: for every numeric column ``j``, every feature
+``PlannedStrategy(tie_share=s)`` (default 0.1, where the noise std per cell is at most
+``tie_noise_cap``) measures them: for every numeric column ``j``, every feature
 block ``a`` (other than ``j``'s own null indicator) and every label block ``l``, the *tie table*
 
     S[j, a, l][v, c] = (1/n) sum over rows with a = v and l = c of q(x_j)
@@ -68,7 +69,8 @@ def check_tie_share(value) -> float:
     """``value`` as ``tie_share`` takes it: a finite number in ``[0, 1)``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or not 0.0 <= value < 1.0:
-        msg = f"tie_share must be a number in [0, 1): the part of the loop's budget the numeric ties take. Got {value!r}"
+        msg = (f"tie_share must be a number in [0, 1): the part of the loop's budget the numeric ties take. "
+               f"Got {value!r}")
         raise ParameterError(msg)
     return float(value)
 
@@ -223,7 +225,8 @@ class NumericTies:
             label_mean = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
                 np.bincount(codes[rows, l], minlength=k), 1)
             cells.append(cell)
-            targets.append(np.tile(label_mean, size // k) + self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]])
+            deviations = self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]]
+            targets.append(np.tile(label_mean, size // k) + deviations)
             betas.append(np.zeros(size))
         noise = rng.standard_normal(len(rows))
 
