@@ -294,7 +294,8 @@ class SyntheticModel:
         elif (directory / _MARGINS).exists():  # an overwritten model's
             (directory / _MARGINS).unlink()
         if self.numeric_ties is not None:
-            written.append(_write_atomic(directory / _TIES, _ipc_bytes(self.numeric_ties.to_frame(self.domain).to_arrow())))
+            ties = self.numeric_ties.to_frame(self.domain).to_arrow()
+            written.append(_write_atomic(directory / _TIES, _ipc_bytes(ties)))
         elif (directory / _TIES).exists():  # an overwritten model's
             (directory / _TIES).unlink()
         manifest = {
