@@ -114,6 +114,17 @@ def test_a_huge_epsilon_with_inferred_categories_is_a_parameter_error():
         pr.synthesize(pl.DataFrame({"s": ["a", "b"] * 20}), epsilon=1e6, delta=1e-9, infer_domain=True, **FAST)
 
 
+@pytest.mark.parametrize("epsilon", [1.7976931348623153e+308, 1.797658846586885e+308, 1e6 * (1 + 1e-12)])
+def test_an_epsilon_beyond_the_largest_taken_is_a_parameter_error(epsilon):
+    """Was ``OverflowError: intermediate overflow in fsum`` (the ledger's closing charge), a
+    conversion ``OverflowError`` and infinite inverse-variance weights, at epsilons near the
+    largest float (found by test_fuzz_boundary)."""
+    frame = pl.DataFrame({"x": [0.5, 1.5] * 40, "s": ["a", "b", "b", "a"] * 20, "y": [0, 1] * 40})
+    with pytest.raises(ParameterError, match=r"The 'epsilon' parameter must be at most 1e\+06"):
+        pr.synthesize(frame, epsilon=epsilon, delta=1e-9, domain={"x": (0, 2), "s": ["a", "b"], "y": [0, 1]},
+                      labels=["y"], **FAST)
+
+
 def test_a_null_dtype_column_cannot_be_declared_numeric():
     """Was Polars' ``InvalidOperationError`` while decoding: a Null column holds no number."""
     with pytest.raises(DataError, match="column 'x' is declared numeric .* but holds Null, not numbers"):

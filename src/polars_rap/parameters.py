@@ -67,6 +67,11 @@ def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:
         raise ParameterTypeError(msg)
 
 
+MAX_EPSILON = 1e6
+"""The largest ``epsilon`` synthesize takes: the zCDP conversion and the noise's inverse variances
+stay finite far past it (the fuzz tests found overflows only near 1.8e308)."""
+
+
 def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels: Any, infer_domain: Any,
                                inference_share: Any, rows: Any, seed: Any, relaxed_rows: Any,
                                queries_per_round: Any, rounds_cm: Any, rounds_lt: Any, rounds_mm: Any,
@@ -75,6 +80,10 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
     """Refuse any of ``synthesize``'s parameters that it could not run with (``strategy`` and
     ``selection_share`` are checked where the strategy is resolved)."""
     check_positive_finite("epsilon", epsilon)
+    if epsilon > MAX_EPSILON:
+        msg = (f"The 'epsilon' parameter must be at most {MAX_EPSILON:g}: far beyond any meaningful guarantee (a few "
+               f"dozen is already vacuous), and near the largest floats the accounting overflows. Got {epsilon!r}")
+        raise ParameterError(msg)
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0.0 < delta < 1.0:
         msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
         raise ParameterError(msg)
