@@ -341,11 +341,14 @@ def synthesize(
         charge_check(ledger, check_rho)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
-    if layout is not None and (cap is None or tie_noise_std(layout, n_rows, tie_rho) <= cap):  # public values
-        tie_release = release_ties(tie_totals.totals, n_rows, layout, tie_rho, ledger, tie_rng)  # fitted after the loop
-    elif layout is not None:
-        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
-                    tie_noise_std(layout, n_rows, tie_rho), cap)
+    if layout is not None:
+        tie_std = tie_noise_std(layout, n_rows, tie_rho)  # public values
+        if cap is None or tie_std <= cap:
+            # released now, fitted to the loop's rows after it
+            tie_release = release_ties(tie_totals.totals, n_rows, layout, tie_rho, ledger, tie_rng)
+        else:
+            logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
+                        tie_std, cap)
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
                               selection_share, epsilon)

@@ -31,7 +31,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 
-__all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics", "redrawn_pools"]
+__all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics", "label_groups", "redrawn_pools"]
 
 NUMERIC_COUPLINGS = ("fitted", "label")
 
@@ -72,8 +72,7 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
         return numerics
     if pool_codes is not None:
         return redrawn_pools(codes, pool_codes, numerics, domain, labels, rng)
-    _, label_group = np.unique(codes[:, labels], axis=0, return_inverse=True)
-    label_group = label_group.reshape(-1).astype(np.int64)
+    label_group = label_groups(codes, labels)
     out = numerics.copy()
     for j, spec in enumerate(domain.numeric_columns):
         group = _with_null_state(label_group, codes, domain, spec)
@@ -110,6 +109,13 @@ def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarra
                 drawn = np.concatenate([drawn, rng.choice(pool, len(targets) - len(pool))])
             out[targets, j] = numerics[drawn, j]
     return out
+
+
+def label_groups(codes: np.ndarray, labels: list[int]) -> np.ndarray:
+    """int64[n]: a group id per row of ``codes`` (int32[n, n_blocks]) shared by the rows of the
+    same codes in every block of ``labels`` (block indices)."""
+    _, group = np.unique(codes[:, labels], axis=0, return_inverse=True)
+    return group.reshape(-1).astype(np.int64)
 
 
 def _with_null_state(label_group: np.ndarray, codes: np.ndarray, domain: Domain, spec) -> np.ndarray:

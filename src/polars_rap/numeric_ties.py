@@ -49,9 +49,10 @@ import polars as pl
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
 from polars_rap.errors import ParameterError
-from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
+from polars_rap.numeric_coupling import label_groups
+from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 
-__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieSums", "check_tie_noise_cap", "check_tie_share", "fit_ties",
+__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieSums", "check_tie_noise_cap", "fit_ties",
            "release_ties", "tie_layout", "tie_noise_std", "tie_sums"]
 
 TIE_QUANTUM = 1024
@@ -63,16 +64,6 @@ BACKFIT_SWEEPS = 8
 """Sweeps over a column's tables when decoding fits the latent scores."""
 BACKFIT_STEP = 1.5
 """A table's score moves by this many latent units per std of ``x_j`` its cell mean is off."""
-
-
-def check_tie_share(value) -> float:
-    """``value`` as ``tie_share`` takes it: a finite number in ``[0, 1)``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0.0 <= value < 1.0:
-        msg = (f"tie_share must be a number in [0, 1): the part of the loop's budget the numeric ties take. "
-               f"Got {value!r}")
-        raise ParameterError(msg)
-    return float(value)
 
 
 def check_tie_noise_cap(value) -> float | None:
@@ -134,10 +125,16 @@ def tie_sums(codes: np.ndarray, numerics: np.ndarray, domain: Domain, layout: Ti
     return out
 
 
+def _sensitivity(layout: TieLayout, n_rows: int) -> float:
+    """The release's L2 sensitivity in answer units (sums of mapped values / ``n_rows``):
+    ``sqrt(2 T Q^2) / (n_rows Q)``."""
+    return math.sqrt(layout.l2_sensitivity_squared) / (int(n_rows) * TIE_QUANTUM)
+
+
 def tie_noise_std(layout: TieLayout, n_rows: int, rho: float) -> float:
     """The noise std per tie cell (answer units) of :func:`release_ties` at ``rho``:
     ``sqrt(2 T) / n_rows / sqrt(2 rho)``; public (the domain's tables, the row count, the budget)."""
-    return math.sqrt(layout.l2_sensitivity_squared) / TIE_QUANTUM / int(n_rows) / math.sqrt(2.0 * rho)
+    return gaussian_noise_std(_sensitivity(layout, n_rows), rho)
 
 
 @dataclass(slots=True)
@@ -171,8 +168,8 @@ def release_ties(sums: np.ndarray, n_rows: int, layout: TieLayout, rho: float, l
     (sums of mapped values / ``n_rows``); ``std`` the noise's std in those units,
     ``sqrt(2 T) / n_rows / sqrt(2 rho)`` (module docstring)."""
     units = int(n_rows) * TIE_QUANTUM
-    sensitivity = math.sqrt(layout.l2_sensitivity_squared) / units
-    return gaussian_mechanism(np.asarray(sums, dtype=np.float64) / units, sensitivity, rho, ledger, rng,
+    values = np.asarray(sums, dtype=np.float64) / units
+    return gaussian_mechanism(values, _sensitivity(layout, n_rows), rho, ledger, rng,
                               description=f"numeric ties: {len(layout.tables)} tables of numeric sums "
                                           "by feature and label", n_rows=units)
 
@@ -194,8 +191,7 @@ class NumericTies:
         labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
         if len(codes) < 2 or not labels:
             return out
-        _, label_group = np.unique(codes[:, labels], axis=0, return_inverse=True)
-        label_group = label_group.reshape(-1).astype(np.int64)
+        label_group = label_groups(codes, labels)
         for j, spec in enumerate(domain.numeric_columns):
             tables = [t for t, (column, _, _) in enumerate(self.layout.tables) if column == j]
             if tables:
@@ -216,18 +212,19 @@ class NumericTies:
         sorted_values = [np.sort(values[rows[p]]) for p in pieces]
         x = values[rows]
         spread = float(x.std()) or 1.0
+        label_means = {}  # per label block: x's mean among the live rows of each code
+        for l in {self.layout.tables[t][2] for t in tables}:
+            k = domain.blocks[l].n_codes
+            label_means[l] = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
+                np.bincount(codes[rows, l], minlength=k), 1)
         cells, targets, betas = [], [], []
         for t in tables:
             _, a, l = self.layout.tables[t]
             k = domain.blocks[l].n_codes
-            cell = codes[rows, a].astype(np.int64) * k + codes[rows, l]
-            size = int(self.layout.offsets[t + 1] - self.layout.offsets[t])
-            label_mean = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
-                np.bincount(codes[rows, l], minlength=k), 1)
-            cells.append(cell)
+            cells.append(codes[rows, a].astype(np.int64) * k + codes[rows, l])
             deviations = self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]]
-            targets.append(np.tile(label_mean, size // k) + deviations)
-            betas.append(np.zeros(size))
+            targets.append(np.tile(label_means[l], len(deviations) // k) + deviations)
+            betas.append(np.zeros(len(deviations)))
         noise = rng.standard_normal(len(rows))
 
         def assign() -> np.ndarray:
@@ -300,9 +297,10 @@ def fit_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.n
                                                     for t in tables]))
                    for c in range(k_l)}
         systems = {c: system for c, system in systems.items() if system is not None}
-        fraction = _fraction(list(systems.values()), std)
+        spectra = {c: _spectrum(system[0]) for c, system in systems.items()}
+        fraction = _fraction([(*spectra[c], system[1], system[2]) for c, system in systems.items()], std)
         for c, (co, residual, variance, count, mass) in systems.items():
-            gain = _posterior(co, residual, std, fraction**2 * variance)
+            gain = _posterior(co, *spectra[c], residual, std, fraction**2 * variance)
             fitted = np.divide(co @ gain, count, out=np.zeros(len(count)), where=count > 1e-12)
             for i, t in enumerate(tables):  # deviations from the label's mean average to 0 over each table
                 block = slice(starts[i], starts[i + 1])
@@ -339,16 +337,21 @@ def _label_system(relaxed, domain, slices, j, l, c, features, target):
     return co, target - count * mean, variance, count, mass
 
 
+def _spectrum(co: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(eigenvalues, vectors)`` of ``co co^T`` (singular: each block's codes sum to one
+    margin), the eigenvalues clipped at 0: what :func:`_fraction` and :func:`_posterior` solve on."""
+    eigenvalues, vectors = np.linalg.eigh(co @ co.T)
+    return np.clip(eigenvalues, 0.0, None), vectors
+
+
 def _fraction(systems, std: float) -> float:
     """The fraction ``f`` of :data:`PRIOR_FRACTIONS` (0: no ties) whose prior ``g ~ N(0, f^2
     variance I)`` gives the label systems' residuals (``residual = co @ g + N(0, std^2 I)``, one
-    system per label value) the largest summed marginal likelihood; the smaller ``f`` where two
-    tie. On the eigenvectors of ``co co^T`` (singular: each block's codes sum to one margin)."""
+    system ``(eigenvalues, vectors, residual, variance)`` per label value, on :func:`_spectrum`)
+    the largest summed marginal likelihood; the smaller ``f`` where two tie."""
     noise = max(float(std), 1e-12) ** 2
-    spectra = []
-    for co, residual, variance, _, _ in systems:
-        eigenvalues, vectors = np.linalg.eigh(co @ co.T)
-        spectra.append((np.clip(eigenvalues, 0.0, None), (vectors.T @ residual) ** 2, variance))
+    spectra = [(eigenvalues, (vectors.T @ residual) ** 2, variance)
+               for eigenvalues, vectors, residual, variance in systems]
     best, best_fraction = -np.inf, 0.0
     for fraction in PRIOR_FRACTIONS:
         evidence = 0.0
@@ -360,12 +363,13 @@ def _fraction(systems, std: float) -> float:
     return best_fraction
 
 
-def _posterior(co: np.ndarray, residual: np.ndarray, std: float, tau2: float) -> np.ndarray:
+def _posterior(co: np.ndarray, eigenvalues: np.ndarray, vectors: np.ndarray, residual: np.ndarray, std: float,
+               tau2: float) -> np.ndarray:
     """float64[K]: the posterior mean of ``g`` in ``residual = co @ g + N(0, std^2 I)``, ``g ~
-    N(0, tau2 I)``: ``tau2 co^T (tau2 co co^T + std^2 I)^-1 residual`` (0 at ``tau2 = 0``)."""
+    N(0, tau2 I)``: ``tau2 co^T (tau2 co co^T + std^2 I)^-1 residual`` (0 at ``tau2 = 0``), on
+    ``co``'s :func:`_spectrum`."""
     if tau2 <= 0.0:
         return np.zeros(co.shape[1])
     noise = max(float(std), 1e-12) ** 2
-    eigenvalues, vectors = np.linalg.eigh(co @ co.T)
-    spread = tau2 * np.clip(eigenvalues, 0.0, None) + noise
+    spread = tau2 * eigenvalues + noise
     return tau2 * co.T @ (vectors @ ((vectors.T @ residual) / spread))

@@ -10,12 +10,19 @@ from polars_rap.errors import ParameterError
 from polars_rap.histogram_margins import check_histogram_match
 from polars_rap.histogram_nodes import check_histogram_fit
 from polars_rap.numeric_coupling import check_numeric_coupling
-from polars_rap.numeric_ties import check_tie_noise_cap, check_tie_share
+from polars_rap.numeric_ties import check_tie_noise_cap
 from polars_rap.numeric_histograms import check_branching
 from polars_rap.parameters import check_positive_finite
 from polars_rap.plan_steps import CLASSES
 
 __all__ = ["check_planned_settings"]
+
+
+def _check_share_below_one(name: str, value) -> None:
+    """A part of the loop's budget: a number in ``[0, 1)``, else a :class:`ParameterError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        msg = f"{name} must be a number in [0, 1). Got {value!r}"
+        raise ParameterError(msg)
 
 
 def check_planned_settings(strategy) -> None:
@@ -49,14 +56,8 @@ def check_planned_settings(strategy) -> None:
         msg = ("base_size_exponent must be a number in [0, 2] or None (size_exponent's). "
                f"Got {strategy.base_size_exponent!r}")
         raise ParameterError(msg)
-    if isinstance(strategy.base_share, bool) or not isinstance(strategy.base_share, (int, float)) or not (
-            0.0 <= strategy.base_share < 1.0):
-        msg = f"base_share must be a number in [0, 1). Got {strategy.base_share!r}"
-        raise ParameterError(msg)
-    if isinstance(strategy.histogram_share, bool) or not isinstance(strategy.histogram_share, (int, float)) or not (
-            0.0 <= strategy.histogram_share < 1.0):
-        msg = f"histogram_share must be a number in [0, 1). Got {strategy.histogram_share!r}"
-        raise ParameterError(msg)
+    for name in ("base_share", "histogram_share", "tie_share"):  # parts of the loop's budget taken first
+        _check_share_below_one(name, getattr(strategy, name))
     bins = strategy.histogram_bins
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
         msg = f"histogram_bins must be an int >= 2. Got {strategy.histogram_bins!r}"
@@ -140,7 +141,6 @@ def check_planned_settings(strategy) -> None:
         msg = f"max_steps must be an int >= 1 or None (the paper's 60). Got {strategy.max_steps!r}"
         raise ParameterError(msg)
     check_numeric_coupling(strategy.numeric_coupling)
-    object.__setattr__(strategy, "tie_share", check_tie_share(strategy.tie_share))
     object.__setattr__(strategy, "tie_noise_cap", check_tie_noise_cap(strategy.tie_noise_cap))
     object.__setattr__(strategy, "histogram_match", check_histogram_match(strategy.histogram_match))
     if strategy.decoding not in ("controlled", "independent"):
