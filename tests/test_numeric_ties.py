@@ -14,7 +14,7 @@ import polars_rap
 from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_ties import (
-    TIE_QUANTUM, NumericTies, TieSums, fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums,
+    TIE_QUANTUM, NumericTies, TieScores, TieSums, fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums,
 )
 from polars_rap.planned_strategy import PlannedStrategy
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger
@@ -199,6 +199,42 @@ def test_decoding_follows_the_ties_and_keeps_each_labels_values() -> None:
     assert before.max() > 0.15 and after.max() < 0.02
 
 
+def test_later_chunks_reuse_the_first_chunks_scores_and_still_follow_the_ties(monkeypatch) -> None:
+    domain = _domain()
+    layout = tie_layout(domain)
+    rng = np.random.default_rng(9)
+    codes, numerics = _tied_rows(domain, 8_000, rng)
+    ties = fit_ties(_one_hot_relaxed(domain, codes, numerics), domain, layout,
+                    tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM), 1e-6)
+    label = codes[:, domain.block_index("y")]
+    shuffled = numerics.copy()
+    for c in range(2):
+        rows = np.flatnonzero(label == c)
+        shuffled[rows] = shuffled[rng.permutation(rows)]
+    first, second = slice(0, 4_000), slice(4_000, 8_000)
+    scores = TieScores()
+    alone = ties.apply(codes[first], shuffled[first], domain, np.random.default_rng(10))
+    kept = ties.apply(codes[first], shuffled[first], domain, np.random.default_rng(10), scores)
+    assert np.array_equal(kept, alone)  # the first chunk decodes as without reuse
+    assert sorted(scores.by_column) == [0, 1]
+    fitted = {j: [beta.copy() for beta in betas] for j, betas in scores.by_column.items()}
+    backfits = []
+    original = NumericTies._backfit
+    monkeypatch.setattr(NumericTies, "_backfit", lambda self, *a: backfits.append(1) or original(self, *a))
+    out = ties.apply(codes[second], shuffled[second], domain, np.random.default_rng(11), scores)
+    assert not backfits  # one assignment a column, no backfit
+    assert all(np.array_equal(a, b) for j in fitted for a, b in zip(fitted[j], scores.by_column[j], strict=True))
+    codes_2, shuffled_2, truth_2 = codes[second], shuffled[second], numerics[second]
+    label_2 = label[second]
+    for c in range(2):
+        assert np.array_equal(np.sort(out[label_2 == c, 0]), np.sort(shuffled_2[label_2 == c, 0]))
+    edu = domain.block_index("edu")
+    truth = _cell_means(codes_2, truth_2[:, 0], domain, edu)
+    before = np.abs(_cell_means(codes_2, shuffled_2[:, 0], domain, edu) - truth)
+    after = np.abs(_cell_means(codes_2, out[:, 0], domain, edu) - truth)
+    assert before.max() > 0.15 and after.max() < 0.03
+
+
 def test_ties_round_trip_through_a_frame_and_refuse_another_domain() -> None:
     domain = _domain()
     layout = tie_layout(domain)
@@ -242,6 +278,19 @@ def test_synthesize_charges_the_ties_once_before_the_loop_and_saves_them(frame, 
     assert loaded.sample(300, seed=1).equals(result.model.sample(300, seed=1))
     off = _fit(frame, 0.0)
     assert off.numeric_ties is None and not any(e.description.startswith("numeric ties") for e in off.report.events)
+
+
+def test_a_decoding_backfits_once_whatever_its_chunks(frame, monkeypatch) -> None:
+    from polars_rap import encoding
+
+    model = _fit(frame, 0.2).model
+    backfits = []
+    original = NumericTies._backfit
+    monkeypatch.setattr(NumericTies, "_backfit", lambda self, *a: backfits.append(1) or original(self, *a))
+    monkeypatch.setattr(encoding, "_DECODE_CHUNK_ROWS", 250)
+    sample = model.sample(1_000, seed=2)
+    assert len(backfits) == 1  # age: its first chunk fits, the three others reuse
+    assert sample.height == 1_000 and sample.equals(model.sample(1_000, seed=2))
 
 
 def test_bad_tie_settings_are_parameter_errors() -> None:

@@ -47,7 +47,7 @@ from polars_rap.transforms import from_unit, to_unit
 
 if TYPE_CHECKING:
     from polars_rap.histogram_margins import HistogramMargins
-    from polars_rap.numeric_ties import NumericTies
+    from polars_rap.numeric_ties import NumericTies, TieScores
     from polars_rap.public_labels import LabelModel
 
 __all__ = ["DECODINGS", "EncodedData", "encode", "decode", "decode_codes", "decoded_values", "block_slices",
@@ -400,9 +400,15 @@ def decode(
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
+    # The ties' latent scores are fitted on the first chunk and reused by the others.
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
+    scores = None
+    if ties is not None:
+        from polars_rap.numeric_ties import TieScores  # (it imports this module)
+
+        scores = TieScores()
     frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling,
-                           margins, ties)
+                           margins, ties, scores)
               for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
@@ -410,7 +416,7 @@ def decode(
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  rng: np.random.Generator, method: str, labels: LabelModel | None = None,
                  numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
-                 ties: NumericTies | None = None) -> pl.DataFrame:
+                 ties: NumericTies | None = None, scores: TieScores | None = None) -> pl.DataFrame:
     uniforms = None
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
@@ -423,7 +429,7 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
     if numeric_coupling == "label":
         sample = EncodedData(sample.codes, decouple_numerics(sample.codes, sample.numerics, domain, rng, pool_codes))
         if ties is not None:
-            sample = EncodedData(sample.codes, ties.apply(sample.codes, sample.numerics, domain, rng))
+            sample = EncodedData(sample.codes, ties.apply(sample.codes, sample.numerics, domain, rng, scores))
     if margins is not None:
         sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng))
     columns: dict[str, pl.Series] = {}

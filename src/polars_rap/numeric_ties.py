@@ -24,7 +24,9 @@ fitted deviation of its mean from the label's, ``(C g) / cnt``. Decoding
 (:meth:`NumericTies.apply`, after the label coupling, before the histogram margins) then gives
 each row a latent score ``sum_a beta[a, v_a, c] + N(0, 1)`` and, within each label value (and
 null state), hands the rows' own sorted values out in the order of their scores, ``beta``
-fitted by backfitting so that each cell's mean is the label's mean plus its deviation. Each
+fitted by backfitting so that each cell's mean is the label's mean plus its deviation (on a
+decoding's first chunk of rows; later chunks, drawn alike, reuse its ``beta`` with one
+assignment each: :class:`TieScores`). Each
 column's values within each label are unchanged (the histogram margins' rank moves keep the
 order); the numeric columns stay independent of each other given the categories and labels.
 
@@ -41,7 +43,7 @@ relaxed rows: post-processing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -52,7 +54,7 @@ from polars_rap.errors import ParameterError
 from polars_rap.numeric_coupling import label_groups
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 
-__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieSums", "check_tie_noise_cap", "fit_ties",
+__all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieScores", "TieSums", "check_tie_noise_cap", "fit_ties",
            "release_ties", "tie_layout", "tie_noise_std", "tie_sums"]
 
 TIE_QUANTUM = 1024
@@ -174,6 +176,16 @@ def release_ties(sums: np.ndarray, n_rows: int, layout: TieLayout, rho: float, l
                                           "by feature and label", n_rows=units)
 
 
+@dataclass(slots=True)
+class TieScores:
+    """The latent cell scores one decoding fitted, per numeric column index (one float64 array
+    per tie table): the first chunk's rows fit them, and later chunks, drawn from the same relaxed
+    rows alike, reuse them (one assignment each instead of the backfit's
+    ``BACKFIT_SWEEPS * T_j``; ``bench/results/ties_decoding.md``)."""
+
+    by_column: dict[int, list[np.ndarray]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class NumericTies:
     """Fitted tie targets: ``deviations`` (float64[layout.n_cells]) of each cell's mean of
@@ -182,11 +194,14 @@ class NumericTies:
     layout: TieLayout
     deviations: np.ndarray
 
-    def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator) -> np.ndarray:
+    def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator,
+              scores: TieScores | None = None) -> np.ndarray:
         """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, ``codes``
         int32[n, n_blocks]) with each column's values handed out again within each label group
         and null state, in the order of latent scores fitted to the tie targets (module
-        docstring). Each group keeps its multiset of values."""
+        docstring). Each group keeps its multiset of values. With ``scores``, a column's scores
+        fitted by an earlier call are reused (one assignment, no backfitting) and those fitted
+        here are kept in it."""
         out = np.array(numerics, dtype=np.float64, copy=True)
         labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
         if len(codes) < 2 or not labels:
@@ -195,56 +210,72 @@ class NumericTies:
         for j, spec in enumerate(domain.numeric_columns):
             tables = [t for t, (column, _, _) in enumerate(self.layout.tables) if column == j]
             if tables:
-                out[:, j] = self._column(codes, out[:, j], domain, spec, tables, label_group, rng)
+                fitted = None if scores is None else scores.by_column.get(j)
+                out[:, j], betas = self._column(codes, out[:, j], domain, spec, tables, label_group, rng, fitted)
+                if scores is not None and betas is not None:
+                    scores.by_column.setdefault(j, betas)
         return out
 
-    def _column(self, codes, values, domain, spec, tables, label_group, rng) -> np.ndarray:
+    def _column(self, codes, values, domain, spec, tables, label_group, rng, fitted):
+        """(float64[n] values reassigned, the tables' latent cell scores or None where too few
+        rows); ``fitted`` (the scores of an earlier chunk) skips the backfit."""
         live = np.ones(len(values), dtype=bool)
         if spec.nullable:
             live = codes[:, domain.block_index(spec.name, indicator=True)] == 0
         rows = np.flatnonzero(live)
         if len(rows) < 2:
-            return values
+            return values, None
         groups = label_group[rows]
         order = np.argsort(groups, kind="stable")
         bounds = np.flatnonzero(np.diff(groups[order])) + 1
         pieces = np.split(order, bounds)  # positions in ``rows`` of each label group
         sorted_values = [np.sort(values[rows[p]]) for p in pieces]
-        x = values[rows]
-        spread = float(x.std()) or 1.0
-        label_means = {}  # per label block: x's mean among the live rows of each code
-        for l in {self.layout.tables[t][2] for t in tables}:
-            k = domain.blocks[l].n_codes
-            label_means[l] = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
-                np.bincount(codes[rows, l], minlength=k), 1)
-        cells, targets, betas = [], [], []
+        cells = []
         for t in tables:
             _, a, l = self.layout.tables[t]
-            k = domain.blocks[l].n_codes
-            cells.append(codes[rows, a].astype(np.int64) * k + codes[rows, l])
-            deviations = self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]]
-            targets.append(np.tile(label_means[l], len(deviations) // k) + deviations)
-            betas.append(np.zeros(len(deviations)))
+            cells.append(codes[rows, a].astype(np.int64) * domain.blocks[l].n_codes + codes[rows, l])
         noise = rng.standard_normal(len(rows))
 
-        def assign() -> np.ndarray:
+        def assign(betas) -> np.ndarray:
             score = noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True))
             new = np.empty(len(rows))
             for piece, values_sorted in zip(pieces, sorted_values, strict=True):
                 new[piece[np.argsort(score[piece], kind="stable")]] = values_sorted
             return new
 
-        current = assign()
+        if fitted is None:
+            betas, assigned = self._backfit(codes, values[rows], rows, domain, tables, cells, assign)
+        else:
+            betas, assigned = fitted, assign(fitted)
+        out = values.copy()
+        out[rows] = assigned
+        return out, betas
+
+    def _backfit(self, codes, x, rows, domain, tables, cells, assign) -> tuple[list[np.ndarray], np.ndarray]:
+        """(The tables' latent cell scores, float64[n_cells] each, backfitted so that each cell's
+        mean of the values ``x`` (float64[len(rows)]) as assigned meets its tie target; ``x`` as
+        last assigned by them)."""
+        spread = float(x.std()) or 1.0
+        label_means = {}  # per label block: x's mean among the live rows of each code
+        for l in {self.layout.tables[t][2] for t in tables}:
+            k = domain.blocks[l].n_codes
+            label_means[l] = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
+                np.bincount(codes[rows, l], minlength=k), 1)
+        targets, betas = [], []
+        for t in tables:
+            l = self.layout.tables[t][2]
+            deviations = self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]]
+            targets.append(np.tile(label_means[l], len(deviations) // domain.blocks[l].n_codes) + deviations)
+            betas.append(np.zeros(len(deviations)))
+        current = assign(betas)
         for _ in range(BACKFIT_SWEEPS):
             for i, cell in enumerate(cells):
                 size = len(betas[i])
                 count = np.bincount(cell, minlength=size)
                 mean = np.bincount(cell, weights=current, minlength=size) / np.maximum(count, 1)
                 betas[i] += np.where(count > 0, BACKFIT_STEP * (targets[i] - mean) / spread, 0.0)
-                current = assign()
-        out = values.copy()
-        out[rows] = current
-        return out
+                current = assign(betas)
+        return betas, current
 
     def to_frame(self, domain: Domain) -> pl.DataFrame:
         """One row per tie cell: ``column``, ``feature``, ``label`` (block sources; a numeric's
