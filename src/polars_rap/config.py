@@ -337,7 +337,7 @@ OPTIONAL_TABLES = (
 def config_text(task) -> str:
     """A config file for ``task``: its labels and one ``[domain.NAME]`` table per column."""
     lines = [
-        f"# polars-rap synthesize config for the bundled task {task.name!r} (polars-rap export).",
+        f"# polars-rap synthesize config for the task {task.name!r} (polars-rap export).",
         "# The domain comes from public documentation (see polars_rap/data/*.toml), never from the data.",
         f"labels = {toml_value(list(task.labels))}",
         "",

