@@ -219,6 +219,17 @@ def test_binned_domain_declares_codes_and_null():
     assert domain["sex"] == ["F", "M"]
 
 
+def test_rap_binned_returns_task_domain_rows_and_no_binned_relaxed_rows():
+    """Its relaxed rows live in the binned domain: handing them on made the harness score them
+    against the task domain's queries and fail (every rap-binned row since the relaxed errors)."""
+    train = _toy_frame(n_rows=300)
+    settings = {"bins": 5, "synthesize": {"relaxed_rows": 20, "rounds_cm": 2, "queries_per_round": 2},
+                "projection": {"max_steps": 5, "max_doublings": 1}}
+    result = mechanisms.rap_binned(train, DOMAIN, ["label"], 5.0, 1e-6, 0, settings)
+    assert result.status == "ok" and result.relaxed is None
+    assert result.data.schema == train.schema
+
+
 def test_final_sigma_is_the_end_of_the_default_schedule():
     from polars_rap import ProjectionConfig
 
