@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --json: the whole report (every charge, query and bound; megabytes)")
 
     export = commands.add_parser("export", parents=[common],
-                                 help="write a task's table and config (cps1988: from $POLARS_RAP_DATA_DIR)")
+                                 help="write a task's table and config (unbundled ones: $POLARS_RAP_DATA_DIR)")
     export.add_argument("task", metavar="TASK", choices=list_tasks(), help=" or ".join(list_tasks()))
     export.add_argument("--output", "-o", required=True, metavar="OUT", help=".parquet, .csv or .arrow/.ipc")
     export.add_argument("--config", "-c", default=None, metavar="TOML", help="write the task's config here")
