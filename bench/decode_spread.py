@@ -29,7 +29,7 @@ from pathlib import Path
 import polars as pl
 
 from bench.public_prior import CONDITIONS, DATASET, parameters
-from bench.run import RESULTS, kept_notes, prepare_dataset, table_markdown
+from bench.run import RESULTS, append_rows, done_keys, kept_notes, prepare_dataset, table_markdown
 
 OUT = RESULTS / "decode_spread.csv"
 METRICS = ("CM_mean_error", "MM_mean_error", "LT_mean_error", "macro_f1")
@@ -108,19 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.table_only:
-        done = set()
-        if args.out.exists():
-            done = {(r["condition"], r["epsilon"], r["seed"]) for r in pl.read_csv(args.out).iter_rows(named=True)}
+        done = done_keys(args.out, ("condition", "epsilon", "seed"))
         for seed in args.seeds:
             for condition in args.conditions:
                 if (condition, args.epsilon, seed) in done:
                     continue
                 started = time.perf_counter()
                 rows = fit_and_decode(condition, args.epsilon, seed, args.decodes)
-                frame = pl.DataFrame(rows)
-                if args.out.exists():
-                    frame = pl.concat([pl.read_csv(args.out), frame], how="diagonal_relaxed")
-                frame.write_csv(args.out)
+                append_rows(args.out, rows)
                 print(json.dumps({"condition": condition, "seed": seed, "seconds": round(time.perf_counter() - started),
                                   "LT": [round(r["LT_mean_error"], 6) for r in rows]}), flush=True)
     if not args.out.exists():

@@ -737,6 +737,22 @@ def table_markdown(table: pl.DataFrame, title: str = "") -> str:
 NOTES_HEADING = "## What it showed"
 
 
+def done_keys(path: Path, columns: Sequence[str]) -> set[tuple]:
+    """The ``columns`` tuples of a probe's CSV rows (empty when it does not exist yet): what a
+    rerun skips."""
+    if not path.exists():
+        return set()
+    return {tuple(row[c] for c in columns) for row in pl.read_csv(path).iter_rows(named=True)}
+
+
+def append_rows(path: Path, rows: list[dict]) -> None:
+    """Append ``rows`` to a probe's CSV (columns the file lacks are added, empty in its old rows)."""
+    frame = pl.DataFrame(rows)
+    if path.exists():
+        frame = pl.concat([pl.read_csv(path), frame], how="diagonal_relaxed")
+    frame.write_csv(path)
+
+
 def kept_notes(path: Path) -> str:
     """The hand-written section of an earlier ``path`` (from :data:`NOTES_HEADING` on), kept
     when the tables are rewritten; empty when there is none."""

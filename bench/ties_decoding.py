@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from bench.run import RESULTS, kept_notes, prepare_dataset, table_markdown
+from bench.run import RESULTS, append_rows, done_keys, kept_notes, prepare_dataset, table_markdown
 
 OUT = RESULTS / "ties_decoding.csv"
 WAYS = ("none", "every chunk", "first chunk")
@@ -144,18 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.table_only:
-        done = set()
-        if args.out.exists():
-            done = {(r["dataset"], r["seed"]) for r in pl.read_csv(args.out).iter_rows(named=True)}
+        done = done_keys(args.out, ("dataset", "seed"))
         for dataset in args.datasets:
             for seed in args.seeds:
                 if (dataset, seed) in done:
                     continue
                 rows = fit_and_decode(dataset, args.epsilon, seed, args.rows)
-                frame = pl.DataFrame(rows)
-                if args.out.exists():
-                    frame = pl.concat([pl.read_csv(args.out), frame], how="diagonal_relaxed")
-                frame.write_csv(args.out)
+                append_rows(args.out, rows)
                 print(json.dumps({"dataset": dataset, "seed": seed,
                                   **{r["way"]: [r["seconds"], round(r["tie_error"], 6), round(r["macro_f1"], 4)]
                                      for r in rows}}), flush=True)
