@@ -174,11 +174,11 @@ def test_fit_recovers_clear_ties_and_shrinks_ties_the_noise_hides() -> None:
     assert np.abs(unshrunk.deviations).max() > 1.0 and np.abs(shrunk.deviations).max() < 0.1
 
 
-def test_decoding_follows_the_ties_and_keeps_each_labels_values() -> None:
-    domain = _domain()
+def _ties_and_decoupled_rows(domain, n_rows: int, rng):
+    """(ties fitted to exact sums of tied rows, codes, the rows' numerics, the numerics permuted
+    within each label as the label coupling leaves them, the label codes)."""
     layout = tie_layout(domain)
-    rng = np.random.default_rng(5)
-    codes, numerics = _tied_rows(domain, 4_000, rng)
+    codes, numerics = _tied_rows(domain, n_rows, rng)
     ties = fit_ties(_one_hot_relaxed(domain, codes, numerics), domain, layout,
                     tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM), 1e-6)
     label = codes[:, domain.block_index("y")]
@@ -186,6 +186,12 @@ def test_decoding_follows_the_ties_and_keeps_each_labels_values() -> None:
     for c in range(2):  # the label coupling: ties broken
         rows = np.flatnonzero(label == c)
         shuffled[rows] = shuffled[rng.permutation(rows)]
+    return ties, codes, numerics, shuffled, label
+
+
+def test_decoding_follows_the_ties_and_keeps_each_labels_values() -> None:
+    domain = _domain()
+    ties, codes, numerics, shuffled, label = _ties_and_decoupled_rows(domain, 4_000, np.random.default_rng(5))
     out = ties.apply(codes, shuffled, domain, np.random.default_rng(6))
     null = codes[:, domain.block_index("hours", indicator=True)] == 1
     for c in range(2):
@@ -201,16 +207,7 @@ def test_decoding_follows_the_ties_and_keeps_each_labels_values() -> None:
 
 def test_later_chunks_reuse_the_first_chunks_scores_and_still_follow_the_ties(monkeypatch) -> None:
     domain = _domain()
-    layout = tie_layout(domain)
-    rng = np.random.default_rng(9)
-    codes, numerics = _tied_rows(domain, 8_000, rng)
-    ties = fit_ties(_one_hot_relaxed(domain, codes, numerics), domain, layout,
-                    tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM), 1e-6)
-    label = codes[:, domain.block_index("y")]
-    shuffled = numerics.copy()
-    for c in range(2):
-        rows = np.flatnonzero(label == c)
-        shuffled[rows] = shuffled[rng.permutation(rows)]
+    ties, codes, numerics, shuffled, label = _ties_and_decoupled_rows(domain, 8_000, np.random.default_rng(9))
     first, second = slice(0, 4_000), slice(4_000, 8_000)
     scores = TieScores()
     alone = ties.apply(codes[first], shuffled[first], domain, np.random.default_rng(10))
