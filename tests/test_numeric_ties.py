@@ -14,8 +14,9 @@ import polars_rap
 from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_ties import (
-    TIE_QUANTUM, NumericTies, TieScores, TieSums, fit_ties, release_ties, tie_layout, tie_noise_std, tie_sums,
+    TIE_QUANTUM, NumericTies, TieScores, TieSums, release_ties, tie_layout, tie_noise_std, tie_sums,
 )
+from polars_rap.tie_ridge import fit_ties
 from polars_rap.planned_strategy import PlannedStrategy
 from polars_rap.privacy import PrivacyEvent, PrivacyLedger
 from polars_rap.encoding import encode

@@ -295,6 +295,12 @@ class PlannedStrategy:
         +0.005 / +0.0005, LT 0.93x / 0.87x. Only with ``numeric_coupling="label"`` and labels
         (otherwise nothing is measured and nothing charged). The sums are read in the one pass
         over the rows, on Ray per block.
+    tie_numeric_bins : int
+        With ``B`` > 0 (0 to 64; default 0), each numeric column's ties also hold its sums by
+        each earlier numeric column's ``B`` equal bins and label, in the same release, and
+        decoding hands the columns out in order, each following the bins of those before it
+        (:mod:`polars_rap.numeric_ties`): the numeric columns then keep their ties to each other
+        within each label, which the label coupling alone drops.
     tie_noise_cap : float or None
         Measure the numeric ties only where their noise std per cell (answer units:
         :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the
@@ -355,6 +361,7 @@ class PlannedStrategy:
     integer_cells: bool = False
     numeric_coupling: str = "label"
     tie_share: float = 0.1
+    tie_numeric_bins: int = 0
     tie_noise_cap: float | None = 0.01
     warm_doublings: int | None = 1
     max_steps: int | None = 30
@@ -420,5 +427,6 @@ class PlannedStrategy:
                 "cm_prefixes_share": self.cm_prefixes_share,
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
-                "tie_share": self.tie_share, "tie_noise_cap": self.tie_noise_cap,
+                "tie_share": self.tie_share, "tie_numeric_bins": self.tie_numeric_bins,
+                "tie_noise_cap": self.tie_noise_cap,
                 "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
