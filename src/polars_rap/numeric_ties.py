@@ -8,44 +8,43 @@ acs-income-CA / Adult the same permutation alone costs 0.010 / 0.007 macro F1
 (``bench/results/numeric_ties.md``, "each numeric shuffled").
 
 ``PlannedStrategy(tie_share=s)`` (default 0.1, where the noise std per cell is at most
-``tie_noise_cap``) measures them: for every numeric column ``j``, every feature ``a`` and every
-label block ``l``, the *tie table*
+``tie_noise_cap``) measures them: for every numeric column ``j``, every feature block ``a``
+(other than ``j``'s own null indicator) and every label block ``l``, the *tie table*
 
     S[j, a, l][v, c] = (1/n) sum over rows with a = v and l = c of q(x_j)
 
-A feature is a categorical block (other than ``j``'s own null indicator) or, with
-``tie_numeric_bins=B``, an earlier numeric column ``k < j`` cut into ``B`` equal bins of its
-mapped range (a null its own code ``B``): ``S[j, k, l]`` then ties ``x_j`` to ``x_k`` within each
-label, which the label coupling otherwise leaves independent (the mixed marginals measure
-that pair; on cps1988 shuffling each numeric alone within its label costs the real rows 0.008
-macro F1, shuffling them jointly 0.0004).
-
 (``x_j`` mapped to ``[0, 1]``, a null as 0, ``q`` the rounding to the grid of
 :data:`TIE_QUANTUM` steps), all of them in one discrete Gaussian release of a share ``s`` of the
-loop's budget, charged before the loop. After the loop :func:`~polars_rap.tie_ridge.fit_ties` reads, from the relaxed
-rows alone, how the features go together within each label (their expected co-occurrence
-``C``), fits the cell deviations ``S - cnt * m`` (``m`` the label's mean of ``x_j``) by the
-Bayesian ridge ``r = C g + noise`` (prior std of ``g`` chosen by evidence among a few
-fractions of ``x_j``'s spread: a tie the noise hides is shrunk to none), and keeps each cell's
-fitted deviation of its mean from the label's, ``(C g) / cnt``. Decoding
-(:meth:`NumericTies.apply`, after the label coupling, before the histogram margins) then gives
-each row a latent score ``sum_a beta[a, v_a, c] + N(0, 1)`` and, within each label value (and
-null state), hands the rows' own sorted values out in the order of their scores, ``beta``
+loop's budget, charged before the loop. After the loop :func:`~polars_rap.tie_ridge.fit_ties`
+reads, from the relaxed rows alone, how the features go together within each label (their
+expected co-occurrence ``C``), fits the cell deviations ``S - cnt * m`` (``m`` the label's mean
+of ``x_j``) by the Bayesian ridge ``r = C g + noise`` (prior std of ``g`` chosen by evidence
+among a few fractions of ``x_j``'s spread: a tie the noise hides is shrunk to none), and keeps
+each cell's fitted deviation of its mean from the label's, ``(C g) / cnt``.
+
+A layout may also hold tables whose feature is an earlier numeric column ``k < j`` cut into ``B``
+equal bins of its mapped range (a null its own code ``B``): the *numeric pairs*
+(``tie_numeric_bins=B``), whose targets are read from the relaxed rows, not released
+(:mod:`polars_rap.numeric_pairs`).
+
+Decoding (:meth:`NumericTies.apply`, after the label coupling, before the histogram margins)
+gives each row a latent score ``sum_a beta[a, v_a, c] + N(0, 1)`` and, within each label value
+(and null state), hands the rows' own sorted values out in the order of their scores, ``beta``
 fitted by backfitting so that each cell's mean is the label's mean plus its deviation (on a
 decoding's first chunk of rows; later chunks, drawn alike, reuse its ``beta`` with one
-assignment each: :class:`TieScores`). Each
-column's values within each label are unchanged (the histogram margins' rank moves keep the
-order). Without numeric bins the numeric columns stay independent of each other given the
-categories and labels; with them column ``j`` follows the bins of the columns before it, as
-already handed out (a chain: ``x_0``, then ``x_1`` given ``x_0``, ...).
+assignment each: :class:`TieScores`). Each column's values within each label are unchanged (the
+histogram margins' rank moves keep the order). The columns are handed out in order, each
+following the bins of those before it as already handed out where the layout has numeric
+pairs; without them the numeric columns stay independent of each other given the categories
+and labels.
 
-Privacy. Replacing one row changes each of the ``T`` tables in at most two cells, by at most
-``Q`` grid steps each (``Q`` = :data:`TIE_QUANTUM`; the row's quantized value leaves the cell it
-was in, the new row's enters its own; a row is in one cell of each table, a bin's as a block's), so the integer sums move by a vector of squared L2 norm
+Privacy. Replacing one row changes each of the ``T`` released tables in at most two cells, by at
+most ``Q`` grid steps each (``Q`` = :data:`TIE_QUANTUM`; the row's quantized value leaves the cell
+it was in, the new row's enters its own), so the integer sums move by a vector of squared L2 norm
 at most ``T * 2 Q^2``: the release is :func:`~polars_rap.privacy.gaussian_mechanism` on sums
 of ``n Q`` units with L2 sensitivity ``sqrt(2 T) / n`` in answer units, ``rho`` zCDP, charged
-before any noise is drawn. The quantization and the bins are fixed per-row maps; ``T`` and the
-cells come from the public domain and ``B``. Fitting and decoding read the released sums, their public std and the
+before any noise is drawn. The quantization is a fixed per-row map; ``T`` and the cells come
+from the public domain. Fitting and decoding read the released sums, their public std and the
 relaxed rows: post-processing.
 """
 
@@ -58,6 +57,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.domain import Domain
+from polars_rap.encoding import block_slices
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_coupling import label_groups
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
@@ -115,6 +115,22 @@ class TieLayout:
         """int64[n]: the bin of each mapped value ``x`` (float64[n]; ``[0, 1]`` in ``bins`` equal bins)."""
         return np.minimum(np.floor(np.clip(x, 0.0, 1.0) * self.bins), self.bins - 1).astype(np.int64)
 
+    def relaxed_codes(self, relaxed: np.ndarray, domain: Domain, a: int) -> np.ndarray:
+        """float64[n_rel, width(a)]: each relaxed row's (float[n_rel, n_coords]) probabilities of
+        feature ``a``'s codes: a block's coordinates, or the bin its numeric value falls in (times
+        its probability of not being null) and the null code (that probability)."""
+        slices = block_slices(domain)
+        if a < len(domain.blocks):
+            return np.asarray(relaxed[:, slices[a]], dtype=np.float64)
+        k = a - len(domain.blocks)
+        spec = domain.numeric_columns[k]
+        out = np.zeros((len(relaxed), self.width(domain, a)))
+        null = relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1] if spec.nullable else 0.0
+        out[np.arange(len(relaxed)), self.bin_of(relaxed[:, domain.n_categorical_coords + k])] = 1.0 - null
+        if spec.nullable:
+            out[:, self.bins] = null
+        return out
+
     def feature_codes(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, a: int) -> np.ndarray:
         """int64[n]: each row's code of feature ``a`` (``codes`` int32[n, n_blocks], ``numerics``
         float64[n, n_numeric] mapped to ``[0, 1]``)."""
@@ -137,12 +153,12 @@ class TieLayout:
         return 2 * len(self.tables) * TIE_QUANTUM**2
 
 
-def tie_layout(domain: Domain, bins: int = 0) -> TieLayout | None:
-    """The tie tables of ``domain`` (module docstring), each numeric column's by the feature
-    blocks, then (``bins`` > 0) by each earlier numeric column's ``bins`` bins; None without a
-    label, a numeric column or a feature."""
+def tie_layout(domain: Domain, bins: int = 0, categorical: bool = True) -> TieLayout | None:
+    """The tie tables of ``domain`` (module docstring): each numeric column's by the feature
+    blocks (unless ``categorical`` is false), then (``bins`` > 0) by each earlier numeric
+    column's ``bins`` bins; None without a label, a numeric column or a feature."""
     labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
-    features = [i for i, block in enumerate(domain.blocks) if not block.is_label]
+    features = [i for i, block in enumerate(domain.blocks) if not block.is_label] if categorical else []
     n_blocks = len(domain.blocks)
     tables = []
     for j, spec in enumerate(domain.numeric_columns):
@@ -343,21 +359,25 @@ class NumericTies:
 
     @classmethod
     def from_frame(cls, frame: pl.DataFrame, domain: Domain) -> NumericTies:
-        """The ties :meth:`to_frame` wrote, for the ``domain`` it was written with (with or
-        without numeric bins: their count is read from the frame's ``.bins`` rows)."""
+        """The ties :meth:`to_frame` wrote, for the ``domain`` it was written with: its
+        categorical tables, its numeric pairs' (their bins read from the frame's ``.bins``
+        rows) or both."""
         binned = frame.filter(pl.col("feature").str.ends_with(".bins"))
         bins = 0
         if binned.height:
             name = binned["feature"][0].removesuffix(".bins")
             nullable = any(spec.nullable for spec in domain.numeric_columns if spec.name == name)
             bins = int(binned.filter(pl.col("feature") == binned["feature"][0])["code"].max()) + 1 - nullable
-        for layout in (tie_layout(domain), tie_layout(domain, bins) if bins > 0 else None):
+        candidates = [tie_layout(domain)]
+        if bins > 0:
+            candidates += [tie_layout(domain, bins), tie_layout(domain, bins, categorical=False)]
+        for layout in candidates:
             if layout is None:
                 continue
             expected = cls(layout, np.zeros(layout.n_cells)).to_frame(domain).drop("deviation")
             if frame.height == expected.height and frame.drop("deviation").equals(expected):
                 return cls(layout, frame["deviation"].to_numpy().astype(np.float64))
-        if tie_layout(domain, max(bins, 1)) is None:
+        if all(layout is None for layout in candidates):
             raise ValueError("the domain has no tie tables")
         raise ValueError("the tie cells do not match the domain's")
 

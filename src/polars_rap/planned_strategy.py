@@ -296,11 +296,12 @@ class PlannedStrategy:
         (otherwise nothing is measured and nothing charged). The sums are read in the one pass
         over the rows, on Ray per block.
     tie_numeric_bins : int
-        With ``B`` > 0 (0 to 64; default 0), each numeric column's ties also hold its sums by
-        each earlier numeric column's ``B`` equal bins and label, in the same release, and
-        decoding hands the columns out in order, each following the bins of those before it
-        (:mod:`polars_rap.numeric_ties`): the numeric columns then keep their ties to each other
-        within each label, which the label coupling alone drops.
+        With ``B`` > 0 (0 to 64; default 0), decoding hands the numeric columns out in order
+        within each label, each following the relaxed rows' mean of it in each of ``B`` equal
+        bins of every earlier numeric column (:mod:`polars_rap.numeric_pairs`), beside the
+        released ties: the numeric columns keep their pairing, which the label coupling alone
+        drops. Post-processing of the relaxed rows: no budget. Only with
+        ``numeric_coupling="label"``, labels and two numeric columns or more.
     tie_noise_cap : float or None
         Measure the numeric ties only where their noise std per cell (answer units:
         :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the

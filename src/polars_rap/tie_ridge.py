@@ -71,7 +71,7 @@ def _label_system(relaxed, domain, slices, layout, j, l, c, features, target):
         return None
     mean = float(weight @ x / mass)
     variance = float(weight @ (x - mean) ** 2 / mass)
-    design = np.column_stack([_relaxed_feature(relaxed, domain, slices, layout, a) for a in features])  # [n_rel, K]
+    design = np.column_stack([layout.relaxed_codes(relaxed, domain, a) for a in features])  # [n_rel, K]
     co = (design * weight[:, None]).T @ design
     start = 0
     for a in features:  # a row holds one code of each feature
@@ -80,23 +80,6 @@ def _label_system(relaxed, domain, slices, layout, j, l, c, features, target):
         start = block.stop
     count = np.diag(co).copy()
     return co, target - count * mean, variance, count, mass
-
-
-def _relaxed_feature(relaxed, domain, slices, layout, a) -> np.ndarray:
-    """float64[n_rel, width(a)]: each relaxed row's probabilities of feature ``a``'s codes: a
-    block's coordinates, or the bin its numeric value falls in (times its probability of not
-    being null) and the null code (that probability)."""
-    if a < len(domain.blocks):
-        return relaxed[:, slices[a]]
-    k = a - len(domain.blocks)
-    spec = domain.numeric_columns[k]
-    x = relaxed[:, domain.n_categorical_coords + k]
-    out = np.zeros((len(relaxed), layout.width(domain, a)))
-    null = relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1] if spec.nullable else 0.0
-    out[np.arange(len(relaxed)), layout.bin_of(x)] = 1.0 - null
-    if spec.nullable:
-        out[:, layout.bins] = null
-    return out
 
 
 def _spectrum(co: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
