@@ -1,6 +1,7 @@
 """Numeric pairs (``tie_numeric_bins``, :mod:`polars_rap.numeric_pairs`): the tie tables by the
-bins of earlier numeric columns, their targets read from the relaxed rows, the decoding that
-follows them, saved models and synthesize's wiring (no release of their own)."""
+bins of earlier numeric columns, their sums and sensitivity in the ties' release, the test of
+the relaxed rows' pairing against them, the decoding that follows the kept pairs, saved models
+and synthesize's wiring."""
 
 from __future__ import annotations
 
@@ -14,10 +15,9 @@ import polars_rap
 from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_coupling import decouple_numerics
-from polars_rap.numeric_pairs import pair_deviations, pair_ties
-from polars_rap.numeric_ties import TIE_QUANTUM, NumericTies, tie_layout, tie_sums
+from polars_rap.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_deviations, pair_evidence, pair_ties
+from polars_rap.numeric_ties import TIE_QUANTUM, NumericTies, layout_of, tie_layout, tie_sums
 from polars_rap.planned_strategy import PlannedStrategy
-from polars_rap.tie_ridge import fit_ties
 
 
 def _domain(first: str = "age", nullable: bool = True) -> Domain:
@@ -83,6 +83,34 @@ def test_bin_sums_are_each_cells_quantized_values_row_by_row(first) -> None:
     assert np.array_equal(sums[layout.offsets[t]:], expected)
 
 
+def test_replacing_one_row_moves_the_binned_sums_within_the_stated_sensitivity() -> None:
+    """Squared L2 change over 2,000 random replacements <= 2 T Q^2. A bin table cannot reach
+    its share with the others: the binned column's value sets its own cells' sums too, so a row
+    moved to another bin of age (below 0.75) also carries less age. The worst such move, age 1
+    to 0.7499 (grid step 768), with sex and every other value at their extremes, comes within
+    Q^2 - 768^2 of the bound."""
+    domain = _domain(nullable=False)
+    layout = tie_layout(domain, 4)
+    rng = np.random.default_rng(1)
+    codes, numerics = _rows(domain, 50, rng)
+    base = tie_sums(codes, numerics, domain, layout)
+    worst = 0
+    for _ in range(2_000):
+        new_codes, new_numerics = codes.copy(), numerics.copy()
+        other_codes, other_numerics = _rows(domain, 1, rng)
+        row = rng.integers(len(codes))
+        new_codes[row], new_numerics[row] = other_codes[0], other_numerics[0]
+        change = tie_sums(new_codes, new_numerics, domain, layout) - base
+        worst = max(worst, int(change @ change))
+    assert worst <= layout.l2_sensitivity_squared
+    sex = domain.block_index("sex")
+    codes[0, sex], numerics[0] = 0, [1.0, 1.0]
+    moved_codes, moved_numerics = codes.copy(), numerics.copy()
+    moved_codes[0, sex], moved_numerics[0] = 1, [0.7499, 1.0]
+    change = tie_sums(moved_codes, moved_numerics, domain, layout) - tie_sums(codes, numerics, domain, layout)
+    assert int(change @ change) == layout.l2_sensitivity_squared - TIE_QUANTUM**2 + 768**2
+
+
 def _one_hot_relaxed(domain: Domain, codes: np.ndarray, numerics: np.ndarray) -> np.ndarray:
     parts = [np.eye(block.n_codes)[codes[:, i]] for i, block in enumerate(domain.blocks)]
     return np.column_stack([*parts, numerics]).astype(np.float32)
@@ -120,20 +148,26 @@ def test_pair_deviations_are_the_relaxed_rows_weighted_bin_means_less_the_label_
         assert abs(np.dot(counts, deviations[c::2])) < 1e-12
 
 
+def _release(domain, codes, numerics, bins: int = 8):
+    """(layout with pairs, exact sums of the rows in answer units) as a noiseless release."""
+    layout = tie_layout(domain, bins)
+    return layout, tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM)
+
+
 def test_decoding_hands_hours_out_by_the_bins_of_age_as_the_relaxed_rows_pair_them() -> None:
-    """Relaxed rows that are the rows themselves: after the label coupling broke the pairs, the
-    pairs' ties give each (age bin, label) cell its mean of hours back; each label keeps its
-    values. Without them (the released categorical ties alone) the cells stay off."""
+    """Relaxed rows that are the rows themselves and a release that agrees: after the label
+    coupling broke the pairs, the kept pair gives each (age bin, label) cell its mean of hours
+    back; each label keeps its values. The categorical ties alone leave the cells off."""
     domain = _domain()
     rng = np.random.default_rng(3)
     codes, numerics = _rows(domain, 6_000, rng)
     shuffled = decouple_numerics(codes, numerics, domain, rng)  # the label coupling: hours independent of age
     truth = _bin_means(codes, numerics[:, 0], numerics[:, 1], domain)
     relaxed = _one_hot_relaxed(domain, codes, numerics)
-    layout = tie_layout(domain)
-    released = fit_ties(relaxed, domain, layout, tie_sums(codes, numerics, domain, layout) / (6_000 * TIE_QUANTUM),
-                        1e-6)
-    paired = pair_ties(relaxed, domain, 8, released)
+    layout, exact = _release(domain, codes, numerics)
+    paired = fitted_ties(relaxed, domain, layout, exact, 1e-4)
+    released = fitted_ties(relaxed, domain, tie_layout(domain), _release(domain, codes, numerics, 0)[1], 1e-4)
+    assert paired.layout.tables == layout.tables  # the pair passed
     outs = {name: ties.apply(codes, shuffled, domain, np.random.default_rng(4))
             for name, ties in (("released", released), ("paired", paired))}
     label, null = codes[:, domain.block_index("y")], codes[:, domain.block_index("hours", indicator=True)] == 1
@@ -148,31 +182,79 @@ def test_decoding_hands_hours_out_by_the_bins_of_age_as_the_relaxed_rows_pair_th
     assert np.corrcoef(outs["paired"][~null, 0], outs["paired"][~null, 1])[0, 1] > 0.9  # the rows': about 0.96
 
 
-def test_pair_ties_keep_the_released_ties_and_stand_alone_without_them() -> None:
+def test_the_evidence_is_the_log_likelihood_ratio_of_the_released_sums() -> None:
     domain = _domain()
-    layout = tie_layout(domain)
-    released = NumericTies(layout, np.random.default_rng(5).normal(size=layout.n_cells))
-    codes, numerics = _rows(domain, 200, np.random.default_rng(6))
+    codes, numerics = _rows(domain, 300, np.random.default_rng(0))
+    relaxed = _one_hot_relaxed(domain, codes, numerics).astype(np.float64)
+    layout, exact = _release(domain, codes, numerics, 4)
+    noisy = exact + np.random.default_rng(1).normal(0, 0.01, exact.shape)
+    evidence = pair_evidence(relaxed, domain, layout, noisy, 0.01)
+    t = len(layout.tables) - 1
+    assert np.isnan(evidence[:t]).all()  # categorical tables: no test
+    label, null = codes[:, domain.block_index("y")], codes[:, domain.block_index("hours", indicator=True)] == 1
+    age_bin = np.minimum(np.floor(numerics[:, 0] * 4), 3).astype(np.int64)
+    independent, paired = np.zeros(8), np.zeros(8)
+    for c in range(2):
+        live = (label == c) & ~null
+        mean = numerics[live, 1].mean()
+        for b in range(4):
+            cell = live & (age_bin == b)
+            independent[b * 2 + c] = cell.sum() / 300 * mean
+            paired[b * 2 + c] = numerics[cell, 1].sum() / 300
+    released = noisy[layout.offsets[t]:]
+    expected = (np.sum((released - independent) ** 2) - np.sum((released - paired) ** 2)) / 0.01**2
+    assert evidence[t] == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing() -> None:
+    domain = _domain()
+    rng = np.random.default_rng(6)
+    codes, numerics = _rows(domain, 4_000, rng)
+    shuffled = decouple_numerics(codes, numerics, domain, rng)
+    paired_rows, unpaired_rows = (_one_hot_relaxed(domain, codes, values) for values in (numerics, shuffled))
+    layout, paired_sums = _release(domain, codes, numerics)
+    _, unpaired_sums = _release(domain, codes, shuffled)
+    std = 1e-3
+    sums = {"paired": (paired_sums, numerics), "unpaired": (unpaired_sums, shuffled)}
+    for relaxed, released, kept in ((paired_rows, "paired", True), (unpaired_rows, "paired", False),
+                                    (paired_rows, "unpaired", False)):
+        released_sums, rows = sums[released]
+        evidence = pair_evidence(relaxed, domain, layout, released_sums, std)[-1]
+        assert (evidence > PAIR_EVIDENCE) == kept
+        ties = fitted_ties(relaxed, domain, layout, released_sums, std)
+        assert (ties.layout.tables == layout.tables) == kept
+        if not kept:  # the categorical ties as fitted without the pairs, to the last float
+            alone = fitted_ties(relaxed, domain, tie_layout(domain), _release(domain, codes, rows, 0)[1], std)
+            assert ties.layout.tables == alone.layout.tables and np.array_equal(ties.deviations, alone.deviations)
+
+
+def test_pair_ties_keep_the_fitted_ties_and_stand_alone_without_them() -> None:
+    domain = _domain()
+    codes, numerics = _rows(domain, 2_000, np.random.default_rng(6))
     relaxed = _one_hot_relaxed(domain, codes, numerics)
-    paired = pair_ties(relaxed, domain, 4, released)
-    assert paired.layout.tables == tie_layout(domain, 4).tables
-    for t, table in enumerate(layout.tables):
+    layout, exact = _release(domain, codes, numerics, 4)
+    categorical = tie_layout(domain)
+    fitted = NumericTies(categorical, np.random.default_rng(5).normal(size=categorical.n_cells))
+    paired = pair_ties(relaxed, domain, layout, exact, 1e-4, fitted)
+    assert paired.layout.tables == layout.tables
+    for t, table in enumerate(categorical.tables):
         at = paired.layout.tables.index(table)
         assert np.array_equal(paired.deviations[paired.layout.offsets[at]:paired.layout.offsets[at + 1]],
-                              released.deviations[layout.offsets[t]:layout.offsets[t + 1]])
-    alone = pair_ties(relaxed, domain, 4, None)
+                              fitted.deviations[categorical.offsets[t]:categorical.offsets[t + 1]])
+    assert np.array_equal(paired.deviations[paired.layout.offsets[-2]:],
+                          pair_deviations(relaxed, domain, layout)[layout.offsets[-2]:])
+    alone = pair_ties(relaxed, domain, layout, exact, 1e-4, None)
     assert alone.layout.tables == tie_layout(domain, 4, categorical=False).tables
-    assert np.array_equal(alone.deviations, paired.deviations[paired.layout.offsets[-2]:])
-    single = Domain.from_mapping({"sex": pl.String, "age": pl.Float64, "y": pl.String},
-                                 {"sex": ["F", "M"], "age": (0.0, 1.0), "y": ["n", "p"]}, labels=["y"])
-    assert pair_ties(np.zeros((3, 5)), single, 4, None) is None  # one numeric column: no pairs
+    assert fitted_ties(relaxed, domain, categorical, _release(domain, codes, numerics, 0)[1], 1e-4).layout.bins == 0
 
 
 @pytest.mark.parametrize("first", ["age", "hours"])
 def test_paired_ties_round_trip_through_a_frame_and_unpaired_ones_still_load(first) -> None:
     domain = _domain(first)
-    for bins, categorical in ((0, True), (4, True), (4, False)):
-        layout = tie_layout(domain, bins, categorical)
+    full = tie_layout(domain, 4)
+    subsets = [tie_layout(domain), full, tie_layout(domain, 4, categorical=False), layout_of(domain, full.tables[1:], 4)]
+    for layout in subsets:
+        bins = layout.bins
         ties = NumericTies(layout, np.random.default_rng(bins).normal(size=layout.n_cells))
         frame = ties.to_frame(domain)
         assert frame["feature"].str.ends_with(".bins").any() == (bins > 0)
@@ -200,19 +282,19 @@ def paired_frame() -> tuple[pl.DataFrame, dict]:
     return data, {"sex": ["F", "M"], "age": (18, 90), "hours": (1, 99), "y": ["n", "p"]}
 
 
-def _fit(paired_frame, **strategy):
+def _fit(paired_frame, epsilon: float = 2.0, **strategy):
     data, domain = paired_frame
-    return polars_rap.synthesize(data, epsilon=2.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
+    return polars_rap.synthesize(data, epsilon=epsilon, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
                                  relaxed_rows=40, n_linear_thresholds=100, strategy=PlannedStrategy(**strategy))
 
 
-def test_synthesize_adds_the_pairs_to_the_released_ties_at_no_cost_and_saves_them(paired_frame, tmp_path) -> None:
-    result = _fit(paired_frame, tie_share=0.2, tie_noise_cap=None, tie_numeric_bins=8)
-    unpaired = _fit(paired_frame, tie_share=0.2, tie_noise_cap=None)
-    assert result.report.events == unpaired.report.events  # the same release: 2 tables, age x sex and hours x sex
+def test_synthesize_releases_the_pair_tables_with_the_ties_and_saves_the_kept_pairs(paired_frame, tmp_path) -> None:
+    result = _fit(paired_frame, 8.0, tie_share=0.2, tie_noise_cap=None, tie_numeric_bins=8)
     events = [e for e in result.report.events if e.description.startswith("numeric ties")]
-    assert len(events) == 1 and "2 tables" in events[0].description
-    assert np.array_equal(result.relaxed, unpaired.relaxed)
+    assert len(events) == 1 and "3 tables" in events[0].description  # age x sex, hours x sex, hours x age's bins
+    before = result.report.events[:result.report.events.index(events[0])]
+    assert events[0].rho == 0.2 * (result.report.rho_budget - math.fsum(e.rho for e in before))
+    # hours follows age, and at eps 8 the released sums say so of the relaxed rows' pairing too: kept
     assert result.numeric_ties.layout.tables == tie_layout(result.domain, 8).tables
     assert result.report.parameters["strategy"]["tie_numeric_bins"] == 8
     result.model.save(tmp_path / "model")
@@ -222,11 +304,10 @@ def test_synthesize_adds_the_pairs_to_the_released_ties_at_no_cost_and_saves_the
     assert loaded.sample(300, seed=1).equals(result.model.sample(300, seed=1))
 
 
-def test_the_pairs_need_no_measured_ties_and_leave_them_off_with_the_fitted_coupling(paired_frame) -> None:
+def test_without_measured_ties_or_with_the_fitted_coupling_no_pair_is_kept(paired_frame) -> None:
     capped = _fit(paired_frame, tie_share=0.2, tie_noise_cap=1e-9, tie_numeric_bins=8)
     off = _fit(paired_frame, tie_share=0.0, tie_numeric_bins=8)
-    for result in (capped, off):
-        assert not any(e.description.startswith("numeric ties") for e in result.report.events)
-        assert result.numeric_ties.layout.tables == tie_layout(result.domain, 8, categorical=False).tables
     fitted = _fit(paired_frame, tie_numeric_bins=8, numeric_coupling="fitted")
-    assert fitted.numeric_ties is None
+    for result in (capped, off, fitted):
+        assert result.numeric_ties is None
+        assert not any(e.description.startswith("numeric ties") for e in result.report.events)

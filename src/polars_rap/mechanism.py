@@ -40,9 +40,8 @@ from polars_rap.errors import DataError
 from polars_rap.histogram_margins import histogram_margins
 from polars_rap.independence_prior import PriorSettings
 from polars_rap.inference import infer_declarations, inference_requests, needs_approximate_delta
-from polars_rap.numeric_pairs import pair_ties
+from polars_rap.numeric_pairs import fitted_ties
 from polars_rap.numeric_ties import TieSums, release_ties, tie_layout, tie_noise_std
-from polars_rap.tie_ridge import fit_ties
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
 from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
@@ -331,7 +330,9 @@ def synthesize(
     # for an empty input
     tie_share = getattr(strategy, "tie_share", 0.0)
     # with each row's fitted numerics kept ("fitted") nothing would follow the ties: they are not measured
-    layout = tie_layout(public_domain) if tie_share > 0.0 and strategy.numeric_coupling == "label" else None
+    layout = None
+    if tie_share > 0.0 and strategy.numeric_coupling == "label":  # with the numeric pairs' tables by bins
+        layout = tie_layout(public_domain, getattr(strategy, "tie_numeric_bins", 0))
     tie_totals = None if layout is None else TieSums(public_domain, layout)
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
                                          integer_cells=strategy.integer_cells,
@@ -392,10 +393,8 @@ def synthesize(
     keeps_rows = reweight_record is not None and reweight_record["reweight_released"] != "synthetic rows"
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
     margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
-    ties = None if tie_release is None or numeric_coupling != "label" else fit_ties(
+    ties = None if tie_release is None or numeric_coupling != "label" else fitted_ties(
         relaxed, public_domain, layout, *tie_release)
-    if getattr(strategy, "tie_numeric_bins", 0) and numeric_coupling == "label":  # read from the relaxed rows
-        ties = pair_ties(relaxed, public_domain, strategy.tie_numeric_bins, ties)
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,

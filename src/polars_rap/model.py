@@ -8,7 +8,7 @@ the input rows, true answers or clip counts.
 
 On disk a model is a directory of open, versioned files::
 
-    manifest.json   {"format": "polars-rap-model", "format_version": 6, "library_version",
+    manifest.json   {"format": "polars-rap-model", "format_version": 7, "library_version",
                      "created_utc", "relaxed_shape", "public_data", "files": [{"name", "bytes",
                      "sha256", "content"}, ...]}; ``public_data`` is the record of the public
                     table the synthesis started from (row count, content hash, columns, uses;
@@ -35,9 +35,10 @@ On disk a model is a directory of open, versioned files::
                     edge) (:meth:`HistogramMargins.to_frame
                     <polars_rap.histogram_margins.HistogramMargins.to_frame>`)
     numeric_ties.arrow
-                    only with ``tie_share``: Arrow IPC, the fitted numeric ties each sampled
-                    block's numerics follow, one row per (column, feature, label, code, label
-                    code) (:meth:`NumericTies.to_frame <polars_rap.numeric_ties.NumericTies.to_frame>`)
+                    only with ``tie_share`` (where measured) or ``tie_numeric_bins``: Arrow IPC,
+                    the fitted numeric ties and numeric pairs each sampled block's numerics
+                    follow, one row per (column, feature, label, code, label code)
+                    (:meth:`NumericTies.to_frame <polars_rap.numeric_ties.NumericTies.to_frame>`)
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
 (:meth:`PrivacyReport.to_dict`, megabytes on the CA task); version 2 (before issue 19) had no
@@ -45,7 +46,9 @@ record of a public table, which older readers would drop unseen (hence version 3
 (before the label model) had no ``label_model.arrow``, which an older reader would ignore and
 sample different labels (hence version 4); version 4 had no ``histogram_margins.arrow``, which an
 older reader would ignore and decode other numerics (hence version 5); version 5 had no
-``numeric_ties.arrow`` (hence version 6). All still load (a version-2 model's
+``numeric_ties.arrow`` (hence version 6); version 6 had no numeric pairs (``<column>.bins``
+features), which an older reader would refuse as ties that do not match the domain (hence
+version 7). All still load (a version-2 model's
 ``report.public_data`` is None; models before version 4 have no label model, before version 5
 no histogram margins, before version 6 no numeric ties).
 
@@ -100,9 +103,9 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 6
-"""The on-disk format this library writes; it reads this one and versions 1 to 4."""
-_READABLE_VERSIONS = (1, 2, 3, 4, 5, FORMAT_VERSION)
+FORMAT_VERSION = 7
+"""The on-disk format this library writes; it reads this one and versions 1 to 6."""
+_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
@@ -156,8 +159,9 @@ class SyntheticModel:
         With ``histogram_match``: the released histograms each sampled block's numerics are
         moved toward (:mod:`polars_rap.histogram_margins`); None otherwise.
     numeric_ties : NumericTies or None
-        With ``tie_share``: the fitted ties each sampled block's numerics follow
-        (:mod:`polars_rap.numeric_ties`); None otherwise.
+        With ``tie_share`` (where measured) or ``tie_numeric_bins``: the fitted ties and numeric
+        pairs each sampled block's numerics follow (:mod:`polars_rap.numeric_ties`,
+        :mod:`polars_rap.numeric_pairs`); None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
     format_version : int

@@ -7,24 +7,32 @@ relaxed rows were fitted to their answers. On cps1988, whose education and poten
 experience move together (within-label correlation -0.41 / -0.33), the permutation alone costs
 the real rows MM 0.0004 -> 0.0055 and 0.008 macro F1 (``bench/results/tie_bins_probe.md``).
 
-With ``PlannedStrategy(tie_numeric_bins=B)`` decoding keeps that pairing as the relaxed rows
-hold it: for each numeric column ``j``, each earlier numeric column ``k`` and each label value
-``c``, the mean of ``x_j`` over the relaxed rows in each of ``k``'s ``B`` equal bins of its mapped
-range (a null its own bin), each relaxed row weighted by its probability of ``c`` and of ``x_j``
-not being null, less the label's mean, is a tie target of table ``(j, k's bins, l)``
-(:class:`~polars_rap.numeric_ties.TieLayout`). :meth:`NumericTies.apply
-<polars_rap.numeric_ties.NumericTies.apply>` then hands the columns out in order, each to
-follow the bins of those before it as already handed out (and the released categorical ties,
-where those were measured), keeping every column's values within each label.
+With ``PlannedStrategy(tie_numeric_bins=B)`` the numeric ties' release
+(:mod:`polars_rap.numeric_ties`) also holds, for each numeric column ``j``, each earlier numeric
+column ``k`` and each label block, the sums of ``x_j`` by ``k``'s ``B`` equal bins of its mapped
+range (a null its own bin) and label value: the *pair tables*, in the same Gaussian release
+(a row lies in one cell of each, so they count in its ``T`` like any other table).
 
-Why the relaxed rows and not a release: tables of sums by the bins, released with the
-categorical ties (same sensitivity argument), came out so noisy at ε = 1 that the ridge shrank
-them to almost nothing (cps1988 MM 0.995x the default's: ``bench/results/tie_bins_released.md``),
-while the relaxed rows' pairing, read here, is what the loop's measured MM and LT answers
-fitted. Unlike ``numeric_coupling="fitted"``, which keeps each relaxed row's numerics together
-and so also its ties to the categories, only the numeric pairs come from the relaxed rows.
+Released alone, they are too noisy to fit: at ε = 1 a cell's signal (its mass times the
+deviation of its mean) is about the noise std, and the ridge shrank them to almost nothing
+(cps1988 MM 0.995x the default's: ``bench/results/tie_bins_released.md``). The relaxed rows hold
+the pairs the loop's measured MM and LT answers fitted, but on some tables (acs-income-CA's age
+and commute time) that pairing is the relaxed rows' artifact, not the data's: kept everywhere
+it raised CA's LT error 14-27% (``bench/results/tie_pairs_everywhere.md``). So each pair
+table is a test. Its released sums are compared with two predictions from the relaxed rows:
+their own cell sums (the relaxed rows' pairing) and their cell masses times the label's mean
+(no pairing, the label coupling's), by the likelihood ratio under the release's Gaussian noise
+(:func:`pair_evidence`). Where the pairing is more than ``e`` times as likely
+(:data:`PAIR_EVIDENCE`), the table's targets are the relaxed rows' mean of ``x_j`` in each (bin,
+label value) cell less the label's mean (:func:`pair_deviations`); the other pair tables are
+dropped. :meth:`NumericTies.apply <polars_rap.numeric_ties.NumericTies.apply>` then hands the
+columns out in order, each following the kept bins of those before it as already handed out, and
+the categorical ties, keeping every column's values within each label.
 
-Post-processing of the released relaxed rows: no privacy cost.
+Unlike ``numeric_coupling="fitted"``, which keeps each relaxed row's numerics together and so
+also their ties to the categories, only the numeric pairs the release supports come from the
+relaxed rows. Where the ties are not measured (``tie_noise_cap``) nothing is tested and no pair
+is kept. Post-processing of the release and the relaxed rows: the release's cost is the ties'.
 """
 
 from __future__ import annotations
@@ -33,9 +41,14 @@ import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
-from polars_rap.numeric_ties import NumericTies, TieLayout, tie_layout
+from polars_rap.numeric_ties import NumericTies, TieLayout, layout_of, tables_values
+from polars_rap.tie_ridge import fit_ties
 
-__all__ = ["pair_deviations", "pair_ties"]
+__all__ = ["PAIR_EVIDENCE", "fitted_ties", "pair_deviations", "pair_evidence", "pair_ties"]
+
+PAIR_EVIDENCE = 2.0
+"""A numeric pair is kept where the released sums are more than ``e`` times (twice the log: 2)
+as likely under the relaxed rows' pairing as under none."""
 
 
 def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> np.ndarray:
@@ -49,11 +62,7 @@ def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> n
     for t, (j, a, l) in enumerate(layout.tables):
         if a < len(domain.blocks):
             continue
-        spec = domain.numeric_columns[j]
-        x = relaxed[:, domain.n_categorical_coords + j]
-        live = np.ones(len(relaxed))
-        if spec.nullable:
-            live = 1.0 - relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1]
+        x, live = _live_values(relaxed, domain, slices, j)
         bins = layout.relaxed_codes(relaxed, domain, a)  # [n_rel, width]
         k_l = domain.blocks[l].n_codes
         cells = out[layout.offsets[t]:layout.offsets[t + 1]]
@@ -69,20 +78,77 @@ def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> n
     return out
 
 
-def pair_ties(relaxed: np.ndarray, domain: Domain, bins: int, ties: NumericTies | None) -> NumericTies | None:
-    """``ties`` (the released categorical ties, or None where they were not measured) with the
-    numeric pairs' tables of ``bins`` bins added, their targets read from the relaxed rows
-    (:func:`pair_deviations`); ``ties`` as it is without two numeric columns and a label."""
-    if len(domain.numeric_columns) < 2:
+def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
+                  std: float) -> np.ndarray:
+    """float64[n_tables]: per table of ``layout`` by an earlier numeric column's bins (NaN for
+    the others), twice the log likelihood ratio of the released sums ``noisy``
+    (float[layout.n_cells], noise std ``std``, answer units) under the relaxed rows' pairing
+    against none: ``(|s - h0|^2 - |s - h1|^2) / std^2``, where ``h1`` are the relaxed rows' own
+    cell sums of ``x_j`` and ``h0`` their cell masses times the label value's mean (``x_j``
+    independent of the bins, the label coupling's)."""
+    relaxed = np.asarray(relaxed, dtype=np.float64)
+    slices = block_slices(domain)
+    noise = max(float(std), 1e-12) ** 2
+    out = np.full(len(layout.tables), np.nan)
+    for t, (j, a, l) in enumerate(layout.tables):
+        if a < len(domain.blocks):
+            continue
+        x, live = _live_values(relaxed, domain, slices, j)
+        bins = layout.relaxed_codes(relaxed, domain, a)
+        k_l = domain.blocks[l].n_codes
+        independent = np.zeros(layout.offsets[t + 1] - layout.offsets[t])
+        paired = independent.copy()
+        for c in range(k_l):
+            weight = live * relaxed[:, slices[l]][:, c] / len(relaxed)  # each relaxed row's share of the rows
+            mass = float(weight.sum())
+            mean = float(weight @ x) / mass if mass > 0.0 else 0.0
+            independent[c::k_l] = (bins.T @ weight) * mean
+            paired[c::k_l] = bins.T @ (weight * x)
+        released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
+        out[t] = float(np.sum((released - independent) ** 2) - np.sum((released - paired) ** 2)) / noise
+    return out
+
+
+def fitted_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
+                std: float) -> NumericTies | None:
+    """The ties of a release (``noisy``, float[layout.n_cells], std ``std``): the categorical
+    tables fitted by the ridge (:func:`~polars_rap.tie_ridge.fit_ties`), then, where ``layout``
+    has numeric bins, the pairs that pass (:func:`pair_ties`)."""
+    if not layout.bins:
+        return fit_ties(relaxed, domain, layout, noisy, std)
+    categorical = [table for table in layout.tables if table[1] < len(domain.blocks)]
+    ties = None
+    if categorical:
+        ties = fit_ties(relaxed, domain, layout_of(domain, categorical), tables_values(layout, noisy, categorical), std)
+    return pair_ties(relaxed, domain, layout, noisy, std, ties)
+
+
+def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray, std: float,
+              ties: NumericTies | None) -> NumericTies | None:
+    """``ties`` (fitted to the released categorical tables of ``layout``, or None) with the
+    numeric pairs' tables of ``layout`` whose :func:`pair_evidence` exceeds
+    :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows (:func:`pair_deviations`);
+    ``ties`` as it is where no pair passes."""
+    evidence = pair_evidence(relaxed, domain, layout, noisy, std)
+    kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
+    if not kept:
         return ties
-    layout = tie_layout(domain, bins, categorical=ties is not None)
-    if layout is None or not any(a >= len(domain.blocks) for _, a, _ in layout.tables):
-        return ties
-    deviations = pair_deviations(relaxed, domain, layout)
-    if ties is not None:
-        at = {table: t for t, table in enumerate(layout.tables)}
-        for t, table in enumerate(ties.layout.tables):
-            target = at[table]
-            deviations[layout.offsets[target]:layout.offsets[target + 1]] = (
-                ties.deviations[ties.layout.offsets[t]:ties.layout.offsets[t + 1]])
-    return NumericTies(layout, deviations)
+    fitted = set() if ties is None else set(ties.layout.tables)
+    tables = [table for table in layout.tables if table in kept or table in fitted]
+    out = layout_of(domain, tables, layout.bins)
+    paired = pair_deviations(relaxed, domain, layout)
+    deviations = np.zeros(out.n_cells)
+    for t, table in enumerate(tables):
+        source, values = (ties.layout, ties.deviations) if table in fitted else (layout, paired)
+        deviations[out.offsets[t]:out.offsets[t + 1]] = tables_values(source, values, [table])
+    return NumericTies(out, deviations)
+
+
+def _live_values(relaxed, domain, slices, j) -> tuple[np.ndarray, np.ndarray]:
+    """(float64[n_rel] the relaxed rows' values of numeric ``j``, float64[n_rel] their
+    probabilities of it not being null)."""
+    spec = domain.numeric_columns[j]
+    live = np.ones(len(relaxed))
+    if spec.nullable:
+        live = 1.0 - relaxed[:, slices[domain.block_index(spec.name, indicator=True)].start + 1]
+    return relaxed[:, domain.n_categorical_coords + j], live

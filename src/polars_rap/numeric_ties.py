@@ -63,7 +63,7 @@ from polars_rap.numeric_coupling import label_groups
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 
 __all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieScores", "TieSums", "check_tie_noise_cap",
-           "check_tie_numeric_bins", "release_ties", "tie_layout", "tie_noise_std", "tie_sums"]
+           "check_tie_numeric_bins", "layout_of", "release_ties", "tables_values", "tie_layout", "tie_noise_std", "tie_sums"]
 
 TIE_QUANTUM = 1024
 """Grid steps of a mapped numeric value in a tie sum: the release adds integer noise to integers."""
@@ -168,9 +168,23 @@ def tie_layout(domain: Domain, bins: int = 0, categorical: bool = True) -> TieLa
             tables += [(j, n_blocks + k, l) for k in range(j) for l in labels]
     if not tables:
         return None
-    layout = TieLayout(tuple(tables), np.zeros(1, dtype=np.int64), int(bins))
-    sizes = [layout.width(domain, a) * domain.blocks[l].n_codes for _, a, l in tables]
+    return layout_of(domain, tables, bins)
+
+
+def layout_of(domain: Domain, tables, bins: int = 0) -> TieLayout:
+    """The :class:`TieLayout` of ``tables`` (``(j, a, l)`` triples, in order) with ``bins``
+    bins a numeric feature."""
+    layout = TieLayout(tuple(tuple(int(i) for i in table) for table in tables), np.zeros(1, dtype=np.int64),
+                       int(bins))
+    sizes = [layout.width(domain, a) * domain.blocks[l].n_codes for _, a, l in layout.tables]
     return TieLayout(layout.tables, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), layout.bins)
+
+
+def tables_values(layout: TieLayout, values: np.ndarray, tables) -> np.ndarray:
+    """float64[...]: the cells of ``tables`` (triples of ``layout``, in their order) out of
+    ``values`` (float[layout.n_cells]), concatenated."""
+    at = {table: t for t, table in enumerate(layout.tables)}
+    return np.concatenate([values[layout.offsets[at[table]]:layout.offsets[at[table] + 1]] for table in tables])
 
 
 def tie_sums(codes: np.ndarray, numerics: np.ndarray, domain: Domain, layout: TieLayout) -> np.ndarray:
@@ -359,27 +373,33 @@ class NumericTies:
 
     @classmethod
     def from_frame(cls, frame: pl.DataFrame, domain: Domain) -> NumericTies:
-        """The ties :meth:`to_frame` wrote, for the ``domain`` it was written with: its
-        categorical tables, its numeric pairs' (their bins read from the frame's ``.bins``
-        rows) or both."""
-        binned = frame.filter(pl.col("feature").str.ends_with(".bins"))
-        bins = 0
-        if binned.height:
-            name = binned["feature"][0].removesuffix(".bins")
-            nullable = any(spec.nullable for spec in domain.numeric_columns if spec.name == name)
-            bins = int(binned.filter(pl.col("feature") == binned["feature"][0])["code"].max()) + 1 - nullable
-        candidates = [tie_layout(domain)]
-        if bins > 0:
-            candidates += [tie_layout(domain, bins), tie_layout(domain, bins, categorical=False)]
-        for layout in candidates:
-            if layout is None:
-                continue
-            expected = cls(layout, np.zeros(layout.n_cells)).to_frame(domain).drop("deviation")
-            if frame.height == expected.height and frame.drop("deviation").equals(expected):
-                return cls(layout, frame["deviation"].to_numpy().astype(np.float64))
-        if all(layout is None for layout in candidates):
-            raise ValueError("the domain has no tie tables")
-        raise ValueError("the tie cells do not match the domain's")
+        """The ties :meth:`to_frame` wrote, for the ``domain`` it was written with (its tables
+        read from the frame's column, feature and label names, in order; the numeric pairs'
+        bins from their codes)."""
+        blocks = {_feature_name(domain, a): a for a in range(len(domain.blocks))}
+        numerics = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
+        tables, bins = [], 0
+        keys = frame.select("column", "feature", "label").unique(maintain_order=True)
+        for column, feature, label in keys.iter_rows():
+            if feature.endswith(".bins") and feature.removesuffix(".bins") in numerics:
+                k = numerics[feature.removesuffix(".bins")]
+                a = len(domain.blocks) + k
+                codes = frame.filter((pl.col("column") == column) & (pl.col("feature") == feature))["code"]
+                bins = int(codes.max()) + 1 - int(domain.numeric_columns[k].nullable)
+            elif feature in blocks:
+                a = blocks[feature]
+            else:
+                raise ValueError(f"the tie cells do not match the domain's: no feature {feature!r}")
+            if column not in numerics or label not in blocks:
+                raise ValueError(f"the tie cells do not match the domain's: no column {column!r} or label {label!r}")
+            tables.append((numerics[column], a, blocks[label]))
+        if not tables:
+            raise ValueError("the tie frame holds no tables")
+        layout = layout_of(domain, tables, bins)
+        expected = cls(layout, np.zeros(layout.n_cells)).to_frame(domain).drop("deviation")
+        if frame.height != expected.height or not frame.drop("deviation").equals(expected):
+            raise ValueError("the tie cells do not match the domain's")
+        return cls(layout, frame["deviation"].to_numpy().astype(np.float64))
 
 
 def _feature_name(domain: Domain, a: int) -> str:

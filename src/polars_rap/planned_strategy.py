@@ -296,12 +296,11 @@ class PlannedStrategy:
         (otherwise nothing is measured and nothing charged). The sums are read in the one pass
         over the rows, on Ray per block.
     tie_numeric_bins : int
-        With ``B`` > 0 (0 to 64; default 0), decoding hands the numeric columns out in order
-        within each label, each following the relaxed rows' mean of it in each of ``B`` equal
-        bins of every earlier numeric column (:mod:`polars_rap.numeric_pairs`), beside the
-        released ties: the numeric columns keep their pairing, which the label coupling alone
-        drops. Post-processing of the relaxed rows: no budget. Only with
-        ``numeric_coupling="label"``, labels and two numeric columns or more.
+        With ``B`` > 0 (0 to 64; default 0), the numeric ties' release also holds each numeric
+        column's sums by ``B`` equal bins of every earlier numeric column and label, and
+        decoding keeps the relaxed rows' pairing of the two wherever those sums support it
+        (:mod:`polars_rap.numeric_pairs`): the numeric columns then keep the ties to each other
+        that the label coupling alone drops. Only where the ties are measured.
     tie_noise_cap : float or None
         Measure the numeric ties only where their noise std per cell (answer units:
         :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the
