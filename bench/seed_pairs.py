@@ -4,6 +4,7 @@
     python -m bench.seed_pairs base_from_cm_20   # writes bench/results/base_from_cm_20_pairs.md
     python -m bench.seed_pairs lt_rounds_10      # writes bench/results/lt_rounds_10_pairs.md
     python -m bench.seed_pairs numeric_ties      # writes bench/results/numeric_ties_pairs.md
+    python -m bench.seed_pairs tie_numeric_bins  # writes bench/results/tie_numeric_bins_pairs.md
 
 Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed spread
 (``plan_noise_trace.md``), so a candidate default runs at three more seeds beside the default
@@ -169,6 +170,27 @@ COMPARISONS = {
                (Source("ablation_numeric_ties.csv", _setting("tie_share", 0.1)),
                 Source("rerun_rap_2026-11-28e_seeds345.csv", _default))),
         out="numeric_ties_pairs.md"),
+    "tie_numeric_bins": Comparison(
+        title="Numeric pairs (8 bins, kept where the release supports them) against the default, seed by seed",
+        why="tie_numeric_bins's step (``tie_numeric_bins=8``: the ties' release also holds each numeric column's "
+            "sums by 8 bins of every earlier numeric, and decoding keeps the relaxed rows' pairing where those sums "
+            "favour it) against the default of 2026-11-28f (numeric ties by feature x label). Seeds 0-2 (epsilon "
+            "0.25, 1 and 5): ``ablation_tie_numeric_bins.csv`` beside the default's rows of the rerun of 2026-11-28f "
+            "(``rerun_rap_2026-11-28f.csv``); seeds 3-5 (epsilon 1 and 5): ``tie_pairs_seeds345.csv`` beside "
+            "``tie_pairs_seeds345_default.csv`` (the same day and code); cps1988 (the generalization suite's split "
+            "and evaluation), seeds 0-2 at epsilon 0.25 and 1 and 3-5 at 1: ``tie_pairs_cps1988.csv`` and "
+            "``tie_pairs_cps1988_seeds345.csv`` beside the default's (``tie_pairs_cps1988_default.csv``, the "
+            "suite's rap++ rows of 2026-11-29, and ``tie_pairs_cps1988_seeds345_default.csv``). At epsilon 0.25 "
+            "the ties are above their noise cap, nothing is measured and the rows are the default's.",
+        pairs=((Source("ablation_tie_numeric_bins.csv", _setting("tie_numeric_bins", 8)),
+                Source("rerun_rap_2026-11-28f.csv", _default)),
+               (Source("tie_pairs_seeds345.csv", _setting("tie_numeric_bins", 8)),
+                Source("tie_pairs_seeds345_default.csv", _default)),
+               (Source("tie_pairs_cps1988.csv", _setting("tie_numeric_bins", 8)),
+                Source("tie_pairs_cps1988_default.csv", _default)),
+               (Source("tie_pairs_cps1988_seeds345.csv", _setting("tie_numeric_bins", 8)),
+                Source("tie_pairs_cps1988_seeds345_default.csv", _default))),
+        out="tie_numeric_bins_pairs.md"),
 }
 
 

@@ -884,9 +884,11 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
     ties are one recorded Gaussian call, charged before the loop's first call with a tenth of
     the budget; the values it adds noise to are the tables' true quantized sums over every row
     (recomputed here from the encoded rows), in units of n Q; its squared L2 sensitivity in
-    those units is 2 T Q^2 (T tables); every event is one recorded call. Deterministic."""
+    those units is 2 T Q^2 (T tables, the numeric pairs' by bins among them); every event is one
+    recorded call. Deterministic."""
     from polars_rap.encoding import encode
     from polars_rap.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
+    from polars_rap.planned_strategy import PlannedStrategy
 
     with recorded() as recording:
         result = polars_rap.synthesize(task.frame, domain=task.domain, labels=task.labels, **RUN_SETTINGS)
@@ -897,7 +899,7 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
     assert ties[0].rho == 0.1 * report.rho_budget
-    layout = tie_layout(result.domain)
+    layout = tie_layout(result.domain, PlannedStrategy().tie_numeric_bins)  # the numeric pairs' tables too
     encoded = encode(task.frame, result.domain)
     units = task.frame.height * TIE_QUANTUM
     assert ties[0].arguments["n_rows"] == units
