@@ -35,9 +35,9 @@ On disk a model is a directory of open, versioned files::
                     edge) (:meth:`HistogramMargins.to_frame
                     <polars_rap.histogram_margins.HistogramMargins.to_frame>`)
     numeric_ties.arrow
-                    only with ``tie_share`` (where measured) or ``tie_numeric_bins``: Arrow IPC,
-                    the fitted numeric ties and numeric pairs each sampled block's numerics
-                    follow, one row per (column, feature, label, code, label code)
+                    only with ``tie_share`` (where measured): Arrow IPC, the fitted numeric
+                    ties and the numeric pairs kept (``tie_numeric_bins``) each sampled block's
+                    numerics follow, one row per (column, feature, label, code, label code)
                     (:meth:`NumericTies.to_frame <polars_rap.numeric_ties.NumericTies.to_frame>`)
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
@@ -159,8 +159,8 @@ class SyntheticModel:
         With ``histogram_match``: the released histograms each sampled block's numerics are
         moved toward (:mod:`polars_rap.histogram_margins`); None otherwise.
     numeric_ties : NumericTies or None
-        With ``tie_share`` (where measured) or ``tie_numeric_bins``: the fitted ties and numeric
-        pairs each sampled block's numerics follow (:mod:`polars_rap.numeric_ties`,
+        With ``tie_share`` (where measured): the fitted ties and the numeric pairs kept
+        (``tie_numeric_bins``) each sampled block's numerics follow (:mod:`polars_rap.numeric_ties`,
         :mod:`polars_rap.numeric_pairs`); None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
