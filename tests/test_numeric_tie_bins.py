@@ -252,7 +252,8 @@ def test_pair_ties_keep_the_fitted_ties_and_stand_alone_without_them() -> None:
 def test_paired_ties_round_trip_through_a_frame_and_unpaired_ones_still_load(first) -> None:
     domain = _domain(first)
     full = tie_layout(domain, 4)
-    subsets = [tie_layout(domain), full, tie_layout(domain, 4, categorical=False), layout_of(domain, full.tables[1:], 4)]
+    subsets = [tie_layout(domain), full, tie_layout(domain, 4, categorical=False),
+               layout_of(domain, full.tables[1:], 4)]
     for layout in subsets:
         bins = layout.bins
         ties = NumericTies(layout, np.random.default_rng(bins).normal(size=layout.n_cells))

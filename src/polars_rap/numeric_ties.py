@@ -22,10 +22,11 @@ of ``x_j``) by the Bayesian ridge ``r = C g + noise`` (prior std of ``g`` chosen
 among a few fractions of ``x_j``'s spread: a tie the noise hides is shrunk to none), and keeps
 each cell's fitted deviation of its mean from the label's, ``(C g) / cnt``.
 
-A layout may also hold tables whose feature is an earlier numeric column ``k < j`` cut into ``B``
-equal bins of its mapped range (a null its own code ``B``): the *numeric pairs*
-(``tie_numeric_bins=B``), whose targets are read from the relaxed rows, not released
-(:mod:`polars_rap.numeric_pairs`).
+With ``tie_numeric_bins=B`` (default 8) a feature may also be an earlier numeric column ``k < j``
+cut into ``B`` equal bins of its mapped range (a null its own code ``B``): the *pair tables*,
+released with the others. They are not fitted by the ridge: each tests the relaxed rows'
+pairing of ``x_j`` with ``x_k``, and a pair the release supports keeps the relaxed rows' means as
+its targets (:mod:`polars_rap.numeric_pairs`).
 
 Decoding (:meth:`NumericTies.apply`, after the label coupling, before the histogram margins)
 gives each row a latent score ``sum_a beta[a, v_a, c] + N(0, 1)`` and, within each label value
@@ -40,7 +41,8 @@ and labels.
 
 Privacy. Replacing one row changes each of the ``T`` released tables in at most two cells, by at
 most ``Q`` grid steps each (``Q`` = :data:`TIE_QUANTUM`; the row's quantized value leaves the cell
-it was in, the new row's enters its own), so the integer sums move by a vector of squared L2 norm
+it was in, the new row's enters its own; a row lies in one cell of each table, a pair table's as
+a block's), so the integer sums move by a vector of squared L2 norm
 at most ``T * 2 Q^2``: the release is :func:`~polars_rap.privacy.gaussian_mechanism` on sums
 of ``n Q`` units with L2 sensitivity ``sqrt(2 T) / n`` in answer units, ``rho`` zCDP, charged
 before any noise is drawn. The quantization is a fixed per-row map; ``T`` and the cells come
@@ -63,7 +65,8 @@ from polars_rap.numeric_coupling import label_groups
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 
 __all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieScores", "TieSums", "check_tie_noise_cap",
-           "check_tie_numeric_bins", "layout_of", "release_ties", "tables_values", "tie_layout", "tie_noise_std", "tie_sums"]
+           "check_tie_numeric_bins", "layout_of", "release_ties", "tables_values", "tie_layout", "tie_noise_std",
+           "tie_sums"]
 
 TIE_QUANTUM = 1024
 """Grid steps of a mapped numeric value in a tie sum: the release adds integer noise to integers."""
