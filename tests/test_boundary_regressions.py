@@ -227,6 +227,23 @@ def test_a_decimal_column_stays_inside_bounds_that_are_off_its_grid():
     np.testing.assert_array_equal(decoded, [0.47, 1.47, 2.46])
 
 
+def test_a_float32_column_stays_inside_bounds_its_cast_would_round_past():
+    """Was 3.0000000054977558e38 out of the declared upper bound 3e38 (Hypothesis, 2026-11-29):
+    decoding clipped to the bounds in float64, then the cast to Float32 rounded 3e38 up to the
+    nearest float32. Decoded values now sit on float32 numbers inside the bounds."""
+    from polars_rap.encoding import decoded_values
+
+    frame = pl.DataFrame({"b": [9.0072e15, 9.0072e15, None]}, schema={"b": pl.Float32})
+    result = synthesize(frame, {"b": {"bounds": (-3e38, 3e38), "nullable": True}}, strategy="paper")
+    values = result.data["b"].drop_nulls().cast(pl.Float64).to_numpy()
+    assert result.data.schema["b"] == pl.Float32
+    assert ((values >= -3e38) & (values <= 3e38)).all()
+    spec = result.domain["b"]
+    decoded = pl.Series(decoded_values(np.array([0.0, 1.0]), spec)).cast(pl.Float32).cast(pl.Float64).to_numpy()
+    assert decoded[0] >= -3e38 and decoded[1] <= 3e38
+    assert decoded[1] == float(np.nextafter(np.float32(3e38), np.float32(0)))  # the largest float32 inside
+
+
 def test_decimal_bounds_that_hold_no_value_of_the_column_are_a_data_error():
     """Bounds between two multiples of a Decimal column's step leave decoding nothing to give:
     refused, naming the column and the fix."""

@@ -458,14 +458,32 @@ def decoded_values(u: np.ndarray, spec: ColumnSpec) -> np.ndarray:
     (float64[n] in ``[0, 1]``), as decoding returns them: through the inverse map, rounded to
     whole units for an integer or temporal column, inside the bounds; a ``Decimal`` column's on
     its grid of ``10**-scale``, inside the bounds too once cast (a bound off the grid, such as
-    2.4699999999999998 at scale 2, would otherwise let 2.47 out)."""
+    2.4699999999999998 at scale 2, would otherwise let 2.47 out); a ``Float32`` column's on the
+    float32 numbers inside the bounds."""
     values = from_unit(u, spec)
     if spec.is_integer:
         values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
     values = np.clip(values, spec.lower, spec.upper)
     if isinstance(spec.dtype, pl.Decimal) and spec.dtype.scale is not None:
         values = _on_decimal_grid(values, spec.lower, spec.upper, int(spec.dtype.scale))
+    if spec.dtype == pl.Float32:
+        values = _inside_as_float32(values, spec.lower, spec.upper)
     return values
+
+
+def _inside_as_float32(values: np.ndarray, lower: float, upper: float) -> np.ndarray:
+    """float64[n]: ``values`` clipped to the float32 numbers inside ``[lower, upper]``, so that the
+    cast to Float32 (round to nearest) stays inside: 3e38 is 3.0000000054977558e38 as a float32,
+    above an upper bound of 3e38 (Hypothesis, 2026-11-29). Unchanged where no float32 lies
+    inside."""
+    low, high = np.float32(lower), np.float32(upper)
+    if float(low) < lower:
+        low = np.nextafter(low, np.float32(np.inf))
+    if float(high) > upper:
+        high = np.nextafter(high, np.float32(-np.inf))
+    if low > high:
+        return values
+    return np.clip(values, float(low), float(high))
 
 
 def _on_decimal_grid(values: np.ndarray, lower: float, upper: float, scale: int) -> np.ndarray:
