@@ -703,7 +703,7 @@ FINDINGS["tie_numeric_bins"] = [
     "Why: the label coupling permutes each numeric column on its own within each label, so the decoded numeric "
     "columns are independent of each other given the label, and the suite's mixed marginals (two numeric prefixes "
     "x label) measure that pair. On cps1988 (generalization.md: MM 1.05x the best peer's at eps 1, F1 0.005 under "
-    "AIM) education and experience move together; on its real rows the permutation alone costs MM 0.0004 -> 0.0055 "
+    "AIM) education and experience move together; on its real rows the permutation alone costs an MM error of 0.0054 "
     "and 0.008 macro F1, and ties fitted to the exact sums by 8 bins of the other numeric bring them back to 0.0007 "
     "and 0.729 (tie_bins_probe.md). Two designs failed first, both in their own results files: the bin tables "
     "released with the ties and fitted by the ridge (tie_bins_released.md: too noisy at eps 1, cps1988 MM 0.995x) "

@@ -588,8 +588,8 @@ STEPS["tie_numeric_bins"] = [
                             "feature x label, the numeric columns independent of each other given the label"),
     ("numeric pairs kept where the release supports them, 8 bins", {"strategy": {**PLANNED, "tie_numeric_bins": 8}},
      "the label coupling leaves the numeric columns independent of each other within each label, which the "
-     "mixed marginals (two numeric prefixes x label) measure: on cps1988's real rows that costs MM 0.0004 -> "
-     "0.0055 and 0.008 macro F1 (tie_bins_probe.md). Fitted from released sums by bins alone the pairs were too "
+     "mixed marginals (two numeric prefixes x label) measure: on cps1988's real rows that costs an MM error "
+     "of 0.0054 and 0.008 macro F1 (tie_bins_probe.md). Fitted from released sums by bins alone the pairs were too "
      "noisy (tie_bins_released.md); taken from the relaxed rows everywhere they won on cps1988 (MM 0.41x at eps 1) "
      "and lost on CA (LT 1.14-1.27x: tie_pairs_everywhere.md). Here the ties' release also holds each numeric "
      "column's sums by 8 bins of every earlier numeric, and a pair keeps the relaxed rows' pairing only where "

@@ -5,7 +5,7 @@ within each label, so the decoded numeric columns come out independent of each o
 label. The mixed marginals (two numeric prefixes x label) measure exactly that pair, and the
 relaxed rows were fitted to their answers. On cps1988, whose education and potential
 experience move together (within-label correlation -0.41 / -0.33), the permutation alone costs
-the real rows MM 0.0004 -> 0.0055 and 0.008 macro F1 (``bench/results/tie_bins_probe.md``).
+the real rows an MM error of 0.0054 and 0.008 macro F1 (``bench/results/tie_bins_probe.md``).
 
 With ``PlannedStrategy(tie_numeric_bins=B)`` the numeric ties' release
 (:mod:`polars_rap.numeric_ties`) also holds, for each numeric column ``j``, each earlier numeric
