@@ -1,8 +1,8 @@
 """The fit of the numeric ties to their release: a Bayesian ridge on the relaxed rows' features.
 
-:func:`fit_ties` reads, from the relaxed rows alone, how the tie features (categorical blocks and,
-with numeric bins, earlier numeric columns' bins) go together within each label (their expected
-co-occurrence ``C``), fits the released cell deviations ``S - cnt * m`` (``m`` the label's mean of
+:func:`fit_ties` reads, from the relaxed rows alone, how the tie features (the categorical blocks;
+the numeric pairs' tables are not fitted here but tested, :mod:`polars_rap.numeric_pairs`) go
+together within each label (their expected co-occurrence ``C``), fits the released cell deviations ``S - cnt * m`` (``m`` the label's mean of
 ``x_j``) by ``r = C g + noise`` with ``g ~ N(0, f^2 var(x_j) I)``, ``f`` chosen by evidence among
 :data:`PRIOR_FRACTIONS` (a tie the noise hides is shrunk to none), and keeps each cell's fitted
 deviation of its mean from the label's, ``(C g) / cnt`` (:mod:`polars_rap.numeric_ties` for the
