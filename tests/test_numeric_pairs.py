@@ -206,15 +206,16 @@ def test_the_evidence_is_the_log_likelihood_ratio_of_the_released_sums() -> None
     assert evidence[t] == pytest.approx(expected, rel=1e-9)
 
 
-def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing() -> None:
+@pytest.mark.parametrize("seed", [0, 3, 6])
+def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing(seed) -> None:
     domain = _domain()
-    rng = np.random.default_rng(6)
+    rng = np.random.default_rng(seed)
     codes, numerics = _rows(domain, 4_000, rng)
     shuffled = decouple_numerics(codes, numerics, domain, rng)
     paired_rows, unpaired_rows = (_one_hot_relaxed(domain, codes, values) for values in (numerics, shuffled))
     layout, paired_sums = _release(domain, codes, numerics)
     _, unpaired_sums = _release(domain, codes, shuffled)
-    std = 1e-3
+    std = 0.01  # the default noise cap: far smaller, a shuffle's chance structure could pass
     sums = {"paired": (paired_sums, numerics), "unpaired": (unpaired_sums, shuffled)}
     for relaxed, released, kept in ((paired_rows, "paired", True), (unpaired_rows, "paired", False),
                                     (paired_rows, "unpaired", False)):
@@ -226,6 +227,20 @@ def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing
         if not kept:  # the categorical ties as fitted without the pairs, to the last float
             alone = fitted_ties(relaxed, domain, tie_layout(domain), _release(domain, codes, rows, 0)[1], std)
             assert ties.layout.tables == alone.layout.tables and np.array_equal(ties.deviations, alone.deviations)
+
+
+def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -> None:
+    domain = _domain()
+    rng = np.random.default_rng(6)
+    codes, numerics = _rows(domain, 4_000, rng)  # the rows of the keep / drop test above
+    shuffled = decouple_numerics(codes, numerics, domain, rng)
+    layout, exact = _release(domain, codes, numerics)
+    with caplog.at_level("INFO", logger="polars_rap.numeric_pairs"):
+        fitted_ties(_one_hot_relaxed(domain, codes, numerics), domain, layout, exact, 0.01)
+        fitted_ties(_one_hot_relaxed(domain, codes, shuffled), domain, layout, exact, 0.01)
+    kept, dropped = (record.getMessage() for record in caplog.records)
+    assert kept.startswith("numeric pairs (kept where the evidence exceeds 2): hours | age ") and kept.endswith("kept")
+    assert dropped.endswith("dropped")
 
 
 def test_pair_ties_keep_the_fitted_ties_and_stand_alone_without_them() -> None:

@@ -37,6 +37,8 @@ is kept. Post-processing of the release and the relaxed rows: the release's cost
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from polars_rap.domain import Domain
@@ -45,6 +47,8 @@ from polars_rap.numeric_ties import NumericTies, TieLayout, layout_of, tables_va
 from polars_rap.tie_ridge import fit_ties
 
 __all__ = ["PAIR_EVIDENCE", "fitted_ties", "pair_deviations", "pair_evidence", "pair_ties"]
+
+logger = logging.getLogger(__name__)
 
 PAIR_EVIDENCE = 2.0
 """A numeric pair is kept where the released sums are more than ``e`` times (twice the log: 2)
@@ -131,6 +135,11 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
     ``ties`` as it is where no pair passes."""
     evidence = pair_evidence(relaxed, domain, layout, noisy, std)
     kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
+    tested = [t for t in range(len(layout.tables)) if not np.isnan(evidence[t])]
+    if tested:
+        logger.info("numeric pairs (kept where the evidence exceeds %g): %s", PAIR_EVIDENCE,
+                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} "
+                              f"{'kept' if layout.tables[t] in kept else 'dropped'}" for t in tested))
     if not kept:
         return ties
     fitted = set() if ties is None else set(ties.layout.tables)
@@ -142,6 +151,12 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
         source, values = (ties.layout, ties.deviations) if table in fitted else (layout, paired)
         deviations[out.offsets[t]:out.offsets[t + 1]] = tables_values(source, values, [table])
     return NumericTies(out, deviations)
+
+
+def _pair_name(domain: Domain, table) -> str:
+    """``"experience | education"``: a pair table's column and the earlier column it follows."""
+    j, a, _ = table
+    return f"{domain.numeric_columns[j].name} | {domain.numeric_columns[a - len(domain.blocks)].name}"
 
 
 def _live_values(relaxed, domain, slices, j) -> tuple[np.ndarray, np.ndarray]:
