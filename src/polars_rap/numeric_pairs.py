@@ -60,26 +60,7 @@ def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> n
     the relaxed rows' (float[n_rel, n_coords]) mean of ``x_j`` in each (bin, label value) cell
     less the label value's mean (0 in a cell without mass); 0 in the other tables. Each table's
     deviations, weighted by the cells' masses, sum to 0 within each label value."""
-    relaxed = np.asarray(relaxed, dtype=np.float64)
-    slices = block_slices(domain)
-    out = np.zeros(layout.n_cells)
-    for t, (j, a, l) in enumerate(layout.tables):
-        if a < len(domain.blocks):
-            continue
-        x, live = _live_values(relaxed, domain, slices, j)
-        bins = layout.relaxed_codes(relaxed, domain, a)  # [n_rel, width]
-        k_l = domain.blocks[l].n_codes
-        cells = out[layout.offsets[t]:layout.offsets[t + 1]]
-        for c in range(k_l):
-            weight = live * relaxed[:, slices[l]][:, c]
-            mass = float(weight.sum())
-            if mass <= 0.0:
-                continue
-            count = bins.T @ weight
-            sums = bins.T @ (weight * x)
-            means = np.divide(sums, count, out=np.zeros(len(count)), where=count > 1e-12)
-            cells[c::k_l] = np.where(count > 1e-12, means - float(weight @ x) / mass, 0.0)
-    return out
+    return _deviations(layout, _pair_cells(relaxed, domain, layout))
 
 
 def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
@@ -89,25 +70,53 @@ def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy:
     (float[layout.n_cells], noise std ``std``, answer units) under the relaxed rows' pairing
     against none: ``(|s - h0|^2 - |s - h1|^2) / std^2``, where ``h1`` are the relaxed rows' own
     cell sums of ``x_j`` and ``h0`` their cell masses times the label value's mean (``x_j``
-    independent of the bins, the label coupling's)."""
+    independent of the bins, the label coupling's), both as shares of the rows."""
+    return _evidence(layout, _pair_cells(relaxed, domain, layout), len(relaxed), noisy, std)
+
+
+def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per pair table ``t`` of ``layout``: ``(mass, sums, means)``, float64[cells] each, summed
+    over the relaxed rows, each weighted by its probability of the cell's label value and of
+    ``x_j`` not being null: the cell's weight, its weighted sum of ``x_j`` and its label value's
+    mean of ``x_j`` (0 where the label value has no mass)."""
     relaxed = np.asarray(relaxed, dtype=np.float64)
     slices = block_slices(domain)
-    noise = max(float(std), 1e-12) ** 2
-    out = np.full(len(layout.tables), np.nan)
+    cells = {}
     for t, (j, a, l) in enumerate(layout.tables):
         if a < len(domain.blocks):
             continue
         x, live = _live_values(relaxed, domain, slices, j)
-        bins = layout.relaxed_codes(relaxed, domain, a)
+        bins = layout.relaxed_codes(relaxed, domain, a)  # [n_rel, width]
         k_l = domain.blocks[l].n_codes
-        independent = np.zeros(layout.offsets[t + 1] - layout.offsets[t])
-        paired = independent.copy()
+        size = int(layout.offsets[t + 1] - layout.offsets[t])
+        mass, sums, means = np.zeros(size), np.zeros(size), np.zeros(size)
         for c in range(k_l):
-            weight = live * relaxed[:, slices[l]][:, c] / len(relaxed)  # each relaxed row's share of the rows
-            mass = float(weight.sum())
-            mean = float(weight @ x) / mass if mass > 0.0 else 0.0
-            independent[c::k_l] = (bins.T @ weight) * mean
-            paired[c::k_l] = bins.T @ (weight * x)
+            weight = live * relaxed[:, slices[l]][:, c]
+            label_mass = float(weight.sum())
+            if label_mass <= 0.0:
+                continue
+            mass[c::k_l] = bins.T @ weight
+            sums[c::k_l] = bins.T @ (weight * x)
+            means[c::k_l] = float(weight @ x) / label_mass
+        cells[t] = mass, sums, means
+    return cells
+
+
+def _deviations(layout: TieLayout, cells) -> np.ndarray:
+    """:func:`pair_deviations` from :func:`_pair_cells`' ``cells``."""
+    out = np.zeros(layout.n_cells)
+    for t, (mass, sums, means) in cells.items():
+        cell_means = np.divide(sums, mass, out=np.zeros(len(mass)), where=mass > 1e-12)
+        out[layout.offsets[t]:layout.offsets[t + 1]] = np.where(mass > 1e-12, cell_means - means, 0.0)
+    return out
+
+
+def _evidence(layout: TieLayout, cells, n_relaxed: int, noisy: np.ndarray, std: float) -> np.ndarray:
+    """:func:`pair_evidence` from :func:`_pair_cells`' ``cells`` of ``n_relaxed`` relaxed rows."""
+    noise = max(float(std), 1e-12) ** 2
+    out = np.full(len(layout.tables), np.nan)
+    for t, (mass, sums, means) in cells.items():
+        independent, paired = mass / n_relaxed * means, sums / n_relaxed
         released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
         out[t] = float(np.sum((released - independent) ** 2) - np.sum((released - paired) ** 2)) / noise
     return out
@@ -133,9 +142,10 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
     numeric pairs' tables of ``layout`` whose :func:`pair_evidence` exceeds
     :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows (:func:`pair_deviations`);
     ``ties`` as it is where no pair passes."""
-    evidence = pair_evidence(relaxed, domain, layout, noisy, std)
+    cells = _pair_cells(relaxed, domain, layout)
+    evidence = _evidence(layout, cells, len(relaxed), noisy, std)
     kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
-    tested = [t for t in range(len(layout.tables)) if not np.isnan(evidence[t])]
+    tested = sorted(cells)
     if tested:
         logger.info("numeric pairs (kept where the evidence exceeds %g): %s", PAIR_EVIDENCE,
                     ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} "
@@ -145,7 +155,7 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
     fitted = set() if ties is None else set(ties.layout.tables)
     tables = [table for table in layout.tables if table in kept or table in fitted]
     out = layout_of(domain, tables, layout.bins)
-    paired = pair_deviations(relaxed, domain, layout)
+    paired = _deviations(layout, cells)
     deviations = np.zeros(out.n_cells)
     for t, table in enumerate(tables):
         source, values = (ties.layout, ties.deviations) if table in fitted else (layout, paired)
