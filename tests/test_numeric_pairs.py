@@ -18,6 +18,7 @@ from polars_rap.numeric_coupling import decouple_numerics
 from polars_rap.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_deviations, pair_evidence, pair_ties
 from polars_rap.numeric_ties import TIE_QUANTUM, NumericTies, layout_of, tie_layout, tie_sums
 from polars_rap.planned_strategy import PlannedStrategy
+from tie_rows import one_hot_relaxed, worst_replacement  # tests/tie_rows.py
 
 
 def _domain(first: str = "age", nullable: bool = True) -> Domain:
@@ -93,15 +94,7 @@ def test_replacing_one_row_moves_the_binned_sums_within_the_stated_sensitivity()
     layout = tie_layout(domain, 4)
     rng = np.random.default_rng(1)
     codes, numerics = _rows(domain, 50, rng)
-    base = tie_sums(codes, numerics, domain, layout)
-    worst = 0
-    for _ in range(2_000):
-        new_codes, new_numerics = codes.copy(), numerics.copy()
-        other_codes, other_numerics = _rows(domain, 1, rng)
-        row = rng.integers(len(codes))
-        new_codes[row], new_numerics[row] = other_codes[0], other_numerics[0]
-        change = tie_sums(new_codes, new_numerics, domain, layout) - base
-        worst = max(worst, int(change @ change))
+    worst = worst_replacement(codes, numerics, domain, layout, lambda n, g: _rows(domain, n, g), rng)
     assert worst <= layout.l2_sensitivity_squared
     sex = domain.block_index("sex")
     codes[0, sex], numerics[0] = 0, [1.0, 1.0]
@@ -109,11 +102,6 @@ def test_replacing_one_row_moves_the_binned_sums_within_the_stated_sensitivity()
     moved_codes[0, sex], moved_numerics[0] = 1, [0.7499, 1.0]
     change = tie_sums(moved_codes, moved_numerics, domain, layout) - tie_sums(codes, numerics, domain, layout)
     assert int(change @ change) == layout.l2_sensitivity_squared - TIE_QUANTUM**2 + 768**2
-
-
-def _one_hot_relaxed(domain: Domain, codes: np.ndarray, numerics: np.ndarray) -> np.ndarray:
-    parts = [np.eye(block.n_codes)[codes[:, i]] for i, block in enumerate(domain.blocks)]
-    return np.column_stack([*parts, numerics]).astype(np.float32)
 
 
 def _bin_means(codes, age, hours, domain) -> np.ndarray:
@@ -163,7 +151,7 @@ def test_decoding_hands_hours_out_by_the_bins_of_age_as_the_relaxed_rows_pair_th
     codes, numerics = _rows(domain, 6_000, rng)
     shuffled = decouple_numerics(codes, numerics, domain, rng)  # the label coupling: hours independent of age
     truth = _bin_means(codes, numerics[:, 0], numerics[:, 1], domain)
-    relaxed = _one_hot_relaxed(domain, codes, numerics)
+    relaxed = one_hot_relaxed(domain, codes, numerics)
     layout, exact = _release(domain, codes, numerics)
     paired = fitted_ties(relaxed, domain, layout, exact, 1e-4)
     released = fitted_ties(relaxed, domain, tie_layout(domain), _release(domain, codes, numerics, 0)[1], 1e-4)
@@ -185,7 +173,7 @@ def test_decoding_hands_hours_out_by_the_bins_of_age_as_the_relaxed_rows_pair_th
 def test_the_evidence_is_the_log_likelihood_ratio_of_the_released_sums() -> None:
     domain = _domain()
     codes, numerics = _rows(domain, 300, np.random.default_rng(0))
-    relaxed = _one_hot_relaxed(domain, codes, numerics).astype(np.float64)
+    relaxed = one_hot_relaxed(domain, codes, numerics).astype(np.float64)
     layout, exact = _release(domain, codes, numerics, 4)
     noisy = exact + np.random.default_rng(1).normal(0, 0.01, exact.shape)
     evidence = pair_evidence(relaxed, domain, layout, noisy, 0.01)
@@ -212,7 +200,7 @@ def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing
     rng = np.random.default_rng(seed)
     codes, numerics = _rows(domain, 4_000, rng)
     shuffled = decouple_numerics(codes, numerics, domain, rng)
-    paired_rows, unpaired_rows = (_one_hot_relaxed(domain, codes, values) for values in (numerics, shuffled))
+    paired_rows, unpaired_rows = (one_hot_relaxed(domain, codes, values) for values in (numerics, shuffled))
     layout, paired_sums = _release(domain, codes, numerics)
     _, unpaired_sums = _release(domain, codes, shuffled)
     std = 0.01  # the default noise cap: far smaller, a shuffle's chance structure could pass
@@ -236,8 +224,8 @@ def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -
     shuffled = decouple_numerics(codes, numerics, domain, rng)
     layout, exact = _release(domain, codes, numerics)
     with caplog.at_level("INFO", logger="polars_rap.numeric_pairs"):
-        fitted_ties(_one_hot_relaxed(domain, codes, numerics), domain, layout, exact, 0.01)
-        fitted_ties(_one_hot_relaxed(domain, codes, shuffled), domain, layout, exact, 0.01)
+        fitted_ties(one_hot_relaxed(domain, codes, numerics), domain, layout, exact, 0.01)
+        fitted_ties(one_hot_relaxed(domain, codes, shuffled), domain, layout, exact, 0.01)
     kept, dropped = (record.getMessage() for record in caplog.records)
     assert kept.startswith("numeric pairs (kept where the evidence exceeds 2): hours | age ") and kept.endswith("kept")
     assert dropped.endswith("dropped")
@@ -246,7 +234,7 @@ def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -
 def test_pair_ties_keep_the_fitted_ties_and_stand_alone_without_them() -> None:
     domain = _domain()
     codes, numerics = _rows(domain, 2_000, np.random.default_rng(6))
-    relaxed = _one_hot_relaxed(domain, codes, numerics)
+    relaxed = one_hot_relaxed(domain, codes, numerics)
     layout, exact = _release(domain, codes, numerics, 4)
     categorical = tie_layout(domain)
     fitted = NumericTies(categorical, np.random.default_rng(5).normal(size=categorical.n_cells))

@@ -23,6 +23,7 @@ from polars_rap.encoding import encode
 from polars_rap.kernels import get_backend
 from polars_rap.source import DataSource, exact_answers
 from polars_rap.workload import build_workload
+from tie_rows import one_hot_relaxed, worst_replacement  # tests/tie_rows.py
 
 
 def _domain(nullable: bool = True) -> Domain:
@@ -94,15 +95,7 @@ def test_replacing_one_row_moves_the_sums_within_the_stated_sensitivity_and_can_
     layout = tie_layout(domain)
     rng = np.random.default_rng(1)
     codes, numerics = _rows(domain, 50, rng)
-    base = tie_sums(codes, numerics, domain, layout)
-    worst = 0
-    for _ in range(2_000):
-        new_codes, new_numerics = codes.copy(), numerics.copy()
-        other_codes, other_numerics = _rows(domain, 1, rng)
-        row = rng.integers(len(codes))
-        new_codes[row], new_numerics[row] = other_codes[0], other_numerics[0]
-        change = tie_sums(new_codes, new_numerics, domain, layout) - base
-        worst = max(worst, int(change @ change))
+    worst = worst_replacement(codes, numerics, domain, layout, lambda n, g: _rows(domain, n, g), rng)
     assert worst <= layout.l2_sensitivity_squared
     codes[0], numerics[0] = [0, 0, 0], [1.0, 1.0]
     moved_codes, moved_numerics = codes.copy(), numerics.copy()
@@ -135,12 +128,6 @@ def test_release_charges_its_rho_once_and_adds_noise_of_the_stated_std() -> None
     assert isinstance(ledger.events[0], PrivacyEvent)
 
 
-def _one_hot_relaxed(domain: Domain, codes: np.ndarray, numerics: np.ndarray) -> np.ndarray:
-    """Relaxed rows that are the encoded rows themselves (one-hot categories, exact numerics)."""
-    parts = [np.eye(block.n_codes)[codes[:, i]] for i, block in enumerate(domain.blocks)]
-    return np.column_stack([*parts, numerics]).astype(np.float32)
-
-
 def _tied_rows(domain: Domain, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose age rises with edu (0.2 per level) within each label; hours independent."""
     codes, numerics = _rows(domain, n, rng)
@@ -160,7 +147,7 @@ def test_fit_recovers_clear_ties_and_shrinks_ties_the_noise_hides() -> None:
     domain = _domain()
     layout = tie_layout(domain)
     codes, numerics = _tied_rows(domain, 4_000, np.random.default_rng(3))
-    relaxed = _one_hot_relaxed(domain, codes, numerics)
+    relaxed = one_hot_relaxed(domain, codes, numerics)
     exact = tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM)
     precise = fit_ties(relaxed, domain, layout, exact, 1e-6)
     table = [t for t, (j, a, _) in enumerate(layout.tables) if j == 0 and a == domain.block_index("edu")][0]
@@ -180,7 +167,7 @@ def _ties_and_decoupled_rows(domain, n_rows: int, rng):
     within each label as the label coupling leaves them, the label codes)."""
     layout = tie_layout(domain)
     codes, numerics = _tied_rows(domain, n_rows, rng)
-    ties = fit_ties(_one_hot_relaxed(domain, codes, numerics), domain, layout,
+    ties = fit_ties(one_hot_relaxed(domain, codes, numerics), domain, layout,
                     tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM), 1e-6)
     label = codes[:, domain.block_index("y")]
     shuffled = numerics.copy()
