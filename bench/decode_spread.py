@@ -20,16 +20,13 @@ table.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
 from bench.public_prior import CONDITIONS, DATASET, parameters
-from bench.run import RESULTS, append_rows, done_keys, kept_notes, prepare_dataset, table_markdown
+from bench.run import RESULTS, kept_notes, prepare_dataset, report_table, run_resumable, table_markdown
 
 OUT = RESULTS / "decode_spread.csv"
 METRICS = ("CM_mean_error", "MM_mean_error", "LT_mean_error", "macro_f1")
@@ -108,21 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.table_only:
-        done = done_keys(args.out, ("condition", "epsilon", "seed"))
-        for seed in args.seeds:
-            for condition in args.conditions:
-                if (condition, args.epsilon, seed) in done:
-                    continue
-                started = time.perf_counter()
-                rows = fit_and_decode(condition, args.epsilon, seed, args.decodes)
-                append_rows(args.out, rows)
-                print(json.dumps({"condition": condition, "seed": seed, "seconds": round(time.perf_counter() - started),
-                                  "LT": [round(r["LT_mean_error"], 6) for r in rows]}), flush=True)
-    if not args.out.exists():
-        print(f"no rows in {args.out}", file=sys.stderr)
-        return 1
-    print(f"table -> {write_outputs(args.out)}")
-    return 0
+        run_resumable(args.out, ("condition", "epsilon", "seed"),
+                      [(condition, args.epsilon, seed) for seed in args.seeds for condition in args.conditions],
+                      lambda condition, epsilon, seed: fit_and_decode(condition, epsilon, seed, args.decodes),
+                      lambda key, rows, seconds: {"condition": key[0], "seed": key[2], "seconds": round(seconds),
+                                                  "LT": [round(r["LT_mean_error"], 6) for r in rows]})
+    return report_table(args.out, write_outputs)
 
 
 if __name__ == "__main__":

@@ -753,6 +753,31 @@ def append_rows(path: Path, rows: list[dict]) -> None:
     frame.write_csv(path)
 
 
+def run_resumable(out: Path, columns: Sequence[str], keys, run: Callable[..., list[dict]],
+                  line: Callable[[tuple, list[dict], float], dict]) -> None:
+    """A resumable probe's runs: for each key tuple of ``keys`` (the values of ``columns`` in
+    ``out``'s rows) not yet in ``out``, ``rows = run(*key)`` appended to ``out``, then ``line(key,
+    rows, seconds)`` printed as one JSON line (``seconds``: the run's wall time)."""
+    done = done_keys(out, columns)
+    for key in keys:
+        if key in done:
+            continue
+        started = time.perf_counter()
+        rows = run(*key)
+        append_rows(out, rows)
+        print(json.dumps(line(key, rows, time.perf_counter() - started)), flush=True)
+
+
+def report_table(out: Path, write_outputs: Callable[[Path], Path]) -> int:
+    """A probe's exit code after its runs: 1 (said on stderr) without rows in ``out``, else 0
+    once ``write_outputs(out)`` wrote the table (its path printed)."""
+    if not out.exists():
+        print(f"no rows in {out}", file=sys.stderr)
+        return 1
+    print(f"table -> {write_outputs(out)}")
+    return 0
+
+
 def kept_notes(path: Path) -> str:
     """The hand-written section of an earlier ``path`` (from :data:`NOTES_HEADING` on), kept
     when the tables are rewritten; empty when there is none."""

@@ -18,15 +18,13 @@ categories are the real ones) and the macro F1 of its logistic regression on the
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from bench.run import RESULTS, append_rows, done_keys, kept_notes, prepare_dataset, table_markdown
+from bench.run import RESULTS, kept_notes, prepare_dataset, report_table, run_resumable, table_markdown
 
 OUT = RESULTS / "tie_bins_probe.csv"
 BINS = (0, 8, 16)
@@ -104,20 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.table_only:
-        done = done_keys(args.out, ("dataset", "permutation"))
-        for dataset in args.datasets:
-            for permutation in args.permutations:
-                if (dataset, permutation) in done:
-                    continue
-                rows = probe(dataset, permutation)
-                append_rows(args.out, rows)
-                print(json.dumps({"dataset": dataset, "permutation": permutation,
-                                  **{r["way"]: [round(r[m], 6) for m in METRICS] for r in rows}}), flush=True)
-    if not args.out.exists():
-        print(f"no rows in {args.out}", file=sys.stderr)
-        return 1
-    print(f"table -> {write_outputs(args.out)}")
-    return 0
+        run_resumable(args.out, ("dataset", "permutation"),
+                      [(dataset, permutation) for dataset in args.datasets for permutation in args.permutations],
+                      probe, lambda key, rows, _: {"dataset": key[0], "permutation": key[1],
+                                                   **{r["way"]: [round(r[m], 6) for m in METRICS] for r in rows}})
+    return report_table(args.out, write_outputs)
 
 
 if __name__ == "__main__":

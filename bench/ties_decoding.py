@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from bench.run import RESULTS, append_rows, done_keys, kept_notes, prepare_dataset, table_markdown
+from bench.run import RESULTS, kept_notes, prepare_dataset, report_table, run_resumable, table_markdown
 
 OUT = RESULTS / "ties_decoding.csv"
 WAYS = ("none", "every chunk", "first chunk")
@@ -144,21 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.table_only:
-        done = done_keys(args.out, ("dataset", "seed"))
-        for dataset in args.datasets:
-            for seed in args.seeds:
-                if (dataset, seed) in done:
-                    continue
-                rows = fit_and_decode(dataset, args.epsilon, seed, args.rows)
-                append_rows(args.out, rows)
-                print(json.dumps({"dataset": dataset, "seed": seed,
-                                  **{r["way"]: [r["seconds"], round(r["tie_error"], 6), round(r["macro_f1"], 4)]
-                                     for r in rows}}), flush=True)
-    if not args.out.exists():
-        print(f"no rows in {args.out}", file=sys.stderr)
-        return 1
-    print(f"table -> {write_outputs(args.out)}")
-    return 0
+        run_resumable(args.out, ("dataset", "seed"),
+                      [(dataset, seed) for dataset in args.datasets for seed in args.seeds],
+                      lambda dataset, seed: fit_and_decode(dataset, args.epsilon, seed, args.rows),
+                      lambda key, rows, _: {"dataset": key[0], "seed": key[1],
+                                            **{r["way"]: [r["seconds"], round(r["tie_error"], 6),
+                                                          round(r["macro_f1"], 4)] for r in rows}})
+    return report_table(args.out, write_outputs)
 
 
 if __name__ == "__main__":
