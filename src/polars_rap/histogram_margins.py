@@ -37,6 +37,7 @@ from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_histograms import _label_block, _threshold_column, histogram_runs
 from polars_rap.queries import QueryClass, QuerySet
+from polars_rap.transforms import to_unit
 
 __all__ = ["HistogramMargins", "check_histogram_match", "histogram_margins", "monotone"]
 
@@ -129,6 +130,27 @@ class HistogramMargins:
         moved[order] = np.where(inside, current, low + rng.random(len(values)) * (high - low))
         return moved
 
+    def binned(self, domain: Domain, column: int, label_block: int, bins: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The released histogram of numeric ``column`` within ``label_block`` regrouped into
+        ``bins`` equal bins of its mapped ``[0, 1]`` (bin ``b``: ``b / bins <= x < (b + 1) / bins``,
+        the last closed): (float64[bins, L] shares of the rows by bin and label code, a null in
+        bin 0 as in the histogram; float64[bins, L] their noise variances), or None where the
+        column has no histogram of that label block.
+
+        Each cell's mass is split over the bins as its values are: an integer column's whole
+        values (the histogram's cells hold whole values, so none is split), else uniformly over
+        the cell's width. The variances take the cells as independent, each with the first
+        prefix's (one cell's) variance: exact for a flat release, an overstatement for a tree's
+        sums of many cells. Post-processing of the release and the public edges."""
+        if column not in self.columns or self.label_blocks[self.columns.index(column)] != label_block:
+            return None
+        h = self.columns.index(column)
+        edges = np.asarray(self.edges[h], dtype=np.float64)
+        cells = np.diff(self.prefixes[h], axis=0, prepend=0.0)  # [K, L]
+        shares = _cell_bin_shares(domain.numeric_columns[column], edges, bins)  # [K, bins]
+        variance = (shares**2).sum(axis=0)[:, None] * float(self.stds[h][0]) ** 2
+        return shares.T @ cells, np.broadcast_to(variance, (bins, cells.shape[1])).copy()
+
     def to_frame(self, domain: Domain) -> pl.DataFrame:
         """One row per (histogram, label code, edge): ``column``, ``label`` (null: none),
         ``code``, ``edge`` (mapped), ``prefix``, ``std`` and ``band``: what a saved model keeps."""
@@ -163,6 +185,29 @@ class HistogramMargins:
             prefixes.append(part["prefix"].to_numpy().reshape(n_codes, k).T.copy())
             stds.append(part["std"].to_numpy()[:k].copy())
         return cls(float(frame["band"][0]), tuple(columns), tuple(blocks), tuple(edges), tuple(prefixes), tuple(stds))
+
+
+WHOLE_VALUES_LISTED = 2_000_000
+"""An integer column with at most this many whole values has each one placed in its bin
+(:meth:`HistogramMargins.binned`); a wider one is spread uniformly over each cell."""
+
+
+def _cell_bin_shares(spec, edges: np.ndarray, bins: int) -> np.ndarray:
+    """float64[K, bins]: the share of histogram cell ``k`` (``edges[k - 1] < x <= edges[k]``,
+    the first from 0) that lies in each of ``bins`` equal bins of ``[0, 1]`` (module docstring of
+    :meth:`HistogramMargins.binned`); rows sum to 1 (0 for a cell holding no whole value)."""
+    out = np.zeros((len(edges), bins))
+    first, last = math.ceil(spec.lower), math.floor(spec.upper)
+    if spec.is_integer and last - first + 1 <= WHOLE_VALUES_LISTED:
+        x = to_unit(np.arange(first, last + 1, dtype=np.float64), spec)
+        cell = np.minimum(np.searchsorted(edges, x, side="left"), len(edges) - 1)
+        np.add.at(out, (cell, np.minimum(np.floor(x * bins), bins - 1).astype(np.int64)), 1.0)
+    else:
+        lows = np.concatenate([[0.0], edges[:-1]])
+        for b in range(bins):
+            out[:, b] = np.clip(np.minimum(edges, (b + 1) / bins) - np.maximum(lows, b / bins), 0.0, None)
+    total = out.sum(axis=1, keepdims=True)
+    return np.divide(out, total, out=np.zeros_like(out), where=total > 0)
 
 
 def histogram_margins(record, queries: QuerySet, band: float | None) -> HistogramMargins | None:

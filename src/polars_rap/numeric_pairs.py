@@ -19,10 +19,17 @@ deviation of its mean) is about the noise std, and the ridge shrank them to almo
 the pairs the loop's measured MM and LT answers fitted, but on some tables (acs-income-CA's age
 and commute time) that pairing is the relaxed rows' artifact, not the data's: kept everywhere
 it raised CA's LT error 14-27% (``bench/results/tie_pairs_everywhere.md``). So each pair
-table is a test. Its released sums are compared with two predictions from the relaxed rows:
-their own cell sums (the relaxed rows' pairing) and their cell masses times the label's mean
+table is a test. Its released sums are compared with two predictions, each a cell's count times
+a mean: the relaxed rows' own mean of ``x_j`` in the cell (their pairing) or the label's mean
 (no pairing, the label coupling's), by the likelihood ratio under the release's Gaussian noise
-(:func:`pair_evidence`). Where the pairing is more than ``e`` times as likely
+(:func:`pair_evidence`). The counts are the released ones where the loop released the earlier
+column's histogram within that label block (:meth:`HistogramMargins.binned
+<polars_rap.histogram_margins.HistogramMargins.binned>`, times the relaxed rows' share of the
+cell whose ``x_j`` is not null; their noise adds to each prediction's variance), else the
+relaxed rows' own: on cps1988 the relaxed rows' bin counts of education are off by 0.08-0.15
+(summed over the cells) against the histograms' 0.006-0.035, and with them the test had
+dropped a pairing the released sums support (ε = 5 seed 0: evidence -69, 392 with the
+released counts; ``bench/results/pair_counts_probe.md``). Where the pairing is more than ``e`` times as likely
 (:data:`PAIR_EVIDENCE`), the table's targets are the relaxed rows' mean of ``x_j`` in each (bin,
 label value) cell less the label's mean (:func:`pair_deviations`); the other pair tables are
 dropped. :meth:`NumericTies.apply <polars_rap.numeric_ties.NumericTies.apply>` then hands the
@@ -43,16 +50,32 @@ import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
+from polars_rap.errors import ParameterError
+from polars_rap.histogram_margins import HistogramMargins
 from polars_rap.numeric_ties import NumericTies, TieLayout, layout_of, tables_values
 from polars_rap.tie_ridge import fit_ties
 
-__all__ = ["PAIR_EVIDENCE", "fitted_ties", "pair_deviations", "pair_evidence", "pair_ties"]
+__all__ = ["PAIR_COUNTS", "PAIR_EVIDENCE", "check_tie_pair_counts", "fitted_ties", "pair_deviations",
+           "pair_evidence", "pair_ties"]
 
 logger = logging.getLogger(__name__)
+
+PAIR_COUNTS = ("histograms", "relaxed")
+"""The values of ``tie_pair_counts``: where the pairs' test reads each cell's count."""
 
 PAIR_EVIDENCE = 2.0
 """A numeric pair is kept where the released sums are more than ``e`` times (twice the log: 2)
 as likely under the relaxed rows' pairing as under none."""
+
+
+def check_tie_pair_counts(value) -> str:
+    """``value`` as ``tie_pair_counts`` takes it: one of :data:`PAIR_COUNTS`; else a
+    :class:`~polars_rap.errors.ParameterError`."""
+    if not isinstance(value, str) or value not in PAIR_COUNTS:
+        msg = (f"tie_pair_counts must be 'histograms' (each cell's count from the released histograms) or "
+               f"'relaxed' (the relaxed rows' cell masses). Got {value!r}")
+        raise ParameterError(msg)
+    return value
 
 
 def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> np.ndarray:
@@ -64,21 +87,27 @@ def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> n
 
 
 def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
-                  std: float) -> np.ndarray:
+                  std: float, histograms: HistogramMargins | None = None) -> np.ndarray:
     """float64[n_tables]: per table of ``layout`` by an earlier numeric column's bins (NaN for
     the others), twice the log likelihood ratio of the released sums ``noisy``
     (float[layout.n_cells], noise std ``std``, answer units) under the relaxed rows' pairing
-    against none: ``(|s - h0|^2 - |s - h1|^2) / std^2``, where ``h1`` are the relaxed rows' own
-    cell sums of ``x_j`` and ``h0`` their cell masses times the label value's mean (``x_j``
-    independent of the bins, the label coupling's), both as shares of the rows."""
-    return _evidence(layout, _pair_cells(relaxed, domain, layout), len(relaxed), noisy, std)
+    against none: ``sum(r0^2 / v0 + log v0) - sum(r1^2 / v1 + log v1)``. Hypothesis ``i``
+    predicts each cell's sum as its count ``n`` times a mean ``m_i`` (``m_1`` the relaxed rows'
+    mean of ``x_j`` in the cell, ``m_0`` the label value's: ``x_j`` independent of the bins, the
+    label coupling's), residual ``r_i = s - n m_i``, variance ``v_i = std^2 + m_i^2 var(n)``.
+    ``n`` is read from ``histograms``' release where it holds the earlier column within the
+    table's label block (:func:`_cell_counts`), else the relaxed rows' cell mass (``var(n) = 0``:
+    then ``(|s - h0|^2 - |s - h1|^2) / std^2``); all as shares of the rows."""
+    cells = _pair_cells(relaxed, domain, layout)
+    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
 
 
-def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per pair table ``t`` of ``layout``: ``(mass, sums, means)``, float64[cells] each, summed
-    over the relaxed rows, each weighted by its probability of the cell's label value and of
-    ``x_j`` not being null: the cell's weight, its weighted sum of ``x_j`` and its label value's
-    mean of ``x_j`` (0 where the label value has no mass)."""
+def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[np.ndarray, ...]]:
+    """Per pair table ``t`` of ``layout``: ``(mass, sums, means, total)``, float64[cells] each,
+    summed over the relaxed rows, each weighted by its probability of the cell's label value and
+    of ``x_j`` not being null: the cell's weight, its weighted sum of ``x_j`` and its label
+    value's mean of ``x_j`` (0 where the label value has no mass); ``total`` the cell's weight
+    without the factor for ``x_j``."""
     relaxed = np.asarray(relaxed, dtype=np.float64)
     slices = block_slices(domain)
     cells = {}
@@ -89,8 +118,9 @@ def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[n
         bins = layout.relaxed_codes(relaxed, domain, a)  # [n_rel, width]
         k_l = domain.blocks[l].n_codes
         size = int(layout.offsets[t + 1] - layout.offsets[t])
-        mass, sums, means = np.zeros(size), np.zeros(size), np.zeros(size)
+        mass, sums, means, total = np.zeros(size), np.zeros(size), np.zeros(size), np.zeros(size)
         for c in range(k_l):
+            total[c::k_l] = bins.T @ relaxed[:, slices[l]][:, c]
             weight = live * relaxed[:, slices[l]][:, c]
             label_mass = float(weight.sum())
             if label_mass <= 0.0:
@@ -98,52 +128,90 @@ def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[n
             mass[c::k_l] = bins.T @ weight
             sums[c::k_l] = bins.T @ (weight * x)
             means[c::k_l] = float(weight @ x) / label_mass
-        cells[t] = mass, sums, means
+        cells[t] = mass, sums, means, total
     return cells
+
+
+def _cell_counts(domain: Domain, layout: TieLayout, cells, n_relaxed: int,
+                 histograms: HistogramMargins | None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per pair table of :func:`_pair_cells`' ``cells``: (float64[cells] the shares of the rows in
+    each cell whose ``x_j`` is not null, float64[cells] their noise variances). Where
+    ``histograms`` released the earlier column ``k`` within the table's label block: its counts by
+    bin (:meth:`HistogramMargins.binned <polars_rap.histogram_margins.HistogramMargins.binned>`;
+    a null ``k``, which the histogram counts in bin 0, moved to the null code by the relaxed rows'
+    share of nulls), times the relaxed rows' share of the cell with ``x_j`` not null. Else the
+    relaxed rows' cell masses, variance 0."""
+    out = {}
+    for t, (mass, _, _, total) in cells.items():
+        j, a, l = layout.tables[t]
+        k = a - len(domain.blocks)
+        released = None if histograms is None else histograms.binned(domain, k, l, layout.bins)
+        if released is None:
+            out[t] = mass / n_relaxed, np.zeros(len(mass))
+            continue
+        counts, variance = released
+        k_l = counts.shape[1]
+        if domain.numeric_columns[k].nullable:  # the null code's row: the relaxed rows' nulls, out of bin 0
+            nulls = total[layout.bins * k_l:] / n_relaxed
+            counts = np.vstack([counts, nulls])
+            counts[0] = counts[0] - nulls
+            variance = np.vstack([variance, np.zeros(k_l)])
+        live = np.divide(mass, total, out=np.ones(len(mass)), where=total > 1e-12)
+        out[t] = np.clip(counts.ravel(), 0.0, None) * live, variance.ravel() * live**2
+    return out
 
 
 def _deviations(layout: TieLayout, cells) -> np.ndarray:
     """:func:`pair_deviations` from :func:`_pair_cells`' ``cells``."""
     out = np.zeros(layout.n_cells)
-    for t, (mass, sums, means) in cells.items():
-        cell_means = np.divide(sums, mass, out=np.zeros(len(mass)), where=mass > 1e-12)
-        out[layout.offsets[t]:layout.offsets[t + 1]] = np.where(mass > 1e-12, cell_means - means, 0.0)
+    for t, (mass, sums, means, _) in cells.items():
+        out[layout.offsets[t]:layout.offsets[t + 1]] = _cell_means(mass, sums, means) - means
     return out
 
 
-def _evidence(layout: TieLayout, cells, n_relaxed: int, noisy: np.ndarray, std: float) -> np.ndarray:
-    """:func:`pair_evidence` from :func:`_pair_cells`' ``cells`` of ``n_relaxed`` relaxed rows."""
+def _cell_means(mass: np.ndarray, sums: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """float64[cells]: the relaxed rows' mean of ``x_j`` in each cell; the label's (``means``)
+    in a cell without mass."""
+    return np.where(mass > 1e-12, np.divide(sums, mass, out=np.zeros(len(mass)), where=mass > 1e-12), means)
+
+
+def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -> np.ndarray:
+    """:func:`pair_evidence` from :func:`_pair_cells`' ``cells`` and :func:`_cell_counts`' ``counts``."""
     noise = max(float(std), 1e-12) ** 2
     out = np.full(len(layout.tables), np.nan)
-    for t, (mass, sums, means) in cells.items():
-        independent, paired = mass / n_relaxed * means, sums / n_relaxed
+    for t, (mass, sums, means, _) in cells.items():
+        count, count_variance = counts[t]
         released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
-        out[t] = float(np.sum((released - independent) ** 2) - np.sum((released - paired) ** 2)) / noise
+        log_likelihood = []
+        for mean in (means, _cell_means(mass, sums, means)):  # no pairing, the relaxed rows' pairing
+            variance = noise + mean**2 * count_variance
+            log_likelihood.append(-float(np.sum((released - count * mean) ** 2 / variance + np.log(variance))))
+        out[t] = log_likelihood[1] - log_likelihood[0]
     return out
 
 
 def fitted_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
-                std: float) -> NumericTies | None:
+                std: float, histograms: HistogramMargins | None = None) -> NumericTies | None:
     """The ties of a release (``noisy``, float[layout.n_cells], std ``std``): the categorical
     tables fitted by the ridge (:func:`~polars_rap.tie_ridge.fit_ties`), then, where ``layout``
-    has numeric bins, the pairs that pass (:func:`pair_ties`)."""
+    has numeric bins, the pairs that pass (:func:`pair_ties`, its counts from ``histograms``)."""
     if not layout.bins:
         return fit_ties(relaxed, domain, layout, noisy, std)
     categorical = [table for table in layout.tables if table[1] < len(domain.blocks)]
     ties = None
     if categorical:
         ties = fit_ties(relaxed, domain, layout_of(domain, categorical), tables_values(layout, noisy, categorical), std)
-    return pair_ties(relaxed, domain, layout, noisy, std, ties)
+    return pair_ties(relaxed, domain, layout, noisy, std, ties, histograms)
 
 
 def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray, std: float,
-              ties: NumericTies | None) -> NumericTies | None:
+              ties: NumericTies | None, histograms: HistogramMargins | None = None) -> NumericTies | None:
     """``ties`` (fitted to the released categorical tables of ``layout``, or None) with the
-    numeric pairs' tables of ``layout`` whose :func:`pair_evidence` exceeds
-    :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows (:func:`pair_deviations`);
-    ``ties`` as it is where no pair passes."""
+    numeric pairs' tables of ``layout`` whose :func:`pair_evidence` (counts from
+    ``histograms``) exceeds :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows
+    (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
     cells = _pair_cells(relaxed, domain, layout)
-    evidence = _evidence(layout, cells, len(relaxed), noisy, std)
+    evidence = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
     kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
     tested = sorted(cells)
     if tested:

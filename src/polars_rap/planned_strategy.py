@@ -305,6 +305,12 @@ class PlannedStrategy:
         (``bench/results/tie_numeric_bins_pairs.md``): cps1988 (education x experience) MM
         0.48x, LT 0.48x, F1 +0.008; Adult MM 0.99x, LT 0.95x; acs-income-CA MM 0.98x, LT
         0.98x, F1 -0.0007; at ε = 5 within 3% on both; at ε = 0.25 unchanged (not measured).
+    tie_pair_counts : str
+        Where the numeric pairs' test reads each cell's count (:mod:`polars_rap.numeric_pairs`):
+        ``"histograms"`` (the default) the earlier column's released histogram within the
+        label, regrouped into the bins, where the loop released one (else the relaxed rows');
+        ``"relaxed"`` the relaxed rows' cell masses always, whose errors the test otherwise
+        reads as a pairing's (cps1988's education counts: ``bench/results/pair_counts_probe.md``).
     tie_noise_cap : float or None
         Measure the numeric ties only where their noise std per cell (answer units:
         :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the
@@ -366,6 +372,7 @@ class PlannedStrategy:
     numeric_coupling: str = "label"
     tie_share: float = 0.1
     tie_numeric_bins: int = 8
+    tie_pair_counts: str = "histograms"
     tie_noise_cap: float | None = 0.01
     warm_doublings: int | None = 1
     max_steps: int | None = 30
@@ -432,5 +439,5 @@ class PlannedStrategy:
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
                 "tie_share": self.tie_share, "tie_numeric_bins": self.tie_numeric_bins,
-                "tie_noise_cap": self.tie_noise_cap,
+                "tie_pair_counts": self.tie_pair_counts, "tie_noise_cap": self.tie_noise_cap,
                 "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
