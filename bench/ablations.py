@@ -61,7 +61,7 @@ columns' declared domains (``bench.run --domain-updates``, e.g. a column's ``sca
     python -m bench.ablations --run cm_anneal_pairs --epsilons 0.25 1  # feature pairs as annealed candidates (#20)
     python -m bench.ablations --run numeric_ties --epsilons 0.25 1  # numeric x feature ties released, decoded (#20)
     python -m bench.ablations --run tie_numeric_bins --epsilons 0.25 1 5  # numeric pairs the release supports, kept
-    python -m bench.ablations --run tie_pair_counts --epsilons 1 5  # the pairs' test reads the released histograms' counts
+    python -m bench.ablations --run tie_pair_counts --epsilons 1 5  # the pairs test reads released histogram counts
 
 (``--steps`` runs only the steps of those labels: one candidate at more seeds or another ε.)
 
@@ -605,6 +605,12 @@ STEPS["tie_pair_counts"] = [
      "the test dropped pairings the sums support (eps 5 seed 0: evidence -69, 392 with the real counts: "
      "pair_counts_probe.md). Here each cell's count is the earlier column's released histogram regrouped into the "
      "bins (its noise in the predictions' variance), no new budget"),
+    ("+ kept only where the hypotheses are one noise std apart",
+     {"strategy": {**PLANNED, "tie_pair_counts": "histograms", "tie_pair_separation": 1.0}},
+     "with the histograms' counts CA's age x commute time pair passed on eps 1 seed 0 (evidence 2.0, LT 1.35x) where "
+     "the release separates the relaxed rows' pairing from none by 0.93 noise std (D^2 = 0.86): a test that cannot "
+     "tell the two apart keeps whichever noise favours, and the relaxed rows' means in small cells are far off. "
+     "Below one std apart the pair is dropped untested"),
 ]
 WARM_DEFAULT_ROWS = RESULTS / "rerun_rap_2026-11-24c.csv"
 """The ``rap++`` rows of the planned default with warm threshold rounds and every CM table

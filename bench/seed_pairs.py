@@ -5,6 +5,7 @@
     python -m bench.seed_pairs lt_rounds_10      # writes bench/results/lt_rounds_10_pairs.md
     python -m bench.seed_pairs numeric_ties      # writes bench/results/numeric_ties_pairs.md
     python -m bench.seed_pairs tie_numeric_bins  # writes bench/results/tie_numeric_bins_pairs.md
+    python -m bench.seed_pairs tie_pair_counts   # writes bench/results/tie_pair_counts_pairs.md
 
 Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed spread
 (``plan_noise_trace.md``), so a candidate default runs at three more seeds beside the default
@@ -191,6 +192,30 @@ COMPARISONS = {
                (Source("tie_pairs_cps1988_seeds345.csv", _setting("tie_numeric_bins", 8)),
                 Source("tie_pairs_cps1988_seeds345_default.csv", _default))),
         out="tie_numeric_bins_pairs.md"),
+    "tie_pair_counts": Comparison(
+        title="The numeric pairs' test with the released histograms' counts against the default, seed by seed",
+        why="tie_pair_counts's step (``tie_pair_counts='histograms'``: the test predicts each pair cell's sum from "
+            "the earlier column's released histogram, regrouped into the bins, not from the relaxed rows' mass) "
+            "against the default of 2026-11-29 (the relaxed rows' masses). Seeds 0-2 (epsilon 1 and 5): "
+            "``ablation_tie_pair_counts.csv`` beside the rerun of 2026-11-29 (``rerun_rap_2026-11-29.csv``); seeds "
+            "3-5: ``pair_counts_seeds345.csv`` beside ``tie_pairs_seeds345.csv`` (the default's rows, run as "
+            "``tie_numeric_bins=8`` before it was the default); cps1988 (the generalization suite's split and "
+            "evaluation), seeds 0-5 at epsilon 1: ``pair_counts_cps1988.csv`` beside ``tie_pairs_cps1988.csv`` and "
+            "``tie_pairs_cps1988_seeds345.csv``, and seeds 0-2 at epsilon 5 beside the same day's "
+            "``tie_pair_counts='relaxed'`` rows in ``pair_counts_cps1988.csv``. The test is post-processing: each "
+            "pair's fits are the same up to the decision, and where it is the same the rows are equal to the last "
+            "float.",
+        pairs=((Source("ablation_tie_pair_counts.csv", _setting("tie_pair_counts", "histograms")),
+                Source("rerun_rap_2026-11-29.csv", _default)),
+               (Source("pair_counts_seeds345.csv", _setting("tie_pair_counts", "histograms")),
+                Source("tie_pairs_seeds345.csv", _setting("tie_numeric_bins", 8))),
+               (Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "histograms")),
+                Source("tie_pairs_cps1988.csv", _setting("tie_numeric_bins", 8))),
+               (Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "histograms")),
+                Source("tie_pairs_cps1988_seeds345.csv", _setting("tie_numeric_bins", 8))),
+               (Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "histograms")),
+                Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "relaxed")))),
+        out="tie_pair_counts_pairs.md"),
 }
 
 

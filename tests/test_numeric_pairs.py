@@ -227,7 +227,8 @@ def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -
         fitted_ties(one_hot_relaxed(domain, codes, numerics), domain, layout, exact, 0.01)
         fitted_ties(one_hot_relaxed(domain, codes, shuffled), domain, layout, exact, 0.01)
     kept, dropped = (record.getMessage() for record in caplog.records)
-    assert kept.startswith("numeric pairs (kept where the evidence exceeds 2): hours | age ") and kept.endswith("kept")
+    assert kept.startswith("numeric pairs (kept where the evidence exceeds 2 and the hypotheses are 0 noise stds "
+                           "apart): hours | age ") and kept.endswith("kept")
     assert dropped.endswith("dropped")
 
 

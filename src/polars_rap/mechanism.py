@@ -397,7 +397,8 @@ def synthesize(
     histograms = None if getattr(strategy, "tie_pair_counts", "relaxed") != "histograms" else (
         margins if margins is not None else histogram_margins(record, queries, 0.0))
     ties = None if tie_release is None or numeric_coupling != "label" else fitted_ties(
-        relaxed, public_domain, layout, *tie_release, histograms=histograms)
+        relaxed, public_domain, layout, *tie_release, histograms=histograms,
+        separation=getattr(strategy, "tie_pair_separation", 0.0))
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,

@@ -45,6 +45,7 @@ is kept. Post-processing of the release and the relaxed rows: the release's cost
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 
@@ -55,8 +56,8 @@ from polars_rap.histogram_margins import HistogramMargins
 from polars_rap.numeric_ties import NumericTies, TieLayout, layout_of, tables_values
 from polars_rap.tie_ridge import fit_ties
 
-__all__ = ["PAIR_COUNTS", "PAIR_EVIDENCE", "check_tie_pair_counts", "fitted_ties", "pair_deviations",
-           "pair_evidence", "pair_ties"]
+__all__ = ["PAIR_COUNTS", "PAIR_EVIDENCE", "check_tie_pair_counts", "check_tie_pair_separation", "fitted_ties",
+           "pair_deviations", "pair_evidence", "pair_ties"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,16 @@ PAIR_COUNTS = ("histograms", "relaxed")
 PAIR_EVIDENCE = 2.0
 """A numeric pair is kept where the released sums are more than ``e`` times (twice the log: 2)
 as likely under the relaxed rows' pairing as under none."""
+
+
+def check_tie_pair_separation(value) -> float:
+    """``value`` as ``tie_pair_separation`` takes it: a finite number >= 0 (noise stds)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        msg = (f"tie_pair_separation must be a finite number >= 0 (the noise stds by which the released pair sums "
+               f"must separate the relaxed rows' pairing from none before it is tested; 0: always tested). "
+               f"Got {value!r}")
+        raise ParameterError(msg)
+    return float(value)
 
 
 def check_tie_pair_counts(value) -> str:
@@ -99,7 +110,7 @@ def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy:
     table's label block (:func:`_cell_counts`), else the relaxed rows' cell mass (``var(n) = 0``:
     then ``(|s - h0|^2 - |s - h1|^2) / std^2``); all as shares of the rows."""
     cells = _pair_cells(relaxed, domain, layout)
-    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
+    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)[0]
 
 
 def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[np.ndarray, ...]]:
@@ -175,10 +186,13 @@ def _cell_means(mass: np.ndarray, sums: np.ndarray, means: np.ndarray) -> np.nda
     return np.where(mass > 1e-12, np.divide(sums, mass, out=np.zeros(len(mass)), where=mass > 1e-12), means)
 
 
-def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -> np.ndarray:
-    """:func:`pair_evidence` from :func:`_pair_cells`' ``cells`` and :func:`_cell_counts`' ``counts``."""
+def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`pair_evidence`, the separation ``D``: float64[n_tables] each, NaN but for the pair
+    tables) from :func:`_pair_cells`' ``cells`` and :func:`_cell_counts`' ``counts``. ``D^2 =
+    sum(n^2 (m_1 - m_0)^2 / v_0)``: how many noise stds apart the two hypotheses' predictions are;
+    under either, the evidence has std ``2 D`` about ``-D^2`` (none) or ``+D^2`` (the pairing)."""
     noise = max(float(std), 1e-12) ** 2
-    out = np.full(len(layout.tables), np.nan)
+    evidence, separation = np.full(len(layout.tables), np.nan), np.full(len(layout.tables), np.nan)
     for t, (mass, sums, means, _) in cells.items():
         count, count_variance = counts[t]
         released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
@@ -186,37 +200,44 @@ def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -
         for mean in (means, _cell_means(mass, sums, means)):  # no pairing, the relaxed rows' pairing
             variance = noise + mean**2 * count_variance
             log_likelihood.append(-float(np.sum((released - count * mean) ** 2 / variance + np.log(variance))))
-        out[t] = log_likelihood[1] - log_likelihood[0]
-    return out
+        evidence[t] = log_likelihood[1] - log_likelihood[0]
+        apart = count * (_cell_means(mass, sums, means) - means)
+        separation[t] = math.sqrt(float(np.sum(apart**2 / (noise + means**2 * count_variance))))
+    return evidence, separation
 
 
 def fitted_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
-                std: float, histograms: HistogramMargins | None = None) -> NumericTies | None:
+                std: float, histograms: HistogramMargins | None = None, separation: float = 0.0) -> NumericTies | None:
     """The ties of a release (``noisy``, float[layout.n_cells], std ``std``): the categorical
     tables fitted by the ridge (:func:`~polars_rap.tie_ridge.fit_ties`), then, where ``layout``
-    has numeric bins, the pairs that pass (:func:`pair_ties`, its counts from ``histograms``)."""
+    has numeric bins, the pairs that pass (:func:`pair_ties`, its counts from ``histograms``,
+    ``separation`` its floor)."""
     if not layout.bins:
         return fit_ties(relaxed, domain, layout, noisy, std)
     categorical = [table for table in layout.tables if table[1] < len(domain.blocks)]
     ties = None
     if categorical:
         ties = fit_ties(relaxed, domain, layout_of(domain, categorical), tables_values(layout, noisy, categorical), std)
-    return pair_ties(relaxed, domain, layout, noisy, std, ties, histograms)
+    return pair_ties(relaxed, domain, layout, noisy, std, ties, histograms, separation)
 
 
 def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray, std: float,
-              ties: NumericTies | None, histograms: HistogramMargins | None = None) -> NumericTies | None:
+              ties: NumericTies | None, histograms: HistogramMargins | None = None,
+              separation: float = 0.0) -> NumericTies | None:
     """``ties`` (fitted to the released categorical tables of ``layout``, or None) with the
     numeric pairs' tables of ``layout`` whose :func:`pair_evidence` (counts from
-    ``histograms``) exceeds :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows
-    (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
+    ``histograms``) exceeds :data:`PAIR_EVIDENCE` where the release separates the two
+    hypotheses by at least ``separation`` noise stds (:func:`_evidence`'s ``D``), their targets
+    read from the relaxed rows (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
     cells = _pair_cells(relaxed, domain, layout)
-    evidence = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
-    kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
+    evidence, apart = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms),
+                                noisy, std)
+    kept = {layout.tables[t] for t in np.flatnonzero((evidence > PAIR_EVIDENCE) & (apart >= separation))}
     tested = sorted(cells)
     if tested:
-        logger.info("numeric pairs (kept where the evidence exceeds %g): %s", PAIR_EVIDENCE,
-                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} "
+        logger.info("numeric pairs (kept where the evidence exceeds %g and the hypotheses are %g noise stds apart): %s",
+                    PAIR_EVIDENCE, separation,
+                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} (D {apart[t]:.1f}) "
                               f"{'kept' if layout.tables[t] in kept else 'dropped'}" for t in tested))
     if not kept:
         return ties

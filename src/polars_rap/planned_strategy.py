@@ -311,6 +311,10 @@ class PlannedStrategy:
         label, regrouped into the bins, where the loop released one (else the relaxed rows');
         ``"relaxed"`` the relaxed rows' cell masses always, whose errors the test otherwise
         reads as a pairing's (cps1988's education counts: ``bench/results/pair_counts_probe.md``).
+    tie_pair_separation : float
+        A numeric pair is kept only where the released sums separate the relaxed rows' pairing
+        from none by at least this many noise stds (default 0: every pair is tested); below it
+        the release cannot tell the two apart and the pair is dropped.
     tie_noise_cap : float or None
         Measure the numeric ties only where their noise std per cell (answer units:
         :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the
@@ -373,6 +377,7 @@ class PlannedStrategy:
     tie_share: float = 0.1
     tie_numeric_bins: int = 8
     tie_pair_counts: str = "histograms"
+    tie_pair_separation: float = 0.0
     tie_noise_cap: float | None = 0.01
     warm_doublings: int | None = 1
     max_steps: int | None = 30
@@ -439,5 +444,6 @@ class PlannedStrategy:
                 "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
                 "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
                 "tie_share": self.tie_share, "tie_numeric_bins": self.tie_numeric_bins,
-                "tie_pair_counts": self.tie_pair_counts, "tie_noise_cap": self.tie_noise_cap,
+                "tie_pair_counts": self.tie_pair_counts, "tie_pair_separation": self.tie_pair_separation,
+                "tie_noise_cap": self.tie_noise_cap,
                 "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}

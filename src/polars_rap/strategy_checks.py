@@ -10,7 +10,7 @@ from polars_rap.errors import ParameterError
 from polars_rap.histogram_margins import check_histogram_match
 from polars_rap.histogram_nodes import check_histogram_fit
 from polars_rap.numeric_coupling import check_numeric_coupling
-from polars_rap.numeric_pairs import check_tie_pair_counts
+from polars_rap.numeric_pairs import check_tie_pair_counts, check_tie_pair_separation
 from polars_rap.numeric_ties import check_tie_noise_cap, check_tie_numeric_bins
 from polars_rap.numeric_histograms import check_branching
 from polars_rap.parameters import check_positive_finite
@@ -145,6 +145,7 @@ def check_planned_settings(strategy) -> None:
     object.__setattr__(strategy, "tie_noise_cap", check_tie_noise_cap(strategy.tie_noise_cap))
     object.__setattr__(strategy, "tie_numeric_bins", check_tie_numeric_bins(strategy.tie_numeric_bins))
     check_tie_pair_counts(strategy.tie_pair_counts)
+    object.__setattr__(strategy, "tie_pair_separation", check_tie_pair_separation(strategy.tie_pair_separation))
     object.__setattr__(strategy, "histogram_match", check_histogram_match(strategy.histogram_match))
     if strategy.decoding not in ("controlled", "independent"):
         msg = f"decoding must be 'controlled' or 'independent'. Got {strategy.decoding!r}"
