@@ -6,6 +6,7 @@
     python -m bench.seed_pairs numeric_ties      # writes bench/results/numeric_ties_pairs.md
     python -m bench.seed_pairs tie_numeric_bins  # writes bench/results/tie_numeric_bins_pairs.md
     python -m bench.seed_pairs tie_pair_counts   # writes bench/results/tie_pair_counts_pairs.md
+    python -m bench.seed_pairs tie_pair_separation  # writes bench/results/tie_pair_separation_pairs.md
 
 Three seeds cannot separate a few per cent from the annealed CM rounds' per-seed spread
 (``plan_noise_trace.md``), so a candidate default runs at three more seeds beside the default
@@ -96,6 +97,18 @@ def _lt_rounds_10(synthesize: dict) -> bool:
 
 def _default(synthesize: dict) -> bool:
     return not synthesize
+
+
+def _histograms_only(synthesize: dict) -> bool:
+    """The histograms' counts without a separation floor."""
+    strategy = _strategy(synthesize)
+    return strategy.get("tie_pair_counts") == "histograms" and "tie_pair_separation" not in strategy
+
+
+def _separated(synthesize: dict) -> bool:
+    """The histograms' counts, pairs kept only one noise std apart."""
+    strategy = _strategy(synthesize)
+    return strategy.get("tie_pair_counts") == "histograms" and strategy.get("tie_pair_separation") == 1.0
 
 
 COMPARISONS = {
@@ -205,17 +218,39 @@ COMPARISONS = {
             "``tie_pair_counts='relaxed'`` rows in ``pair_counts_cps1988.csv``. The test is post-processing: each "
             "pair's fits are the same up to the decision, and where it is the same the rows are equal to the last "
             "float.",
-        pairs=((Source("ablation_tie_pair_counts.csv", _setting("tie_pair_counts", "histograms")),
+        pairs=((Source("ablation_tie_pair_counts.csv", _histograms_only),
                 Source("rerun_rap_2026-11-29.csv", _default)),
-               (Source("pair_counts_seeds345.csv", _setting("tie_pair_counts", "histograms")),
+               (Source("pair_counts_seeds345.csv", _histograms_only),
                 Source("tie_pairs_seeds345.csv", _setting("tie_numeric_bins", 8))),
-               (Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "histograms")),
+               (Source("pair_counts_cps1988.csv", _histograms_only),
                 Source("tie_pairs_cps1988.csv", _setting("tie_numeric_bins", 8))),
-               (Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "histograms")),
+               (Source("pair_counts_cps1988.csv", _histograms_only),
                 Source("tie_pairs_cps1988_seeds345.csv", _setting("tie_numeric_bins", 8))),
-               (Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "histograms")),
-                Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "relaxed")))),
+               (Source("pair_counts_cps1988.csv", _histograms_only),
+                Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "relaxed"))),
+               (Source("pair_counts_seeds678.csv", _histograms_only),
+                Source("pair_counts_seeds678.csv", _setting("tie_pair_counts", "relaxed")))),
         out="tie_pair_counts_pairs.md"),
+    "tie_pair_separation": Comparison(
+        title="The numeric pairs' test with the released histograms' counts, kept only where the hypotheses are one "
+              "noise std apart, against the default, seed by seed",
+        why="tie_pair_counts's second step (``tie_pair_counts='histograms'``, ``tie_pair_separation=1``: a pair the "
+            "release separates from none by less than one noise std is dropped untested) against the default of "
+            "2026-11-29, from the same files as ``tie_pair_counts_pairs.md``. Seeds 6-8 (``pair_counts_seeds678.csv``, "
+            "all three settings) were run only after the floor was chosen on seeds 0-5, as held-out seeds.",
+        pairs=((Source("ablation_tie_pair_counts.csv", _separated),
+                Source("rerun_rap_2026-11-29.csv", _default)),
+               (Source("pair_counts_seeds345.csv", _separated),
+                Source("tie_pairs_seeds345.csv", _setting("tie_numeric_bins", 8))),
+               (Source("pair_counts_cps1988.csv", _separated),
+                Source("tie_pairs_cps1988.csv", _setting("tie_numeric_bins", 8))),
+               (Source("pair_counts_cps1988.csv", _separated),
+                Source("tie_pairs_cps1988_seeds345.csv", _setting("tie_numeric_bins", 8))),
+               (Source("pair_counts_cps1988.csv", _separated),
+                Source("pair_counts_cps1988.csv", _setting("tie_pair_counts", "relaxed"))),
+               (Source("pair_counts_seeds678.csv", _separated),
+                Source("pair_counts_seeds678.csv", _setting("tie_pair_counts", "relaxed")))),
+        out="tie_pair_separation_pairs.md"),
 }
 
 

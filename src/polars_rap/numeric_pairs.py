@@ -28,11 +28,12 @@ column's histogram within that label block (:meth:`HistogramMargins.binned
 cell whose ``x_j`` is not null; their noise adds to each prediction's variance), else the
 relaxed rows' own: on cps1988 the relaxed rows' bin counts of education are off by 0.08-0.15
 (summed over the cells) against the histograms' 0.006-0.035, and with them the test had
-dropped a pairing the released sums support (ε = 5 seed 0: evidence -69, 392 with the
-released counts; ``bench/results/pair_counts_probe.md``). Where the pairing is more than ``e`` times as likely
-(:data:`PAIR_EVIDENCE`), the table's targets are the relaxed rows' mean of ``x_j`` in each (bin,
-label value) cell less the label's mean (:func:`pair_deviations`); the other pair tables are
-dropped. :meth:`NumericTies.apply <polars_rap.numeric_ties.NumericTies.apply>` then hands the
+dropped a pairing the released sums support (ε = 5 seed 0: evidence -69; 341 with the released
+counts, 392 with the real rows' own; ``bench/results/pair_counts_probe.md``). Where the pairing
+is more than ``e`` times as likely (:data:`PAIR_EVIDENCE`) and the two predictions lie at least
+``tie_pair_separation`` noise stds apart (the release can tell them apart at all), the table's
+targets are the relaxed rows' mean of ``x_j`` in each (bin, label value) cell less the label's
+mean (:func:`pair_deviations`); the other pair tables are dropped. :meth:`NumericTies.apply <polars_rap.numeric_ties.NumericTies.apply>` then hands the
 columns out in order, each following the kept bins of those before it as already handed out, and
 the categorical ties, keeping every column's values within each label.
 
