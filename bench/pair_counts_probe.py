@@ -47,10 +47,10 @@ def _fit_inputs(dataset: str, epsilon: float, seed: int) -> tuple[dict, pl.DataF
     seen: dict = {}
     original = mechanism.fitted_ties
 
-    def spy(relaxed, domain, layout, noisy, std, histograms=None):
+    def spy(relaxed, domain, layout, noisy, std, histograms=None, **keywords):
         seen.update(relaxed=np.asarray(relaxed, dtype=np.float64), domain=domain, layout=layout,
                     noisy=np.asarray(noisy), std=float(std), histograms=histograms)
-        return original(relaxed, domain, layout, noisy, std, histograms=histograms)
+        return original(relaxed, domain, layout, noisy, std, histograms=histograms, **keywords)
 
     train, _, task = prepare_dataset(dataset, None)
     mechanism.fitted_ties = spy

@@ -153,11 +153,13 @@ def _cell_counts(domain: Domain, layout: TieLayout, cells, n_relaxed: int,
     a null ``k``, which the histogram counts in bin 0, moved to the null code by the relaxed rows'
     share of nulls), times the relaxed rows' share of the cell with ``x_j`` not null. Else the
     relaxed rows' cell masses, variance 0."""
-    out = {}
+    out, binned = {}, {}  # each (column, label block)'s regrouped histogram read once
     for t, (mass, _, _, total) in cells.items():
         j, a, l = layout.tables[t]
         k = a - len(domain.blocks)
-        released = None if histograms is None else histograms.binned(domain, k, l, layout.bins)
+        if histograms is not None and (k, l) not in binned:
+            binned[k, l] = histograms.binned(domain, k, l, layout.bins)
+        released = None if histograms is None else binned[k, l]
         if released is None:
             out[t] = mass / n_relaxed, np.zeros(len(mass))
             continue

@@ -309,12 +309,16 @@ class PlannedStrategy:
         Where the numeric pairs' test reads each cell's count (:mod:`polars_rap.numeric_pairs`):
         ``"histograms"`` (the default) the earlier column's released histogram within the
         label, regrouped into the bins, where the loop released one (else the relaxed rows');
-        ``"relaxed"`` the relaxed rows' cell masses always, whose errors the test otherwise
-        reads as a pairing's (cps1988's education counts: ``bench/results/pair_counts_probe.md``).
+        ``"relaxed"`` the relaxed rows' cell masses always, whose errors the test then reads as
+        a pairing's absence (cps1988's education counts: ``bench/results/pair_counts_probe.md``).
+        Against ``"relaxed"`` over 9 seeds (``bench/results/tie_pair_counts_pairs.md``): cps1988
+        MM 0.92x / 0.83x at ε = 1 / 5, F1 +0.002; Adult MM 0.99-1.0x, LT 0.98x; CA unchanged
+        but for one seed at ε = 1 (LT 1.35x).
     tie_pair_separation : float
         A numeric pair is kept only where the released sums separate the relaxed rows' pairing
         from none by at least this many noise stds (default 0: every pair is tested); below it
-        the release cannot tell the two apart and the pair is dropped.
+        the release cannot tell the two apart and the pair is dropped. 1 was a wash over 9
+        seeds (``bench/results/tie_pair_separation_pairs.md``).
     tie_noise_cap : float or None
         Measure the numeric ties only where their noise std per cell (answer units:
         :func:`polars_rap.numeric_ties.tie_noise_std`, from the domain, the row count and the
