@@ -641,6 +641,14 @@ TEN_LT_ROUNDS_ROWS = RESULTS / "rerun_rap_2026-11-28c.csv"
 HISTOGRAM_MATCH_ROWS = RESULTS / "rerun_rap_2026-11-28d.csv"
 """The default's rows once decoded numerics met their histograms (``histogram_match=1``), before the
 margin refresh (the headline's rap++ rows until the rerun of 2026-11-28e)."""
+MARGIN_RESERVE_ROWS = RESULTS / "rerun_rap_2026-11-28e.csv"
+"""The default's rows once the categorical step kept a reserve for the unheld margins, before the
+numeric ties (the headline's rap++ rows from the rerun of 2026-11-28e)."""
+NUMERIC_TIES_ROWS = RESULTS / "rerun_rap_2026-11-28f.csv"
+"""The default's rows with the numeric ties, before the numeric pairs (the rerun of 2026-11-28f)."""
+NUMERIC_PAIRS_ROWS = RESULTS / "rerun_rap_2026-11-29.csv"
+"""The default's rows with the numeric pairs tested on the relaxed rows' counts (the rerun of
+2026-11-29), before the released histograms' counts (2026-11-29b)."""
 DEFAULT_ROWS = {
     **{name: EQUAL_SHARES_ROWS for name in ("strategy", "shrinkage", "selection", "cm_selection", "cm_anneal",
                                             "class_shares", "numeric", "integer_cells")},
@@ -656,6 +664,9 @@ DEFAULT_ROWS = {
     **{name: TEN_LT_ROUNDS_ROWS for name in ("histogram_weight", "steps_60", "lt_class_k", "lt_rounds_5",
                                                "cm_anneal_margins", "histogram_match")},
     **{name: HISTOGRAM_MATCH_ROWS for name in ("base_size_exponent", "cm_margin_reserve")},
+    **{name: MARGIN_RESERVE_ROWS for name in ("cm_anneal_pairs", "numeric_ties")},
+    "tie_numeric_bins": NUMERIC_TIES_ROWS,
+    "tie_pair_counts": NUMERIC_PAIRS_ROWS,
 }
 """Where an ablation's default step reads its rows, when not from ``headline.csv``: those run
 under an earlier default compare against that default's rows. A step's keywords say what it
