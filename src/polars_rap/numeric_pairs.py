@@ -33,9 +33,10 @@ counts, 392 with the real rows' own; ``bench/results/pair_counts_probe.md``). Wh
 is more than ``e`` times as likely (:data:`PAIR_EVIDENCE`) and the two predictions lie at least
 ``tie_pair_separation`` noise stds apart (the release can tell them apart at all), the table's
 targets are the relaxed rows' mean of ``x_j`` in each (bin, label value) cell less the label's
-mean (:func:`pair_deviations`); the other pair tables are dropped. :meth:`NumericTies.apply <polars_rap.numeric_ties.NumericTies.apply>` then hands the
-columns out in order, each following the kept bins of those before it as already handed out, and
-the categorical ties, keeping every column's values within each label.
+mean (:func:`pair_deviations`); the other pair tables are dropped.
+:meth:`NumericTies.apply <polars_rap.numeric_ties.NumericTies.apply>` then hands the columns out
+in order, each following the kept bins of those before it as already handed out, and the
+categorical ties, keeping every column's values within each label.
 
 Unlike ``numeric_coupling="fitted"``, which keeps each relaxed row's numerics together and so
 also their ties to the categories, only the numeric pairs the release supports come from the
@@ -74,8 +75,7 @@ def check_tie_pair_separation(value) -> float:
     """``value`` as ``tie_pair_separation`` takes it: a finite number >= 0 (noise stds)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         msg = (f"tie_pair_separation must be a finite number >= 0 (the noise stds by which the released pair sums "
-               f"must separate the relaxed rows' pairing from none before it is tested; 0: always tested). "
-               f"Got {value!r}")
+               f"must separate the relaxed rows' pairing from none for it to be kept; 0: no floor). Got {value!r}")
         raise ParameterError(msg)
     return float(value)
 
