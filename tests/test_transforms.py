@@ -16,7 +16,7 @@ from polars_rap import kernels
 from polars_rap.datasets import domain_from_tables
 from polars_rap.domain import Domain, Numeric
 from polars_rap.encoding import encode
-from polars_rap.transforms import LOG_RANGE, atom_width, from_unit, to_unit
+from polars_rap.transforms import LOG_RANGE, atom_width, equal_bin, from_unit, to_unit
 from polars_rap.workload import describe_queries, mixed_marginals
 
 
@@ -186,3 +186,11 @@ def test_the_workload_depends_on_the_declarations_only_never_the_data():
     first = mixed_marginals(domain, 30, np.random.default_rng(5))
     second = mixed_marginals(Domain.from_mapping(schema, declared, labels=["y"]), 30, np.random.default_rng(5))
     assert np.array_equal(first.tau, second.tau)
+
+
+def test_equal_bins_are_closed_below_and_the_last_is_closed_above() -> None:
+    """Four bins of [0, 1]: a bin edge belongs to the bin above it, 1 to the last bin, and values
+    outside [0, 1] are clipped first."""
+    u = np.array([-0.5, 0.0, 0.2499, 0.25, 0.5, 0.9999, 1.0, 3.0])
+    assert equal_bin(u, 4).tolist() == [0, 0, 0, 1, 2, 3, 3, 3]
+    assert equal_bin(u, 4).dtype == np.int64

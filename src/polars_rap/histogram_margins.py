@@ -37,7 +37,7 @@ from polars_rap.domain import Domain
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_histograms import _label_block, _threshold_column, histogram_runs
 from polars_rap.queries import QueryClass, QuerySet
-from polars_rap.transforms import to_unit
+from polars_rap.transforms import equal_bin, to_unit
 
 __all__ = ["HistogramMargins", "check_histogram_match", "histogram_margins", "monotone"]
 
@@ -132,10 +132,10 @@ class HistogramMargins:
 
     def binned(self, domain: Domain, column: int, label_block: int, bins: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The released histogram of numeric ``column`` within ``label_block`` regrouped into
-        ``bins`` equal bins of its mapped ``[0, 1]`` (bin ``b``: ``b / bins <= x < (b + 1) / bins``,
-        the last closed): (float64[bins, L] shares of the rows by bin and label code, a null in
-        bin 0 as in the histogram; float64[bins, L] their noise variances), or None where the
-        column has no histogram of that label block.
+        ``bins`` equal bins of its mapped ``[0, 1]`` (:func:`~polars_rap.transforms.equal_bin`):
+        (float64[bins, L] shares of the rows by bin and label code, a null in bin 0 as in the
+        histogram; float64[bins, L] their noise variances), or None where the column has no
+        histogram of that label block.
 
         Each cell's mass is split over the bins as its values are: an integer column's whole
         values (the histogram's cells hold whole values, so none is split), else uniformly over
@@ -201,7 +201,7 @@ def _cell_bin_shares(spec, edges: np.ndarray, bins: int) -> np.ndarray:
     if spec.is_integer and last - first + 1 <= WHOLE_VALUES_LISTED:
         x = to_unit(np.arange(first, last + 1, dtype=np.float64), spec)
         cell = np.minimum(np.searchsorted(edges, x, side="left"), len(edges) - 1)
-        np.add.at(out, (cell, np.minimum(np.floor(x * bins), bins - 1).astype(np.int64)), 1.0)
+        np.add.at(out, (cell, equal_bin(x, bins)), 1.0)
     else:
         lows = np.concatenate([[0.0], edges[:-1]])
         for b in range(bins):

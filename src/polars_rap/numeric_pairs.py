@@ -199,12 +199,13 @@ def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -
     for t, (mass, sums, means, _) in cells.items():
         count, count_variance = counts[t]
         released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
+        paired = _cell_means(mass, sums, means)
         log_likelihood = []
-        for mean in (means, _cell_means(mass, sums, means)):  # no pairing, the relaxed rows' pairing
+        for mean in (means, paired):  # no pairing, the relaxed rows' pairing
             variance = noise + mean**2 * count_variance
             log_likelihood.append(-float(np.sum((released - count * mean) ** 2 / variance + np.log(variance))))
         evidence[t] = log_likelihood[1] - log_likelihood[0]
-        apart = count * (_cell_means(mass, sums, means) - means)
+        apart = count * (paired - means)
         separation[t] = math.sqrt(float(np.sum(apart**2 / (noise + means**2 * count_variance))))
     return evidence, separation
 

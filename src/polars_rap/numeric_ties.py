@@ -63,6 +63,7 @@ from polars_rap.encoding import block_slices
 from polars_rap.errors import ParameterError
 from polars_rap.numeric_coupling import label_groups
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
+from polars_rap.transforms import equal_bin
 
 __all__ = ["NumericTies", "TIE_QUANTUM", "TieLayout", "TieScores", "TieSums", "check_tie_noise_cap",
            "check_tie_numeric_bins", "layout_of", "release_ties", "tables_values", "tie_layout", "tie_noise_std",
@@ -116,7 +117,7 @@ class TieLayout:
 
     def bin_of(self, x: np.ndarray) -> np.ndarray:
         """int64[n]: the bin of each mapped value ``x`` (float64[n]; ``[0, 1]`` in ``bins`` equal bins)."""
-        return np.minimum(np.floor(np.clip(x, 0.0, 1.0) * self.bins), self.bins - 1).astype(np.int64)
+        return equal_bin(x, self.bins)
 
     def relaxed_codes(self, relaxed: np.ndarray, domain: Domain, a: int) -> np.ndarray:
         """float64[n_rel, width(a)]: each relaxed row's (float[n_rel, n_coords]) probabilities of

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SCALES", "LOG_RANGE", "ATOM_WIDTH", "MAX_ATOMS", "atom_width", "to_unit", "from_unit"]
+__all__ = ["SCALES", "LOG_RANGE", "ATOM_WIDTH", "MAX_ATOMS", "atom_width", "equal_bin", "to_unit", "from_unit"]
 
 SCALES = ("linear", "log", "sqrt")
 """The declarable scales."""
@@ -73,6 +73,12 @@ def _unscale(v: np.ndarray, scale: str) -> np.ndarray:
     if scale == "sqrt":
         return v * v
     return v
+
+
+def equal_bin(u: np.ndarray, bins: int) -> np.ndarray:
+    """int64[n]: the bin of each mapped value ``u`` (float[n], clipped to ``[0, 1]``) among
+    ``bins`` equal bins of ``[0, 1]``: ``b / bins <= u < (b + 1) / bins``, the last closed."""
+    return np.minimum(np.floor(np.clip(u, 0.0, 1.0) * bins), bins - 1).astype(np.int64)
 
 
 def to_unit(values: np.ndarray, spec) -> np.ndarray:
