@@ -18,30 +18,7 @@ from polars_rap.numeric_coupling import decouple_numerics
 from polars_rap.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_deviations, pair_evidence, pair_ties
 from polars_rap.numeric_ties import TIE_QUANTUM, NumericTies, layout_of, tie_layout, tie_sums
 from polars_rap.planned_strategy import PlannedStrategy
-from tie_rows import one_hot_relaxed, worst_replacement  # tests/tie_rows.py
-
-
-def _domain(first: str = "age", nullable: bool = True) -> Domain:
-    """sex, y and two numeric columns in [0, 1], ``first`` before the other; hours nullable."""
-    columns = {"sex": pl.String, first: pl.Float64, ("hours" if first == "age" else "age"): pl.Float64, "y": pl.String}
-    declared = {"sex": ["F", "M"], "age": (0.0, 1.0), "y": ["n", "p"],
-                "hours": {"bounds": (0.0, 1.0), "nullable": True} if nullable else (0.0, 1.0)}
-    return Domain.from_mapping(columns, declared, labels=["y"])
-
-
-def _rows(domain: Domain, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Random encoded rows, hours rising with age (slope 0.6) within each label and null for a
-    fifth of them (mapped value 0): codes int32[n, n_blocks], numerics float64[n, 2]."""
-    codes = np.column_stack([rng.integers(0, block.n_codes, n) for block in domain.blocks]).astype(np.int32)
-    names = [spec.name for spec in domain.numeric_columns]
-    age = rng.random(n)
-    hours = np.clip(0.2 + 0.6 * age + 0.05 * rng.standard_normal(n), 0.0, 1.0)
-    null = rng.random(n) < 0.2
-    if domain.numeric_columns[1].nullable or domain.numeric_columns[0].nullable:
-        codes[:, domain.block_index("hours", indicator=True)] = null
-        hours[null] = 0.0
-    numerics = np.column_stack([age, hours] if names[0] == "age" else [hours, age])
-    return codes, numerics
+from tie_rows import one_hot_relaxed, pair_domain, pair_rows, paired_frame_and_domain, worst_replacement
 
 
 def _names(domain: Domain, layout) -> list[tuple[str, str]]:
@@ -52,7 +29,7 @@ def _names(domain: Domain, layout) -> list[tuple[str, str]]:
 
 
 def test_each_numeric_is_tied_to_the_bins_of_the_numerics_before_it() -> None:
-    domain = _domain()
+    domain = pair_domain()
     layout = tie_layout(domain, 4)
     assert _names(domain, layout) == [("age", "sex"), ("age", "hours"), ("hours", "sex"), ("hours", "age.bins")]
     assert layout.n_cells == 2 * (2 + 2) + 2 * 2 + 4 * 2  # age's bins: no null code
@@ -60,7 +37,7 @@ def test_each_numeric_is_tied_to_the_bins_of_the_numerics_before_it() -> None:
     assert tie_layout(domain).tables == layout.tables[:3] and tie_layout(domain).bins == 0
     assert _names(domain, tie_layout(domain, 4, categorical=False)) == [("hours", "age.bins")]
     assert tie_layout(domain, 0, categorical=False) is None
-    flipped = _domain("hours")
+    flipped = pair_domain("hours")
     binned = tie_layout(flipped, 4)
     assert _names(flipped, binned)[-1] == ("age", "hours.bins")
     assert binned.width(flipped, binned.tables[-1][1]) == 5  # hours' four bins and its nulls
@@ -68,9 +45,9 @@ def test_each_numeric_is_tied_to_the_bins_of_the_numerics_before_it() -> None:
 
 @pytest.mark.parametrize("first", ["age", "hours"])
 def test_bin_sums_are_each_cells_quantized_values_row_by_row(first) -> None:
-    domain = _domain(first)
+    domain = pair_domain(first)
     layout = tie_layout(domain, 4)
-    codes, numerics = _rows(domain, 300, np.random.default_rng(0))
+    codes, numerics = pair_rows(domain, 300, np.random.default_rng(0))
     sums = tie_sums(codes, numerics, domain, layout)
     t = len(layout.tables) - 1
     j, k = 1, 0  # the second column by the first's bins
@@ -90,11 +67,11 @@ def test_replacing_one_row_moves_the_binned_sums_within_the_stated_sensitivity()
     moved to another bin of age (below 0.75) also carries less age. The worst such move, age 1
     to 0.7499 (grid step 768), with sex and every other value at their extremes, comes within
     Q^2 - 768^2 of the bound."""
-    domain = _domain(nullable=False)
+    domain = pair_domain(nullable=False)
     layout = tie_layout(domain, 4)
     rng = np.random.default_rng(1)
-    codes, numerics = _rows(domain, 50, rng)
-    worst = worst_replacement(codes, numerics, domain, layout, lambda n, g: _rows(domain, n, g), rng)
+    codes, numerics = pair_rows(domain, 50, rng)
+    worst = worst_replacement(codes, numerics, domain, layout, lambda n, g: pair_rows(domain, n, g), rng)
     assert worst <= layout.l2_sensitivity_squared
     sex = domain.block_index("sex")
     codes[0, sex], numerics[0] = 0, [1.0, 1.0]
@@ -114,7 +91,7 @@ def _bin_means(codes, age, hours, domain) -> np.ndarray:
 def test_pair_deviations_are_the_relaxed_rows_weighted_bin_means_less_the_label_mean() -> None:
     """Soft relaxed rows (label and null probabilities between 0 and 1): each cell's target,
     computed row by row, and the count-weighted deviations summing to 0 in each label value."""
-    domain = _domain("hours")  # age by the bins of hours, whose nulls have a bin of their own
+    domain = pair_domain("hours")  # age by the bins of hours, whose nulls have a bin of their own
     layout = tie_layout(domain, 4, categorical=False)
     rng = np.random.default_rng(2)
     n = 50
@@ -146,9 +123,9 @@ def test_decoding_hands_hours_out_by_the_bins_of_age_as_the_relaxed_rows_pair_th
     """Relaxed rows that are the rows themselves and a release that agrees: after the label
     coupling broke the pairs, the kept pair gives each (age bin, label) cell its mean of hours
     back; each label keeps its values. The categorical ties alone leave the cells off."""
-    domain = _domain()
+    domain = pair_domain()
     rng = np.random.default_rng(3)
-    codes, numerics = _rows(domain, 6_000, rng)
+    codes, numerics = pair_rows(domain, 6_000, rng)
     shuffled = decouple_numerics(codes, numerics, domain, rng)  # the label coupling: hours independent of age
     truth = _bin_means(codes, numerics[:, 0], numerics[:, 1], domain)
     relaxed = one_hot_relaxed(domain, codes, numerics)
@@ -171,8 +148,8 @@ def test_decoding_hands_hours_out_by_the_bins_of_age_as_the_relaxed_rows_pair_th
 
 
 def test_the_evidence_is_the_log_likelihood_ratio_of_the_released_sums() -> None:
-    domain = _domain()
-    codes, numerics = _rows(domain, 300, np.random.default_rng(0))
+    domain = pair_domain()
+    codes, numerics = pair_rows(domain, 300, np.random.default_rng(0))
     relaxed = one_hot_relaxed(domain, codes, numerics).astype(np.float64)
     layout, exact = _release(domain, codes, numerics, 4)
     noisy = exact + np.random.default_rng(1).normal(0, 0.01, exact.shape)
@@ -196,9 +173,9 @@ def test_the_evidence_is_the_log_likelihood_ratio_of_the_released_sums() -> None
 
 @pytest.mark.parametrize("seed", [0, 3, 6])
 def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing(seed) -> None:
-    domain = _domain()
+    domain = pair_domain()
     rng = np.random.default_rng(seed)
-    codes, numerics = _rows(domain, 4_000, rng)
+    codes, numerics = pair_rows(domain, 4_000, rng)
     shuffled = decouple_numerics(codes, numerics, domain, rng)
     paired_rows, unpaired_rows = (one_hot_relaxed(domain, codes, values) for values in (numerics, shuffled))
     layout, paired_sums = _release(domain, codes, numerics)
@@ -218,9 +195,9 @@ def test_a_pair_is_kept_only_where_the_release_supports_the_relaxed_rows_pairing
 
 
 def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -> None:
-    domain = _domain()
+    domain = pair_domain()
     rng = np.random.default_rng(6)
-    codes, numerics = _rows(domain, 4_000, rng)  # the rows of the keep / drop test above
+    codes, numerics = pair_rows(domain, 4_000, rng)  # the rows of the keep / drop test above
     shuffled = decouple_numerics(codes, numerics, domain, rng)
     layout, exact = _release(domain, codes, numerics)
     with caplog.at_level("INFO", logger="polars_rap.numeric_pairs"):
@@ -233,8 +210,8 @@ def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -
 
 
 def test_pair_ties_keep_the_fitted_ties_and_stand_alone_without_them() -> None:
-    domain = _domain()
-    codes, numerics = _rows(domain, 2_000, np.random.default_rng(6))
+    domain = pair_domain()
+    codes, numerics = pair_rows(domain, 2_000, np.random.default_rng(6))
     relaxed = one_hot_relaxed(domain, codes, numerics)
     layout, exact = _release(domain, codes, numerics, 4)
     categorical = tie_layout(domain)
@@ -254,7 +231,7 @@ def test_pair_ties_keep_the_fitted_ties_and_stand_alone_without_them() -> None:
 
 @pytest.mark.parametrize("first", ["age", "hours"])
 def test_paired_ties_round_trip_through_a_frame_and_unpaired_ones_still_load(first) -> None:
-    domain = _domain(first)
+    domain = pair_domain(first)
     full = tie_layout(domain, 4)
     subsets = [tie_layout(domain), full, tie_layout(domain, 4, categorical=False),
                layout_of(domain, full.tables[1:], 4)]
@@ -278,13 +255,7 @@ def test_bad_numeric_bins_are_parameter_errors(bins) -> None:
 
 @pytest.fixture(scope="module")
 def paired_frame() -> tuple[pl.DataFrame, dict]:
-    rng = np.random.default_rng(8)
-    n = 2_000
-    age = rng.integers(18, 90, n)
-    hours = np.clip(10 + 0.6 * age + rng.normal(0, 4, n), 1, 99).round().astype(np.int64)
-    data = pl.DataFrame({"sex": rng.choice(["F", "M"], n), "age": age, "hours": hours,
-                         "y": np.where(hours + rng.normal(0, 6, n) > 40, "p", "n")})
-    return data, {"sex": ["F", "M"], "age": (18, 90), "hours": (1, 99), "y": ["n", "p"]}
+    return paired_frame_and_domain()
 
 
 def _fit(paired_frame, epsilon: float = 2.0, **strategy):

@@ -18,27 +18,7 @@ from polars_rap.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_evidence
 from polars_rap.numeric_ties import TIE_QUANTUM, TieLayout, tie_layout, tie_sums
 from polars_rap.planned_strategy import PlannedStrategy
 from polars_rap.transforms import to_unit
-from tie_rows import one_hot_relaxed  # tests/tie_rows.py
-
-
-def _domain(first: str = "age") -> Domain:
-    """sex, y and two numeric columns in [0, 1] (hours nullable), ``first`` before the other."""
-    columns = {"sex": pl.String, first: pl.Float64, ("hours" if first == "age" else "age"): pl.Float64, "y": pl.String}
-    declared = {"sex": ["F", "M"], "age": (0.0, 1.0), "y": ["n", "p"],
-                "hours": {"bounds": (0.0, 1.0), "nullable": True}}
-    return Domain.from_mapping(columns, declared, labels=["y"])
-
-
-def _rows(domain: Domain, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Encoded rows, hours rising with age within each label and null for a fifth of them."""
-    codes = np.column_stack([rng.integers(0, block.n_codes, n) for block in domain.blocks]).astype(np.int32)
-    age = rng.random(n)
-    hours = np.clip(0.2 + 0.6 * age + 0.05 * rng.standard_normal(n), 0.0, 1.0)
-    null = rng.random(n) < 0.2
-    codes[:, domain.block_index("hours", indicator=True)] = null
-    hours[null] = 0.0
-    names = [spec.name for spec in domain.numeric_columns]
-    return codes, np.column_stack([age, hours] if names[0] == "age" else [hours, age])
+from tie_rows import one_hot_relaxed, pair_domain, pair_rows, paired_frame_and_domain  # tests/tie_rows.py
 
 
 def _histograms(domain: Domain, codes: np.ndarray, numerics: np.ndarray, k: int, std: float = 0.0) -> HistogramMargins:
@@ -80,7 +60,7 @@ def test_an_integer_histogram_regroups_into_the_bins_exactly() -> None:
 def test_a_continuous_cell_is_split_over_the_bins_by_its_width() -> None:
     """Cells (0, 0.3] and (0.3, 1] into two bins: the first all in bin 0, the second 2/7 in bin
     0 and 5/7 in bin 1 (uniform within it)."""
-    domain = _domain()
+    domain = pair_domain()
     prefixes = np.array([[0.1, 0.2], [0.4, 0.6]])  # cells: (0.1, 0.2) and (0.3, 0.4)
     histograms = HistogramMargins(0.0, (0,), (domain.block_index("y"),), (np.array([0.3, 1.0]),), (prefixes,),
                                   (np.array([0.02, 0.03]),))
@@ -94,8 +74,8 @@ def test_exact_histograms_give_the_rows_own_counts(first) -> None:
     """The rows as relaxed rows and their exact histogram: the released counts (bin 0 less the
     nulls of a nullable earlier column, times the share of the cell whose later column is not
     null) are the rows' own, so the evidence is the relaxed masses' to 1e-9."""
-    domain = _domain(first)
-    codes, numerics = _rows(domain, 2_000, np.random.default_rng(1))
+    domain = pair_domain(first)
+    codes, numerics = pair_rows(domain, 2_000, np.random.default_rng(1))
     relaxed = one_hot_relaxed(domain, codes, numerics)
     layout = tie_layout(domain, 8)
     exact = tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM)
@@ -110,8 +90,8 @@ def test_the_evidence_with_count_noise_is_the_gaussian_likelihood_ratio() -> Non
     """Counts with noise variance ``u`` (times the live share ``a``, squared): each hypothesis'
     residual ``s - n m`` has variance ``std^2 + m^2 a^2 u`` in the likelihood, its log in the
     normaliser; computed cell by cell."""
-    domain = _domain()
-    codes, numerics = _rows(domain, 1_000, np.random.default_rng(3))
+    domain = pair_domain()
+    codes, numerics = pair_rows(domain, 1_000, np.random.default_rng(3))
     relaxed = one_hot_relaxed(domain, codes, numerics)
     layout = tie_layout(domain, 4)
     noisy = tie_sums(codes, numerics, domain, layout) / (len(codes) * TIE_QUANTUM)
@@ -139,9 +119,9 @@ def test_released_counts_find_a_pairing_that_the_relaxed_masses_hide() -> None:
     so that each age bin's mass is off by its mean of hours: mass times the label's mean then
     predicts the released sums, and with the relaxed rows' own masses the pair fails; with the
     histogram's counts it passes."""
-    domain = _domain()
+    domain = pair_domain()
     rng = np.random.default_rng(4)
-    codes, numerics = _rows(domain, 20_000, rng)
+    codes, numerics = pair_rows(domain, 20_000, rng)
     live = codes[:, domain.block_index("hours", indicator=True)] == 0
     weight = np.where(live, numerics[:, 1], numerics[live, 1].mean())
     drawn = np.flatnonzero(rng.random(len(codes)) < weight)
@@ -177,15 +157,10 @@ def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch,
         return original(*args, histograms=histograms, **keywords)
 
     monkeypatch.setattr(mechanism, "fitted_ties", spy)
-    rng = np.random.default_rng(8)
-    n = 2_000
-    age = rng.integers(18, 90, n)
-    hours = np.clip(10 + 0.6 * age + rng.normal(0, 4, n), 1, 99).round().astype(np.int64)
-    data = pl.DataFrame({"sex": rng.choice(["F", "M"], n), "age": age, "hours": hours,
-                         "y": np.where(hours + rng.normal(0, 6, n) > 40, "p", "n")})
+    data, domain = paired_frame_and_domain()
     result = polars_rap.synthesize(
-        data, epsilon=8.0, delta=1e-7, domain={"sex": ["F", "M"], "age": (18, 90), "hours": (1, 99), "y": ["n", "p"]},
-        labels=["y"], seed=0, progress=False, relaxed_rows=40, n_linear_thresholds=100,
+        data, epsilon=8.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False, relaxed_rows=40,
+        n_linear_thresholds=100,
         strategy=PlannedStrategy(tie_share=0.2, tie_noise_cap=None, tie_pair_counts=pair_counts,
                                  histogram_match=histogram_match))
     assert len(seen) == 1
