@@ -393,12 +393,13 @@ def synthesize(
     keeps_rows = reweight_record is not None and reweight_record["reweight_released"] != "synthetic rows"
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
     margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
-    # the numeric pairs' test reads each earlier column's counts by bin from its released histogram (any band)
-    histograms = None if getattr(strategy, "tie_pair_counts", "relaxed") != "histograms" else (
-        margins if margins is not None else histogram_margins(record, queries, 0.0))
-    ties = None if tie_release is None or numeric_coupling != "label" else fitted_ties(
-        relaxed, public_domain, layout, *tie_release, histograms=histograms,
-        separation=getattr(strategy, "tie_pair_separation", 0.0))
+    ties = None
+    if tie_release is not None and numeric_coupling == "label":
+        # the numeric pairs' test reads each earlier column's counts by bin from its released histogram (any band)
+        histograms = None if getattr(strategy, "tie_pair_counts", "relaxed") != "histograms" else (
+            margins if margins is not None else histogram_margins(record, queries, 0.0))
+        ties = fitted_ties(relaxed, public_domain, layout, *tie_release, histograms=histograms,
+                           separation=getattr(strategy, "tie_pair_separation", 0.0))
     files = None
     if output is None:
         synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
