@@ -71,6 +71,8 @@ CONDITIONS: dict[str, tuple[str | None, tuple[str, ...], dict | None]] = {
     "mismatched/labels": ("mismatched", ("labels",), None),
     "matched/reweight": ("matched", ("reweight",), None),
     "mismatched/reweight": ("mismatched", ("reweight",), None),
+    "matched/margins": ("matched", ("margins",), None),
+    "mismatched/margins": ("mismatched", ("margins",), None),
     "loop/none": (None, (), LOOP),
     "loop/matched/interactions": ("matched", ("interactions",), LOOP),
     "loop/mismatched/interactions": ("mismatched", ("interactions",), LOOP),

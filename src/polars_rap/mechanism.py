@@ -50,14 +50,17 @@ from polars_rap.public_labels import LabelModel, check_label_use, label_model_fo
 from polars_rap.public_prior import (
     PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
 )
-from polars_rap.public_reweight import CHECK_SHARE, charge_check, check_columns, reweighted_release
+from polars_rap.public_margins import MarginCounts, margins_share, measured_candidate, release_margins
+from polars_rap.public_reweight import (
+    CHECK_SHARE, candidate_rows, charge_check, check_columns, checked_release, raked_candidates,
+)
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
 from polars_rap.result import SynthesisResult
 from polars_rap.rounds import run_plan
 from polars_rap.samplers import SecureRandom
-from polars_rap.source import exact_answers, open_source
+from polars_rap.source import RowStatistics, exact_answers, open_source
 from polars_rap.strategy import Strategy, resolve_strategy
 from polars_rap.workload import group_sensitivities
 
@@ -295,8 +298,9 @@ def synthesize(
         public_uses = default_public_uses(labels or (), list(public_source.schema))
     if "labels" in public_uses:  # from the public table's schema: before a row of either table is read
         check_label_use(labels or (), list(public_source.schema))
-    if "reweight" in public_uses:  # likewise: reweighted public rows must hold every column
-        check_columns([name for name in source.schema if name not in public_source.schema])
+    checked_uses = [use for use in ("reweight", "margins") if use in public_uses]  # public rows may be released
+    if checked_uses:  # likewise: released public rows must hold every column
+        check_columns([name for name in source.schema if name not in public_source.schema], checked_uses[0])
     approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
     budget = split_budget(epsilon, delta, approximate_share)
     ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
@@ -334,14 +338,20 @@ def synthesize(
     if tie_share > 0.0 and strategy.numeric_coupling == "label":  # with the numeric pairs' tables by bins
         layout = tie_layout(public_domain, getattr(strategy, "tie_numeric_bins", 0))
     tie_totals = None if layout is None else TieSums(public_domain, layout)
+    margin_counts = MarginCounts(public_domain) if "margins" in public_uses else None
+    statistics = [part for part in (tie_totals, margin_counts) if part is not None]
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
                                          integer_cells=strategy.integer_cells,
-                                         statistic=tie_totals)
+                                         statistic=RowStatistics(tuple(statistics)) if statistics else None)
     out_rows = n_rows if rows is None else int(rows)
     check_rho = 0.0
-    if "reweight" in public_uses:  # held out of the loop; drawn after it
+    if checked_uses:  # held out of the loop; drawn after it
         check_rho = CHECK_SHARE * ledger.rho_remaining
         charge_check(ledger, check_rho)
+    margins_release = None
+    if margin_counts is not None:  # measured now, for the public rows' candidate raked to them after the loop
+        margins_rho = margins_share(public_domain, n_rows, ledger.rho_remaining) * ledger.rho_remaining
+        margins_release = release_margins(margin_counts, n_rows, margins_rho, ledger, noise_rng)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None:
@@ -376,10 +386,17 @@ def synthesize(
     )
     relaxed = record.params.relaxed()
     reweight_record = None
-    if "reweight" in public_uses:  # the public rows raked to the loop's margins, if the check prefers them
-        relaxed, reweight_record = reweighted_release(
-            public_table, relaxed, public_domain, queries, true_answers, l1_sensitivity, n_rows, out_rows,
-            check_rho, backend_module, noise_rng, reweight_rng)
+    if checked_uses:  # the public rows raked to the loop's or the measured margins, if the check prefers them
+        candidates, effective = {}, {}
+        size = candidate_rows(out_rows, relaxed)
+        if "reweight" in public_uses:
+            candidates, effective = raked_candidates(public_table, relaxed, public_domain, size, reweight_rng)
+        if margins_release is not None:
+            candidates["measured"], effective["measured"] = measured_candidate(
+                public_table, margins_release, public_domain, size, reweight_rng)
+        relaxed, reweight_record = checked_release(
+            relaxed, candidates, effective, queries, true_answers, l1_sensitivity, n_rows, check_rho,
+            backend_module, noise_rng)
     del true_answers
 
     # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report

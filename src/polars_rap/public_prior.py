@@ -50,7 +50,7 @@ __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "LABELLED_PUBLIC_USES", "Public
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", "reweight")
+PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", "reweight", "margins")
 """What a public table may be used for (``synthesize(public_use=...)``):
 
 - ``"init"``: the relaxed rows start from a sample of the public rows (one-hot, softened);
@@ -74,7 +74,11 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", 
   margins, and to those margins crossed with the labels, and one of the two is released instead
   of the synthetic rows if a private check (2% of the loop's budget) finds its marginal tables
   closer to the real ones (:mod:`polars_rap.public_reweight`); the
-  public table must hold every column.
+  public table must hold every column;
+- ``"margins"``: before the loop, the one-way margins are measured (up to 80% of the loop's
+  budget, less the larger ε), and the public rows raked to them, each pulled toward the public
+  table's own by a James-Stein factor, join that check as one more candidate
+  (:mod:`polars_rap.public_margins`); the public table must hold every column.
 """
 DEFAULT_PUBLIC_USES = ("init",)
 """The uses when ``public_use`` is not given and the labels are not all in the public table (or

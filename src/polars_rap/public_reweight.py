@@ -39,9 +39,10 @@ from polars_rap.samplers import words_from
 from polars_rap.selection import exponential_top_k, selection_epsilon
 from polars_rap.selection_scores import selection_scores
 
-__all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "charge_check",
-           "check_columns", "check_groups", "choose_release", "crossed_cells", "crossed_margins", "disputed_groups",
-           "margin_cells", "rake", "raking_targets", "relaxed_margins", "reweighted_candidate", "reweighted_release"]
+__all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "candidate_rows",
+           "charge_check", "check_columns", "check_groups", "checked_release", "choose_release", "crossed_cells",
+           "crossed_margins", "disputed_groups", "margin_cells", "rake", "raked_candidates", "raking_targets",
+           "relaxed_margins", "reweighted_candidate"]
 
 CHECK_SHARE = 0.02
 """Part of the loop's budget held out for the check between the loop's rows and the reweighted
@@ -69,33 +70,34 @@ _SWEEPS = 100
 _TOLERANCE = 1e-9
 
 
-def check_columns(missing: Sequence[str]) -> None:
+def check_columns(missing: Sequence[str], use: str = "reweight") -> None:
     """Raise :class:`DataError` when the public table lacks columns (``missing``, the data's
-    names it does not hold): reweighted rows would have nothing to give them."""
+    names it does not hold): public rows released by ``use`` would have nothing to give them."""
     if missing:
-        msg = (f"public_use 'reweight' releases public rows, but the public table lacks columns "
-               f"{list(missing)}; add them to it, or drop 'reweight' from public_use")
+        msg = (f"public_use {use!r} may release public rows, but the public table lacks columns "
+               f"{list(missing)}; add them to it, or drop {use!r} from public_use")
         raise DataError(msg)
 
 
-def _numeric_cells(values: np.ndarray) -> np.ndarray:
-    """int64: each value's :data:`NUMERIC_CELLS` cell of ``[0, 1]`` (clipped; NaN in cell 0)."""
-    scaled = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, 1.0) * NUMERIC_CELLS
-    return np.minimum(np.floor(scaled), NUMERIC_CELLS - 1).astype(np.int64)
+def _numeric_cells(values: np.ndarray, n_cells: int = NUMERIC_CELLS) -> np.ndarray:
+    """int64: each value's cell of ``n_cells`` equal cells of ``[0, 1]`` (clipped; NaN in cell 0)."""
+    scaled = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, 1.0) * n_cells
+    return np.minimum(np.floor(scaled), n_cells - 1).astype(np.int64)
 
 
-def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> list[np.ndarray]:
+def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
+                 numeric_cells: int = NUMERIC_CELLS) -> list[np.ndarray]:
     """int64[n_rows] per margin: each row's cell, one margin per categorical block (its code),
-    then one per numeric column (its :data:`NUMERIC_CELLS` cell of ``[0, 1]``; a null value,
-    by its null indicator's code or NaN, gets the extra cell ``NUMERIC_CELLS``). ``codes``
-    int[n_rows, n_blocks], ``numerics`` float[n_rows, n_numeric] mapped to ``[0, 1]``."""
+    then one per numeric column (its cell of ``numeric_cells`` equal cells of ``[0, 1]``; a
+    null value, by its null indicator's code or NaN, gets the extra cell ``numeric_cells``).
+    ``codes`` int[n_rows, n_blocks], ``numerics`` float[n_rows, n_numeric] mapped to ``[0, 1]``."""
     cells = [np.asarray(codes[:, b], dtype=np.int64) for b in range(codes.shape[1])]
     for j, spec in enumerate(domain.numeric_columns):
         values = np.asarray(numerics[:, j], dtype=np.float64)
         null = np.isnan(values)
         if spec.nullable:
             null |= codes[:, domain.block_index(spec.name, indicator=True)] == 1
-        cells.append(np.where(null, NUMERIC_CELLS, _numeric_cells(values)))
+        cells.append(np.where(null, numeric_cells, _numeric_cells(values, numeric_cells)))
     return cells
 
 
@@ -266,23 +268,34 @@ def raking_targets(public_table, relaxed: np.ndarray, domain: Domain) -> dict[st
     return targets
 
 
-def reweighted_release(public_table, relaxed: np.ndarray, domain: Domain, queries: QuerySet,
-                       true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, out_rows: int,
-                       rho: float, backend, noise_rng, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-    """The relaxed rows to release and the report's record of the check.
+def candidate_rows(out_rows: int, relaxed: np.ndarray) -> int:
+    """Rows a public candidate draws: ``min(max(out_rows, len(relaxed)),`` :data:`MAX_CANDIDATE_ROWS` ``)``."""
+    return int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
 
-    Rakes ``public_table``'s rows (:class:`~polars_rap.public_prior.PublicTable`) to each of
-    :data:`MARGIN_SETS` of the loop's ``relaxed`` rows' margins, draws ``min(max(out_rows,
-    len(relaxed)),`` :data:`MAX_CANDIDATE_ROWS` ``)`` rows of each (``rng``, public
-    post-processing), and lets :func:`choose_release` (``rho``, already charged; ``noise_rng``)
-    pick one of the loop's rows and the candidates on the :data:`CHECK_TABLES` of the workload's
-    marginal tables where they disagree most (``true_answers`` float64[m], read only by the check)."""
-    size = int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
+
+def raked_candidates(public_table, relaxed: np.ndarray, domain: Domain, size: int,
+                     rng: np.random.Generator) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """({margin set: ``size`` public rows as relaxed rows}, {margin set: effective rows ``1 /
+    sum(w^2)``}): ``public_table``'s rows (:class:`~polars_rap.public_prior.PublicTable`) raked
+    to each of :data:`MARGIN_SETS` of the loop's ``relaxed`` rows' margins and drawn by weight
+    (``rng``; public post-processing)."""
     candidates, effective = {}, {}
     for name, (cells, targets) in raking_targets(public_table, relaxed, domain).items():
         weights = rake(cells, targets)
         candidates[name] = reweighted_candidate(public_table.codes, public_table.numerics, weights, size, domain, rng)
         effective[name] = round(float(1.0 / np.square(weights).sum()), 1)
+    return candidates, effective
+
+
+def checked_release(relaxed: np.ndarray, candidates: dict[str, np.ndarray], effective: dict[str, float],
+                    queries: QuerySet, true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int,
+                    rho: float, backend, noise_rng) -> tuple[np.ndarray, dict]:
+    """The relaxed rows to release and the report's record of the check.
+
+    :func:`choose_release` (``rho``, already charged; ``noise_rng``) picks one of the loop's
+    ``relaxed`` rows and the public ``candidates`` (named: ``"one-way"``, ``"x-label"``,
+    ``"measured"``) on the :data:`CHECK_TABLES` of the workload's marginal tables where they
+    disagree most (``true_answers`` float64[m], read only by the check)."""
     groups = check_groups(queries)
     scored = queries.take_groups(groups)  # only the check's tables: their answers, not the whole workload's
     released = [relaxed, *candidates.values()]

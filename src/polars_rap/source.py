@@ -38,7 +38,7 @@ from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
 __all__ = [
-    "DataSource", "open_source", "exact_answers", "batch_counts", "add_counts", "finish_answers",
+    "DataSource", "RowStatistics", "open_source", "exact_answers", "batch_counts", "add_counts", "finish_answers",
     "default_batch_rows",
     "csv_dtype", "scan_csv", "scan_file", "ENGINES", "MAX_BATCH_ROWS", "BATCH_BYTES",
 ]  # fmt: skip
@@ -356,6 +356,25 @@ class RowStatistic(Protocol):
     def add(self, encoded: EncodedData) -> None: ...
     def fresh(self) -> RowStatistic: ...
     def merge(self, other: RowStatistic) -> None: ...
+
+
+@dataclass(slots=True)
+class RowStatistics:
+    """Several :class:`RowStatistic` read in the same pass (each added, copied and merged in
+    turn); ``parts``, a tuple of them."""
+
+    parts: tuple
+
+    def add(self, encoded: EncodedData) -> None:
+        for part in self.parts:
+            part.add(encoded)
+
+    def fresh(self) -> RowStatistics:
+        return RowStatistics(tuple(part.fresh() for part in self.parts))
+
+    def merge(self, other: RowStatistics) -> None:
+        for part, theirs in zip(self.parts, other.parts, strict=True):
+            part.merge(theirs)
 
 
 def exact_answers(

@@ -1,0 +1,174 @@
+"""The public rows raked to one-way margins measured for them (``public_use="margins"``, issue 19).
+
+Where every marginal answer is noisy (small ε), what another state's survey shares with the
+sensitive table is how its columns go together, not their distributions. This use spends part
+of the loop's budget measuring the one-way margins directly, before the loop: every categorical
+block (labels and categorical nulls included) and each numeric column on :data:`NUMERIC_CELLS`
+equal cells of its mapped ``[0, 1]`` plus a null cell (which stands for the column's null
+indicator, not measured apart). Each measured margin is pulled toward the public table's own
+by a positive-part James-Stein factor (:func:`shrunk_margin`: a margin the two tables share
+keeps little of the noise, one that differs beyond the noise keeps the measurement), the
+public rows are raked to them (:func:`~polars_rap.public_reweight.rake`), and a sample of them
+by weight joins the public table check (:func:`~polars_rap.public_reweight.checked_release`)
+as the candidate ``"measured"``: released instead of the loop's rows only when the check
+prefers it, so that a public table of another population loses to the loop.
+
+Budget (:func:`margins_share`): the least share of the loop's budget that measures every
+categorical margin with a noise std of :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`.
+Past that precision the candidate's error is the public table's own associations', which more
+budget cannot mend, while the loop's rows keep improving: at ε = 1 on acs-income-CA the
+margins take 9% of the loop, at ε = 0.25 the cap.
+
+Privacy: each margin is one histogram, its cells partition the rows, so replacing one row
+moves two cells by one count: L2 sensitivity ``sqrt(2) / n``. Margin ``i`` is released by the
+discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w`` 1 for a categorical
+margin, :data:`NUMERIC_WEIGHT` for a numeric one: the mixed marginals' prefixes add up several
+cells' noise), each charged to the ledger, ``sum(rho_i) = rho``. The counts are read in the
+same pass as the workload's answers (:class:`MarginCounts`). Shrinking, raking and sampling read
+released values and the public rows only: post-processing.
+
+Measured on acs-income-CA with the other states' rows and Puerto Rico's
+(``bench/results/public_margins.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polars_rap.domain import Domain
+from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
+from polars_rap.public_reweight import margin_cells, rake, reweighted_candidate
+
+__all__ = ["MARGIN_STD", "MAX_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT", "MarginCounts", "margin_names",
+           "margins_share", "measured_candidate", "measured_margins", "release_margins", "shrunk_margin"]
+
+MARGIN_STD = 0.005
+"""Noise std per cell (a share of the rows) the margins are measured with when the budget
+allows. On acs-income-CA (``bench/results/public_margins_probe.md``) raking the other states'
+rows to margins measured with the whole ε = 0.25 budget (std 0.005) scores CM 0.58x the run
+without them, to the true margins 0.40x: the rest is the public table's associations."""
+MAX_SHARE = 0.8
+"""Share of the loop's budget the margins take at most (ε = 0.25 on acs-income-CA hits it)."""
+NUMERIC_WEIGHT = 4.0
+"""A numeric margin's budget relative to a categorical one's (a mixed marginal's prefix sums up
+to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 with the whole
+budget: weight 1, mixed-marginal error 0.59x the run without a public table; 3, 0.50x; 6,
+0.44x, CM 0.58x / 0.60x / 0.62x (``bench/results/public_margins_probe.md``)."""
+NUMERIC_CELLS = 8
+"""Equal cells of a numeric column's mapped ``[0, 1]`` its margin has (and a null cell): 20 cells
+scored mixed-marginal error 1.04x the run without a public table, 8 cells 0.59x, 4 cells 0.68x
+(acs-income-CA, ε = 0.25, the whole budget; ``bench/results/public_margins_probe.md``)."""
+
+
+def _kept(domain: Domain) -> list[int]:
+    """Indices into :func:`~polars_rap.public_reweight.margin_cells`' margins that are measured:
+    every categorical block but a nullable numeric's null indicator (the numeric margin's null
+    cell holds it), then every numeric column."""
+    blocks = [b for b, block in enumerate(domain.blocks) if not block.indicator]
+    return blocks + [len(domain.blocks) + j for j in range(len(domain.numeric_columns))]
+
+
+def margin_names(domain: Domain) -> list[str]:
+    """The measured margins' column names, in order (categorical blocks, then numeric columns)."""
+    names = [block.source for block in domain.blocks] + [spec.name for spec in domain.numeric_columns]
+    return [names[m] for m in _kept(domain)]
+
+
+def _cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> list[np.ndarray]:
+    all_cells = margin_cells(codes, numerics, domain, numeric_cells=NUMERIC_CELLS)
+    return [all_cells[m] for m in _kept(domain)]
+
+
+def _sizes(domain: Domain) -> list[int]:
+    sizes = [*domain.block_sizes, *[NUMERIC_CELLS + 1] * len(domain.numeric_columns)]
+    return [sizes[m] for m in _kept(domain)]
+
+
+def _weights(domain: Domain) -> np.ndarray:
+    n_categorical = sum(not block.indicator for block in domain.blocks)
+    return np.array([1.0] * n_categorical + [NUMERIC_WEIGHT] * len(domain.numeric_columns))
+
+
+@dataclass(slots=True)
+class MarginCounts:
+    """The measured margins' cell counts read in the pass over the rows (a
+    :class:`~polars_rap.source.RowStatistic`): ``counts``, int64 per margin (its cells)."""
+
+    domain: Domain
+    counts: list = None
+
+    def __post_init__(self) -> None:
+        if self.counts is None:
+            self.counts = [np.zeros(k, dtype=np.int64) for k in _sizes(self.domain)]
+
+    def add(self, encoded) -> None:
+        """Add one batch's rows (:class:`~polars_rap.encoding.EncodedData`)."""
+        for total, cells in zip(self.counts, _cells(encoded.codes, encoded.numerics, self.domain), strict=True):
+            total += np.bincount(cells, minlength=len(total))
+
+    def fresh(self) -> MarginCounts:
+        return MarginCounts(self.domain)
+
+    def merge(self, other: MarginCounts) -> None:
+        for total, part in zip(self.counts, other.counts, strict=True):
+            total += part
+
+
+def margins_share(domain: Domain, n_rows: int, rho: float) -> float:
+    """The share of ``rho`` (the loop's budget) that measures every categorical margin with
+    noise std :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE` (public: the domain, the
+    row count and the budget). A categorical margin's std at share ``s`` is
+    ``sqrt(2) / n / sqrt(2 rho s / sum(w))``, so ``s = sum(w) / (rho n^2 MARGIN_STD^2)``."""
+    needed = float(_weights(domain).sum()) / (rho * float(n_rows) ** 2 * MARGIN_STD**2)
+    return min(MAX_SHARE, needed)
+
+
+def release_margins(counts: MarginCounts, n_rows: int, rho: float, ledger: PrivacyLedger,
+                    rng) -> list[tuple[np.ndarray, float]]:
+    """``(noisy shares float64[cells], std)`` per measured margin: each released by the discrete
+    Gaussian mechanism at its part of ``rho`` (module docstring), charged to ``ledger`` first."""
+    weights = _weights(counts.domain)
+    released = []
+    for name, total, weight in zip(margin_names(counts.domain), counts.counts, weights, strict=True):
+        released.append(gaussian_mechanism(
+            total / float(n_rows), np.sqrt(2.0) / n_rows, rho * float(weight / weights.sum()), ledger, rng,
+            description=f"public margins: {name}'s one-way margin", n_rows=n_rows))
+    return released
+
+
+def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
+    """float64[cells] summing to 1: the positive-part James-Stein estimate of a margin from its
+    release ``noisy`` (noise std ``std`` per cell) toward the public table's shares ``public``,
+    ``public + max(0, 1 - k std^2 / |noisy - public|^2) (noisy - public)`` over ``k`` cells, its
+    negative shares set to 0 and the rest rescaled (the public margin if nothing is left)."""
+    noisy, public = np.asarray(noisy, dtype=np.float64), np.asarray(public, dtype=np.float64)
+    gap = noisy - public
+    spread = float(np.square(gap).sum())
+    factor = 0.0 if spread == 0.0 else max(0.0, 1.0 - len(gap) * std**2 / spread)
+    estimate = np.clip(public + factor * gap, 0.0, None)
+    total = estimate.sum()
+    return estimate / total if total > 0 else public / public.sum()
+
+
+def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
+                     domain: Domain) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(the public rows' cells per measured margin, each margin's :func:`shrunk_margin` toward
+    the public rows' shares): the raking's input."""
+    cells = _cells(public_table.codes, public_table.numerics, domain)
+    targets = []
+    for cell, (noisy, std) in zip(cells, released, strict=True):
+        public = np.bincount(cell, minlength=len(noisy)) / len(cell)
+        targets.append(shrunk_margin(noisy, std, public))
+    return cells, targets
+
+
+def measured_candidate(public_table, released: list[tuple[np.ndarray, float]], domain: Domain, n_rows: int,
+                       rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """(float32[n_rows, n_coords] relaxed rows, effective rows ``1 / sum(w^2)``): ``n_rows``
+    public rows drawn by their weights raked to :func:`measured_margins`."""
+    cells, targets = measured_margins(public_table, released, domain)
+    weights = rake(cells, targets)
+    rows = reweighted_candidate(public_table.codes, public_table.numerics, weights, n_rows, domain, rng)
+    return rows, round(float(1.0 / np.square(weights).sum()), 1)
