@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     import polars_rap.mechanism as mechanism
     from polars_rap import evaluation
     from polars_rap.kernels import cpu
-    from polars_rap.public_reweight import MAX_CANDIDATE_ROWS, check_groups, rake, reweighted_candidate
+    from polars_rap.public_reweight import check_groups, rake, reweighted_candidate
     from polars_rap.selection_scores import selection_scores
 
     from bench.public_prior import public_table
@@ -119,13 +119,17 @@ def main(argv=None) -> int:
     train, _, task = prepare_dataset("acs-income-CA", None)
     public = public_table("matched", train.columns)
     eval_kwargs = dict(SUITES["headline"]["eval"])
-    original = mechanism.reweighted_release
+    original_raked, original_checked = mechanism.raked_candidates, mechanism.checked_release
     for epsilon in args.epsilons:
         for seed in args.seeds:
             found = {}
 
-            def probe(public_table_, relaxed, domain_, *rest, **kw):
-                queries, true_answers, _, n_rows, out_rows = rest[:5]
+            def capture(public_table_, relaxed, domain_, size, rng):  # the public table, domain and size
+                found.update(public=public_table_, domain=domain_, size=size)
+                return original_raked(public_table_, relaxed, domain_, size, rng)
+
+            def probe(relaxed, candidates, effective, queries, true_answers, l1_sensitivity, n_rows, *rest):
+                public_table_, domain_, size = found["public"], found["domain"], found["size"]
                 groups = check_groups(queries)
                 indices = queries.group_query_indices(groups)
                 true_counts = np.rint(true_answers[indices] * n_rows)
@@ -141,7 +145,6 @@ def main(argv=None) -> int:
                     found.setdefault("answers", []).append(answers)
                     return float(selection_scores(true_counts, answers, np.array([len(indices)]), n_rows)[0])
 
-                size = int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
                 found["loop"] = (evaluation.relaxed_workload_errors(train, relaxed, domain_, seed=0, **eval_kwargs),
                                  check_l1(relaxed))
                 for kind in args.kinds:
@@ -153,13 +156,14 @@ def main(argv=None) -> int:
                                                      domain_, np.random.default_rng(seed))
                     errors = evaluation.relaxed_workload_errors(train, candidate, domain_, seed=0, **eval_kwargs)
                     found[kind] = (errors, rake_s, float(1.0 / np.square(weights).sum()), check_l1(candidate))
-                return original(public_table_, relaxed, domain_, *rest, **kw)
+                return original_checked(relaxed, candidates, effective, queries, true_answers, l1_sensitivity,
+                                        n_rows, *rest)
 
-            mechanism.reweighted_release = probe
+            mechanism.raked_candidates, mechanism.checked_release = capture, probe
             polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=task.domain,
                                   labels=task.labels, seed=seed, progress=False, public=public,
                                   public_use=["reweight"])
-            mechanism.reweighted_release = original
+            mechanism.raked_candidates, mechanism.checked_release = original_raked, original_checked
 
             def by_class(frame):
                 return {r["query_class"]: r["mean_error"] for r in frame.iter_rows(named=True)}

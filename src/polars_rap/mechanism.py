@@ -50,7 +50,9 @@ from polars_rap.public_labels import LabelModel, check_label_use, label_model_fo
 from polars_rap.public_prior import (
     PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
 )
-from polars_rap.public_margins import MarginCounts, margins_share, measured_candidate, release_margins
+from polars_rap.public_margins import (
+    MarginCounts, margin_names, margins_share, measured_candidate, release_margins,
+)
 from polars_rap.public_reweight import (
     CHECK_SHARE, candidate_rows, charge_check, check_columns, checked_release, raked_candidates,
 )
@@ -397,6 +399,9 @@ def synthesize(
         relaxed, reweight_record = checked_release(
             relaxed, candidates, effective, queries, true_answers, l1_sensitivity, n_rows, check_rho,
             backend_module, noise_rng)
+        if margins_release is not None:  # what the margins charged and their noise: no value of theirs
+            reweight_record.update(margins_rho=margins_rho, margins_noise_std=dict(zip(
+                margin_names(public_domain), (std for _, std in margins_release), strict=True)))
     del true_answers
 
     # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report

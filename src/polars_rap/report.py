@@ -234,10 +234,13 @@ class PrivacyReport:
         mean James-Stein factor: 1 the measurements alone, 0 the public answers); with
         ``"reweight"``, ``reweight_released`` (``"synthetic rows"`` or ``"reweighted public
         rows"``: the check's release), ``reweight_margins`` (the released public rows' raking
-        targets, ``"one-way"`` or ``"x-label"``; None when the synthetic rows were released),
+        targets, ``"one-way"`` or ``"x-label"`` (the loop's rows' margins) or ``"measured"``
+        (``"margins"``' own); None when the synthetic rows were released),
         ``reweight_check_rho`` (what the check charged), ``reweight_check_tables`` (the marginal
         tables it scored) and ``reweight_effective_rows`` (per
-        raking, ``1 / sum(w**2)`` of its weights). Never a row or a value of it.
+        raking, ``1 / sum(w**2)`` of its weights); with ``"margins"``, ``margins_rho`` (what
+        measuring the one-way margins charged) and ``margins_noise_std`` (per column, its
+        margin's noise std per cell). Never a row or a value of it.
     """
 
     epsilon: float
@@ -387,6 +390,8 @@ def public_data_line(record: Mapping[str, Any]) -> str:
             + (f"; released the {record['reweight_released']}"
                + (f", raked to {record['reweight_margins']} margins" if record.get("reweight_margins") else "")
                + f" (a check charged rho {record['reweight_check_rho']:.3g})" if "reweight_released" in record else "")
+            + (f"; its one-way margins measured for it charged rho {record['margins_rho']:.3g}"
+               if "margins_rho" in record else "")
             + "; reading it charged no budget")
 
 
