@@ -13,7 +13,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
-    MARGIN_STD, MAX_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, margin_names, margins_share,
+    MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, margin_names, margins_share,
     measured_candidate, measured_margins, release_margins, shrunk_margin,
 )
 from polars_rap.public_prior import open_public, read_public
@@ -80,14 +80,15 @@ def test_margin_counts_are_the_rows_cells_whatever_the_batches(private, domain):
 
 
 # ------------------------------------------------------------------ budget and release, to the last float
-def test_margins_share_is_the_precision_rule_capped(domain):
+def test_margins_share_is_the_precision_rule_capped_and_floored(domain):
     weights = 5 * 1.0 + 2 * NUMERIC_WEIGHT  # five categorical margins, two numeric
-    n, rho = 10_000, 0.05
+    n, rho = 10_000, 0.02
     needed = weights / (rho * n**2 * MARGIN_STD**2)
-    assert margins_share(domain, n, rho) == needed < MAX_SHARE
+    assert MIN_SHARE < margins_share(domain, n, rho) == needed < MAX_SHARE
     # at that share a categorical margin's std is MARGIN_STD
     assert math.isclose(math.sqrt(2) / n / math.sqrt(2 * rho * needed / weights), MARGIN_STD, rel_tol=1e-12)
     assert margins_share(domain, n, rho / 1000) == MAX_SHARE
+    assert weights / (5 * rho * n**2 * MARGIN_STD**2) < MIN_SHARE and margins_share(domain, n, 5 * rho) == 0.0
 
 
 def test_release_charges_each_margin_its_weight_and_the_stated_noise(private, domain):
@@ -201,6 +202,19 @@ def test_margins_charge_their_share_before_the_loop_and_the_report_records_them(
     assert list(record["margins_noise_std"]) == margin_names(domain)
     assert record["reweight_margins"] in (None, "measured") and set(record["reweight_effective_rows"]) == {"measured"}
     assert "one-way margins measured for it charged rho" in report.summary()
+
+
+def test_margins_the_budget_already_knows_are_not_measured_and_the_run_is_the_one_without_them(
+        private, public, declared):
+    """At epsilon 50 the margins' share would be under MIN_SHARE: no margin is measured, no
+    check is charged, and the release is the run without a public table, bit for bit."""
+    without = run(private, declared, epsilon=50.0)
+    skipped = run(private, declared, public=public, public_use=["margins"], epsilon=50.0)
+    assert [e.description for e in skipped.report.events] == [e.description for e in without.report.events]
+    assert skipped.data.equals(without.data)
+    record = skipped.report.public_data
+    assert record["margins_rho"] == 0.0 and record["margins_noise_std"] == {} and "reweight_released" not in record
+    assert "its margins were not measured" in skipped.report.summary()
 
 
 def test_margins_and_reweight_offer_three_candidates_to_one_check(private, public, declared):

@@ -16,8 +16,10 @@ prefers it, so that a public table of another population loses to the loop.
 Budget (:func:`margins_share`): the least share of the loop's budget that measures every
 categorical margin with a noise std of :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`.
 Past that precision the candidate's error is the public table's own associations', which more
-budget cannot mend, while the loop's rows keep improving: at ε = 1 on acs-income-CA the
-margins take 9% of the loop, at ε = 0.25 the cap.
+budget cannot mend, while the loop's rows keep improving. When that share is below
+:data:`MIN_SHARE` the loop's budget knows the margins itself: nothing is measured, no check is
+charged, and the loop's rows are released as without a public table. On acs-income-CA the
+margins take the cap at ε = 0.25 and are not measured at ε = 1.
 
 Privacy: each margin is one histogram, its cells partition the rows, so replacing one row
 moves two cells by one count: L2 sensitivity ``sqrt(2) / n``. Margin ``i`` is released by the
@@ -41,7 +43,7 @@ from polars_rap.domain import Domain
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.public_reweight import margin_cells, rake, reweighted_candidate
 
-__all__ = ["MARGIN_STD", "MAX_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT", "MarginCounts", "margin_names",
+__all__ = ["MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT", "MarginCounts", "margin_names",
            "margins_share", "measured_candidate", "measured_margins", "release_margins", "shrunk_margin"]
 
 MARGIN_STD = 0.005
@@ -51,6 +53,13 @@ rows to margins measured with the whole ε = 0.25 budget (std 0.005) scores CM 0
 without them, to the true margins 0.40x: the rest is the public table's associations."""
 MAX_SHARE = 0.8
 """Share of the loop's budget the margins take at most (ε = 0.25 on acs-income-CA hits it)."""
+MIN_SHARE = 0.15
+"""Below this share the margins are not measured and nothing is released but the loop's rows:
+the budget is large enough for the loop to know them. The default strategy's base marginals
+(each feature x label, 10% of the loop) reach :data:`MARGIN_STD` per cell about where this
+share does on acs-income-CA (between ε = 0.5 and 1). At ε = 1 the margins' 9% (and the check's
+2%) cost the loop's rows mixed-marginal error 1.3-1.6x over two seeds while the candidate never
+won the check (``bench/results/public_margins_first.md``)."""
 NUMERIC_WEIGHT = 4.0
 """A numeric margin's budget relative to a categorical one's (a mixed marginal's prefix sums up
 to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 with the whole
@@ -118,11 +127,12 @@ class MarginCounts:
 
 def margins_share(domain: Domain, n_rows: int, rho: float) -> float:
     """The share of ``rho`` (the loop's budget) that measures every categorical margin with
-    noise std :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE` (public: the domain, the
-    row count and the budget). A categorical margin's std at share ``s`` is
-    ``sqrt(2) / n / sqrt(2 rho s / sum(w))``, so ``s = sum(w) / (rho n^2 MARGIN_STD^2)``."""
+    noise std :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`, or 0 when that is below
+    :data:`MIN_SHARE` (public: the domain, the row count and the budget). A categorical
+    margin's std at share ``s`` is ``sqrt(2) / n / sqrt(2 rho s / sum(w))``, so ``s = sum(w) /
+    (rho n^2 MARGIN_STD^2)``."""
     needed = float(_weights(domain).sum()) / (rho * float(n_rows) ** 2 * MARGIN_STD**2)
-    return min(MAX_SHARE, needed)
+    return 0.0 if needed < MIN_SHARE else min(MAX_SHARE, needed)
 
 
 def release_margins(counts: MarginCounts, n_rows: int, rho: float, ledger: PrivacyLedger,
