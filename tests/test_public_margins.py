@@ -13,8 +13,9 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
-    MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, margin_names, margins_share,
-    measured_candidate, measured_margins, release_margins, shrunk_margin,
+    FIRST_PART, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, combined,
+    independent_rows, margin_names, margins_share, measured_candidate, measured_margins, release_margins,
+    shrunk_margin,
 )
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake
@@ -184,24 +185,83 @@ def test_exact_margins_rake_the_public_rows_to_the_private_margins(private, publ
 
 
 # ------------------------------------------------------------------ end to end
-def test_margins_charge_their_share_before_the_loop_and_the_report_records_them(private, public, declared):
-    result = run(private, declared, public=public, public_use=["margins"])
-    report = result.report
+@pytest.mark.parametrize("which", ["itself", "sample"])
+def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them(private, public, declared, which):
+    """The events, in order: the margins' check (CHECK_SHARE of the loop's budget), the first
+    FIRST_PART of the margins' share, then, if the public table passed, the rest and the final
+    check (CHECK_SHARE of what is left), then the loop's; the ledger closes to the last float.
+    The sensitive rows as their own public table pass; 1,200 other rows of the same table,
+    whose 3-way tables carry more sampling noise than the 1,500 rows' associations, lose to
+    independence (a small public sample is no prior for the associations)."""
+    table = private if which == "itself" else public
+    result = run(private, declared, public=table, public_use=["margins"])
+    report, domain = result.report, result.domain
+    record = report.public_data
     budget = split_budget(1.0, 1e-7)
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget == budget.rho
-    check, *rest = report.events
-    assert check.mechanism == "exponential" and check.rho == CHECK_SHARE * budget.rho
-    margins = [e for e in report.events if e.description.startswith("public margins: ")]
-    assert report.events[1:1 + len(margins)] == tuple(margins)  # right after the check, before the loop
-    remaining = budget.rho - check.rho
-    domain = result.domain
-    expected = margins_share(domain, private.height, remaining) * remaining
-    record = report.public_data
-    assert record["margins_rho"] == expected
-    assert math.isclose(math.fsum(e.rho for e in margins), expected, rel_tol=1e-14)
-    assert list(record["margins_noise_std"]) == margin_names(domain)
-    assert record["reweight_margins"] in (None, "measured") and set(record["reweight_effective_rows"]) == {"measured"}
+    check, *events = report.events
+    assert check.mechanism == "exponential" and check.rho == CHECK_SHARE * budget.rho == record["margins_check_rho"]
+    assert record["margins_check_passed"] == (which == "itself")
+    rho = margins_share(domain, private.height, budget.rho) * (budget.rho - check.rho)
+    k = len(margin_names(domain))
+    first, events = events[:k], events[k:]
+    assert all(e.description.endswith(" (first part)") for e in first)
+    assert math.isclose(math.fsum(e.rho for e in first), FIRST_PART * rho, rel_tol=1e-14)
+    spent = math.fsum(e.rho for e in first)
+    if record["margins_check_passed"]:
+        second, events = events[:k], events[k:]
+        assert all(e.description.endswith(" (second part)") for e in second)
+        assert math.isclose(math.fsum(e.rho for e in second), (1 - FIRST_PART) * rho, rel_tol=1e-14)
+        spent = math.fsum(e.rho for e in first + second)
+        final, *events = events
+        assert final.mechanism == "exponential" and final.rho == record["reweight_check_rho"]
+        assert math.isclose(final.rho, CHECK_SHARE * (budget.rho - check.rho - spent), rel_tol=1e-14)
+        assert record["reweight_margins"] in (None, "measured") and set(record["reweight_effective_rows"]) == {
+            "measured"}
+        assert list(record["margins_noise_std"]) == margin_names(domain)
+    else:
+        assert "reweight_released" not in record and record["margins_noise_std"] == {}
+    assert not any(e.description.startswith("public margins") for e in events)
+    assert record["margins_rho"] == spent
     assert "one-way margins measured for it charged rho" in report.summary()
+
+
+def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_margins(private, domain):
+    from polars_rap.kernels import cpu
+    from polars_rap.queries import CLASS_CODES
+    from polars_rap.workload import build_workload
+
+    encoded = encode(private, domain)
+    counts = MarginCounts(domain)
+    counts.add(encoded)
+    targets = [total / private.height for total in counts.counts]
+    row = independent_rows(targets, domain)
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM",))
+    groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
+    answers = cpu.answers_relaxed(row, queries, np.inf)
+    names = margin_names(domain)
+
+    def shares(block):  # a block's measured shares; a null indicator's from its numeric margin's null cell
+        if block.indicator:
+            null = targets[names.index(block.source)][NUMERIC_CELLS]
+            return np.array([1.0 - null, null])
+        return targets[names.index(block.source)]
+
+    assert any(domain.blocks[b].indicator for b in queries.group_columns)  # JWMNP's null indicator is paired too
+    for g in groups:
+        blocks = [domain.blocks[b] for b in queries.group_columns[
+            queries.group_column_offsets[g]:queries.group_column_offsets[g + 1]]]
+        product = shares(blocks[0])
+        for block in blocks[1:]:
+            product = np.multiply.outer(product, shares(block))
+        np.testing.assert_allclose(answers[queries.group_query_indices(np.array([g]))], product.ravel(), atol=1e-12)
+
+
+def test_combined_releases_weigh_each_by_its_inverse_variance():
+    a, b = np.array([0.2, 0.8]), np.array([0.4, 0.6])
+    ((mean, std),) = combined([(a, 0.1)], [(b, 0.2)])
+    np.testing.assert_allclose(mean, (a / 0.01 + b / 0.04) / (1 / 0.01 + 1 / 0.04), rtol=1e-15)
+    assert math.isclose(std, (1 / 0.01 + 1 / 0.04) ** -0.5, rel_tol=1e-15)
 
 
 def test_margins_the_budget_already_knows_are_not_measured_and_the_run_is_the_one_without_them(
@@ -217,17 +277,18 @@ def test_margins_the_budget_already_knows_are_not_measured_and_the_run_is_the_on
     assert "its margins were not measured" in skipped.report.summary()
 
 
-def test_margins_and_reweight_offer_three_candidates_to_one_check(private, public, declared):
-    result = run(private, declared, public=public, public_use=["reweight", "margins"])
+def test_margins_and_reweight_offer_three_candidates_to_one_check(private, declared):
+    result = run(private, declared, public=private, public_use=["reweight", "margins"])
+    assert result.report.public_data["margins_check_passed"]
     record = result.report.public_data
     assert set(record["reweight_effective_rows"]) == {"one-way", "x-label", "measured"}
-    assert sum(e.mechanism == "exponential" for e in result.report.events) == 1
+    assert sum(e.mechanism == "exponential" for e in result.report.events) == 2  # the margins' check, the final
 
 
 def test_matching_margins_release_the_public_rows_and_wrong_ones_do_not(private, public, declared):
-    """The sensitive rows as their own public table win the check at a large epsilon; rows whose
-    categories are all wrong lose it, though raked to the measured margins (a category they lack
-    cannot be raked into them)."""
+    """The sensitive rows as their own public table pass both checks at a large epsilon and are
+    released; rows whose categories are all wrong (a category they lack cannot be raked into
+    them) lose the margins' check to independence, and the loop's rows are released."""
     import polars as pl
 
     matched = run(private, declared, public=private, public_use=["margins"], epsilon=8.0)
@@ -235,7 +296,8 @@ def test_matching_margins_release_the_public_rows_and_wrong_ones_do_not(private,
     assert set(map(tuple, matched.data.rows())) <= set(map(tuple, private.rows()))
     wrong = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"), pl.lit(1, dtype=pl.Int32).alias("MAR"))
     lost = run(private, declared, public=wrong, public_use=["margins"], epsilon=8.0)
-    assert lost.report.public_data["reweight_released"] == "synthetic rows"
+    assert not lost.report.public_data["margins_check_passed"]  # stopped before the rest of the margins
+    assert "reweight_released" not in lost.report.public_data and (lost.data["SEX"] == 1).mean() > 0.2
 
 
 def test_a_public_table_lacking_a_column_is_refused_for_margins_naming_it(private, public, declared):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import sys
 import warnings
@@ -51,10 +52,11 @@ from polars_rap.public_prior import (
     PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
 )
 from polars_rap.public_margins import (
-    MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, release_margins,
+    MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
 )
 from polars_rap.public_reweight import (
-    CHECK_SHARE, candidate_rows, charge_check, check_columns, checked_release, raked_candidates,
+    CHECK_SHARE, MAX_CANDIDATE_ROWS, candidate_rows, charge_check, check_columns, checked_release,
+    raked_candidates,
 )
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
@@ -346,18 +348,23 @@ def synthesize(
                                          integer_cells=strategy.integer_cells,
                                          statistic=RowStatistics(tuple(statistics)) if statistics else None)
     out_rows = n_rows if rows is None else int(rows)
+    l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
     # "margins" measures only where the loop's own budget is too small to know the margins (public: n, rho)
-    margins_wanted = margin_counts is not None and margins_share(public_domain, n_rows, ledger.rho_remaining) > 0
-    check_rho, margins_rho, margins_release = 0.0, 0.0, None
-    if "reweight" in public_uses or margins_wanted:  # held out of the loop; drawn after it
-        check_rho = CHECK_SHARE * ledger.rho_remaining
-        charge_check(ledger, check_rho)
-    if margins_wanted:  # measured now, for the public rows' candidate raked to them after the loop
-        margins_rho = margins_share(public_domain, n_rows, ledger.rho_remaining) * ledger.rho_remaining
-        margins_release = release_margins(margin_counts, n_rows, margins_rho, ledger, noise_rng)
+    margins_release, margins_record = None, {}
+    share = 0.0 if margin_counts is None else margins_share(public_domain, n_rows, ledger.rho_remaining)
+    if share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
+        margins_check = CHECK_SHARE * ledger.rho_remaining
+        margins_release, margins_record = public_first_margins(
+            margin_counts, public_table, public_domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
+            share * (ledger.rho_remaining - margins_check), ledger, backend_module, noise_rng,
+            int(min(max(out_rows, relaxed_rows), MAX_CANDIDATE_ROWS)), reweight_rng)
     elif margin_counts is not None:
         logger.info("public_use 'margins': not measured, the loop's budget measures them to %.3g per cell "
                     "itself; the loop's rows are released", MARGIN_STD)
+    check_rho = 0.0
+    if "reweight" in public_uses or margins_release is not None:  # held out of the loop; drawn after it
+        check_rho = CHECK_SHARE * ledger.rho_remaining
+        charge_check(ledger, check_rho)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None:
@@ -380,7 +387,6 @@ def synthesize(
         )
 
     # 4. select, measure, project
-    l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
     params, prior = _starting_point(public_table, public_uses, public_domain, queries, relaxed_rows,
                                     backend_module, projection, init_rng)
     record = run_plan(
@@ -404,8 +410,9 @@ def synthesize(
             relaxed, candidates, effective, queries, true_answers, l1_sensitivity, n_rows, check_rho,
             backend_module, noise_rng)
     if margin_counts is not None:  # what the margins charged and their noise (none when skipped): no value of theirs
-        reweight_record = {**(reweight_record or {}), "margins_rho": margins_rho, "margins_noise_std": dict(zip(
-            margin_names(public_domain), (std for _, std in margins_release or ()), strict=False))}
+        spent = math.fsum(e.rho for e in ledger.events if e.description.startswith("public margins: "))
+        reweight_record = {**(reweight_record or {}), **margins_record, "margins_rho": spent, "margins_noise_std": dict(
+            zip(margin_names(public_domain), (std for _, std in margins_release or ()), strict=False))}
     del true_answers
 
     # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report
@@ -416,7 +423,7 @@ def synthesize(
     # numerics; after a public label model's redraw they act on the new labels, whose rows otherwise carry the
     # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels_fitted.md). Released public rows ("reweight",
     # when its check chose them) stay as they are; when it kept the loop's rows, those decode as without a public table.
-    keeps_rows = reweight_record is not None and reweight_record.get("reweight_released", "synthetic rows") != "synthetic rows"
+    keeps_rows = (reweight_record or {}).get("reweight_released", "synthetic rows") != "synthetic rows"
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
     margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
     ties = None

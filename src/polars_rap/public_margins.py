@@ -40,11 +40,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from polars_rap.domain import Domain
-from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
-from polars_rap.public_reweight import margin_cells, rake, reweighted_candidate
+from polars_rap.encoding import block_slices
+from polars_rap.privacy import PrivacyEvent, PrivacyLedger, gaussian_mechanism
+from polars_rap.public_reweight import choose_release, margin_cells, rake, reweighted_candidate
+from polars_rap.queries import CLASS_CODES, QuerySet
 
-__all__ = ["MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT", "MarginCounts", "margin_names",
-           "margins_share", "measured_candidate", "measured_margins", "release_margins", "shrunk_margin"]
+__all__ = ["FIRST_PART", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT", "MarginCounts",
+           "combined", "independent_rows", "margin_names", "margins_share", "measured_candidate", "measured_margins",
+           "public_first_margins", "release_margins", "shrunk_margin"]
 
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
@@ -65,6 +68,9 @@ NUMERIC_WEIGHT = 4.0
 to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 with the whole
 budget: weight 1, mixed-marginal error 0.59x the run without a public table; 3, 0.50x; 6,
 0.44x, CM 0.58x / 0.60x / 0.62x (``bench/results/public_margins_probe.md``)."""
+FIRST_PART = 0.25
+"""Part of the margins' share measured before the public table's associations are checked
+(:func:`public_first_margins`); the rest is measured only if they pass."""
 NUMERIC_CELLS = 8
 """Equal cells of a numeric column's mapped ``[0, 1]`` its margin has (and a null cell): 20 cells
 scored mixed-marginal error 1.04x the run without a public table, 8 cells 0.59x, 4 cells 0.68x
@@ -136,7 +142,7 @@ def margins_share(domain: Domain, n_rows: int, rho: float) -> float:
 
 
 def release_margins(counts: MarginCounts, n_rows: int, rho: float, ledger: PrivacyLedger,
-                    rng) -> list[tuple[np.ndarray, float]]:
+                    rng, stage: str = "") -> list[tuple[np.ndarray, float]]:
     """``(noisy shares float64[cells], std)`` per measured margin: each released by the discrete
     Gaussian mechanism at its part of ``rho`` (module docstring), charged to ``ledger`` first."""
     weights = _weights(counts.domain)
@@ -144,8 +150,19 @@ def release_margins(counts: MarginCounts, n_rows: int, rho: float, ledger: Priva
     for name, total, weight in zip(margin_names(counts.domain), counts.counts, weights, strict=True):
         released.append(gaussian_mechanism(
             total / float(n_rows), np.sqrt(2.0) / n_rows, rho * float(weight / weights.sum()), ledger, rng,
-            description=f"public margins: {name}'s one-way margin", n_rows=n_rows))
+            description=f"public margins: {name}'s one-way margin{stage}", n_rows=n_rows))
     return released
+
+
+def combined(first: list[tuple[np.ndarray, float]],
+             second: list[tuple[np.ndarray, float]]) -> list[tuple[np.ndarray, float]]:
+    """Two independent releases of the same margins, each margin's combined by inverse
+    variance: ``(a / sa^2 + b / sb^2) / (1 / sa^2 + 1 / sb^2)``, std ``(1 / sa^2 + 1 / sb^2) ** -0.5``."""
+    out = []
+    for (a, sa), (b, sb) in zip(first, second, strict=True):
+        wa, wb = 1.0 / sa**2, 1.0 / sb**2
+        out.append(((a * wa + b * wb) / (wa + wb), float((wa + wb) ** -0.5)))
+    return out
 
 
 def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
@@ -182,3 +199,56 @@ def measured_candidate(public_table, released: list[tuple[np.ndarray, float]], d
     weights = rake(cells, targets)
     rows = reweighted_candidate(public_table.codes, public_table.numerics, weights, n_rows, domain, rng)
     return rows, round(float(1.0 / np.square(weights).sum()), 1)
+
+
+def independent_rows(targets: list[np.ndarray], domain: Domain) -> np.ndarray:
+    """float64[1, n_coords]: one relaxed row whose categorical blocks hold the measured margins'
+    shares (``targets``, :func:`measured_margins`' order; a nullable numeric's null indicator
+    from its margin's null cell), so that its answer to a categorical marginal is the product of
+    its columns' margins: every column independent. Numeric coordinates sit at 0.5 (unused)."""
+    row = np.full((1, domain.n_coords), 0.5)
+    by_margin = dict(zip(_kept(domain), targets, strict=True))
+    for b, (block, cells) in enumerate(zip(domain.blocks, block_slices(domain), strict=True)):
+        if block.indicator:
+            j = [spec.name for spec in domain.numeric_columns].index(block.source)
+            null = by_margin[len(domain.blocks) + j][NUMERIC_CELLS]
+            row[0, cells] = (1.0 - null, null)
+        else:
+            row[0, cells] = by_margin[b]
+    return row
+
+
+def public_first_margins(counts: MarginCounts, public_table, domain: Domain, queries: QuerySet,
+                         true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, check_rho: float,
+                         rho: float, ledger: PrivacyLedger, backend, rng, size: int,
+                         candidate_rng: np.random.Generator) -> tuple[list[tuple[np.ndarray, float]] | None, dict]:
+    """(the released margins, or None when the public table failed the check; the report's record).
+
+    ``rho`` (the margins' share of the loop) is spent in two stages. First :data:`FIRST_PART`
+    of it measures the margins, and ``size`` public rows raked to them (drawn with
+    ``candidate_rng``) are checked against every column independent with the same margins
+    (:func:`independent_rows`) on the workload's categorical marginals: the exponential
+    mechanism on their total L1 error in counts (:func:`~polars_rap.public_reweight.choose_release`;
+    sensitivity 2 counts a table under replace-one) at ``check_rho``, charged here first. A
+    public table whose associations are worse than none stops there (on acs-income-CA Puerto
+    Rico's rows raked to CA's true margins score CM 0.0048, independence 0.0023, the other
+    states' 0.00043: ``bench/results/public_margins_first.md``), and the rest of ``rho`` stays
+    with the loop. Otherwise the rest measures the margins again, and the two releases are
+    combined (:func:`combined`). ``rng`` draws the noise."""
+    ledger.charge(PrivacyEvent("exponential", check_rho, "public margins check: the public table's associations "
+                                                         "or none (every column independent)"))
+    first = release_margins(counts, n_rows, FIRST_PART * rho, ledger, rng, " (first part)")
+    groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
+    passed = True
+    if len(groups):
+        cells, targets = measured_margins(public_table, first, domain)
+        public_rows = reweighted_candidate(public_table.codes, public_table.numerics, rake(cells, targets), size,
+                                           domain, candidate_rng)
+        scored = queries.take_groups(groups)
+        answers = [backend.answers_relaxed(x, scored, np.inf) for x in (public_rows, independent_rows(targets, domain))]
+        passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng) == 0
+    record = {"margins_check_rho": check_rho, "margins_check_passed": bool(passed)}
+    if not passed:
+        return None, record
+    second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
+    return combined(first, second), record
