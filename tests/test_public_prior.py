@@ -353,6 +353,12 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["public_data"]["reweight_released"] in ("synthetic rows", "reweighted public rows")
     assert summary["public_data"]["reweight_check_rho"] > 0
+    # public_use "margins": what its margins and checks charged is in the record, never a margin's value
+    config.write_text(config.read_text().replace('public_use = ["reweight"]', 'public_use = ["margins"]'))
+    assert synthesize(config) == 0
+    record = json.loads(capsys.readouterr().out)["public_data"]
+    assert record["uses"] == ["margins"] and record["margins_check_rho"] > 0 and record["margins_rho"] > 0
+    assert isinstance(record["margins_check_passed"], bool)
 
 
 # ------------------------------------------------------------------ the benchmark's public tables
