@@ -16,8 +16,9 @@ from polars_rap.encoding import block_slices
 from polars_rap.privacy import PrivacyLedger
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import (
-    CHECK_SHARE, MARGIN_SETS, NUMERIC_CELLS, charge_check, check_groups, choose_release, crossed_cells,
-    crossed_margins, disputed_groups, margin_cells, rake, raking_targets, relaxed_margins, reweighted_candidate,
+    CHECK_SHARE, MARGIN_SETS, NUMERIC_CELLS, SAMPLING_CELLS, charge_check, check_groups, choose_release,
+    crossed_cells, crossed_margins, disputed_groups, margin_cells, rake, raking_targets, relaxed_margins,
+    reweighted_candidate, sampling_order,
 )
 from polars_rap.queries import CLASS_CODES
 from polars_rap.selection_scores import selection_scores
@@ -145,6 +146,38 @@ def test_the_candidate_draws_rows_in_proportion_to_their_weights(encoded, domain
         alone[row] = 1.0
         vector = reweighted_candidate(encoded.codes, encoded.numerics, alone, 1, domain, np.random.default_rng(0))[0]
         assert int((candidate == vector).all(axis=1).sum()) == expected
+
+
+def test_the_draw_follows_the_labels_then_numeric_cells_then_blocks_fewest_codes_first(encoded, domain):
+    order = sampling_order(encoded.codes, encoded.numerics, domain)
+    assert sorted(order.tolist()) == list(range(encoded.n_rows))
+    cells = margin_cells(encoded.codes, encoded.numerics, domain, numeric_cells=SAMPLING_CELLS)
+    label = domain.block_index(LABELS[0])
+    others = sorted((b for b in range(len(domain.blocks)) if b != label), key=lambda b: domain.block_sizes[b])
+    keys = [label, *range(len(domain.blocks), len(cells)), *others]
+    ranked = np.array([[cells[k][r] for k in keys] for r in order])
+    assert all(tuple(a) <= tuple(b) for a, b in zip(ranked[:-1], ranked[1:]))  # lexicographic, label first
+
+
+def test_systematic_draws_along_the_order_give_each_label_and_numeric_cell_its_count_to_one_row(encoded, domain):
+    """Equal weights, a third of the rows: every stratum of the leading keys (label; label x
+    AGEP's cell) gets its expected count within one row, which a random order would miss by
+    several (a std of about sqrt(count))."""
+    size = encoded.n_rows // 3
+    candidate = reweighted_candidate(encoded.codes, encoded.numerics, np.ones(encoded.n_rows), size, domain,
+                                     np.random.default_rng(5))
+    drawn = relaxed_margins(candidate, domain)
+    cells = margin_cells(encoded.codes, encoded.numerics, domain, numeric_cells=SAMPLING_CELLS)
+    label = domain.block_index(LABELS[0])
+    expected = np.bincount(cells[label]) / encoded.n_rows * size
+    assert np.abs(drawn[label] * size - expected).max() <= 1.0
+    agep = len(domain.blocks)  # the first numeric margin: AGEP, the second key
+    joint = cells[label] * (SAMPLING_CELLS + 1) + cells[agep]
+    expected = np.bincount(joint, minlength=2 * (SAMPLING_CELLS + 1)) / encoded.n_rows * size
+    ages = np.minimum(np.floor(candidate[:, domain.n_categorical_coords] * SAMPLING_CELLS), SAMPLING_CELLS - 1)
+    labels = candidate[:, block_slices(domain)[label]].argmax(axis=1)
+    got = np.bincount(labels * (SAMPLING_CELLS + 1) + ages.astype(int), minlength=len(expected))
+    assert np.abs(got - expected).max() <= 1.0 + 1e-9
 
 
 # ------------------------------------------------------------------ the check: sensitivity, law, charge
