@@ -34,9 +34,10 @@ CELLS = 20
 DRAWS = 3
 
 
-def _codes(frame: pl.DataFrame, domain: dict, categorical: list[str], numeric: list[str]) -> dict:
+def _codes(frame: pl.DataFrame, domain: dict, categorical: list[str], numeric: list[str],
+           n_cells: int = CELLS) -> dict:
     """Column -> (int cell per row, number of cells): categories by their index, numerics on
-    ``CELLS`` equal cells of their bounds plus a null cell."""
+    ``n_cells`` equal cells of their bounds plus a null cell."""
     out = {}
     for name in categorical:
         index = {v: i for i, v in enumerate(domain[name])}
@@ -45,8 +46,8 @@ def _codes(frame: pl.DataFrame, domain: dict, categorical: list[str], numeric: l
         spec = domain[name]
         low, high = spec["bounds"] if isinstance(spec, dict) else spec
         x = frame[name].cast(pl.Float64).to_numpy()
-        cell = np.floor(np.clip((np.nan_to_num(x, nan=low) - low) / (high - low), 0, 1) * CELLS).clip(0, CELLS - 1)
-        out[name] = (np.where(np.isnan(x), CELLS, cell).astype(np.int64), CELLS + 1)
+        cell = np.floor(np.clip((np.nan_to_num(x, nan=low) - low) / (high - low), 0, 1) * n_cells).clip(0, n_cells - 1)
+        out[name] = (np.where(np.isnan(x), n_cells, cell).astype(np.int64), n_cells + 1)
     return out
 
 

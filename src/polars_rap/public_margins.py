@@ -60,9 +60,10 @@ MIN_SHARE = 0.15
 """Below this share the margins are not measured and nothing is released but the loop's rows:
 the budget is large enough for the loop to know them. The default strategy's base marginals
 (each feature x label, 10% of the loop) reach :data:`MARGIN_STD` per cell about where this
-share does on acs-income-CA (between ε = 0.5 and 1). At ε = 1 the margins' 9% (and the check's
-2%) cost the loop's rows mixed-marginal error 1.3-1.6x over two seeds while the candidate never
-won the check (``bench/results/public_margins_first.md``)."""
+share does on acs-income-CA (between ε = 0.5 and 1). Measured there at ε = 1 (9%), the margins
+and the check cost the loop's rows mixed-marginal error 1.37x and 1.71x (means of 3 seeds, Puerto
+Rico's and the other states' tables) while the candidate was released in 1 run of 6
+(``bench/results/public_margins_first.md``)."""
 NUMERIC_WEIGHT = 4.0
 """A numeric margin's budget relative to a categorical one's (a mixed marginal's prefix sums up
 to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 with the whole

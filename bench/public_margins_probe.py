@@ -1,0 +1,171 @@
+"""What raking the other states' rows to *measured* one-way margins can reach on CA (issue 19).
+
+The offline study behind ``public_use="margins"`` (:mod:`polars_rap.public_margins`): CA's
+true one-way margins (every categorical column, each numeric column on equal cells of its
+bounds plus a null cell) get Gaussian noise as a release spending a share of the ε budget would
+(δ = 1/n², replace-one: L2 sensitivity sqrt(2)/n a margin, margin i at ``rho * w_i / sum(w)``),
+each is pulled toward the public rows' margin by the library's James-Stein estimate
+(:func:`~polars_rap.public_margins.shrunk_margin`) or not, the public rows are raked to them,
+n rows are drawn by weight, and the suite's evaluation scores them (CM, MM, LT, macro F1; three
+noise draws each; drawn systematically along :func:`~polars_rap.public_reweight.sampling_order`, as
+the library draws). Which numeric cells, numeric weight and share to measure with are chosen
+here, and the draw's order is compared with the table's own and a random one. A last table
+asks whether a public table's associations beat none at all: the public
+rows raked to CA's *true* margins against every column independent with those margins, on the
+CM workload (mean |error| per cell, exact weights), which is what the margins' check tests.
+
+No release: the noise is simulated on CA's true margins.
+
+    PYTHONPATH=src:. python -m bench.public_margins_probe    # -> bench/results/public_margins_probe.md
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+DRAWS = 3
+VARIANTS = (  # (label, numeric cells, numeric weight, share of the budget, shrink)
+    ("CA's true margins", 8, 4.0, 1.0, "true"),
+    ("measured, raked as released", 20, 1.0, 1.0, "none"),
+    ("James-Stein", 20, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 1.0, 1.0, "js"),
+    ("James-Stein", 4, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 3.0, 1.0, "js"),
+    ("James-Stein", 8, 4.0, 1.0, "js"),
+    ("James-Stein", 8, 6.0, 1.0, "js"),
+    ("James-Stein", 8, 4.0, 0.8, "js"),
+    ("James-Stein", 8, 4.0, 0.5, "js"),
+)
+
+
+def _share(cells: tuple[np.ndarray, int]) -> np.ndarray:
+    x, k = cells
+    return np.bincount(x, minlength=k) / len(x)
+
+
+def main() -> int:
+    import polars as pl
+
+    from polars_rap import evaluation
+    from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.domain import Domain
+    from polars_rap.public_margins import shrunk_margin
+    from polars_rap.public_prior import open_public, read_public
+    from polars_rap.public_reweight import rake, sampling_order
+
+    from bench.public_prior import DATASET, public_table
+    from bench.public_rake_oracle import _codes
+    from bench.run import SUITES, prepare_dataset, table_markdown
+
+    train, test, task = prepare_dataset(DATASET, None)
+    label = task.labels[0]
+    categorical = [c for c, spec in task.domain.items() if isinstance(spec, list)]
+    numeric = [c for c in task.domain if c not in categorical]
+    columns = categorical + numeric
+    n = train.height
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    public = public_table("matched", train.columns)
+    rho = rho_from_epsilon_delta(0.25, 1.0 / n**2)
+    headline = pl.read_csv(RESULTS / "headline.csv").filter(
+        (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == 0.25))
+    none = {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")}
+
+    encoded = read_public(open_public(public, task.domain, list(train.columns)), domain)
+    order = sampling_order(encoded.codes, encoded.numerics, domain)  # the library's draw order
+
+    def score(weights: np.ndarray, along: np.ndarray, rng) -> list[float]:
+        """CM, MM, LT and macro F1 of n public rows drawn by ``weights``, systematic along ``along``."""
+        cumulative = np.cumsum(weights[along])
+        drawn = along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
+                                 public.height - 1)]
+        synthetic = public[rng.permutation(drawn)]
+        errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
+            train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
+        f1 = evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]
+        return [errors["CM"], errors["MM"], errors["LT"], f1]
+
+    def ratios(mean) -> dict:
+        return {**{f"{c} (x none)": f"{m:.6f} ({m / none[c]:.2f}x)" for c, m in zip(("CM", "MM", "LT"), mean)},
+                "macro F1": round(float(mean[3]), 4)}
+
+    rows = []
+    for name, n_cells, weight, share, shrink in VARIANTS:
+        true_cells = _codes(train, task.domain, categorical, numeric, n_cells)
+        public_cells = _codes(public, task.domain, categorical, numeric, n_cells)
+        weights = np.array([weight if c in numeric else 1.0 for c in columns])
+        rng = np.random.default_rng(100)
+        scores = []
+        for _ in range(DRAWS):
+            targets = []
+            for c, w in zip(columns, weights, strict=True):
+                truth, prior = _share(true_cells[c]), _share(public_cells[c])
+                sigma = np.sqrt(2.0) / n / np.sqrt(2 * rho * share * w / weights.sum())
+                noisy = truth + rng.normal(0.0, sigma, len(truth))
+                if shrink == "true":
+                    target = truth
+                elif shrink == "js":
+                    target = shrunk_margin(noisy, sigma, prior)
+                else:
+                    target = np.clip(noisy, 0, None) / np.clip(noisy, 0, None).sum()
+                targets.append(target)
+            scores.append(score(rake([public_cells[c][0] for c in columns], targets), order, rng))
+        mean = np.mean(scores, axis=0)
+        rows.append({"targets": name, "numeric cells": n_cells, "numeric weight": weight, "share": share,
+                     **ratios(mean)})
+        print(rows[-1], flush=True)
+
+    # the draw's order, on CA's true margins (8 numeric cells)
+    true_cells = _codes(train, task.domain, categorical, numeric, 8)
+    public_cells = _codes(public, task.domain, categorical, numeric, 8)
+    weights = rake([public_cells[c][0] for c in columns], [_share(true_cells[c]) for c in columns])
+    orders = []
+    for name, along in (("the table's own", lambda rng: np.arange(public.height)),
+                        ("random", lambda rng: rng.permutation(public.height)),
+                        ("sampling_order (labels, numeric cells, blocks)", lambda rng: order)):
+        rng = np.random.default_rng(100)
+        mean = np.mean([score(weights, along(rng), rng) for _ in range(DRAWS)], axis=0)
+        orders.append({"order": name, **ratios(mean)})
+        print(orders[-1], flush=True)
+
+    # the margins' check: a public table's associations against none, on CA's true margins
+    cells = _codes(train, task.domain, categorical, numeric, 8)
+    features = [c for c in categorical if c != label]
+    pairs = list(itertools.combinations(features, 2))
+
+    def table(codes: dict, a: str, b: str, weights: np.ndarray) -> np.ndarray:
+        (xa, ka), (xb, kb), (y, ky) = codes[a], codes[b], codes[label]
+        return np.bincount((xa * kb + xb) * ky + y, weights=weights, minlength=ka * kb * ky) / weights.sum()
+
+    truth = {p: table(cells, *p, np.ones(n)) for p in pairs}
+    size = sum(t.size for t in truth.values())
+    margins = {c: _share(cells[c]) for c in columns}
+    independent = sum(np.abs(np.einsum("i,j,k->ijk", margins[a], margins[b], margins[label]).ravel()
+                             - truth[(a, b)]).sum() for a, b in pairs) / size
+    check = [{"rows": "every column independent, CA's true margins", "CM mean error": f"{independent:.6f}"}]
+    for kind, name in (("matched", "the other states' rows"), ("mismatched", "Puerto Rico's rows")):
+        other = _codes(public_table(kind, train.columns), task.domain, categorical, numeric, 8)
+        weights = rake([other[c][0] for c in columns], [margins[c] for c in columns])
+        error = sum(np.abs(table(other, a, b, weights) - truth[(a, b)]).sum() for a, b in pairs) / size
+        check.append({"rows": f"{name} raked to CA's true margins", "CM mean error": f"{error:.6f}"})
+
+    lines = ["# Raking the other states' rows to measured one-way margins (bench/public_margins_probe.py)", "",
+             f"acs-income-CA, ε = 0.25 (δ = 1/n²), {DRAWS} noise draws a row; ratios to polars-rap's default "
+             f"without a public table at ε = 0.25 (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
+             f"LT {none['LT']:.5f}). Share: of the whole budget. Run {time.strftime('%Y-%m-%d')}.", "",
+             table_markdown(pl.DataFrame(rows)), "",
+             "## The order of the systematic draw (the other states' rows raked to CA's true margins)", "",
+             table_markdown(pl.DataFrame(orders)), "",
+             "## The margins' check: the public table's associations or none (CM workload, exact weights)", "",
+             table_markdown(pl.DataFrame(check))]
+    (RESULTS / "public_margins_probe.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
