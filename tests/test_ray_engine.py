@@ -202,6 +202,19 @@ def test_numeric_ties_on_ray_equal_the_in_process_ones(flaky_dir, task):
     assert on_ray.data.equals(here.data)
 
 
+def test_public_margins_on_ray_equal_the_in_process_ones(flaky_dir, task):
+    """public_use="margins": the margins' counts are read per block beside the counts and the
+    ties' sums (two statistics in one pass) and merged on the driver: the same releases, record
+    and rows as in this process."""
+    arguments = dict(epsilon=0.5, delta=1e-9, domain=task.domain, labels=task.labels, seed=5,
+                     public=task.frame.sample(3_000, seed=1), public_use=["margins"], **FAST)
+    here = polars_rap.synthesize(task.frame, **arguments)
+    on_ray = polars_rap.synthesize(blocks_of(task.frame, 5), **arguments)
+    assert here.report.public_data["margins_rho"] > 0
+    assert on_ray.report.to_dict() == here.report.to_dict()
+    assert on_ray.data.equals(here.data)
+
+
 def test_bad_input_through_ray_gives_the_in_process_errors(flaky_dir, task, domain, queries):
     bad = task.frame.with_columns(
         pl.when(pl.int_range(pl.len()) == 20_000).then(pl.lit("XXX")).otherwise(pl.col("OCCP")).alias("OCCP"))
