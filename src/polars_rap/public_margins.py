@@ -52,8 +52,8 @@ __all__ = ["FIRST_PART", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS"
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
 allows. On acs-income-CA (``bench/results/public_margins_probe.md``) raking the other states'
-rows to margins measured with the whole ε = 0.25 budget (std 0.005) scores CM 0.58x the run
-without them, to the true margins 0.40x: the rest is the public table's associations."""
+rows to margins measured with the whole ε = 0.25 budget (std 0.005) scores CM 0.59x the run
+without them, to the true margins 0.39x: the rest is the public table's associations."""
 MAX_SHARE = 0.8
 """Share of the loop's budget the margins take at most (ε = 0.25 on acs-income-CA hits it)."""
 MIN_SHARE = 0.15
@@ -67,15 +67,16 @@ Rico's and the other states' tables) while the candidate was released in 1 run o
 NUMERIC_WEIGHT = 4.0
 """A numeric margin's budget relative to a categorical one's (a mixed marginal's prefix sums up
 to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 with the whole
-budget: weight 1, mixed-marginal error 0.59x the run without a public table; 3, 0.50x; 6,
-0.44x, CM 0.58x / 0.60x / 0.62x (``bench/results/public_margins_probe.md``)."""
+budget (``bench/results/public_margins_probe.md``): weight 1, mixed-marginal error 0.69x the run
+without a public table, LT 0.86x; 3, 0.60x and 0.76x; 4, 0.60x and 0.77x; 6, 0.59x and 0.77x;
+CM 0.57x / 0.58x / 0.59x / 0.61x."""
 FIRST_PART = 0.25
 """Part of the margins' share measured before the public table's associations are checked
 (:func:`public_first_margins`); the rest is measured only if they pass."""
 NUMERIC_CELLS = 8
-"""Equal cells of a numeric column's mapped ``[0, 1]`` its margin has (and a null cell): 20 cells
-scored mixed-marginal error 1.04x the run without a public table, 8 cells 0.59x, 4 cells 0.68x
-(acs-income-CA, ε = 0.25, the whole budget; ``bench/results/public_margins_probe.md``)."""
+"""Equal cells of a numeric column's mapped ``[0, 1]`` its margin has (and a null cell): with
+weight 1 and the whole ε = 0.25 budget on acs-income-CA, 20 cells scored mixed-marginal error
+1.11x the run without a public table, 8 cells 0.69x, 4 cells 0.79x (``bench/results/public_margins_probe.md``)."""
 
 
 def _kept(domain: Domain) -> list[int]:
@@ -232,8 +233,8 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
     mechanism on their total L1 error in counts (:func:`~polars_rap.public_reweight.choose_release`;
     sensitivity 2 counts a table under replace-one) at ``check_rho``, charged here first. A
     public table whose associations are worse than none stops there (on acs-income-CA Puerto
-    Rico's rows raked to CA's true margins score CM 0.0048, independence 0.0023, the other
-    states' 0.00043: ``bench/results/public_margins_first.md``), and the rest of ``rho`` stays
+    Rico's rows raked to CA's true margins score CM 0.0045, independence 0.0023, the other
+    states' 0.00043: ``bench/results/public_margins_probe.md``), and the rest of ``rho`` stays
     with the loop. Otherwise the rest measures the margins again, and the two releases are
     combined (:func:`combined`). ``rng`` draws the noise."""
     ledger.charge(PrivacyEvent("exponential", check_rho, "public margins check: the public table's associations "

@@ -188,8 +188,8 @@ def sampling_order(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> n
     codes first; ties in table order. Systematic resampling along it draws every leading
     stratum its expected count to within one row (implicit stratification). On acs-income-CA,
     the other states' rows raked to CA's true one-way margins and drawn 27,540 at a time along
-    it score CM 0.00047, MM 0.0019, LT 0.0012 against 0.00049, 0.0026, 0.0019 drawn in a random
-    order and 0.00050, 0.0039, 0.0027 in the table's own (3 draws; ``bench/results/public_margins_probe.md``)."""
+    it score CM 0.00047, MM 0.0019, LT 0.0012 against 0.00048, 0.0022, 0.0015 drawn in a random
+    order and 0.00050, 0.0030, 0.0022 in the table's own (3 draws; ``bench/results/public_margins_probe.md``)."""
     cells = margin_cells(codes, numerics, domain, numeric_cells=SAMPLING_CELLS)
     n_blocks = len(domain.blocks)
     labels = [b for b, block in enumerate(domain.blocks) if block.is_label]
