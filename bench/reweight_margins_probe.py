@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         return 0
 
     import polars_rap
-    import polars_rap.mechanism as mechanism
+    import polars_rap.public_release as public_release  # where synthesize draws the candidates, checks them
     from polars_rap import evaluation
     from polars_rap.kernels import cpu
     from polars_rap.public_reweight import check_groups, rake, reweighted_candidate
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     train, _, task = prepare_dataset("acs-income-CA", None)
     public = public_table("matched", train.columns)
     eval_kwargs = dict(SUITES["headline"]["eval"])
-    original_raked, original_checked = mechanism.raked_candidates, mechanism.checked_release
+    original_raked, original_checked = public_release.raked_candidates, public_release.checked_release
     for epsilon in args.epsilons:
         for seed in args.seeds:
             found = {}
@@ -159,11 +159,11 @@ def main(argv=None) -> int:
                 return original_checked(relaxed, candidates, effective, queries, true_answers, l1_sensitivity,
                                         n_rows, *rest)
 
-            mechanism.raked_candidates, mechanism.checked_release = capture, probe
+            public_release.raked_candidates, public_release.checked_release = capture, probe
             polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=task.domain,
                                   labels=task.labels, seed=seed, progress=False, public=public,
                                   public_use=["reweight"])
-            mechanism.raked_candidates, mechanism.checked_release = original_raked, original_checked
+            public_release.raked_candidates, public_release.checked_release = original_raked, original_checked
 
             def by_class(frame):
                 return {r["query_class"]: r["mean_error"] for r in frame.iter_rows(named=True)}

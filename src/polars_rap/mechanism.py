@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
 import sys
 import warnings
@@ -51,13 +50,8 @@ from polars_rap.public_labels import LabelModel, check_label_use, label_model_fo
 from polars_rap.public_prior import (
     PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
 )
-from polars_rap.public_margins import (
-    MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
-)
-from polars_rap.public_reweight import (
-    CHECK_SHARE, MAX_CANDIDATE_ROWS, candidate_rows, charge_check, check_columns, checked_release,
-    raked_candidates,
-)
+from polars_rap.public_release import PublicRelease
+from polars_rap.public_reweight import check_columns
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
@@ -346,29 +340,16 @@ def synthesize(
     if tie_share > 0.0 and strategy.numeric_coupling == "label":  # with the numeric pairs' tables by bins
         layout = tie_layout(public_domain, getattr(strategy, "tie_numeric_bins", 0))
     tie_totals = None if layout is None else TieSums(public_domain, layout)
-    margin_counts = MarginCounts(public_domain) if "margins" in public_uses else None
-    statistics = [part for part in (tie_totals, margin_counts) if part is not None]
+    public_release = PublicRelease.for_uses(public_uses, public_table, public_domain)  # rows it may release
+    statistics = [part for part in (tie_totals, public_release.counts) if part is not None]
     true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
                                          integer_cells=strategy.integer_cells,
                                          statistic=RowStatistics(tuple(statistics)) if statistics else None)
     out_rows = n_rows if rows is None else int(rows)
     l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
-    # "margins" measures only where the loop's own budget is too small to know the margins (public: n, rho)
-    margins_release, margins_record = None, {}
-    share = 0.0 if margin_counts is None else margins_share(public_domain, n_rows, ledger.rho_remaining)
-    if share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
-        margins_check = CHECK_SHARE * ledger.rho_remaining
-        margins_release, margins_record = public_first_margins(
-            margin_counts, public_table, public_domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
-            share * (ledger.rho_remaining - margins_check), ledger, backend_module, noise_rng,
-            int(min(max(out_rows, relaxed_rows), MAX_CANDIDATE_ROWS)), reweight_rng)
-    elif margin_counts is not None:
-        logger.info("public_use 'margins': not measured, the loop's budget measures them to %.3g per cell "
-                    "itself; the loop's rows are released", MARGIN_STD)
-    check_rho = 0.0
-    if "reweight" in public_uses or margins_release is not None:  # held out of the loop; drawn after it
-        check_rho = CHECK_SHARE * ledger.rho_remaining
-        charge_check(ledger, check_rho)
+    # "margins" measured (where the budget is small) and the public check charged: before the loop
+    public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, max(out_rows, relaxed_rows), ledger,
+                               backend_module, noise_rng, reweight_rng)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None:
@@ -401,22 +382,9 @@ def synthesize(
         independence=_prior_settings(strategy), progress=sys.stderr.isatty() if progress is None else progress,
     )
     relaxed = record.params.relaxed()
-    reweight_record = None
-    if check_rho > 0:  # the public rows raked to the loop's or the measured margins, if the check prefers them
-        candidates, effective = {}, {}
-        size = candidate_rows(out_rows, relaxed)
-        if "reweight" in public_uses:
-            candidates, effective = raked_candidates(public_table, relaxed, public_domain, size, reweight_rng)
-        if margins_release is not None:
-            candidates["measured"], effective["measured"] = measured_candidate(
-                public_table, margins_release, public_domain, size, reweight_rng)
-        relaxed, reweight_record = checked_release(
-            relaxed, candidates, effective, queries, true_answers, l1_sensitivity, n_rows, check_rho,
-            backend_module, noise_rng)
-    if margin_counts is not None:  # what the margins charged and their noise (none when skipped): no value of theirs
-        spent = math.fsum(e.rho for e in ledger.events if e.description.startswith("public margins: "))
-        reweight_record = {**(reweight_record or {}), **margins_record, "margins_rho": spent, "margins_noise_std": dict(
-            zip(margin_names(public_domain), (std for _, std in margins_release or ()), strict=False))}
+    # the public rows raked to the loop's or the measured margins, released if the check prefers them
+    relaxed, reweight_record = public_release.after_loop(relaxed, queries, true_answers, l1_sensitivity, n_rows,
+                                                         out_rows, backend_module, noise_rng, reweight_rng)
     del true_answers
 
     # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report

@@ -1,0 +1,94 @@
+"""Public rows that may be released instead of the loop's (``public_use`` ``"reweight"`` and
+``"margins"``, issue 19): what ``synthesize`` does before and after the loop for them.
+
+Before the loop (:meth:`PublicRelease.before_loop`): ``"margins"`` measures the one-way margins
+and checks the public table against independence (:func:`~polars_rap.public_margins.public_first_margins`,
+only where :func:`~polars_rap.public_margins.margins_share` is not 0); then, when a candidate
+will exist (``"reweight"``, or ``"margins"`` measured and passed), the final check's budget is
+charged. After the loop (:meth:`PublicRelease.after_loop`): the candidates are drawn and the
+check releases one of them or the loop's rows (:func:`~polars_rap.public_reweight.checked_release`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polars_rap.domain import Domain
+from polars_rap.privacy import PrivacyLedger
+from polars_rap.public_margins import (
+    MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
+)
+from polars_rap.public_reweight import (
+    CHECK_SHARE, MAX_CANDIDATE_ROWS, candidate_rows, charge_check, checked_release, raked_candidates,
+)
+from polars_rap.queries import QuerySet
+
+__all__ = ["PublicRelease"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PublicRelease:
+    """The public rows' releases of one synthesis: ``uses`` (the run's public uses), the
+    encoded public ``table``, the ``domain``; ``counts`` (:class:`MarginCounts`, read in the pass
+    over the rows when ``"margins"`` is used, else None); filled by :meth:`before_loop`:
+    ``margins`` (the released margins, or None), ``check_rho`` (the final check's budget, 0
+    without one) and ``record`` (the report's fields)."""
+
+    uses: tuple[str, ...]
+    table: object
+    domain: Domain
+    counts: MarginCounts | None = None
+    margins: list | None = None
+    check_rho: float = 0.0
+    record: dict = field(default_factory=dict)
+
+    @classmethod
+    def for_uses(cls, uses, table, domain: Domain) -> PublicRelease:
+        return cls(tuple(uses), table, domain, MarginCounts(domain) if "margins" in uses else None)
+
+    def before_loop(self, queries: QuerySet, true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int,
+                    draw_rows: int, ledger: PrivacyLedger, backend, noise_rng, candidate_rng) -> None:
+        """Measure the margins where they are wanted (``draw_rows`` public rows for their check,
+        ``candidate_rng``), then charge the final check when a candidate will exist."""
+        share = 0.0 if self.counts is None else margins_share(self.domain, n_rows, ledger.rho_remaining)
+        if share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
+            margins_check = CHECK_SHARE * ledger.rho_remaining
+            self.margins, self.record = public_first_margins(
+                self.counts, self.table, self.domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
+                share * (ledger.rho_remaining - margins_check), ledger, backend, noise_rng,
+                int(min(draw_rows, MAX_CANDIDATE_ROWS)), candidate_rng)
+        if self.counts is not None:  # what they charged and their noise (none when skipped): no value of theirs
+            self.record.update(
+                margins_rho=math.fsum(e.rho for e in ledger.events if e.description.startswith("public margins: ")),
+                margins_noise_std=dict(zip(margin_names(self.domain), (std for _, std in self.margins or ()),
+                                           strict=False)))
+            if share == 0:
+                logger.info("public_use 'margins': not measured, the loop's budget measures them to %.3g per "
+                            "cell itself; the loop's rows are released", MARGIN_STD)
+        if "reweight" in self.uses or self.margins is not None:  # held out of the loop; drawn after it
+            self.check_rho = CHECK_SHARE * ledger.rho_remaining
+            charge_check(ledger, self.check_rho)
+
+    def after_loop(self, relaxed: np.ndarray, queries: QuerySet, true_answers: np.ndarray,
+                   l1_sensitivity: np.ndarray, n_rows: int, out_rows: int, backend, noise_rng,
+                   candidate_rng) -> tuple[np.ndarray, dict | None]:
+        """(the relaxed rows to release, the report's record or None): the loop's ``relaxed`` rows
+        and the candidates through the final check, when one was charged."""
+        if self.check_rho > 0:
+            candidates, effective = {}, {}
+            size = candidate_rows(out_rows, relaxed)
+            if "reweight" in self.uses:
+                candidates, effective = raked_candidates(self.table, relaxed, self.domain, size, candidate_rng)
+            if self.margins is not None:
+                candidates["measured"], effective["measured"] = measured_candidate(
+                    self.table, self.margins, self.domain, size, candidate_rng)
+            relaxed, checked = checked_release(relaxed, candidates, effective, queries, true_answers, l1_sensitivity,
+                                               n_rows, self.check_rho, backend, noise_rng)
+            self.record.update(checked)
+        return relaxed, (self.record or None)
