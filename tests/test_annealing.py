@@ -144,6 +144,20 @@ def test_the_noise_check_sees_an_annealed_step_s_first_round() -> None:
         planning.check_rows_against_noise(needed - 1, rho, annealed, share, 1, selection_share, 1.0)
 
 
+def test_loop_rho_needed_is_where_the_noise_check_starts_refusing() -> None:
+    """At ``loop_rho_needed`` the thinnest measurement's std is MAX_NOISE_STD to rounding: a
+    rho 1% above it passes the row check, 1% below is refused."""
+    selection_share, t0, n = 0.5, 10, 5_000
+    plan = [Step("CM", 2.0, 1, t0), Step("LT", 1.0, 3)]
+    share = {("CM", False): 0.5, ("LT", False): 0.25}
+    needed = planning.loop_rho_needed(n, plan, share, selection_share)
+    thinnest = min(2 / 3 * (1 - selection_share) / t0 * 0.5, 1 / 3 * (1 - selection_share) * 0.25)
+    assert math.isclose(needed, 1.0 / (n**2 * planning.MAX_NOISE_STD**2 * thinnest), rel_tol=1e-12)
+    planning.check_rows_against_noise(n, needed * 1.01, plan, share, 3, selection_share, 1.0)
+    with pytest.raises(DataError, match="rows are too few"):
+        planning.check_rows_against_noise(n, needed * 0.99, plan, share, 3, selection_share, 1.0)
+
+
 # ------------------------------------------------------------------ the rounds, on a stub
 class _Version:
     """Stand-in relaxed parameters: the projection's count so far (the stub backend's answers

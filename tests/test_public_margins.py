@@ -13,7 +13,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
-    FIRST_PART, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, combined,
+    FIRST_PART, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, combined,
     independent_rows, margin_names, margins_share, measured_candidate, measured_margins, release_margins,
     shrunk_margin,
 )
@@ -275,6 +275,43 @@ def test_margins_the_budget_already_knows_are_not_measured_and_the_run_is_the_on
     record = skipped.report.public_data
     assert record["margins_rho"] == 0.0 and record["margins_noise_std"] == {} and "reweight_released" not in record
     assert "its margins were not measured" in skipped.report.summary()
+
+
+def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(private, public, declared):
+    """With few rows at a small epsilon the loop's plan needs more than the margins would leave
+    it: they take less, or nothing; the run then goes as without them instead of refusing the
+    rows (at 1,500 rows and epsilon 0.4 the plan needs about a fifth of the budget, so the
+    margins, which would take 80%, stop at what leaves the loop LOOP_RESERVE times that)."""
+    from polars_rap.planning import loop_rho_needed
+    from polars_rap import public_release
+
+    seen = {}
+    original = public_release.public_first_margins
+
+    def spy(counts, table, domain, queries, true_answers, l1, n_rows, check_rho, rho, ledger, *rest):
+        seen.update(rho=rho, remaining=ledger.rho_remaining, check=check_rho)
+        return original(counts, table, domain, queries, true_answers, l1, n_rows, check_rho, rho, ledger, *rest)
+
+    floors = {}
+    original_needed = loop_rho_needed
+
+    def needed(*args):
+        floors["floor"] = original_needed(*args)
+        return floors["floor"]
+
+    with mock.patch.object(public_release, "public_first_margins", spy), \
+            mock.patch("polars_rap.mechanism.loop_rho_needed", needed):
+        result = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
+    budget = result.report.rho_budget
+    tie_share = result.report.parameters["strategy"].get("tie_share", 0.0)
+    floor = floors["floor"] / (1.0 - tie_share)
+    assert 0.1 * budget < floor < 0.4 * budget
+    left = (seen["remaining"] - seen["check"]) * (1 - CHECK_SHARE) - LOOP_RESERVE * floor
+    assert seen["rho"] == left < MAX_SHARE * (seen["remaining"] - seen["check"])
+    with mock.patch("polars_rap.mechanism.loop_rho_needed", lambda *args: budget):  # the loop needs it all
+        skipped = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
+    assert skipped.report.public_data["margins_rho"] == 0.0
+    assert not any(e.description.startswith("public margins") for e in skipped.report.events)
 
 
 def test_margins_and_reweight_offer_three_candidates_to_one_check(private, declared):

@@ -43,7 +43,7 @@ from polars_rap.inference import infer_declarations, inference_requests, needs_a
 from polars_rap.numeric_pairs import fitted_ties
 from polars_rap.numeric_ties import TieSums, release_ties, tie_layout, tie_noise_std
 from polars_rap.parameters import check_int, check_memory, check_share, check_synthesis_parameters
-from polars_rap.planning import check_rows_against_noise, smallest_share, workload_and_plan
+from polars_rap.planning import check_rows_against_noise, loop_rho_needed, smallest_share, workload_and_plan
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.projection import ProjectionConfig, RelaxedParams
 from polars_rap.public_labels import LabelModel, check_label_use, label_model_for_release, label_noise_std
@@ -348,8 +348,10 @@ def synthesize(
     out_rows = n_rows if rows is None else int(rows)
     l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
     # "margins" measured (where the budget is small) and the public check charged: before the loop
-    public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, max(out_rows, relaxed_rows), ledger,
-                               backend_module, noise_rng, reweight_rng)
+    thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
+    loop_floor = loop_rho_needed(n_rows, plan, thinnest, selection_share) / (1.0 - tie_share)  # the ties come first
+    public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, max(out_rows, relaxed_rows), loop_floor,
+                               ledger, backend_module, noise_rng, reweight_rng)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None:
@@ -360,7 +362,6 @@ def synthesize(
         else:
             logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
                         tie_std, cap)
-    thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
                               selection_share, epsilon)
     if delta >= 1.0 / n_rows:

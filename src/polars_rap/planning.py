@@ -28,7 +28,7 @@ from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.strategy import Strategy
 from polars_rap.workload import build_workload
 
-__all__ = ["MAX_NOISE_STD", "check_rows_against_noise", "smallest_share", "workload_and_plan"]
+__all__ = ["MAX_NOISE_STD", "check_rows_against_noise", "loop_rho_needed", "smallest_share", "workload_and_plan"]
 
 MAX_NOISE_STD = 0.5
 """Largest planned noise std of a measured answer (a fraction in [0, 1]) a run accepts."""
@@ -131,6 +131,29 @@ def _smallest_group_share(queries: QuerySet, query_class: str, outright: bool, k
     return float(group_shares(worst, size_exponent)[0])
 
 
+def _thinnest_part(plan: Sequence[Step], smallest_share: Mapping[tuple[str, bool], float],
+                   selection_share: float) -> float:
+    """The part of the loop's rho that its most thinly spread measurement gets (see
+    :func:`check_rows_against_noise`)."""
+    total = math.fsum(step.weight for step in plan)
+    part = min(
+        step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
+        / (step.annealed_rounds or 1) * smallest_share[step.query_class, step.outright]
+        for step in plan
+    )
+    for step in plan:
+        if step.annealed and step.margin_reserve > 0 and ("BM", True) in smallest_share:
+            part = min(part, step.weight / total * step.margin_reserve * smallest_share["BM", True])
+    return part
+
+
+def loop_rho_needed(n_rows: int, plan: Sequence[Step], smallest_share: Mapping[tuple[str, bool], float],
+                    selection_share: float) -> float:
+    """The least rho with which :func:`check_rows_against_noise` lets the plan run: its most
+    thinly spread measurement's noise std is then exactly :data:`MAX_NOISE_STD` (public)."""
+    return 1.0 / (float(n_rows) ** 2 * MAX_NOISE_STD**2 * _thinnest_part(plan, smallest_share, selection_share))
+
+
 def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
                               smallest_share: Mapping[tuple[str, bool], float], queries_per_round: int,
                               selection_share: float, epsilon: float) -> None:
@@ -146,15 +169,7 @@ def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
     reserve`` over their number. The plan's most thinly spread measurement is checked. Answers
     are fractions in [0, 1]: past a std of 0.5 nothing can be learned. The row count is public.
     """
-    total = math.fsum(step.weight for step in plan)
-    rho_group = min(
-        rho * step.weight / total * (1.0 if step.outright else 1.0 - selection_share)
-        / (step.annealed_rounds or 1) * smallest_share[step.query_class, step.outright]
-        for step in plan
-    )
-    for step in plan:
-        if step.annealed and step.margin_reserve > 0 and ("BM", True) in smallest_share:
-            rho_group = min(rho_group, rho * step.weight / total * step.margin_reserve * smallest_share["BM", True])
+    rho_group = rho * _thinnest_part(plan, smallest_share, selection_share)
     noise_std = 1.0 / (n_rows * math.sqrt(rho_group))
     if noise_std > MAX_NOISE_STD:
         minimum = math.ceil(1.0 / (MAX_NOISE_STD * math.sqrt(rho_group)))

@@ -45,9 +45,9 @@ from polars_rap.privacy import PrivacyEvent, PrivacyLedger, gaussian_mechanism
 from polars_rap.public_reweight import choose_release, margin_cells, rake, reweighted_candidate
 from polars_rap.queries import CLASS_CODES, QuerySet
 
-__all__ = ["FIRST_PART", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT", "MarginCounts",
-           "combined", "independent_rows", "margin_names", "margins_share", "measured_candidate", "measured_margins",
-           "public_first_margins", "release_margins", "shrunk_margin"]
+__all__ = ["FIRST_PART", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT",
+           "MarginCounts", "combined", "independent_rows", "margin_names", "margins_share", "measured_candidate",
+           "measured_margins", "public_first_margins", "release_margins", "shrunk_margin"]
 
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
@@ -70,6 +70,11 @@ to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 wit
 budget (``bench/results/public_margins_probe.md``): weight 1, mixed-marginal error 0.69x the run
 without a public table, LT 0.86x; 3, 0.60x and 0.76x; 4, 0.60x and 0.77x; 6, 0.59x and 0.77x;
 CM 0.57x / 0.58x / 0.59x / 0.61x."""
+LOOP_RESERVE = 2.0
+"""The margins leave the loop at least this many times the budget below which its plan's noise
+would swamp every answer (:func:`~polars_rap.planning.loop_rho_needed`): on a small table at a
+small ε they take less than :func:`margins_share` says, or nothing, rather than leave a loop that
+cannot run. Acs-income-CA at ε = 0.1 (the loop needs 6% of the budget) keeps the 80% cap."""
 FIRST_PART = 0.25
 """Part of the margins' share measured before the public table's associations are checked
 (:func:`public_first_margins`); the rest is measured only if they pass."""

@@ -20,7 +20,7 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.privacy import PrivacyLedger
 from polars_rap.public_margins import (
-    MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
+    LOOP_RESERVE, MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
 )
 from polars_rap.public_reweight import (
     CHECK_SHARE, MAX_CANDIDATE_ROWS, candidate_rows, charge_check, checked_release, raked_candidates,
@@ -53,16 +53,23 @@ class PublicRelease:
         return cls(tuple(uses), table, domain, MarginCounts(domain) if "margins" in uses else None)
 
     def before_loop(self, queries: QuerySet, true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int,
-                    draw_rows: int, ledger: PrivacyLedger, backend, noise_rng, candidate_rng) -> None:
+                    draw_rows: int, loop_floor: float, ledger: PrivacyLedger, backend, noise_rng,
+                    candidate_rng) -> None:
         """Measure the margins where they are wanted (``draw_rows`` public rows for their check,
-        ``candidate_rng``), then charge the final check when a candidate will exist."""
+        ``candidate_rng``), leaving the loop at least ``loop_floor`` times
+        :data:`~polars_rap.public_margins.LOOP_RESERVE` of rho (``loop_floor``: the least its
+        plan runs with, :func:`~polars_rap.planning.loop_rho_needed`, public), then charge the
+        final check when a candidate will exist."""
         share = 0.0 if self.counts is None else margins_share(self.domain, n_rows, ledger.rho_remaining)
-        if share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
-            margins_check = CHECK_SHARE * ledger.rho_remaining
+        margins_check = CHECK_SHARE * ledger.rho_remaining
+        rho = min(share * (ledger.rho_remaining - margins_check),  # what the loop may give: both checks, its floor
+                  (ledger.rho_remaining - margins_check) * (1.0 - CHECK_SHARE) - LOOP_RESERVE * loop_floor)
+        if share > 0 and rho <= 0:
+            logger.info("public_use 'margins': not measured, the loop needs the whole budget at these rows")
+        elif share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
             self.margins, self.record = public_first_margins(
                 self.counts, self.table, self.domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
-                share * (ledger.rho_remaining - margins_check), ledger, backend, noise_rng,
-                int(min(draw_rows, MAX_CANDIDATE_ROWS)), candidate_rng)
+                rho, ledger, backend, noise_rng, int(min(draw_rows, MAX_CANDIDATE_ROWS)), candidate_rng)
         if self.counts is not None:  # what they charged and their noise (none when skipped): no value of theirs
             self.record.update(
                 margins_rho=math.fsum(e.rho for e in ledger.events if e.description.startswith("public margins: ")),
