@@ -221,6 +221,13 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "Puerto Rico's runs lost more to their first tenth (MM 0.90x / 1.27x, LT 0.77x / 1.31x; 80%: 1.03x / "
         "1.03x, 0.92x / 1.09x). The cap stays at 80%.",
     ),
+    "public_margins": (
+        "`public_use=[\"margins\"]` as it stands (the numbers the README gives): the rows at ε = 0.1 and 0.25 "
+        "are `public_margins_first_part.csv`'s (a worktree at `a641887` with a tenth first: today's code but the "
+        "loop's floor, which leaves CA's share at 78.4% at ε = 0.1, as before), those at ε = 1 were run at "
+        "`532c305` and equal the run without a public table to the last digit (the margins are not measured). "
+        "2-core AMD EPYC, alone.",
+    ),
 }
 """Paragraphs on what a results file showed, by its stem (added below its table)."""
 EPSILONS = (0.1, 0.25, 1.0)
