@@ -7,9 +7,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-import polars_rap
-from polars_rap import DataError, ProjectionConfig, privacy, public_margins
-from polars_rap.domain import Domain
+from polars_rap import DataError, privacy, public_margins
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
@@ -20,35 +18,13 @@ from polars_rap.public_margins import (
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake
 
+import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
+from public_rows import run
+
+declared, domain = public_rows.declared, public_rows.domain  # the shared fixtures: they read COLUMNS
+private, public = public_rows.private, public_rows.public
+
 COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "JWMNP", "PINCP_gt_50000"]
-LABELS = ["PINCP_gt_50000"]
-FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
-            projection=ProjectionConfig(max_steps=8), progress=False)
-
-
-@pytest.fixture(scope="module")
-def declared(task):
-    return {name: task.domain[name] for name in COLUMNS}
-
-
-@pytest.fixture(scope="module")
-def private(task):
-    return task.frame.select(COLUMNS).sample(1500, seed=3)
-
-
-@pytest.fixture(scope="module")
-def public(task):
-    return task.frame.select(COLUMNS).sample(1200, seed=11)
-
-
-@pytest.fixture(scope="module")
-def domain(private, declared):
-    return Domain.from_mapping(private.schema, declared, LABELS)
-
-
-def run(private, declared, **options):
-    return polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS,
-                                 **{"epsilon": 1.0, "seed": 0, **FAST, **options})
 
 
 # ------------------------------------------------------------------ the margins and their counts

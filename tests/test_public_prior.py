@@ -24,39 +24,15 @@ from polars_rap.public_targets import PublicPrior, james_stein_toward
 from polars_rap.queries import QueryClass
 from polars_rap.workload import build_workload
 
+import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
 from plans import OUTRIGHT  # tests/plans.py
+from public_rows import FAST, LABELS, run
+
+declared, domain = public_rows.declared, public_rows.domain  # the shared fixtures: they read COLUMNS
+private, public = public_rows.private, public_rows.public
 
 COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "PINCP_gt_50000"]
-LABELS = ["PINCP_gt_50000"]
-FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
-            projection=ProjectionConfig(max_steps=8), progress=False)
 RECORD_KEYS = {"rows", "sha256", "columns", "filled_columns", "uses", "rho_charged"}
-
-
-@pytest.fixture(scope="module")
-def declared(task):
-    return {name: task.domain[name] for name in COLUMNS}
-
-
-@pytest.fixture(scope="module")
-def private(task):
-    return task.frame.select(COLUMNS).sample(1500, seed=3)
-
-
-@pytest.fixture(scope="module")
-def public(task):
-    """Rows of the same table that are not in ``private``: a matched public table."""
-    return task.frame.select(COLUMNS).sample(1200, seed=11)
-
-
-@pytest.fixture(scope="module")
-def domain(private, declared):
-    return Domain.from_mapping(private.schema, declared, LABELS)
-
-
-def run(private, declared, **options):
-    return polars_rap.synthesize(private, epsilon=1.0, delta=1e-7, domain=declared, labels=LABELS,
-                                 seed=0, **{**FAST, **options})
 
 
 # ------------------------------------------------------------------ validation

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import DataError, ProjectionConfig
+from polars_rap import DataError
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
 from polars_rap.privacy import PrivacyLedger
@@ -24,40 +24,18 @@ from polars_rap.queries import CLASS_CODES
 from polars_rap.selection_scores import selection_scores
 from polars_rap.workload import build_workload, group_sensitivities
 
+import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
+from public_rows import LABELS, run
+
+declared, domain = public_rows.declared, public_rows.domain  # the shared fixtures: they read COLUMNS
+private, public = public_rows.private, public_rows.public
+
 COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "JWMNP", "PINCP_gt_50000"]
-LABELS = ["PINCP_gt_50000"]
-FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
-            projection=ProjectionConfig(max_steps=8), progress=False)
-
-
-@pytest.fixture(scope="module")
-def declared(task):
-    return {name: task.domain[name] for name in COLUMNS}
-
-
-@pytest.fixture(scope="module")
-def private(task):
-    return task.frame.select(COLUMNS).sample(1500, seed=3)
-
-
-@pytest.fixture(scope="module")
-def public(task):
-    return task.frame.select(COLUMNS).sample(1200, seed=11)
-
-
-@pytest.fixture(scope="module")
-def domain(private, declared):
-    return Domain.from_mapping(private.schema, declared, LABELS)
 
 
 @pytest.fixture(scope="module")
 def encoded(public, declared, domain):
     return read_public(open_public(public, declared, COLUMNS), domain)
-
-
-def run(private, declared, **options):
-    return polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS,
-                                 **{"epsilon": 1.0, "seed": 0, **FAST, **options})
 
 
 # ------------------------------------------------------------------ raking and the candidate rows
