@@ -208,8 +208,8 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "Ablation: the margins' cap at 95% of the loop's budget instead of 80% (a worktree at `7ae593d` with "
         "`MAX_SHARE = 0.95`, a quarter first, before the loop's floor existed; the `none` rows are "
         "`public_margins_first.csv`'s). At ε = 0.1 with the other states' rows all 3 runs were refused: the loop, "
-        "left 5% of the budget, failed the row check (27,540 rows too few: noise std 0.55 > 0.5). At ε = 0.25 the released rows scored CM 0.57x, MM 0.59x, LT 0.77x of none (80%: "
-        "0.63x, 0.68x, 0.87x). Since then the margins leave the loop twice what its plan needs "
+        "left 5% of the budget, failed the row check (27,540 rows too few: noise std 0.55 > 0.5). At ε = 0.25 "
+        "the released rows scored CM 0.57x, MM 0.59x, LT 0.77x of none (80%: 0.63x, 0.68x, 0.87x). Since then the margins leave the loop twice what its plan needs "
         "(`LOOP_RESERVE`), and `public_margins_cap95.md` tries the cap again.",
     ),
     "public_margins_cap95": (
