@@ -76,9 +76,10 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", 
   closer to the real ones (:mod:`polars_rap.public_reweight`); the
   public table must hold every column;
 - ``"margins"``: before the loop, the one-way margins are measured (up to 80% of the loop's
-  budget, less the larger ε), and the public rows raked to them, each pulled toward the public
-  table's own by a James-Stein factor, join that check as one more candidate
-  (:mod:`polars_rap.public_margins`); the public table must hold every column.
+  budget, less the larger ε, none where the loop's own budget knows them); the public rows raked
+  to them, each pulled toward the public table's own by a James-Stein factor, are first checked
+  against every column independent on a tenth of them, and if they pass join that check as one
+  more candidate (:mod:`polars_rap.public_margins`); the public table must hold every column.
 """
 DEFAULT_PUBLIC_USES = ("init",)
 """The uses when ``public_use`` is not given and the labels are not all in the public table (or
