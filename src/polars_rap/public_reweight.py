@@ -38,6 +38,7 @@ from polars_rap.queries import CLASS_CODES, QuerySet
 from polars_rap.samplers import words_from
 from polars_rap.selection import exponential_top_k, selection_epsilon
 from polars_rap.selection_scores import selection_scores
+from polars_rap.transforms import equal_bin
 
 __all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "candidate_rows",
            "charge_check", "check_columns", "check_groups", "checked_release", "choose_release", "crossed_cells",
@@ -80,9 +81,9 @@ def check_columns(missing: Sequence[str], use: str = "reweight") -> None:
 
 
 def _numeric_cells(values: np.ndarray, n_cells: int = NUMERIC_CELLS) -> np.ndarray:
-    """int64: each value's cell of ``n_cells`` equal cells of ``[0, 1]`` (clipped; NaN in cell 0)."""
-    scaled = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), 0.0, 1.0) * n_cells
-    return np.minimum(np.floor(scaled), n_cells - 1).astype(np.int64)
+    """int64: each value's cell of ``n_cells`` equal cells of ``[0, 1]`` (:func:`~polars_rap.transforms.equal_bin`;
+    NaN in cell 0)."""
+    return equal_bin(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0), n_cells)
 
 
 def margin_cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
