@@ -35,14 +35,15 @@ Measured on acs-income-CA with the other states' rows and Puerto Rico's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
-from polars_rap.privacy import PrivacyEvent, PrivacyLedger, gaussian_mechanism
-from polars_rap.public_reweight import choose_release, margin_cells, rake, reweighted_candidate
+from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
+from polars_rap.public_reweight import charge_check, choose_release, margin_cells, rake, reweighted_candidate
 from polars_rap.queries import CLASS_CODES, QuerySet
 
 __all__ = ["FIRST_PART", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT",
@@ -201,14 +202,20 @@ def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
     return cells, targets
 
 
+def _raked_rows(public_table, cells: list[np.ndarray], targets: list[np.ndarray], domain: Domain, n_rows: int,
+                rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """(float32[n_rows, n_coords] relaxed rows, effective rows ``1 / sum(w^2)``): ``n_rows``
+    public rows drawn by their weights raked to :func:`measured_margins`' ``cells`` and ``targets``."""
+    weights = rake(cells, targets)
+    rows = reweighted_candidate(public_table.codes, public_table.numerics, weights, n_rows, domain, rng)
+    return rows, round(float(1.0 / np.square(weights).sum()), 1)
+
+
 def measured_candidate(public_table, released: list[tuple[np.ndarray, float]], domain: Domain, n_rows: int,
                        rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """(float32[n_rows, n_coords] relaxed rows, effective rows ``1 / sum(w^2)``): ``n_rows``
     public rows drawn by their weights raked to :func:`measured_margins`."""
-    cells, targets = measured_margins(public_table, released, domain)
-    weights = rake(cells, targets)
-    rows = reweighted_candidate(public_table.codes, public_table.numerics, weights, n_rows, domain, rng)
-    return rows, round(float(1.0 / np.square(weights).sum()), 1)
+    return _raked_rows(public_table, *measured_margins(public_table, released, domain), domain, n_rows, rng)
 
 
 def independent_rows(targets: list[np.ndarray], domain: Domain) -> np.ndarray:
@@ -244,21 +251,24 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
     Rico's rows raked to CA's true margins score CM 0.0045, independence 0.0023, the other
     states' 0.00043: ``bench/results/public_margins_probe.md``), and the rest of ``rho`` stays
     with the loop. Otherwise the rest measures the margins again, and the two releases are
-    combined (:func:`combined`). ``rng`` draws the noise."""
-    ledger.charge(PrivacyEvent("exponential", check_rho, "public margins check: the public table's associations "
-                                                         "or none (every column independent)"))
+    combined (:func:`combined`). ``rng`` draws the noise. The record holds the check's rho, its
+    outcome and ``margins_rho``, what the margins charged (the sum of their events)."""
+    charge_check(ledger, check_rho, "public margins check: the public table's associations or none (every column "
+                                    "independent)")
+    charged = len(ledger.events)
     first = release_margins(counts, n_rows, FIRST_PART * rho, ledger, rng, " (first part)")
     groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
     passed = True
     if len(groups):
         cells, targets = measured_margins(public_table, first, domain)
-        public_rows = reweighted_candidate(public_table.codes, public_table.numerics, rake(cells, targets), size,
-                                           domain, candidate_rng)
+        public_rows, _ = _raked_rows(public_table, cells, targets, domain, size, candidate_rng)
         scored = queries.take_groups(groups)
         answers = [backend.answers_relaxed(x, scored, np.inf) for x in (public_rows, independent_rows(targets, domain))]
         passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng) == 0
-    record = {"margins_check_rho": check_rho, "margins_check_passed": bool(passed)}
-    if not passed:
-        return None, record
-    second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
-    return combined(first, second), record
+    released = None
+    if passed:
+        second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
+        released = combined(first, second)
+    record = {"margins_check_rho": check_rho, "margins_check_passed": bool(passed),
+              "margins_rho": math.fsum(event.rho for event in ledger.events[charged:])}  # the margins' charges
+    return released, record

@@ -12,7 +12,6 @@ check releases one of them or the loop's rows (:func:`~polars_rap.public_reweigh
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,10 +70,9 @@ class PublicRelease:
                 self.counts, self.table, self.domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
                 rho, ledger, backend, noise_rng, int(min(draw_rows, MAX_CANDIDATE_ROWS)), candidate_rng)
         if self.counts is not None:  # what they charged and their noise (none when skipped): no value of theirs
-            self.record.update(
-                margins_rho=math.fsum(e.rho for e in ledger.events if e.description.startswith("public margins: ")),
-                margins_noise_std=dict(zip(margin_names(self.domain), (std for _, std in self.margins or ()),
-                                           strict=False)))
+            self.record.setdefault("margins_rho", 0.0)
+            self.record["margins_noise_std"] = dict(zip(margin_names(self.domain),
+                                                        (std for _, std in self.margins or ()), strict=False))
             if share == 0:
                 logger.info("public_use 'margins': not measured, the loop's budget measures them to %.3g per "
                             "cell itself; the loop's rows are released", MARGIN_STD)

@@ -247,11 +247,15 @@ def disputed_groups(candidate_answers: Sequence[np.ndarray], sizes: np.ndarray, 
     return np.sort(np.argsort(-distance, kind="stable")[:keep])
 
 
-def charge_check(ledger: PrivacyLedger, rho: float) -> PrivacyEvent:
-    """Charge the check's ``rho`` now, before the loop spends the rest (zCDP composes in any
-    order; the draw comes after the loop, :func:`choose_release`)."""
-    event = PrivacyEvent("exponential", rho, "public table check: the loop's rows or the reweighted "
-                                             "public rows (drawn after the loop)")
+FINAL_CHECK = "public table check: the loop's rows or the reweighted public rows (drawn after the loop)"
+"""The ledger's description of the final check (:func:`choose_release` after the loop)."""
+
+
+def charge_check(ledger: PrivacyLedger, rho: float, description: str = FINAL_CHECK) -> PrivacyEvent:
+    """Charge a check's ``rho`` (an exponential mechanism's, :func:`choose_release`) now: the
+    final one before the loop spends the rest (zCDP composes in any order; its draw comes after
+    the loop), or ``"margins"``' check against independence before the rest of the margins."""
+    event = PrivacyEvent("exponential", rho, description)
     ledger.charge(event)
     return event
 
