@@ -51,7 +51,7 @@ from polars_rap.public_prior import (
     PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public,
 )
 from polars_rap.public_release import PublicRelease
-from polars_rap.public_reweight import check_columns
+from polars_rap.public_reweight import candidate_rows, check_columns
 from polars_rap.public_targets import PublicPrior
 from polars_rap.queries import QuerySet
 from polars_rap.release import build_report
@@ -350,8 +350,8 @@ def synthesize(
     # "margins" measured (where the budget is small) and the public check charged: before the loop
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     loop_floor = loop_rho_needed(n_rows, plan, thinnest, selection_share) / (1.0 - tie_share)  # the ties come first
-    public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, max(out_rows, relaxed_rows), loop_floor,
-                               ledger, backend_module, noise_rng, reweight_rng)
+    public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, candidate_rows(out_rows, relaxed_rows),
+                               loop_floor, ledger, backend_module, noise_rng, reweight_rng)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None:
@@ -385,7 +385,7 @@ def synthesize(
     relaxed = record.params.relaxed()
     # the public rows raked to the loop's or the measured margins, released if the check prefers them
     relaxed, reweight_record = public_release.after_loop(relaxed, queries, true_answers, l1_sensitivity, n_rows,
-                                                         out_rows, backend_module, noise_rng, reweight_rng)
+                                                         backend_module, noise_rng, reweight_rng)
     del true_answers
 
     # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report

@@ -22,7 +22,7 @@ from polars_rap.public_margins import (
     LOOP_RESERVE, MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
 )
 from polars_rap.public_reweight import (
-    CHECK_SHARE, MAX_CANDIDATE_ROWS, candidate_rows, charge_check, checked_release, raked_candidates,
+    CHECK_SHARE, charge_check, checked_release, raked_candidates,
 )
 from polars_rap.queries import QuerySet
 
@@ -36,6 +36,7 @@ class PublicRelease:
     """The public rows' releases of one synthesis: ``uses`` (the run's public uses), the
     encoded public ``table``, the ``domain``; ``counts`` (:class:`MarginCounts`, read in the pass
     over the rows when ``"margins"`` is used, else None); filled by :meth:`before_loop`:
+    ``size`` (the rows a public candidate draws, :func:`~polars_rap.public_reweight.candidate_rows`),
     ``margins`` (the released margins, or None), ``check_rho`` (the final check's budget, 0
     without one) and ``record`` (the report's fields)."""
 
@@ -43,6 +44,7 @@ class PublicRelease:
     table: object
     domain: Domain
     counts: MarginCounts | None = None
+    size: int = 0
     margins: list | None = None
     check_rho: float = 0.0
     record: dict = field(default_factory=dict)
@@ -52,13 +54,14 @@ class PublicRelease:
         return cls(tuple(uses), table, domain, MarginCounts(domain) if "margins" in uses else None)
 
     def before_loop(self, queries: QuerySet, true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int,
-                    draw_rows: int, loop_floor: float, ledger: PrivacyLedger, backend, noise_rng,
+                    size: int, loop_floor: float, ledger: PrivacyLedger, backend, noise_rng,
                     candidate_rng) -> None:
-        """Measure the margins where they are wanted (``draw_rows`` public rows for their check,
-        ``candidate_rng``), leaving the loop at least ``loop_floor`` times
+        """Measure the margins where they are wanted (``size`` public rows, every candidate's,
+        for their check, ``candidate_rng``), leaving the loop at least ``loop_floor`` times
         :data:`~polars_rap.public_margins.LOOP_RESERVE` of rho (``loop_floor``: the least its
         plan runs with, :func:`~polars_rap.planning.loop_rho_needed`, public), then charge the
         final check when a candidate will exist."""
+        self.size = size
         share = 0.0 if self.counts is None else margins_share(self.domain, n_rows, ledger.rho_remaining)
         margins_check = CHECK_SHARE * ledger.rho_remaining
         rho = min(share * (ledger.rho_remaining - margins_check),  # what the loop may give: both checks, its floor
@@ -68,7 +71,7 @@ class PublicRelease:
         elif share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
             self.margins, self.record = public_first_margins(
                 self.counts, self.table, self.domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
-                rho, ledger, backend, noise_rng, int(min(draw_rows, MAX_CANDIDATE_ROWS)), candidate_rng)
+                rho, ledger, backend, noise_rng, size, candidate_rng)
         if self.counts is not None:  # what they charged and their noise (none when skipped): no value of theirs
             self.record.setdefault("margins_rho", 0.0)
             self.record["margins_noise_std"] = dict(zip(margin_names(self.domain),
@@ -81,18 +84,17 @@ class PublicRelease:
             charge_check(ledger, self.check_rho)
 
     def after_loop(self, relaxed: np.ndarray, queries: QuerySet, true_answers: np.ndarray,
-                   l1_sensitivity: np.ndarray, n_rows: int, out_rows: int, backend, noise_rng,
+                   l1_sensitivity: np.ndarray, n_rows: int, backend, noise_rng,
                    candidate_rng) -> tuple[np.ndarray, dict | None]:
         """(the relaxed rows to release, the report's record or None): the loop's ``relaxed`` rows
         and the candidates through the final check, when one was charged."""
         if self.check_rho > 0:
             candidates, effective = {}, {}
-            size = candidate_rows(out_rows, relaxed)
             if "reweight" in self.uses:
-                candidates, effective = raked_candidates(self.table, relaxed, self.domain, size, candidate_rng)
+                candidates, effective = raked_candidates(self.table, relaxed, self.domain, self.size, candidate_rng)
             if self.margins is not None:
                 candidates["measured"], effective["measured"] = measured_candidate(
-                    self.table, self.margins, self.domain, size, candidate_rng)
+                    self.table, self.margins, self.domain, self.size, candidate_rng)
             relaxed, checked = checked_release(relaxed, candidates, effective, queries, true_answers, l1_sensitivity,
                                                n_rows, self.check_rho, backend, noise_rng)
             self.record.update(checked)

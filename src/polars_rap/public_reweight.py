@@ -294,9 +294,10 @@ def raking_targets(public_table, relaxed: np.ndarray, domain: Domain) -> dict[st
     return targets
 
 
-def candidate_rows(out_rows: int, relaxed: np.ndarray) -> int:
-    """Rows a public candidate draws: ``min(max(out_rows, len(relaxed)),`` :data:`MAX_CANDIDATE_ROWS` ``)``."""
-    return int(min(max(out_rows, relaxed.shape[0]), MAX_CANDIDATE_ROWS))
+def candidate_rows(out_rows: int, n_relaxed: int) -> int:
+    """Rows a public candidate draws: ``min(max(out_rows, n_relaxed),`` :data:`MAX_CANDIDATE_ROWS` ``)``
+    (``n_relaxed``: the loop's relaxed rows)."""
+    return int(min(max(out_rows, n_relaxed), MAX_CANDIDATE_ROWS))
 
 
 def raked_candidates(public_table, relaxed: np.ndarray, domain: Domain, size: int,
