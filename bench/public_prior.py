@@ -221,6 +221,17 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "Puerto Rico's runs lost more to their first tenth (MM 0.90x / 1.27x, LT 0.77x / 1.31x; 80%: 1.03x / "
         "1.03x, 0.92x / 1.09x). The cap stays at 80%.",
     ),
+    "public_margins_eb": (
+        "Kept: each measured margin pulled toward the public one by an empirical-Bayes factor per cell (a "
+        "deviation's prior variance scales with the cell's public share) instead of one James-Stein factor a "
+        "margin (a worktree at `9912141` with only `shrunk_margin` changed; the `none` rows are "
+        "`public_margins.csv`'s; ε 0.1 and 0.25, ε = 1 measures nothing). The other states' rows: CM 0.38x / "
+        "0.58x of none at ε = 0.1 / 0.25 (was 0.42x / 0.59x; lower on all 6 seeds), MM 0.46x / 0.58x (0.48x / "
+        "0.61x; higher on 2 seeds of 6), LT 0.57x / 0.71x (0.63x / 0.74x), macro F1 0.783 / 0.785. Puerto Rico's "
+        "table failed the check in all 6 runs, as before, with the same errors. Offline, putting the true "
+        "margin in place of one measured margin at a time (`bench/public_margins_probe.py`'s attribution) "
+        "showed the label's two cells carry most of MM's and LT's noise: next.",
+    ),
     "public_margins": (
         "`public_use=[\"margins\"]` as it stands (the numbers the README gives): the rows at ε = 0.1 and 0.25 "
         "are `public_margins_first_part.csv`'s (a worktree at `a641887` with a tenth first: today's code but the "

@@ -1,5 +1,5 @@
 """public_use="margins" (issue 19): the one-way margins measured for the public rows, their
-James-Stein estimates, the raked candidate, and the release's charges against their math."""
+empirical-Bayes estimates, the raked candidate, and the release's charges against their math."""
 
 import math
 from unittest import mock
@@ -107,15 +107,34 @@ def test_the_release_is_the_gaussian_mechanism_on_the_true_shares(private, domai
         assert l2 == math.sqrt(2.0) / n and round((l2 * n) ** 2) == 2 and n_rows == n
 
 
-# ------------------------------------------------------------------ James-Stein
-def test_shrunk_margin_matches_its_formula():
-    public = np.array([0.5, 0.3, 0.2])
-    noisy = np.array([0.62, 0.25, 0.13])
-    std = 0.04
+# ------------------------------------------------------------------ empirical Bayes
+def test_shrunk_margin_matches_its_formula_pulling_small_cells_hardest_and_keeping_cells_the_public_lacks():
+    public = np.array([0.6, 0.3, 0.1, 0.0])
+    noisy = np.array([0.5, 0.35, 0.13, 0.02])
+    std = 0.03
     gap = noisy - public
-    factor = 1 - 3 * std**2 / float(np.sum(gap**2))
-    np.testing.assert_allclose(shrunk_margin(noisy, std, public), public + factor * gap, rtol=1e-12)
-    assert 0 < factor < 1
+    tau2 = (float(np.sum(gap**2)) - 4 * std**2) / 1.0  # the public shares sum to 1
+    factor = tau2 * public / (tau2 * public + std**2)  # 0.87, 0.77, 0.53
+    factor[3] = 1.0  # a cell the public lacks keeps its measurement
+    expected = (public + factor * gap) / (public + factor * gap).sum()
+    np.testing.assert_allclose(shrunk_margin(noisy, std, public), expected, rtol=1e-12)
+    assert 1 > factor[0] > factor[1] > factor[2]
+
+
+def test_shrunk_margin_beats_one_factor_per_margin_when_deviations_scale_with_the_share():
+    """The prior it assumes: 40 cells of very unequal public shares, deviations ~ sqrt(share)."""
+    rng = np.random.default_rng(3)
+    public = rng.dirichlet(np.full(40, 0.3))
+    std, errors = 0.004, {"per cell": [], "one factor": []}
+    for _ in range(200):
+        true = np.clip(public + rng.normal(0, 0.03 * np.sqrt(public)), 0, None)
+        true /= true.sum()
+        noisy = true + rng.normal(0, std, 40)
+        gap = noisy - public
+        one = public + max(0.0, 1 - 40 * std**2 / float(np.sum(gap**2))) * gap
+        errors["per cell"].append(np.abs(shrunk_margin(noisy, std, public) - true).sum())
+        errors["one factor"].append(np.abs(np.clip(one, 0, None) / np.clip(one, 0, None).sum() - true).sum())
+    assert np.mean(errors["per cell"]) < 0.9 * np.mean(errors["one factor"])
 
 
 def test_shrunk_margin_keeps_the_public_margin_within_the_noise_and_the_measurement_beyond_it():

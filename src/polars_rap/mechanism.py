@@ -214,7 +214,7 @@ def synthesize(
         prefers it (:mod:`polars_rap.public_reweight`; the public table must hold every
         column); ``"margins"``, where the budget is small, up to 80% of it measures the one-way
         margins first, the public rows raked to them (each pulled toward the public table's own
-        by a James-Stein factor) are checked against independence, and if they pass they join
+        by an empirical-Bayes factor per cell) are checked against independence, and if they pass they join
         that check as one more candidate (:mod:`polars_rap.public_margins`; every column; for a
         public table of the same population). Only with ``public``.
     output : str or path-like, optional
