@@ -7,8 +7,9 @@ default synthesis with and without the public table (``public_use`` default: ``"
 
 Prints one JSON row per (ε, variant) and appends it to ``bench/results/other_state_check.csv``:
 the suite's evaluation (CM, MM, LT mean errors on the training rows, macro F1 of logistic
-regression on the state's test rows, and on its real training rows), and the run's date (the
-first rows, before the column existed, are from 2026-11-25's default and have none).
+regression on the state's test rows, and on its real training rows), the run's date (the
+first rows, before the column existed, are from 2026-11-25's default and have none) and the
+code's commit (``-dirty`` with uncommitted changes; none before 2026-11-29's empirical-Bayes margins).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from bench.host import git_commit
 from bench.public_prior import state_tables
 from bench.run import RESULTS
 
@@ -38,6 +40,7 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
     public = state_tables(task.frame.columns, but=state, what="the public table")
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     real_f1 = evaluation.ml_utility_for_domain(train, test, task.labels[0], domain)["macro_f1"]
+    commit = git_commit()
     rows = []
     for epsilon in epsilons:
         variants = [("none", {})] if with_none else []
@@ -54,7 +57,7 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
                    "uses": ",".join((result.report.public_data or {}).get("uses", [])),
                    **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
                    "F1": evaluation.ml_utility_for_domain(result.data, test, task.labels[0], domain)["macro_f1"],
-                   "real_F1": real_f1, "seconds": seconds, "date": time.strftime("%Y-%m-%d")}
+                   "real_F1": real_f1, "seconds": seconds, "date": time.strftime("%Y-%m-%d"), "commit": commit}
             record = result.report.public_data or {}
             if "reweight_released" in record:
                 margins = f", {record['reweight_margins']} margins" if record.get("reweight_margins") else ""

@@ -232,6 +232,22 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "margin in place of one measured margin at a time (`bench/public_margins_probe.py`'s attribution) "
         "showed the label's two cells carry most of MM's and LT's noise: next.",
     ),
+    "public_margins_label": (
+        "Kept: a label's margin measured with 8 times a categorical feature's budget (`LABEL_WEIGHT = 8`; a "
+        "worktree at `20704d2`, the empirical-Bayes margins; the `none` rows are `public_margins.csv`'s). The "
+        "other states' rows against `public_margins_eb.md`: MM 0.40x / 0.42x of none at ε = 0.1 / 0.25 (was "
+        "0.46x / 0.58x; lower on all 3 seeds at 0.25), LT 0.49x / 0.47x (0.57x / 0.71x), CM 0.39x / 0.61x "
+        "(0.38x / 0.58x: the features' margins have 21% less budget), macro F1 0.784 / 0.786. Puerto Rico's table "
+        "failed the check in all 6 runs with the same charges; its loop's errors moved (CM 1.10x / 1.06x, MM "
+        "1.08x / 1.06x) only because the discrete Gaussian sampler's draws for the first tenth, at other noise "
+        "scales, leave the loop's noise stream elsewhere (`none` at ε = 0.1 spans CM 0.00247-0.00274 over seeds).",
+    ),
+    "public_margins_label4": (
+        "Dropped: the label's margin with 4 times a feature's budget instead of 8 (the same worktree, "
+        "`LABEL_WEIGHT = 4`). The other states' rows: CM 0.39x / 0.59x of none at ε = 0.1 / 0.25 (weight 8: "
+        "0.39x / 0.61x), MM 0.46x / 0.42x (0.40x / 0.42x), LT 0.56x / 0.47x (0.49x / 0.47x). A little CM at "
+        "ε = 0.25 for MM and LT at ε = 0.1: weight 8 stays.",
+    ),
     "public_margins": (
         "`public_use=[\"margins\"]` as it stands (the numbers the README gives): the rows at ε = 0.1 and 0.25 "
         "are `public_margins_first_part.csv`'s (a worktree at `a641887` with a tenth first: today's code but the "

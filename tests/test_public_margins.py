@@ -11,9 +11,9 @@ from polars_rap import DataError, privacy, public_margins
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
-    FIRST_PART, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, MarginCounts, combined,
-    independent_rows, margin_names, margins_share, measured_candidate, measured_margins, release_margins,
-    shrunk_margin,
+    FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT,
+    MarginCounts, combined, independent_rows, margin_names, margins_share, measured_candidate, measured_margins,
+    release_margins, shrunk_margin,
 )
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake
@@ -58,11 +58,11 @@ def test_margin_counts_are_the_rows_cells_whatever_the_batches(private, domain):
 
 # ------------------------------------------------------------------ budget and release, to the last float
 def test_margins_share_is_the_precision_rule_capped_and_floored(domain):
-    weights = 5 * 1.0 + 2 * NUMERIC_WEIGHT  # five categorical margins, two numeric
+    weights = 4 * 1.0 + LABEL_WEIGHT + 2 * NUMERIC_WEIGHT  # four categorical features, the label, two numerics
     n, rho = 10_000, 0.02
     needed = weights / (rho * n**2 * MARGIN_STD**2)
     assert MIN_SHARE < margins_share(domain, n, rho) == needed < MAX_SHARE
-    # at that share a categorical margin's std is MARGIN_STD
+    # at that share a categorical feature's margin has std MARGIN_STD
     assert math.isclose(math.sqrt(2) / n / math.sqrt(2 * rho * needed / weights), MARGIN_STD, rel_tol=1e-12)
     assert margins_share(domain, n, rho / 1000) == MAX_SHARE
     assert weights / (5 * rho * n**2 * MARGIN_STD**2) < MIN_SHARE and margins_share(domain, n, 5 * rho) == 0.0
@@ -75,7 +75,7 @@ def test_release_charges_each_margin_its_weight_and_the_stated_noise(private, do
     ledger = PrivacyLedger(1.0)
     rho = 0.3
     released = release_margins(counts, private.height, rho, ledger, np.random.default_rng(0))
-    weights = np.array([1.0] * 5 + [NUMERIC_WEIGHT] * 2)
+    weights = np.array([1.0] * 4 + [LABEL_WEIGHT] + [NUMERIC_WEIGHT] * 2)  # SEX, MAR, SCHL, RAC1P, the label, ...
     assert [e.rho for e in ledger.events] == [rho * float(w / weights.sum()) for w in weights]
     assert math.isclose(math.fsum(e.rho for e in ledger.events), rho, rel_tol=1e-15)
     assert all(e.mechanism == "gaussian" for e in ledger.events)

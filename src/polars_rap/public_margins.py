@@ -14,7 +14,7 @@ as the candidate ``"measured"``: released instead of the loop's rows only when t
 prefers it, so that a public table of another population loses to the loop.
 
 Budget (:func:`margins_share`): the least share of the loop's budget that measures every
-categorical margin with a noise std of :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`.
+categorical feature's margin with a noise std of :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`.
 Past that precision the candidate's error is the public table's own associations', which more
 budget cannot mend, while the loop's rows keep improving. When that share is below
 :data:`MIN_SHARE` the loop's budget knows the margins itself: nothing is measured, no check is
@@ -24,8 +24,9 @@ margins take the cap at ε = 0.25 and are not measured at ε = 1.
 Privacy: each margin is one histogram, its cells partition the rows, so replacing one row
 moves two cells by one count: L2 sensitivity ``sqrt(2) / n``. Margin ``i`` is released by the
 discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w`` 1 for a categorical
-margin, :data:`NUMERIC_WEIGHT` for a numeric one: the mixed marginals' prefixes add up several
-cells' noise), each charged to the ledger, ``sum(rho_i) = rho``. The counts are read in the
+feature's margin, :data:`LABEL_WEIGHT` for a label's, :data:`NUMERIC_WEIGHT` for a numeric one's:
+the mixed marginals' prefixes add up several cells' noise), each charged to the ledger,
+``sum(rho_i) = rho``. The counts are read in the
 same pass as the workload's answers (:class:`MarginCounts`). Shrinking, raking and sampling read
 released values and the public rows only: post-processing.
 
@@ -46,9 +47,9 @@ from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.public_reweight import charge_check, choose_release, margin_cells, rake, reweighted_candidate
 from polars_rap.queries import CLASS_CODES, QuerySet
 
-__all__ = ["FIRST_PART", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS", "NUMERIC_WEIGHT",
-           "MarginCounts", "combined", "independent_rows", "margin_names", "margins_share", "measured_candidate",
-           "measured_margins", "public_first_margins", "release_margins", "shrunk_margin"]
+__all__ = ["FIRST_PART", "LABEL_WEIGHT", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS",
+           "NUMERIC_WEIGHT", "MarginCounts", "combined", "independent_rows", "margin_names", "margins_share",
+           "measured_candidate", "measured_margins", "public_first_margins", "release_margins", "shrunk_margin"]
 
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
@@ -71,6 +72,15 @@ to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 wit
 budget (``bench/results/public_margins_probe.md``): weight 1, mixed-marginal error 0.69x the run
 without a public table, LT 0.86x; 3, 0.60x and 0.76x; 4, 0.60x and 0.77x; 6, 0.59x and 0.77x;
 CM 0.57x / 0.58x / 0.59x / 0.61x."""
+LABEL_WEIGHT = 8.0
+"""A label's margin's budget relative to a categorical feature's: every class-conditional query
+(the mixed marginals and linear thresholds split by the label) carries the error of its class's
+share. On acs-income-CA at ε = 0.25, offline, the true label margin in place of the measured one
+(weight 1) alone takes MM from 0.70x the run without a public table to 0.36x and LT from 0.92x to
+0.39x (``bench/results/public_margins_probe.md``). Through the pipeline (3 seeds,
+``bench/results/public_margins_label.md``) weight 8 scores MM 0.40x / 0.42x at ε = 0.1 / 0.25
+(weight 1: 0.46x / 0.58x), LT 0.49x / 0.47x (0.57x / 0.71x), CM 0.39x / 0.61x (0.38x / 0.58x);
+weight 4, MM 0.46x / 0.42x, LT 0.56x / 0.47x, CM 0.39x / 0.59x."""
 LOOP_RESERVE = 2.0
 """The margins leave the loop at least this many times the budget below which its plan's noise
 would swamp every answer (:func:`~polars_rap.planning.loop_rho_needed`): on a small table at a
@@ -113,8 +123,9 @@ def _sizes(domain: Domain) -> list[int]:
 
 
 def _weights(domain: Domain) -> np.ndarray:
-    n_categorical = sum(not block.indicator for block in domain.blocks)
-    return np.array([1.0] * n_categorical + [NUMERIC_WEIGHT] * len(domain.numeric_columns))
+    """float64[margins]: each measured margin's budget weight, in :func:`margin_names`' order."""
+    categorical = [LABEL_WEIGHT if block.is_label else 1.0 for block in domain.blocks if not block.indicator]
+    return np.array(categorical + [NUMERIC_WEIGHT] * len(domain.numeric_columns))
 
 
 @dataclass(slots=True)
@@ -143,7 +154,7 @@ class MarginCounts:
 
 
 def margins_share(domain: Domain, n_rows: int, rho: float) -> float:
-    """The share of ``rho`` (the loop's budget) that measures every categorical margin with
+    """The share of ``rho`` (the loop's budget) that measures every categorical feature's margin with
     noise std :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`, or 0 when that is below
     :data:`MIN_SHARE` (public: the domain, the row count and the budget). A categorical
     margin's std at share ``s`` is ``sqrt(2) / n / sqrt(2 rho s / sum(w))``, so ``s = sum(w) /
