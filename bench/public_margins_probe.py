@@ -4,15 +4,18 @@ The offline study behind ``public_use="margins"`` (:mod:`polars_rap.public_margi
 true one-way margins (every categorical column, each numeric column on equal cells of its
 bounds plus a null cell) get Gaussian noise as a release spending a share of the ε budget would
 (δ = 1/n², replace-one: L2 sensitivity sqrt(2)/n a margin, margin i at ``rho * w_i / sum(w)``),
-each is pulled toward the public rows' margin by the library's James-Stein estimate
-(:func:`~polars_rap.public_margins.shrunk_margin`) or not, the public rows are raked to them,
-n rows are drawn by weight, and the suite's evaluation scores them (CM, MM, LT, macro F1; three
-noise draws each; drawn systematically along :func:`~polars_rap.public_reweight.sampling_order`, as
-the library draws). Which numeric cells, numeric weight and share to measure with are chosen
-here, and the draw's order is compared with the table's own and a random one. A last table
-asks whether a public table's associations beat none at all: the public
-rows raked to CA's *true* margins against every column independent with those margins, on the
-CM workload (mean |error| per cell, exact weights), which is what the margins' check tests.
+each is pulled toward the public rows' margin by one James-Stein factor per margin (the
+library's rule before 2026-11-29), by the library's empirical-Bayes factor per cell
+(:func:`~polars_rap.public_margins.shrunk_margin`), or not at all, the public rows are raked to
+them, n rows are drawn by weight, and the suite's evaluation scores them (CM, MM, LT, macro F1;
+three noise draws each; drawn systematically along
+:func:`~polars_rap.public_reweight.sampling_order`, as the library draws). Which numeric cells,
+numeric weight, label weight and share to measure with are chosen here; an attribution puts one
+column's true margin in place of its measurement at a time (which margin's noise costs most);
+and the draw's order is compared with the table's own and a random one. A last table asks
+whether a public table's associations beat none at all: the public rows raked to CA's *true*
+margins against every column independent with those margins, on the CM workload (mean |error|
+per cell, exact weights), which is what the margins' check tests.
 
 No release: the noise is simulated on CA's true margins.
 
@@ -29,18 +32,32 @@ import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DRAWS = 3
-VARIANTS = (  # (label, numeric cells, numeric weight, share of the budget, shrink)
-    ("CA's true margins", 8, 4.0, 1.0, "true"),
-    ("measured, raked as released", 20, 1.0, 1.0, "none"),
-    ("James-Stein", 20, 1.0, 1.0, "js"),
-    ("James-Stein", 8, 1.0, 1.0, "js"),
-    ("James-Stein", 4, 1.0, 1.0, "js"),
-    ("James-Stein", 8, 3.0, 1.0, "js"),
-    ("James-Stein", 8, 4.0, 1.0, "js"),
-    ("James-Stein", 8, 6.0, 1.0, "js"),
-    ("James-Stein", 8, 4.0, 0.8, "js"),
-    ("James-Stein", 8, 4.0, 0.5, "js"),
+VARIANTS = (  # (label, numeric cells, numeric weight, label weight, share of the budget, shrink)
+    ("CA's true margins", 8, 4.0, 1.0, 1.0, "true"),
+    ("measured, raked as released", 20, 1.0, 1.0, 1.0, "none"),
+    ("James-Stein", 20, 1.0, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 1.0, 1.0, 1.0, "js"),
+    ("James-Stein", 4, 1.0, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 3.0, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 4.0, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 6.0, 1.0, 1.0, "js"),
+    ("James-Stein", 8, 4.0, 1.0, 0.8, "js"),
+    ("James-Stein", 8, 4.0, 1.0, 0.5, "js"),
+    ("empirical Bayes", 8, 4.0, 1.0, 1.0, "eb"),
+    ("empirical Bayes", 8, 4.0, 1.0, 0.8, "eb"),
+    ("empirical Bayes", 8, 4.0, 4.0, 0.8, "eb"),
+    ("empirical Bayes", 8, 4.0, 8.0, 0.8, "eb"),
+    ("empirical Bayes", 8, 4.0, 16.0, 0.8, "eb"),
 )
+
+
+def _james_stein(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
+    """The positive-part James-Stein estimate toward ``public`` (one factor for every cell of the
+    margin), clipped at 0 and rescaled: the library's estimate before the empirical-Bayes one."""
+    gap = noisy - public
+    spread = float(np.square(gap).sum())
+    estimate = np.clip(public + (0.0 if spread == 0 else max(0.0, 1 - len(gap) * std**2 / spread)) * gap, 0, None)
+    return estimate / estimate.sum()
 
 
 def _share(cells: tuple[np.ndarray, int]) -> np.ndarray:
@@ -93,11 +110,13 @@ def main() -> int:
         return {**{f"{c} (x none)": f"{m:.6f} ({m / none[c]:.2f}x)" for c, m in zip(("CM", "MM", "LT"), mean)},
                 "macro F1": round(float(mean[3]), 4)}
 
-    rows = []
-    for name, n_cells, weight, share, shrink in VARIANTS:
+    def measured(n_cells: int, weight: float, label_weight: float, share: float, shrink: str,
+                 exact: str | None = None) -> np.ndarray:
+        """CM, MM, LT, macro F1 (means of DRAWS): the public rows raked to margins measured as the
+        arguments say (``exact``: the one column whose true margin replaces its measurement)."""
         true_cells = _codes(train, task.domain, categorical, numeric, n_cells)
         public_cells = _codes(public, task.domain, categorical, numeric, n_cells)
-        weights = np.array([weight if c in numeric else 1.0 for c in columns])
+        weights = np.array([weight if c in numeric else label_weight if c == label else 1.0 for c in columns])
         rng = np.random.default_rng(100)
         scores = []
         for _ in range(DRAWS):
@@ -106,18 +125,30 @@ def main() -> int:
                 truth, prior = _share(true_cells[c]), _share(public_cells[c])
                 sigma = np.sqrt(2.0) / n / np.sqrt(2 * rho * share * w / weights.sum())
                 noisy = truth + rng.normal(0.0, sigma, len(truth))
-                if shrink == "true":
+                if shrink == "true" or c == exact:
                     target = truth
                 elif shrink == "js":
+                    target = _james_stein(noisy, sigma, prior)
+                elif shrink == "eb":
                     target = shrunk_margin(noisy, sigma, prior)
                 else:
                     target = np.clip(noisy, 0, None) / np.clip(noisy, 0, None).sum()
                 targets.append(target)
             scores.append(score(rake([public_cells[c][0] for c in columns], targets), order, rng))
-        mean = np.mean(scores, axis=0)
-        rows.append({"targets": name, "numeric cells": n_cells, "numeric weight": weight, "share": share,
-                     **ratios(mean)})
+        return np.mean(scores, axis=0)
+
+    rows = []
+    for name, n_cells, weight, label_weight, share, shrink in VARIANTS:
+        rows.append({"targets": name, "numeric cells": n_cells, "numeric weight": weight, "label weight": label_weight,
+                     "share": share, **ratios(measured(n_cells, weight, label_weight, share, shrink))})
         print(rows[-1], flush=True)
+
+    # which margin's noise costs most: each column's true margin in place of its measurement in turn
+    attribution = []
+    for exact in (None, *columns):
+        attribution.append({"true margin of": exact or "(none: every margin measured)",
+                            **ratios(measured(8, 4.0, 1.0, 0.8, "eb", exact))})
+        print(attribution[-1], flush=True)
 
     # the draw's order, on CA's true margins (8 numeric cells)
     true_cells = _codes(train, task.domain, categorical, numeric, 8)
@@ -158,6 +189,9 @@ def main() -> int:
              f"without a public table at ε = 0.25 (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
              f"LT {none['LT']:.5f}). Share: of the whole budget. Run {time.strftime('%Y-%m-%d')}.", "",
              table_markdown(pl.DataFrame(rows)), "",
+             "## Which margin's noise costs most (empirical Bayes, 8 numeric cells, numeric weight 4, label weight 1, "
+             "share 0.8; one column's true margin in place of its measurement)", "",
+             table_markdown(pl.DataFrame(attribution)), "",
              "## The order of the systematic draw (the other states' rows raked to CA's true margins)", "",
              table_markdown(pl.DataFrame(orders)), "",
              "## The margins' check: the public table's associations or none (CM workload, exact weights)", "",

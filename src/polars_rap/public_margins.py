@@ -75,12 +75,13 @@ CM 0.57x / 0.58x / 0.59x / 0.61x."""
 LABEL_WEIGHT = 8.0
 """A label's margin's budget relative to a categorical feature's: every class-conditional query
 (the mixed marginals and linear thresholds split by the label) carries the error of its class's
-share. On acs-income-CA at ε = 0.25, offline, the true label margin in place of the measured one
-(weight 1) alone takes MM from 0.70x the run without a public table to 0.36x and LT from 0.92x to
-0.39x (``bench/results/public_margins_probe.md``). Through the pipeline (3 seeds,
-``bench/results/public_margins_label.md``) weight 8 scores MM 0.40x / 0.42x at ε = 0.1 / 0.25
-(weight 1: 0.46x / 0.58x), LT 0.49x / 0.47x (0.57x / 0.71x), CM 0.39x / 0.61x (0.38x / 0.58x);
-weight 4, MM 0.46x / 0.42x, LT 0.56x / 0.47x, CM 0.39x / 0.59x."""
+share. On acs-income-CA at ε = 0.25, offline (``bench/results/public_margins_probe.md``, 80% of
+the budget), the true label margin in place of the measured one (weight 1) alone takes MM from
+0.60x the run without a public table to 0.36x and LT from 0.78x to 0.38x; weight 4, 8 or 16 scores
+MM 0.47x / 0.44x / 0.44x, LT 0.57x / 0.53x / 0.51x, CM 0.59x / 0.59x / 0.61x. Through the
+pipeline (3 seeds, ``bench/results/public_margins_label.md``) weight 8 scores MM 0.40x / 0.42x at
+ε = 0.1 / 0.25 (weight 1: 0.46x / 0.58x), LT 0.49x / 0.47x (0.57x / 0.71x), CM 0.39x / 0.61x
+(0.38x / 0.58x); weight 4, MM 0.46x / 0.42x, LT 0.56x / 0.47x, CM 0.39x / 0.59x."""
 LOOP_RESERVE = 2.0
 """The margins leave the loop at least this many times the budget below which its plan's noise
 would swamp every answer (:func:`~polars_rap.planning.loop_rho_needed`): on a small table at a
