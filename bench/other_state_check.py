@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     new = pl.DataFrame(run(args.state, args.epsilons, args.seed, args.public_use, not args.no_none))
     old = pl.read_csv(OUT) if OUT.exists() else None
-    (new if old is None else pl.concat([old, new], how="vertical_relaxed")).write_csv(OUT)
+    (new if old is None else pl.concat([old, new], how="diagonal_relaxed")).write_csv(OUT)
     return 0
 
 

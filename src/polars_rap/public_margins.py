@@ -54,8 +54,9 @@ __all__ = ["FIRST_PART", "LABEL_WEIGHT", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHAR
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
 allows. On acs-income-CA (``bench/results/public_margins_probe.md``) raking the other states'
-rows to margins measured with the whole ε = 0.25 budget (std 0.005) scores CM 0.59x the run
-without them, to the true margins 0.39x: the rest is the public table's associations."""
+rows to margins measured with the whole ε = 0.25 budget (std 0.005; empirical Bayes, label weight
+1) scores CM 0.58x the run without them, to the true margins 0.39x: the rest is the public table's
+associations."""
 MAX_SHARE = 0.8
 """Share of the loop's budget the margins take at most (ε = 0.25 on acs-income-CA hits it)."""
 MIN_SHARE = 0.15
@@ -69,9 +70,9 @@ Rico's and the other states' tables) while the candidate was released in 1 run o
 NUMERIC_WEIGHT = 4.0
 """A numeric margin's budget relative to a categorical one's (a mixed marginal's prefix sums up
 to :data:`NUMERIC_CELLS` of its cells' noise). On acs-income-CA at ε = 0.25 with the whole
-budget (``bench/results/public_margins_probe.md``): weight 1, mixed-marginal error 0.69x the run
-without a public table, LT 0.86x; 3, 0.60x and 0.76x; 4, 0.60x and 0.77x; 6, 0.59x and 0.77x;
-CM 0.57x / 0.58x / 0.59x / 0.61x."""
+budget (``bench/results/public_margins_probe.md``; James-Stein, label weight 1): weight 1,
+mixed-marginal error 0.69x the run without a public table, LT 0.86x; 3, 0.60x and 0.76x; 4, 0.60x
+and 0.77x; 6, 0.59x and 0.77x; CM 0.57x / 0.58x / 0.59x / 0.61x."""
 LABEL_WEIGHT = 8.0
 """A label's margin's budget relative to a categorical feature's: every class-conditional query
 (the mixed marginals and linear thresholds split by the label) carries the error of its class's
@@ -95,7 +96,7 @@ on acs-income-CA, and with Puerto Rico's table the loop keeps 90% of the budget 
 instead of 78% (CM 0.93x / 1.07x of none at ε = 0.1 / 0.25, was 1.07x / 1.15x)."""
 NUMERIC_CELLS = 8
 """Equal cells of a numeric column's mapped ``[0, 1]`` its margin has (and a null cell): with
-weight 1 and the whole ε = 0.25 budget on acs-income-CA, 20 cells scored mixed-marginal error
+weight 1 and the whole ε = 0.25 budget on acs-income-CA (James-Stein), 20 cells scored mixed-marginal error
 1.11x the run without a public table, 8 cells 0.69x, 4 cells 0.79x (``bench/results/public_margins_probe.md``)."""
 
 
