@@ -66,16 +66,16 @@ def water_fill(cells: np.ndarray, deviation: np.ndarray, n: int, total: float) -
 def main() -> int:
     import polars as pl
 
-    from polars_rap import evaluation
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.domain import Domain
     from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT, shrunk_margin
     from polars_rap.public_prior import open_public, read_public
     from polars_rap.public_reweight import rake, sampling_order
 
+    from bench.public_margins_probe import drawn_scores
     from bench.public_prior import DATASET, public_table
     from bench.public_rake_oracle import _codes
-    from bench.run import SUITES, prepare_dataset, table_markdown
+    from bench.run import prepare_dataset, table_markdown
 
     train, test, task = prepare_dataset(DATASET, None)
     label = task.labels[0]
@@ -103,14 +103,7 @@ def main() -> int:
         return NUMERIC_WEIGHT if any(c in numeric for c in columns) else LABEL_WEIGHT if columns == (label,) else 1.0
 
     def score(weights: np.ndarray, rng) -> list[float]:
-        cumulative = np.cumsum(weights[order])
-        drawn = order[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
-                                 public.height - 1)]
-        synthetic = public[rng.permutation(drawn)]
-        errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
-            train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
-        return [errors["CM"], errors["MM"], errors["LT"],
-                evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]]
+        return drawn_scores(public, weights, order, train, test, domain, label, rng)
 
     def release(truth: list[np.ndarray], rhos: np.ndarray, rng) -> list[tuple[np.ndarray, float] | None]:
         """(noisy shares, std) per margin at its ``rho`` (None where it gets nothing)."""

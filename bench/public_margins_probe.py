@@ -60,6 +60,26 @@ def _james_stein(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarra
     return estimate / estimate.sum()
 
 
+def drawn_scores(public, weights: np.ndarray, along: np.ndarray, train, test, domain, label: str,
+                 rng: np.random.Generator) -> list[float]:
+    """[CM, MM, LT, macro F1] of ``train.height`` rows of ``public`` (a Polars frame) drawn by
+    ``weights`` systematically along ``along`` (row indices) and shuffled: the suite's headline
+    evaluation against ``train``, logistic regression's macro F1 on ``test``."""
+    from polars_rap import evaluation
+
+    from bench.run import SUITES
+
+    n = train.height
+    cumulative = np.cumsum(weights[along])
+    drawn = along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
+                             public.height - 1)]
+    synthetic = public[rng.permutation(drawn)]
+    errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
+        train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
+    f1 = evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]
+    return [errors["CM"], errors["MM"], errors["LT"], f1]
+
+
 def _share(cells: tuple[np.ndarray, int]) -> np.ndarray:
     x, k = cells
     return np.bincount(x, minlength=k) / len(x)
@@ -68,7 +88,6 @@ def _share(cells: tuple[np.ndarray, int]) -> np.ndarray:
 def main() -> int:
     import polars as pl
 
-    from polars_rap import evaluation
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.domain import Domain
     from polars_rap.public_margins import shrunk_margin
@@ -77,7 +96,7 @@ def main() -> int:
 
     from bench.public_prior import DATASET, public_table
     from bench.public_rake_oracle import _codes
-    from bench.run import SUITES, prepare_dataset, table_markdown
+    from bench.run import prepare_dataset, table_markdown
 
     train, test, task = prepare_dataset(DATASET, None)
     label = task.labels[0]
@@ -96,15 +115,7 @@ def main() -> int:
     order = sampling_order(encoded.codes, encoded.numerics, domain)  # the library's draw order
 
     def score(weights: np.ndarray, along: np.ndarray, rng) -> list[float]:
-        """CM, MM, LT and macro F1 of n public rows drawn by ``weights``, systematic along ``along``."""
-        cumulative = np.cumsum(weights[along])
-        drawn = along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
-                                 public.height - 1)]
-        synthetic = public[rng.permutation(drawn)]
-        errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
-            train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
-        f1 = evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]
-        return [errors["CM"], errors["MM"], errors["LT"], f1]
+        return drawn_scores(public, weights, along, train, test, domain, label, rng)
 
     def ratios(mean) -> dict:
         return {**{f"{c} (x none)": f"{m:.6f} ({m / none[c]:.2f}x)" for c, m in zip(("CM", "MM", "LT"), mean)},
