@@ -248,6 +248,13 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "0.39x / 0.61x), MM 0.46x / 0.42x (0.40x / 0.42x), LT 0.56x / 0.47x (0.49x / 0.47x). A little CM at "
         "ε = 0.25 for MM and LT at ε = 0.1: weight 8 stays.",
     ),
+    "public_margins_eps05": (
+        "A check between the issue's ε values: ε = 0.5, where the margins' share (43% of the loop's budget) is "
+        "neither the cap nor the floor (`c1a0a6d`: empirical Bayes, label weight 8; 3 seeds, `none` run here). The "
+        "other states' rows passed the check and were released in all 3 runs: CM 0.79x, MM 0.64x, LT 0.63x of "
+        "none, macro F1 0.765 -> 0.786. Puerto Rico's failed it in all 3, and its loop, with 95% of the budget, "
+        "scored CM 1.00x, MM 0.90x, LT 0.83x: no worse than none.",
+    ),
     "public_margins": (
         "`public_use=[\"margins\"]` as it stands (the numbers the README gives): the rows at ε = 0.1 and 0.25 "
         "are `public_margins_first_part.csv`'s (a worktree at `a641887` with a tenth first: today's code but the "
