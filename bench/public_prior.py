@@ -248,6 +248,15 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "0.39x / 0.61x), MM 0.46x / 0.42x (0.40x / 0.42x), LT 0.56x / 0.47x (0.49x / 0.47x). A little CM at "
         "ε = 0.25 for MM and LT at ε = 0.1: weight 8 stays.",
     ),
+    "public_margins_sqrt": (
+        "Kept: a categorical feature's margin weighted in proportion to the square root of its cells (averaging "
+        "1 over the features; a worktree at `3f619a6`, label weight 8; the `none` rows are `public_margins.csv`'s). "
+        "The other states' rows against `public_margins_label.md`: CM 0.37x / 0.58x of none at ε = 0.1 / 0.25 "
+        "(was 0.39x / 0.61x; lower on all 6 seeds), MM 0.40x / 0.46x (0.40x / 0.42x), LT 0.47x / 0.53x (0.49x / "
+        "0.47x), macro F1 0.784 / 0.783. At ε = 0.25 MM and LT rose on one seed of three (MM 0.0025 -> 0.0035) "
+        "and fell on another: CM, the target still unmet, fell on every seed. Puerto Rico's table failed the check "
+        "in all 6 runs (CM 1.03x / 1.06x).",
+    ),
     "public_margins_eps05": (
         "A check between the issue's ε values: ε = 0.5, where the margins' share (43% of the loop's budget) is "
         "neither the cap nor the floor (`c1a0a6d`: empirical Bayes, label weight 8; 3 seeds, `none` run here). The "

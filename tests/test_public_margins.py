@@ -58,7 +58,7 @@ def test_margin_counts_are_the_rows_cells_whatever_the_batches(private, domain):
 
 # ------------------------------------------------------------------ budget and release, to the last float
 def test_margins_share_is_the_precision_rule_capped_and_floored(domain):
-    weights = 4 * 1.0 + LABEL_WEIGHT + 2 * NUMERIC_WEIGHT  # four categorical features, the label, two numerics
+    weights = 4 * 1.0 + LABEL_WEIGHT + 2 * NUMERIC_WEIGHT  # four features (weights averaging 1), the label, 2 numerics
     n, rho = 10_000, 0.02
     needed = weights / (rho * n**2 * MARGIN_STD**2)
     assert MIN_SHARE < margins_share(domain, n, rho) == needed < MAX_SHARE
@@ -69,13 +69,16 @@ def test_margins_share_is_the_precision_rule_capped_and_floored(domain):
 
 
 def test_release_charges_each_margin_its_weight_and_the_stated_noise(private, domain):
+    """A feature's weight grows with the square root of its cells (SCHL's 24 over SEX's 2), the
+    label's is LABEL_WEIGHT, a numeric's NUMERIC_WEIGHT; the charges are rho in those proportions."""
     encoded = encode(private, domain)
     counts = MarginCounts(domain)
     counts.add(encoded)
     ledger = PrivacyLedger(1.0)
     rho = 0.3
     released = release_margins(counts, private.height, rho, ledger, np.random.default_rng(0))
-    weights = np.array([1.0] * 4 + [LABEL_WEIGHT] + [NUMERIC_WEIGHT] * 2)  # SEX, MAR, SCHL, RAC1P, the label, ...
+    roots = np.sqrt(domain.block_sizes[:4])  # SEX, MAR, SCHL, RAC1P: sqrt of their cells, averaging 1
+    weights = np.array([*(roots / roots.mean()), LABEL_WEIGHT, NUMERIC_WEIGHT, NUMERIC_WEIGHT])
     assert [e.rho for e in ledger.events] == [rho * float(w / weights.sum()) for w in weights]
     assert math.isclose(math.fsum(e.rho for e in ledger.events), rho, rel_tol=1e-15)
     assert all(e.mechanism == "gaussian" for e in ledger.events)

@@ -13,19 +13,20 @@ by weight joins the public table check (:func:`~polars_rap.public_reweight.check
 as the candidate ``"measured"``: released instead of the loop's rows only when the check
 prefers it, so that a public table of another population loses to the loop.
 
-Budget (:func:`margins_share`): the least share of the loop's budget that measures every
-categorical feature's margin with a noise std of :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`.
-Past that precision the candidate's error is the public table's own associations', which more
-budget cannot mend, while the loop's rows keep improving. When that share is below
-:data:`MIN_SHARE` the loop's budget knows the margins itself: nothing is measured, no check is
-charged, and the loop's rows are released as without a public table. On acs-income-CA the
-margins take the cap at ε = 0.25 and are not measured at ε = 1.
+Budget (:func:`margins_share`): the least share of the loop's budget that measures a categorical
+feature's margin of weight 1 (the features' average) with a noise std of :data:`MARGIN_STD` per
+cell, at most :data:`MAX_SHARE`. Past that precision the candidate's error is the public
+table's own associations', which more budget cannot mend, while the loop's rows keep improving.
+When that share is below :data:`MIN_SHARE` the loop's budget knows the margins itself: nothing
+is measured, no check is charged, and the loop's rows are released as without a public table.
+On acs-income-CA the margins take the cap at ε = 0.25 and are not measured at ε = 1.
 
 Privacy: each margin is one histogram, its cells partition the rows, so replacing one row
 moves two cells by one count: L2 sensitivity ``sqrt(2) / n``. Margin ``i`` is released by the
-discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w`` 1 for a categorical
-feature's margin, :data:`LABEL_WEIGHT` for a label's, :data:`NUMERIC_WEIGHT` for a numeric one's:
-the mixed marginals' prefixes add up several cells' noise), each charged to the ledger,
+discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w`` from the domain alone: a
+categorical feature's in proportion to the square root of its cells, averaging 1 over the
+features; :data:`LABEL_WEIGHT` for a label's; :data:`NUMERIC_WEIGHT` for a numeric one's, the
+mixed marginals' prefixes adding up several cells' noise), each charged to the ledger,
 ``sum(rho_i) = rho``. The counts are read in the
 same pass as the workload's answers (:class:`MarginCounts`). Shrinking, raking and sampling read
 released values and the public rows only: post-processing.
@@ -125,8 +126,18 @@ def _sizes(domain: Domain) -> list[int]:
 
 
 def _weights(domain: Domain) -> np.ndarray:
-    """float64[margins]: each measured margin's budget weight, in :func:`margin_names`' order."""
-    categorical = [LABEL_WEIGHT if block.is_label else 1.0 for block in domain.blocks if not block.indicator]
+    """float64[margins]: each measured margin's budget weight, in :func:`margin_names`' order: a
+    categorical feature's in proportion to the square root of its cells, scaled so that the
+    features' weights average 1 (the split that minimises the summed noise energy ``sum k_i
+    sigma_i^2`` of margins that differ from the public ones beyond their noise); a label's
+    :data:`LABEL_WEIGHT`, a numeric column's :data:`NUMERIC_WEIGHT`. On acs-income-CA with the
+    other states' rows (``bench/results/public_margins_sqrt.md``, 3 seeds) the square roots took CM
+    from 0.39x / 0.61x of the run without a public table to 0.37x / 0.58x at ε = 0.1 / 0.25 (every
+    seed lower), MM 0.40x / 0.42x to 0.40x / 0.46x, LT 0.49x / 0.47x to 0.47x / 0.53x."""
+    kept = [block for block in domain.blocks if not block.indicator]
+    roots = np.sqrt([float(block.n_codes) for block in kept if not block.is_label])
+    scale = float(roots.mean()) if len(roots) else 1.0
+    categorical = [LABEL_WEIGHT if block.is_label else float(np.sqrt(block.n_codes)) / scale for block in kept]
     return np.array(categorical + [NUMERIC_WEIGHT] * len(domain.numeric_columns))
 
 
@@ -156,11 +167,11 @@ class MarginCounts:
 
 
 def margins_share(domain: Domain, n_rows: int, rho: float) -> float:
-    """The share of ``rho`` (the loop's budget) that measures every categorical feature's margin with
-    noise std :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`, or 0 when that is below
-    :data:`MIN_SHARE` (public: the domain, the row count and the budget). A categorical
-    margin's std at share ``s`` is ``sqrt(2) / n / sqrt(2 rho s / sum(w))``, so ``s = sum(w) /
-    (rho n^2 MARGIN_STD^2)``."""
+    """The share of ``rho`` (the loop's budget) that measures a categorical feature's margin of
+    weight 1 with noise std :data:`MARGIN_STD` per cell, at most :data:`MAX_SHARE`, or 0 when that
+    is below :data:`MIN_SHARE` (public: the domain, the row count and the budget). That margin's
+    std at share ``s`` is ``sqrt(2) / n / sqrt(2 rho s / sum(w))``, so ``s = sum(w) / (rho n^2
+    MARGIN_STD^2)``."""
     needed = float(_weights(domain).sum()) / (rho * float(n_rows) ** 2 * MARGIN_STD**2)
     return 0.0 if needed < MIN_SHARE else min(MAX_SHARE, needed)
 
