@@ -29,8 +29,8 @@ def cpu_model() -> str:
 
 def git_commit(root: str | os.PathLike | None = None) -> str:
     """HEAD's hash in ``root`` (default: this repository), with ``-dirty`` when tracked files
-    have uncommitted changes (so a figure is never credited to a commit it did not run);
-    ``unknown`` outside a git checkout."""
+    outside ``bench/results/`` have uncommitted changes (so a figure is never credited to a commit
+    it did not run, while the results a run appends do not count); ``unknown`` outside a git checkout."""
     root = Path(__file__).resolve().parents[1] if root is None else Path(root)
 
     def git(*args: str) -> str:
@@ -41,7 +41,8 @@ def git_commit(root: str | os.PathLike | None = None) -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD") or "unknown"
-    return commit + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results")
+    return commit + ("-dirty" if changed else "")
 
 
 def own_peak_rss_mib() -> float:

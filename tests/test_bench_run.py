@@ -428,6 +428,23 @@ def test_git_commit_names_head_and_marks_uncommitted_changes(tmp_path):
     assert host.git_commit(tmp_path) == head + "-dirty"
 
 
+def test_git_commit_does_not_count_the_results_a_run_appends(tmp_path):
+    """A run appending to bench/results/ (as each seed of a resumable suite does) stays credited
+    to the commit it ran; a change to the code beside it does not."""
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "rows.csv").write_text("a\n1\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / "bench" / "results" / "rows.csv").write_text("a\n1\n2\n")
+    assert host.git_commit(tmp_path) == head
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert host.git_commit(tmp_path) == head + "-dirty"
+
+
 # ------------------------------------------------------------------ reruns (bench/rerun.py)
 
 
