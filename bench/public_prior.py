@@ -259,10 +259,11 @@ FINDINGS: dict[str, tuple[str, ...]] = {
     ),
     "public_margins_eps05": (
         "A check between the issue's ε values: ε = 0.5, where the margins' share (43% of the loop's budget) is "
-        "neither the cap nor the floor (`c1a0a6d`: empirical Bayes, label weight 8; 3 seeds, `none` run here). The "
-        "other states' rows passed the check and were released in all 3 runs: CM 0.79x, MM 0.64x, LT 0.63x of "
-        "none, macro F1 0.765 -> 0.786. Puerto Rico's failed it in all 3, and its loop, with 95% of the budget, "
-        "scored CM 1.00x, MM 0.90x, LT 0.83x: no worse than none.",
+        "neither the cap nor the floor (`c4ffe18`: empirical Bayes, label weight 8, features by the square root "
+        "of their cells; 3 seeds, `none` run here). The other states' rows passed the check and were released in "
+        "all 3 runs: CM 0.78x, MM 0.59x, LT 0.54x of none, macro F1 0.765 -> 0.785 (at `c1a0a6d`, features "
+        "weighted alike: CM 0.79x, MM 0.64x, LT 0.63x). Puerto Rico's failed it in all 3, and its loop, with 95% "
+        "of the budget, scored CM 0.98x, MM 0.94x, LT 0.91x: no worse than none.",
     ),
     "public_margins": (
         "`public_use=[\"margins\"]` as it stands (the numbers the README gives): the rows at ε = 0.1 and 0.25 "
