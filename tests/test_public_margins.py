@@ -146,6 +146,8 @@ def test_shrunk_margin_keeps_the_public_margin_within_the_noise_and_the_measurem
     far = np.array([0.7, 0.1, 0.1, 0.1])
     assert np.abs(shrunk_margin(far, 1e-4, public) - far).max() < 1e-6
     assert np.array_equal(shrunk_margin(public, 0.01, public), public)  # no gap: nothing to divide
+    assert np.array_equal(shrunk_margin(public, 0.0, public), public)  # nor with an exact release
+    np.testing.assert_allclose(shrunk_margin(far, 0.0, public), far, rtol=1e-12)
 
 
 def test_shrunk_margin_clips_negative_shares_and_sums_to_one():

@@ -27,9 +27,9 @@ discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w`` from the do
 categorical feature's in proportion to the square root of its cells, averaging 1 over the
 features; :data:`LABEL_WEIGHT` for a label's; :data:`NUMERIC_WEIGHT` for a numeric one's, the
 mixed marginals' prefixes adding up several cells' noise), each charged to the ledger,
-``sum(rho_i) = rho``. The counts are read in the
-same pass as the workload's answers (:class:`MarginCounts`). Shrinking, raking and sampling read
-released values and the public rows only: post-processing.
+``sum(rho_i) = rho``. The counts are read in the same pass as the workload's answers
+(:class:`MarginCounts`). Shrinking, raking and sampling read released values and the public rows
+only: post-processing.
 
 Measured on acs-income-CA with the other states' rows and Puerto Rico's
 (``bench/results/public_margins.md``).
@@ -212,8 +212,9 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarr
     public_i + std^2)``: large cells keep their measurement, small ones are pulled to the public
     share, and a margin within the noise of the public one is the public one. A cell the public
     table lacks keeps its measurement (``f_i = 1``): the public rows say nothing of it, cannot be
-    raked into it, and the check against independence must see what they miss. Negative shares
-    are set to 0 and the rest rescaled (the public margin if nothing is left).
+    raked into it, and the check against independence must see what they miss; so does every cell
+    of an exact release (``std`` 0). Negative shares are set to 0 and the rest rescaled (the
+    public margin if nothing is left).
 
     On acs-income-CA with the other states' rows (``bench/results/public_margins_eb.md``, 3 seeds)
     the released rows score CM 0.38x / 0.58x the run without a public table at ε = 0.1 / 0.25, MM
@@ -223,7 +224,7 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarr
     gap = noisy - public
     tau2 = max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / float(public.sum())
     prior = tau2 * public
-    factor = np.divide(prior, prior + std**2, out=np.ones_like(prior), where=public > 0)
+    factor = np.divide(prior, prior + std**2, out=np.ones_like(prior), where=(public > 0) & (prior + std**2 > 0))
     estimate = np.clip(public + factor * gap, 0.0, None)
     total = estimate.sum()
     return estimate / total if total > 0 else public / public.sum()
