@@ -90,6 +90,39 @@ def test_every_undeclared_column_is_named_at_once(frame):
     assert "domain={'age': (lower, upper), 'y': [class, ...], 'income': (lower, upper)}" in str(info.value)
 
 
+def test_the_undeclared_columns_error_offers_to_drop_them(frame):
+    with pytest.raises(ValueError, match=r"or leave them out with drop=\['age', 'y'\]"):
+        synthesize(frame, domain={"sex": ["F", "M"]}, labels=[])
+
+
+def test_drop_leaves_columns_out_as_if_the_table_never_had_them(frame, tmp_path):
+    """A wide table's extra columns are never read: the same rows, report and output as the
+    narrow table's, from a frame or a file, and the report lists what was dropped."""
+    wide = frame.with_columns(person_id=pl.int_range(pl.len()), weight=pl.lit(1.5), note=pl.lit("x"))
+    wide.write_parquet(tmp_path / "wide.parquet")
+    narrow = synthesize(frame)
+    for data in (wide, tmp_path / "wide.parquet"):
+        dropped = synthesize(data, drop=["person_id", "weight", "note"])
+        assert dropped.data.equals(narrow.data) and dropped.data.columns == frame.columns
+        assert dropped.report.rho_spent == narrow.report.rho_spent
+        assert dropped.report.parameters["dropped_columns"] == ["person_id", "weight", "note"]
+    assert narrow.report.parameters["dropped_columns"] == []
+    assert synthesize(wide.drop("weight", "note"), drop="person_id").data.equals(narrow.data)  # one name alone
+
+
+@pytest.mark.parametrize(("overrides", "error", "pattern"), [
+    (dict(drop=["person_idd"]), ValueError,
+     r"'drop' parameter names columns the data does not have: \['person_idd'\]; did you mean 'person_id'\?"),
+    (dict(drop=["person_id", "age"]), ValueError,
+     r"names columns that domain=, labels or infer_domain also name: \['age'\]"),
+    (dict(drop=["person_id"], infer_domain=["person_id"]), ValueError, r"also name: \['person_id'\]"),
+    (dict(drop=[3]), TypeError, r"The 'drop' parameter must be a column name or a list of them"),
+])
+def test_drop_names_are_checked(frame, overrides, error, pattern):
+    with pytest.raises(error, match=pattern):
+        synthesize(frame.with_columns(person_id=pl.int_range(pl.len())), **overrides)
+
+
 def test_undeclared_columns_are_refused_before_private_inference_reads_rows(frame, monkeypatch):
     from polars_rap import inference, mechanism
 

@@ -260,6 +260,23 @@ def test_a_domain_that_does_not_cover_the_table_is_a_parameter_error_exit_2(work
     assert not (tmp_path / "out.parquet").exists()
 
 
+def test_a_column_left_undeclared_can_be_dropped_in_the_options(work, tmp_path, capsys):
+    """The fix the error offers, ``drop = [...]`` in ``[options]``, runs: SEX is never read and
+    the output has every other column."""
+    head, sex_table = (work / "ca.toml").read_text().split("[domain.SEX]\n")
+    no_sex = tmp_path / "no-sex.toml"
+    no_sex.write_text(head + "[" + sex_table.split("\n[", 1)[1])
+    args = synthesize_args(work, tmp_path / "out.parquet", "--quiet")
+    args[args.index("--config") + 1] = str(no_sex)
+    capsys.readouterr()
+    assert cli.main(args) == 2
+    assert "or leave it out with drop = ['SEX'] in [options]" in capsys.readouterr().err
+    no_sex.write_text(no_sex.read_text().replace("[options]\n", "[options]\ndrop = ['SEX']\n"))
+    assert cli.main(args) == 0
+    real = pl.read_parquet(work / "ca.parquet")
+    assert pl.read_parquet(tmp_path / "out.parquet").columns == [c for c in real.columns if c != "SEX"]
+
+
 def test_exit_status_follows_the_error_class_not_its_text():
     from polars_rap.errors import DataError, ParameterError, ParameterTypeError
     from polars_rap.privacy import BudgetExceededError

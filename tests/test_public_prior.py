@@ -53,8 +53,20 @@ def test_an_undeclared_null_in_the_public_table_is_a_data_error_naming_the_colum
 def test_a_column_the_data_lacks_is_a_data_error_that_says_to_drop_it(private, declared):
     extra = private.head(50).with_columns(pl.lit(1).alias("ST"))
     with pytest.raises(DataError, match=r"the public table has columns the synthesized data does not: \['ST'\].*"
-                                        r"public\.drop\(\['ST'\]\)"):
+                                        r"public\.drop\(\['ST'\]\), or add them to drop=\['ST'\]"):
         run(private, declared, public=extra)
+
+
+def test_drop_leaves_its_columns_out_of_both_tables(private, public, declared):
+    """The data's extra columns and the public table's, in one list: the same release as with
+    both tables narrowed by hand. A name neither table holds is refused, naming it."""
+    narrow = run(private, declared, public=public)
+    wide = private.with_columns(person_id=pl.int_range(pl.len()))
+    wide_public = public.with_columns(ST=pl.lit(6), person_id=pl.int_range(pl.len()))
+    dropped = run(wide, declared, public=wide_public, drop=["person_id", "ST"])
+    assert dropped.data.equals(narrow.data) and dropped.report.public_data == narrow.report.public_data
+    with pytest.raises(ParameterError, match=r"names columns neither the data nor the public table has: \['STT'\]"):
+        run(wide, declared, public=wide_public, drop=["person_id", "STT"])
 
 
 def test_a_public_table_without_rows_or_shared_columns_is_refused(private, declared):

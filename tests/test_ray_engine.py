@@ -174,6 +174,17 @@ def test_synthesize_on_ray_gives_the_in_process_result(flaky_dir, task):
     assert on_ray.data.equals(here.data)
 
 
+def test_drop_on_ray_gives_the_in_process_result(flaky_dir, task):
+    """A column left out with drop is never read by the Ray tasks either: the same rows and
+    report as the in-process pass over the table without it."""
+    arguments = dict(epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=7, **FAST)
+    here = polars_rap.synthesize(task.frame, **arguments)
+    wide = task.frame.with_columns(person_id=pl.int_range(pl.len()).cast(pl.String))
+    on_ray = polars_rap.synthesize(blocks_of(wide, 5), drop=["person_id"], **arguments)
+    assert on_ray.data.equals(here.data)
+    assert on_ray.report.parameters == {**here.report.parameters, "dropped_columns": ["person_id"]}
+
+
 def test_engine_names_the_reader(flaky_dir, task, parquet_folder):
     """Parquet paths with engine='ray' are read by Ray, a Dataset is refused by 'polars', and
     an unknown engine is a parameter error."""

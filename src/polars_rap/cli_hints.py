@@ -64,6 +64,7 @@ def toml_hints(message: str) -> tuple[str, list[str]]:
         text += "; polars-rap init IN -o spec.toml writes a config template with a table per column"
     for python, config in _KEYWORDS:
         text = text.replace(python, config)
+    text = re.sub(r"\bdrop=(\[[^\]]*\])", r"drop = \1 in [options]", text)  # a TOML list as Python writes it
     if len(tables) > _MAX_TABLES:
         more = len(tables) - _MAX_TABLES + 1
         tables = [*tables[:_MAX_TABLES - 1],

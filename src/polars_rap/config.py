@@ -330,6 +330,7 @@ OPTIONAL_TABLES = (
     "# delta = 1e-9",
     "# [options]          # keyword arguments of polars_rap.synthesize",
     "# relaxed_rows = 1000",
+    '# drop = ["id"]      # columns to leave out (identifiers, weights): never read, not in the output',
 )
 """The tables a written config leaves commented out, for its reader to fill in."""
 

@@ -16,6 +16,7 @@ is filled in, naming each column that still holds one.
 kind = "numeric"
 bounds = ["TODO", "TODO"]       # TODO: public [lower, upper] in whole numbers; values outside are clipped
 nullable = false                # true when the column may hold nulls (their rate is then kept)
+# atoms = []                    # values many rows hold exactly (0, a top code, a bound): kept exactly
 <BLANKLINE>
 [domain.ok]                     # Boolean: categories from the dtype
 kind = "categorical"
@@ -99,6 +100,7 @@ def _column_table(name: str, dtype: pl.DataType | None) -> list[str]:
             'kind = "numeric"',
             _commented(f"bounds = {toml_value([TODO, TODO])}", f"TODO: public [lower, upper]{whole}; values outside are clipped"),
             _commented(null_line, "true when the column may hold nulls (their rate is then kept)"),
+            _commented("# atoms = []", "values many rows hold exactly (0, a top code, a bound): kept exactly"),
         ]
     return [
         _commented(header, str(dtype)),

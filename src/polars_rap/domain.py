@@ -490,7 +490,8 @@ def check_declared(schema: Mapping[str, pl.DataType], domain: Mapping[str, Any] 
     msg = (
         f"{head}domain={{{examples}}} with values from public documentation (never from "
         "the data itself), give it a pl.Enum dtype, learn it privately with "
-        "infer_domain=True (charged to the budget), or drop the column"
+        f"infer_domain=True (charged to the budget), or leave {'it' if len(undeclared) == 1 else 'them'} out "
+        f"with drop={[name for name, _ in undeclared]!r}"
     )
     raise ParameterError(msg)
 

@@ -58,7 +58,7 @@ from polars_rap.release import build_report
 from polars_rap.result import SynthesisResult
 from polars_rap.rounds import run_plan
 from polars_rap.samplers import SecureRandom
-from polars_rap.source import RowStatistics, exact_answers, open_source
+from polars_rap.source import RowStatistics, exact_answers, open_source, without_columns
 from polars_rap.strategy import Strategy, resolve_strategy
 from polars_rap.workload import group_sensitivities
 
@@ -99,6 +99,7 @@ def synthesize(
     public_use: Sequence[str] | None = None,
     output: str | os.PathLike | None = None,
     output_block_rows: int = DEFAULT_BLOCK_ROWS,
+    drop: Sequence[str] = (),
 ) -> SynthesisResult:
     """Differentially private synthetic data with RAP++.
 
@@ -225,6 +226,13 @@ def synthesize(
         pass ran on Ray), instead of holding them all in memory. It must be new or empty:
         that is checked before any row is read. ``.data`` is then a LazyFrame scanning the
         parts and ``.files`` lists them; the report's answers are read back from them.
+    drop : sequence of str
+        Columns of ``data`` to leave out (a wide table's identifiers, weights, columns with no
+        public domain): never read, and not in the output. The same names are left out of
+        ``public`` where it holds them; ``report.parameters["dropped_columns"]`` lists them. A
+        name ``data`` lacks, or one that ``domain``, ``labels`` or ``infer_domain`` also names,
+        is a ``ParameterError``. A Python caller may as well pass ``data.drop(...)``; this is
+        for a path, a config file's ``[options]`` and the command line.
 
     Returns
     -------
@@ -269,7 +277,7 @@ def synthesize(
         inference_share=inference_share, rows=rows, seed=seed, relaxed_rows=relaxed_rows,
         queries_per_round=queries_per_round, rounds_cm=rounds_cm, rounds_lt=rounds_lt, rounds_mm=rounds_mm,
         n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
-        max_marginal_cells=max_marginal_cells, projection=projection,
+        max_marginal_cells=max_marginal_cells, projection=projection, drop=drop,
     )
     strategy = resolve_strategy(strategy)
     if selection_share is None:
@@ -290,12 +298,13 @@ def synthesize(
 
     # 1. inputs: schema, private domain inference (charged first), public domain, workload
     source = open_source(data, domain, engine)  # a CSV's dtypes come from the domain, never its rows
+    public_source = None if public is None else open_public(public, domain, list(source.schema), drop)
+    source = without_columns(source, drop, present_only=public is not None)  # open_public checked the names
     if not source.schema:
         msg = "the data has no columns; synthesize needs at least one, with a declared domain"
         raise DataError(msg)
     declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
     check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
-    public_source = None if public is None else open_public(public, domain, list(source.schema))
     if public_source is not None and public_use is None:
         public_uses = default_public_uses(labels or (), list(public_source.schema))
     if "labels" in public_uses:  # from the public table's schema: before a row of either table is read
@@ -436,6 +445,7 @@ def synthesize(
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
             strategy=described, decoding=strategy.decoding, numeric_coupling=numeric_coupling,
             warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
+            dropped_columns=[drop] if isinstance(drop, str) else list(drop),
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
     )

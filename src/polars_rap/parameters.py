@@ -67,6 +67,11 @@ def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:
         raise ParameterTypeError(msg)
 
 
+def _listed(names: str | Sequence[str] | bool) -> list[str]:
+    """Checked names as a list: one name alone, a sequence, or none for ``True``/``False``."""
+    return [] if isinstance(names, bool) else [names] if isinstance(names, str) else list(names)
+
+
 MAX_EPSILON = 1e6
 """The largest ``epsilon`` synthesize takes: the zCDP conversion and the noise's inverse variances
 stay finite far past it (the fuzz tests found overflows only near 1.8e308)."""
@@ -76,7 +81,7 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
                                inference_share: Any, rows: Any, seed: Any, relaxed_rows: Any,
                                queries_per_round: Any, rounds_cm: Any, rounds_lt: Any, rounds_mm: Any,
                                n_linear_thresholds: Any, n_mixed_marginals: Any, max_marginal_cells: Any,
-                               projection: Any) -> None:
+                               projection: Any, drop: Any = ()) -> None:
     """Refuse any of ``synthesize``'s parameters that it could not run with (``strategy`` and
     ``selection_share`` are checked where the strategy is resolved)."""
     check_positive_finite("epsilon", epsilon)
@@ -105,6 +110,14 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
         raise ParameterTypeError(msg)
     _check_names("labels", labels)
     _check_names("infer_domain", infer_domain, allow_bool=True)
+    _check_names("drop", drop)
+    named = {*(domain or {}), *_listed(labels), *_listed(infer_domain)}
+    kept = [name for name in _listed(drop) if name in named]
+    if kept:
+        msg = (f"The 'drop' parameter names columns that domain=, labels or infer_domain also name: {kept}. A dropped "
+               "column is left out of the synthesis: remove it from drop to synthesize it, or from the others to "
+               "leave it out")
+        raise ParameterError(msg)
     from polars_rap.projection import ProjectionConfig  # here: projection.py uses this module's checks
 
     if projection is not None and not isinstance(projection, ProjectionConfig):

@@ -42,7 +42,7 @@ from polars_rap.encoding import encode, spread_rows
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.projection import ProjectionConfig, RelaxedParams, project
 from polars_rap.queries import QuerySet
-from polars_rap.source import DataSource, add_counts, default_batch_rows
+from polars_rap.source import DataSource, add_counts, default_batch_rows, without_columns
 
 __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "LABELLED_PUBLIC_USES", "PublicTable", "check_public_use",
            "default_public_uses", "open_public",
@@ -140,11 +140,13 @@ def default_public_uses(labels: Sequence[str], public_columns: Sequence[str]) ->
     return DEFAULT_PUBLIC_USES
 
 
-def open_public(public, declared: Mapping[str, object] | None, names: Sequence[str]) -> DataSource:
+def open_public(public, declared: Mapping[str, object] | None, names: Sequence[str],
+                drop: Sequence[str] = ()) -> DataSource:
     """The public table as a :class:`~polars_rap.source.DataSource` (a DataFrame, LazyFrame,
     Parquet/CSV/IPC path, pyarrow Table or pandas DataFrame; a CSV typed by ``declared``, the
-    user's ``domain=`` mapping), its columns checked against ``names`` (the sensitive table's
-    columns) before any row is read.
+    user's ``domain=`` mapping), less the columns of ``drop`` it holds (``synthesize(drop=...)``;
+    a name neither it nor ``names`` holds is a ``ParameterError``), its columns checked against
+    ``names`` (the sensitive table's columns) before any row is read.
 
     Raises ``ParameterTypeError`` for another type, ``FileNotFoundError`` for a path with no
     file, and :class:`~polars_rap.errors.DataError` for a column the domain does not declare
@@ -156,15 +158,22 @@ def open_public(public, declared: Mapping[str, object] | None, names: Sequence[s
                f"DataFrame or a path to a Parquet/CSV/IPC file. Got {type(public).__name__}")
         raise ParameterTypeError(msg)
     try:
-        source = DataSource.from_input(public, declared)
+        full = DataSource.from_input(public, declared)
     except DataError as error:
         msg = f"the public table: {error}"
         raise DataError(msg) from error
+    dropped = [drop] if isinstance(drop, str) else list(drop)
+    unknown = [name for name in dropped if name not in names and name not in full.schema]
+    if unknown:
+        msg = (f"The 'drop' parameter names columns neither the data nor the public table has: {unknown}. The "
+               f"data's columns are {list(names)}")
+        raise ParameterError(msg)
+    source = without_columns(full, dropped, present_only=True)
     extra = [name for name in source.schema if name not in names]
     if extra:
         msg = (f"the public table has columns the synthesized data does not: {extra}. A public table "
                f"holds the data's columns or a subset of them ({list(names)}); drop the others first, "
-               f"e.g. public.drop({extra!r})")
+               f"e.g. public.drop({extra!r}), or add them to drop={extra!r}, which leaves them out of both tables")
         raise DataError(msg)
     if not source.schema:
         msg = f"the public table has none of the data's columns ({list(names)}); it cannot serve as a prior"

@@ -19,6 +19,7 @@ encoded and counted by a kernel backend, and only the per-query counts survive t
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import numbers
@@ -38,7 +39,8 @@ from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.queries import QuerySet
 
 __all__ = [
-    "DataSource", "RowStatistics", "open_source", "exact_answers", "batch_counts", "add_counts", "finish_answers",
+    "DataSource", "RowStatistics", "open_source", "without_columns", "exact_answers", "batch_counts", "add_counts",
+    "finish_answers",
     "default_batch_rows",
     "csv_dtype", "scan_csv", "scan_file", "ENGINES", "MAX_BATCH_ROWS", "BATCH_BYTES",
 ]  # fmt: skip
@@ -170,6 +172,30 @@ def open_source(data, domain: Mapping[str, object] | None = None, engine: str = 
         msg = "a Ray Dataset is read by the Ray engine: pass engine='ray' (or 'auto'), not 'polars'"
         raise TypeError(msg)
     return DataSource.from_input(data, domain)
+
+
+def without_columns(source, drop: Sequence[str], *, what: str = "the data", present_only: bool = False):
+    """``source`` (a :class:`DataSource` or a Ray source) with the columns ``drop`` left out of
+    its ``schema``: synthesis never reads them (a pass reads only the domain's columns, which
+    the schema bounds) and the output does not hold them. ``present_only``: names ``source``
+    lacks are skipped (a public table may hold a subset of the columns); otherwise each is a
+    :class:`~polars_rap.errors.ParameterError` naming it and ``what``'s columns.
+
+    >>> without_columns(open_source(pl.DataFrame({"x": [1], "id": [7]})), ["id"]).schema
+    Schema([('x', Int64)])
+    """
+    names = [drop] if isinstance(drop, str) else list(drop)
+    unknown = [name for name in names if name not in source.schema]
+    if unknown and not present_only:
+        from polars_rap.config import did_you_mean
+
+        msg = (f"The 'drop' parameter names columns {what} does not have: {unknown}"
+               f"{did_you_mean(unknown, source.schema)}. Its columns are {list(source.schema)}")
+        raise ParameterError(msg)
+    if not names:
+        return source
+    kept = pl.Schema([(name, dtype) for name, dtype in source.schema.items() if name not in names])
+    return dataclasses.replace(source, schema=kept)
 
 
 def _converted(data, module: str) -> pl.DataFrame | pl.Series | None:
