@@ -59,23 +59,25 @@ def domain() -> Domain:
 def test_edges_come_from_the_spec_one_per_whole_value_or_even_on_the_mapped_coordinate(domain) -> None:
     """A small integer column gets an edge halfway between every two whole values (83 cells
     for 17..99); a wide one at most ``max_bins`` cells, even on the mapped coordinate (the
-    scale and atom slab included), its edges moved to half-integers; a float column
-    ``max_bins`` even cells. Every grid is strictly increasing and ends at 1."""
+    scale and atom slab included), its edges moved to half-integers, and a cell for each bound's
+    whole value; a float column ``max_bins`` even cells. Every grid is strictly increasing and
+    ends at 1."""
     age, income, gain = domain.numeric_columns
     edges = histogram_edges(age, 200)
     np.testing.assert_array_equal(edges, np.append(to_unit(np.arange(17, 99) + 0.5, age), 1.0).astype(np.float32))
     assert len(edges) == 83
     np.testing.assert_array_equal(histogram_edges(income, 200), (np.arange(1, 201) / 200).astype(np.float32))
     wide = histogram_edges(gain, 50)
-    assert 2 <= len(wide) <= 50 and wide[-1] == 1.0 and np.all(np.diff(wide) > 0)
+    assert 2 <= len(wide) <= 52 and wide[-1] == 1.0 and np.all(np.diff(wide) > 0)
     whole = to_unit(np.arange(0, 100_000, dtype=np.float64), gain).astype(np.float32)
-    assert whole[0] < wide[0]  # the atom 0 is in the first cell
+    assert whole[0] < wide[0] < whole[1]  # the atom 0 is the first cell, alone
+    assert whole[-2] < wide[-2] < whole[-1]  # so is the upper bound, 99,999 (a top code)
     assert not np.isin(wide[:-1], whole).any()  # no whole value sits on an edge
     for spec in domain.numeric_columns:
         for bins in (2, 7, 200):
             grid = histogram_edges(spec, bins)
             assert grid.dtype == np.float32 and grid[-1] == 1.0 and np.all(np.diff(grid) > 0)
-            assert len(grid) <= max(bins, spec.upper - spec.lower + 1)
+            assert len(grid) <= max(bins + 2, spec.upper - spec.lower + 1)
 
 
 def test_groups_are_label_times_prefix_runs(domain) -> None:

@@ -9,7 +9,10 @@ label value, on a public grid of edges ``t_1 < ... < t_K = 1`` of its mapped coo
   (half-integers: no whole value sits on one, so decoding's rounding never crosses an edge);
 - other columns get ``max_bins`` cells even on the mapped coordinate (so they follow the
   column's declared scale and atoms), their edges moved to half-integers on integer columns
-  (:func:`polars_rap.workload.half_integer_threshold`).
+  (:func:`polars_rap.workload.half_integer_threshold`), where each bound's whole value also
+  gets a cell of its own: a top code (the ACS's poverty ratio at 501 for 38-57% of the rows) or
+  values clipped to a bound are measured, fitted and decoded on the bound itself, not spread over
+  the cell's other values.
 
 The workload holds one *prefix* group per edge: ``1[label = y] 1[x <= t_k]`` for every label
 value ``y`` (class ``"NH"``; the column alone when the domain has no label), an ordinary
@@ -182,6 +185,8 @@ def histogram_edges(spec, max_bins: int = DEFAULT_MAX_BINS) -> np.ndarray:
     else:
         inner = np.arange(1, max_bins, dtype=np.float64) / max_bins
         inner = np.array([half_integer_threshold(float(t), spec) for t in inner])
+        if spec.is_integer and float(spec.lower).is_integer():  # each bound's whole value a cell of its own
+            inner = np.append(inner, to_unit(np.array([spec.lower + 0.5, spec.upper - 0.5]), spec))
     edges = np.unique(np.append(inner, 1.0).astype(np.float32))  # sorted, strictly increasing
     return edges[(edges > np.float32(0.0)) | (edges == edges.max())]
 
