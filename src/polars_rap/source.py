@@ -174,12 +174,12 @@ def open_source(data, domain: Mapping[str, object] | None = None, engine: str = 
     return DataSource.from_input(data, domain)
 
 
-def without_columns(source, drop: Sequence[str], *, what: str = "the data", present_only: bool = False):
+def without_columns(source, drop: Sequence[str], *, present_only: bool = False):
     """``source`` (a :class:`DataSource` or a Ray source) with the columns ``drop`` left out of
     its ``schema``: synthesis never reads them (a pass reads only the domain's columns, which
     the schema bounds) and the output does not hold them. ``present_only``: names ``source``
     lacks are skipped (a public table may hold a subset of the columns); otherwise each is a
-    :class:`~polars_rap.errors.ParameterError` naming it and ``what``'s columns.
+    :class:`~polars_rap.errors.ParameterError` naming it and the data's columns.
 
     >>> without_columns(open_source(pl.DataFrame({"x": [1], "id": [7]})), ["id"]).schema
     Schema([('x', Int64)])
@@ -189,7 +189,7 @@ def without_columns(source, drop: Sequence[str], *, what: str = "the data", pres
     if unknown and not present_only:
         from polars_rap.config import did_you_mean
 
-        msg = (f"The 'drop' parameter names columns {what} does not have: {unknown}"
+        msg = (f"The 'drop' parameter names columns the data does not have: {unknown}"
                f"{did_you_mean(unknown, source.schema)}. Its columns are {list(source.schema)}")
         raise ParameterError(msg)
     if not names:
