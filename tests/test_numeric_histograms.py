@@ -292,3 +292,20 @@ def test_loss_scales_multiply_the_inverse_variance_weights() -> None:
     plain = LoopRecord(params=None)
     plain.add(0, 0, np.zeros(2), 0.5)
     assert plain.answer_weights(np.array([2]), False) is None
+
+
+def test_a_top_code_comes_out_on_the_bound_itself() -> None:
+    """Half the rows hold a wide integer column's upper bound (the ACS's poverty ratio, 501 for
+    "500% or more"): the synthetic rows hold exactly 501 about as often, not values spread over
+    the last cell's 499-501, and the lower bound's share of 0 likewise."""
+    rng = np.random.default_rng(5)
+    n = 4_000
+    ratio = np.where(rng.random(n) < 0.5, 501, rng.integers(1, 501, n))
+    ratio[rng.random(n) < 0.1] = 0
+    frame = pl.DataFrame({"ratio": ratio, "y": rng.choice(["a", "b"], n).tolist()})
+    result = polars_rap.synthesize(
+        frame, epsilon=4.0, delta=1e-7, domain={"ratio": (0, 501), "y": ["a", "b"]}, labels=["y"],
+        relaxed_rows=300, n_linear_thresholds=200, seed=0, progress=False)
+    synthetic = result.data["ratio"]
+    assert abs((synthetic == 501).mean() - (frame["ratio"] == 501).mean()) < 0.05
+    assert abs((synthetic == 0).mean() - (frame["ratio"] == 0).mean()) < 0.03
