@@ -86,6 +86,23 @@ def test_mismatched_schemas_fail_cleanly_naming_the_columns(work, tmp_path, caps
     assert not (tmp_path / "r.html").exists()
 
 
+def test_evaluate_leaves_out_the_columns_the_config_drops(work, tmp_path, capsys):
+    """A wide real table synthesized with ``[options] drop`` is compared on the columns kept,
+    as its synthetic table holds them (the held-out rows likewise)."""
+    for name in ("real", "test"):
+        pl.read_parquet(work / f"{name}.parquet").with_columns(person_id=pl.int_range(pl.len())).write_parquet(
+            tmp_path / f"{name}.parquet")
+    config = tmp_path / "drop.toml"
+    config.write_text((work / "domain.toml").read_text() + '\n[options]\ndrop = ["person_id"]\n')
+    args = ["evaluate", str(tmp_path / "real.parquet"), str(work / "synthetic.parquet"), "-o",
+            str(tmp_path / "report.html"), "--config", str(config), "--test", str(tmp_path / "test.parquet")]
+    assert cli.main(args) == 0 and (tmp_path / "report.html").is_file()
+    config.write_text((work / "domain.toml").read_text())
+    capsys.readouterr()
+    assert cli.main([*args, "--overwrite"]) == 3  # without it, the real table's extra column is named
+    assert "only in the real table ['person_id']" in capsys.readouterr().err
+
+
 def test_usage_errors_exit_2(work, tmp_path, capsys):
     capsys.readouterr()
     no_domain = ["evaluate", str(work / "real.parquet"), str(work / "synthetic.parquet"), "-o", str(tmp_path / "r.html")]
