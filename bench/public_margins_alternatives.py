@@ -67,29 +67,18 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.domain import Domain
     from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT, shrunk_margin
-    from polars_rap.public_prior import open_public, read_public
-    from polars_rap.public_reweight import rake, sampling_order
+    from polars_rap.public_reweight import rake
 
-    from bench.public_margins_probe import drawn_scores
-    from bench.public_prior import DATASET, public_table
+    from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.public_rake_oracle import _codes
-    from bench.run import prepare_dataset, table_markdown
+    from bench.run import table_markdown
 
-    train, test, task = prepare_dataset(DATASET, None)
-    label = task.labels[0]
-    categorical = [c for c, spec in task.domain.items() if isinstance(spec, list)]
-    numeric = [c for c in task.domain if c not in categorical]
-    n = train.height
-    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
-    public = public_table("matched", train.columns)
+    setup = probe_setup(0.25)
+    train, test, task, label, domain, public = \
+        setup.train, setup.test, setup.task, setup.label, setup.domain, setup.public
+    categorical, numeric, n, none, order = setup.categorical, setup.numeric, setup.n, setup.none, setup.order
     rho = SHARE * rho_from_epsilon_delta(0.25, 1.0 / n**2)
-    headline = pl.read_csv(RESULTS / "headline.csv").filter(
-        (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == 0.25))
-    none = {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")}
-    encoded = read_public(open_public(public, task.domain, list(train.columns)), domain)
-    order = sampling_order(encoded.codes, encoded.numerics, domain)
     true_codes = _codes(train, task.domain, categorical, numeric, NUMERIC_CELLS)
     public_codes = _codes(public, task.domain, categorical, numeric, NUMERIC_CELLS)
 

@@ -42,15 +42,16 @@ MARGINS_SHARE = 0.8
 LOOP_SHARE = 0.18
 """What the loop would have had: the rest less the final check's 2%."""
 FINDINGS = (
-    "What it showed (2-core AMD EPYC; errors only, no timings): neither reaches CM 0.5x. The loop's 18% on three-way tables "
-    "leaves CM at 0.58x chosen privately (0.62x with 3 tables) and 0.56x chosen by an oracle, and raises MM and LT: "
-    "raking to the tables' estimates pulls the rows off their numeric margins. Five tables chosen privately are each "
-    "measured with 1.8% of rho, noise std 0.0083 a cell: on OCCP x SCHL x label's 1,200 cells that is an L1 noise "
-    "near 8 against the raked rows' error there of 0.20, so the estimate stays the raked rows' table. The "
-    "whole budget in ten such rounds, without margins, scores 0.63x. A mixture of the states brings the margins' "
-    "prior closer to CA (their L1 distance summed over columns 2.62 -> 1.42, fitted to the true margins) but "
-    "not where CM's error is: OCCP's, COW's and JWTR's mixture is no closer than the pooled table's, and CM stays "
-    "0.58x; MM and LT fall a little (0.43x -> 0.42x / 0.41x, 0.53x -> 0.50x / 0.49x), within the draws' spread.")
+    "What it showed (2-core AMD EPYC; errors only, no timings): neither reaches CM 0.5x. The loop's 18% on "
+    "three-way tables leaves CM at 0.58x chosen privately (0.62x with 3 tables) and 0.56x chosen by an oracle, "
+    "and raises MM and LT: raking to the tables' estimates pulls the rows off their numeric margins. Five tables "
+    "chosen privately are each measured with 1.8% of rho, noise std 0.0083 a cell: on OCCP x SCHL x label's 1,200 "
+    "cells that is an L1 noise near 8 against the raked rows' error there of 0.20, so the estimate stays the "
+    "raked rows' table. The whole budget in ten such rounds, without margins, scores 0.63x. A mixture of the "
+    "states brings the margins' prior closer to CA (their L1 distance summed over columns 2.62 -> 1.42, fitted to "
+    "the true margins) but not where CM's error is: OCCP's, COW's and JWTR's mixture is no closer than the pooled "
+    "table's, and CM stays 0.58x; MM and LT fall a little (0.43x -> 0.42x / 0.41x, 0.53x -> 0.50x / 0.49x), "
+    "within the draws' spread.")
 
 
 def _shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
@@ -76,30 +77,20 @@ def main() -> int:
 
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.datasets import preprocess_acs_income
-    from polars_rap.domain import Domain
     from polars_rap.public_margins import NUMERIC_CELLS, _weights, margin_names, shrunk_margin
-    from polars_rap.public_prior import open_public, read_public
-    from polars_rap.public_reweight import rake, sampling_order
+    from polars_rap.public_reweight import rake
 
-    from bench.public_margins_probe import drawn_scores
-    from bench.public_prior import DATASET, PRIVATE_STATE, data_dir, public_table
+    from bench.public_margins_probe import drawn_scores, probe_setup
+    from bench.public_prior import PRIVATE_STATE, data_dir
     from bench.public_rake_oracle import _codes
-    from bench.run import prepare_dataset, table_markdown
+    from bench.run import table_markdown
 
-    train, test, task = prepare_dataset(DATASET, None)
-    label = task.labels[0]
-    categorical = [c for c, spec in task.domain.items() if isinstance(spec, list)]
-    numeric = [c for c in task.domain if c not in categorical]
-    columns = categorical + numeric
-    n = train.height
-    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
-    public = public_table("matched", train.columns)
+    setup = probe_setup(EPSILON)
+    train, test, task, label, domain, public = \
+        setup.train, setup.test, setup.task, setup.label, setup.domain, setup.public
+    categorical, numeric, columns, n, none, order = \
+        setup.categorical, setup.numeric, setup.columns, setup.n, setup.none, setup.order
     rho = rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    headline = pl.read_csv(RESULTS / "headline.csv").filter(
-        (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == EPSILON))
-    none = {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")}
-    encoded = read_public(open_public(public, task.domain, list(train.columns)), domain)
-    order = sampling_order(encoded.codes, encoded.numerics, domain)
     truth_codes = _codes(train, task.domain, categorical, numeric, NUMERIC_CELLS)
     public_codes = _codes(public, task.domain, categorical, numeric, NUMERIC_CELLS)
     weight = dict(zip(margin_names(domain), _weights(domain), strict=True))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,53 @@ def drawn_scores(public, weights: np.ndarray, along: np.ndarray, train, test, do
     return [errors["CM"], errors["MM"], errors["LT"], f1]
 
 
+@dataclass(frozen=True)
+class ProbeSetup:
+    """What the offline probes of ``public_use="margins"`` on CA share (:func:`probe_setup`):
+    the task's ``train``/``test`` split and ``task``, its ``label``, ``categorical`` and
+    ``numeric`` column names (``columns`` both, categorical first), ``n`` training rows, the
+    encoded ``domain``, the other states' rows ``public`` (a Polars frame), their draw ``order``
+    (:func:`~polars_rap.public_reweight.sampling_order`, as the library draws) and ``none``: the
+    headline's CM, MM and LT mean errors without a public table at the probe's ε (3 seeds)."""
+
+    train: object
+    test: object
+    task: object
+    label: str
+    categorical: list
+    numeric: list
+    columns: list
+    n: int
+    domain: object
+    public: object
+    order: np.ndarray
+    none: dict
+
+
+def probe_setup(epsilon: float) -> ProbeSetup:
+    """:class:`ProbeSetup` of acs-income-CA with the other states' rows, ``none`` at ``epsilon``."""
+    import polars as pl
+
+    from polars_rap.domain import Domain
+    from polars_rap.public_prior import open_public, read_public
+    from polars_rap.public_reweight import sampling_order
+
+    from bench.public_prior import DATASET, public_table
+    from bench.run import prepare_dataset
+
+    train, test, task = prepare_dataset(DATASET, None)
+    categorical = [c for c, spec in task.domain.items() if isinstance(spec, list)]
+    numeric = [c for c in task.domain if c not in categorical]
+    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
+    public = public_table("matched", train.columns)
+    encoded = read_public(open_public(public, task.domain, list(train.columns)), domain)
+    headline = pl.read_csv(RESULTS / "headline.csv").filter(
+        (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == epsilon))
+    return ProbeSetup(train, test, task, task.labels[0], categorical, numeric, categorical + numeric, train.height,
+                      domain, public, sampling_order(encoded.codes, encoded.numerics, domain),
+                      {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")})
+
+
 def _share(cells: tuple[np.ndarray, int]) -> np.ndarray:
     x, k = cells
     return np.bincount(x, minlength=k) / len(x)
@@ -89,30 +137,19 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.domain import Domain
     from polars_rap.public_margins import shrunk_margin
-    from polars_rap.public_prior import open_public, read_public
-    from polars_rap.public_reweight import rake, sampling_order
+    from polars_rap.public_reweight import rake
 
-    from bench.public_prior import DATASET, public_table
+    from bench.public_prior import public_table
     from bench.public_rake_oracle import _codes
-    from bench.run import prepare_dataset, table_markdown
+    from bench.run import table_markdown
 
-    train, test, task = prepare_dataset(DATASET, None)
-    label = task.labels[0]
-    categorical = [c for c, spec in task.domain.items() if isinstance(spec, list)]
-    numeric = [c for c in task.domain if c not in categorical]
-    columns = categorical + numeric
-    n = train.height
-    domain = Domain.from_mapping(train.schema, task.domain, task.labels)
-    public = public_table("matched", train.columns)
+    setup = probe_setup(0.25)
+    train, test, task, label, domain, public = \
+        setup.train, setup.test, setup.task, setup.label, setup.domain, setup.public
+    categorical, numeric, columns, n, none, order = \
+        setup.categorical, setup.numeric, setup.columns, setup.n, setup.none, setup.order
     rho = rho_from_epsilon_delta(0.25, 1.0 / n**2)
-    headline = pl.read_csv(RESULTS / "headline.csv").filter(
-        (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == 0.25))
-    none = {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")}
-
-    encoded = read_public(open_public(public, task.domain, list(train.columns)), domain)
-    order = sampling_order(encoded.codes, encoded.numerics, domain)  # the library's draw order
 
     def score(weights: np.ndarray, along: np.ndarray, rng) -> list[float]:
         return drawn_scores(public, weights, along, train, test, domain, label, rng)
