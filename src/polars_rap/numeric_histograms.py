@@ -73,8 +73,9 @@ __all__ = ["DEFAULT_MAX_BINS", "MAX_TREE_CELLS", "TREE_BRANCHINGS", "HistogramTr
            "measure_histograms"]
 
 DEFAULT_MAX_BINS = 200
-"""Cells of a numeric histogram at most: every whole value of an integer column up to this
-many (acs-income-CA's JWMNP, 1-200 minutes, gets one cell per minute)."""
+"""Cells of a numeric histogram at most (two more on a wider integer column: its bounds' own):
+every whole value of an integer column up to this many (acs-income-CA's JWMNP, 1-200 minutes,
+gets one cell per minute)."""
 
 
 TREE_BRANCHINGS = (2, 3, 4, 8, 16)
