@@ -31,6 +31,10 @@ RUNS = (  # (dataset, ε, strategy label, synthesize keywords)
     *((d, 1.0, "default (ties measured)", {}) for d in ("acs-income-CA", "adult")),
 )
 SEEDS = (0, 1, 2)
+FINDING = ("What it showed: below the ties' cap the rows keep about a third to two fifths of the strong "
+           "associations (CA's AGEP x MAR: eta 0.55 real, 0.06 synthetic on seed 0); the ties at a 0.025 cap do "
+           "not bring them back (the ridge shrinks noise this large to little); at eps = 1, where they are measured, "
+           "about three fifths are kept. A cheaper measurement of these associations at small eps is open.")
 
 
 def association_scores(pairs, strong: float = STRONG) -> tuple[float, float]:
@@ -75,7 +79,7 @@ def main() -> int:
     lines = ["# Numeric x categorical associations kept (bench/association_probe.py)", "",
              f"Correlation ratio of every numeric x categorical pair, real training rows vs synthetic; mean over "
              f"seeds {list(SEEDS)}; `strong_kept` over pairs with eta_real >= {STRONG}. Run "
-             f"{time.strftime('%Y-%m-%d')} on a 2-core AMD EPYC.", "", table_markdown(pl.DataFrame(rows))]
+             f"{time.strftime('%Y-%m-%d')} on a 2-core AMD EPYC.", "", table_markdown(pl.DataFrame(rows)), "", FINDING]
     (RESULTS / "association_probe.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
