@@ -285,6 +285,7 @@ def synthesize(
     check_share("selection_share", selection_share)
     if isinstance(labels, str):
         labels = [labels]
+    drop = [drop] if isinstance(drop, str) else list(drop)
     projection = projection or ProjectionConfig()
     if projection.warm_doublings is None and strategy.warm_doublings is not None:  # the strategy's schedule
         projection = dataclasses.replace(projection, warm_doublings=strategy.warm_doublings)
@@ -445,7 +446,7 @@ def synthesize(
             labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
             strategy=described, decoding=strategy.decoding, numeric_coupling=numeric_coupling,
             warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
-            dropped_columns=[drop] if isinstance(drop, str) else list(drop),
+            dropped_columns=drop,
         ),
         public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
     )

@@ -162,13 +162,12 @@ def open_public(public, declared: Mapping[str, object] | None, names: Sequence[s
     except DataError as error:
         msg = f"the public table: {error}"
         raise DataError(msg) from error
-    dropped = [drop] if isinstance(drop, str) else list(drop)
-    unknown = [name for name in dropped if name not in names and name not in full.schema]
+    unknown = [name for name in drop if name not in names and name not in full.schema]
     if unknown:
         msg = (f"The 'drop' parameter names columns neither the data nor the public table has: {unknown}. The "
                f"data's columns are {list(names)}")
         raise ParameterError(msg)
-    source = without_columns(full, dropped, present_only=True)
+    source = without_columns(full, drop, present_only=True)
     extra = [name for name in source.schema if name not in names]
     if extra:
         msg = (f"the public table has columns the synthesized data does not: {extra}. A public table "

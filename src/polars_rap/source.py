@@ -184,17 +184,16 @@ def without_columns(source, drop: Sequence[str], *, present_only: bool = False):
     >>> without_columns(open_source(pl.DataFrame({"x": [1], "id": [7]})), ["id"]).schema
     Schema([('x', Int64)])
     """
-    names = [drop] if isinstance(drop, str) else list(drop)
-    unknown = [name for name in names if name not in source.schema]
+    unknown = [name for name in drop if name not in source.schema]
     if unknown and not present_only:
         from polars_rap.config import did_you_mean
 
         msg = (f"The 'drop' parameter names columns the data does not have: {unknown}"
                f"{did_you_mean(unknown, source.schema)}. Its columns are {list(source.schema)}")
         raise ParameterError(msg)
-    if not names:
+    if not drop:
         return source
-    kept = pl.Schema([(name, dtype) for name, dtype in source.schema.items() if name not in names])
+    kept = pl.Schema([(name, dtype) for name, dtype in source.schema.items() if name not in drop])
     return dataclasses.replace(source, schema=kept)
 
 
