@@ -59,6 +59,24 @@ def _shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> 
     return counts / counts.sum()
 
 
+def public_states(height: int) -> np.ndarray:
+    """int64[height]: the state table (an index into the sorted files, CA left out) each of the
+    matched public table's rows comes from, in :func:`~bench.public_prior.public_table`'s order."""
+    import polars as pl
+
+    from polars_rap.datasets import preprocess_acs_income
+
+    from bench.public_prior import PRIVATE_STATE, data_dir
+
+    files = [f for f in sorted(data_dir().glob("acs2018_1yr_person_*.parquet"))
+             if not f.stem.endswith(f"_{PRIVATE_STATE}")]
+    state = np.repeat(np.arange(len(files)), [preprocess_acs_income(pl.read_parquet(f)).height for f in files])
+    if len(state) != height:
+        msg = "the state tables' rows do not add up to the public table's"
+        raise RuntimeError(msg)
+    return state
+
+
 def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float]) -> np.ndarray:
     """float64[groups] >= 0 summing to 1: the mixture of the groups' margins (``margins[i]``:
     float64[groups, cells of margin i]) closest to ``noisy`` in least squares, margin ``i``
@@ -76,12 +94,10 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.datasets import preprocess_acs_income
     from polars_rap.public_margins import NUMERIC_CELLS, _weights, margin_names, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_probe import drawn_scores, probe_setup
-    from bench.public_prior import PRIVATE_STATE, data_dir
     from bench.public_rake_oracle import _codes
     from bench.run import table_markdown
 
@@ -95,14 +111,9 @@ def main() -> int:
     public_codes = _codes(public, task.domain, categorical, numeric, NUMERIC_CELLS)
     weight = dict(zip(margin_names(domain), _weights(domain), strict=True))
     weights = np.array([weight[c] for c in columns])
-    files = [f for f in sorted(data_dir().glob("acs2018_1yr_person_*.parquet"))
-             if not f.stem.endswith(f"_{PRIVATE_STATE}")]  # public_table's order
-    state = np.repeat(np.arange(len(files)), [preprocess_acs_income(pl.read_parquet(f)).height for f in files])
-    if len(state) != public.height:
-        msg = "the state tables' rows do not add up to the public table's"
-        raise RuntimeError(msg)
-    by_state = {c: np.stack([_shares(public_codes[c][0][state == s], public_codes[c][1]) for s in range(len(files))])
-                for c in columns}
+    state = public_states(public.height)
+    by_state = {c: np.stack([_shares(public_codes[c][0][state == s], public_codes[c][1])
+                             for s in range(state.max() + 1)]) for c in columns}
     true_margins = [_shares(*truth_codes[c]) for c in columns]
 
     pairs = list(itertools.combinations([c for c in categorical if c != label], 2))

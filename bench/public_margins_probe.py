@@ -62,15 +62,15 @@ def _james_stein(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarra
 
 
 def drawn_scores(public, weights: np.ndarray, along: np.ndarray, train, test, domain, label: str,
-                 rng: np.random.Generator) -> list[float]:
-    """[CM, MM, LT, macro F1] of ``train.height`` rows of ``public`` (a Polars frame) drawn by
-    ``weights`` systematically along ``along`` (row indices) and shuffled: the suite's headline
-    evaluation against ``train``, logistic regression's macro F1 on ``test``."""
+                 rng: np.random.Generator, size: int | None = None) -> list[float]:
+    """[CM, MM, LT, macro F1] of ``size`` rows (``train.height`` unless given) of ``public`` (a
+    Polars frame) drawn by ``weights`` systematically along ``along`` (row indices) and shuffled:
+    the suite's headline evaluation against ``train``, logistic regression's macro F1 on ``test``."""
     from polars_rap import evaluation
 
     from bench.run import SUITES
 
-    n = train.height
+    n = size or train.height
     cumulative = np.cumsum(weights[along])
     drawn = along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
                              public.height - 1)]
