@@ -5,9 +5,11 @@ import math
 from unittest import mock
 
 import numpy as np
+import polars as pl
 import pytest
 
 from polars_rap import DataError, privacy, public_margins
+from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
@@ -30,10 +32,26 @@ COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "JWMNP", "PINCP_gt_50000"]
 # ------------------------------------------------------------------ the margins and their counts
 def test_the_margins_are_every_categorical_block_but_null_indicators_then_each_numeric(domain):
     """JWMNP is nullable: its null indicator block is not measured apart (its numeric margin's
-    null cell holds it); AGEP and JWMNP have NUMERIC_CELLS cells and a null cell."""
-    assert margin_names(domain) == ["SEX", "MAR", "SCHL", "RAC1P", "PINCP_gt_50000", "AGEP", "JWMNP"]
+    null cell holds it); AGEP and JWMNP have NUMERIC_CELLS cells and a null cell. SEX, the one
+    binary feature, is measured split by the label: 2 x 2 cells."""
+    assert margin_names(domain) == ["SEX x PINCP_gt_50000", "MAR", "SCHL", "RAC1P", "PINCP_gt_50000", "AGEP",
+                                    "JWMNP"]
     counts = MarginCounts(domain)
-    assert [len(c) for c in counts.counts] == [*domain.block_sizes[:5], NUMERIC_CELLS + 1, NUMERIC_CELLS + 1]
+    assert [len(c) for c in counts.counts] == [4, *domain.block_sizes[1:5], NUMERIC_CELLS + 1, NUMERIC_CELLS + 1]
+
+
+def test_a_binary_feature_is_split_by_a_lone_label_only(private, declared):
+    """SEX x label's cells are ``sex * 2 + label`` (its counts the 2 x 2 table); a second label
+    leaves every feature's margin one-way (which label would it be split by)."""
+    domain = Domain.from_mapping(private.schema, declared, ["PINCP_gt_50000"])
+    counts = MarginCounts(domain)
+    counts.add(encode(private, domain))
+    table = private.group_by("SEX", "PINCP_gt_50000").len()
+    for sex, label, count in table.iter_rows():
+        cell = list(domain["SEX"].categories).index(sex) * 2 + list(domain["PINCP_gt_50000"].categories).index(label)
+        assert counts.counts[0][cell] == count
+    two = Domain.from_mapping(private.schema, declared, ["PINCP_gt_50000", "SEX"])
+    assert margin_names(two)[0] == "SEX" and len(MarginCounts(two).counts[0]) == 2
 
 
 def test_margin_counts_are_the_rows_cells_whatever_the_batches(private, domain):
@@ -42,6 +60,7 @@ def test_margin_counts_are_the_rows_cells_whatever_the_batches(private, domain):
     whole.add(encoded)
     cells = margin_cells(encoded.codes, encoded.numerics, domain, numeric_cells=NUMERIC_CELLS)
     kept = [0, 1, 2, 3, 4, 6, 7]  # blocks SEX..PINCP, (JWMNP's indicator left out), AGEP, JWMNP
+    cells[0] = cells[0] * 2 + cells[4]  # SEX split by the label
     for total, m in zip(whole.counts, kept, strict=True):
         np.testing.assert_array_equal(total, np.bincount(cells[m], minlength=len(total)))
         assert total.sum() == private.height
@@ -58,7 +77,9 @@ def test_margin_counts_are_the_rows_cells_whatever_the_batches(private, domain):
 
 # ------------------------------------------------------------------ budget and release, to the last float
 def test_margins_share_is_the_precision_rule_capped_and_floored(domain):
-    weights = 4 * 1.0 + LABEL_WEIGHT + 2 * NUMERIC_WEIGHT  # four features (weights averaging 1), the label, 2 numerics
+    roots = np.sqrt(domain.block_sizes[:4])  # SEX, MAR, SCHL, RAC1P
+    features = (math.sqrt(4) + roots[1:].sum()) / roots.mean()  # SEX's margin split by the label: 4 cells
+    weights = features + LABEL_WEIGHT + 2 * NUMERIC_WEIGHT  # the four features, the label, 2 numerics
     n, rho = 10_000, 0.02
     needed = weights / (rho * n**2 * MARGIN_STD**2)
     assert MIN_SHARE < margins_share(domain, n, rho) == needed < MAX_SHARE
@@ -69,20 +90,22 @@ def test_margins_share_is_the_precision_rule_capped_and_floored(domain):
 
 
 def test_release_charges_each_margin_its_weight_and_the_stated_noise(private, domain):
-    """A feature's weight grows with the square root of its cells (SCHL's 24 over SEX's 2), the
-    label's is LABEL_WEIGHT, a numeric's NUMERIC_WEIGHT; the charges are rho in those proportions."""
+    """A feature's weight grows with the square root of its cells (SCHL's 24 over SEX x label's
+    4), scaled by the features' codes' (averaging 1 but for the split), the label's is
+    LABEL_WEIGHT, a numeric's NUMERIC_WEIGHT; the charges are rho in those proportions."""
     encoded = encode(private, domain)
     counts = MarginCounts(domain)
     counts.add(encoded)
     ledger = PrivacyLedger(1.0)
     rho = 0.3
     released = release_margins(counts, private.height, rho, ledger, np.random.default_rng(0))
-    roots = np.sqrt(domain.block_sizes[:4])  # SEX, MAR, SCHL, RAC1P: sqrt of their cells, averaging 1
-    weights = np.array([*(roots / roots.mean()), LABEL_WEIGHT, NUMERIC_WEIGHT, NUMERIC_WEIGHT])
+    roots = np.sqrt(domain.block_sizes[:4])  # SEX, MAR, SCHL, RAC1P: sqrt of their codes
+    cells = np.sqrt([4, *domain.block_sizes[1:4]])  # SEX's margin split by the label
+    weights = np.array([*(cells / roots.mean()), LABEL_WEIGHT, NUMERIC_WEIGHT, NUMERIC_WEIGHT])
     assert [e.rho for e in ledger.events] == [rho * float(w / weights.sum()) for w in weights]
     assert math.isclose(math.fsum(e.rho for e in ledger.events), rho, rel_tol=1e-15)
     assert all(e.mechanism == "gaussian" for e in ledger.events)
-    assert ledger.events[0].description == "public margins: SEX's one-way margin"
+    assert ledger.events[0].description == "public margins: SEX x PINCP_gt_50000's margin"
     for (noisy, std), event, total in zip(released, ledger.events, counts.counts, strict=True):
         assert math.isclose(std, math.sqrt(2.0) / private.height / math.sqrt(2 * event.rho), rel_tol=1e-12)
         assert noisy.shape == total.shape
@@ -150,6 +173,40 @@ def test_shrunk_margin_keeps_the_public_margin_within_the_noise_and_the_measurem
     np.testing.assert_allclose(shrunk_margin(far, 0.0, public), far, rtol=1e-12)
 
 
+def test_a_table_split_by_the_label_is_made_to_agree_with_the_labels_margin(domain):
+    """SEX x label's columns are scaled to the label's margin (each feature's share within a
+    label kept); a label column the table holds nothing of gets the table's feature shares; the
+    other margins pass through unchanged."""
+    names = margin_names(domain)
+    targets = [np.full(len(c), 1.0 / len(c)) for c in MarginCounts(domain).counts]
+    sex, label = names.index("SEX x PINCP_gt_50000"), names.index("PINCP_gt_50000")
+    targets[sex] = np.array([0.3, 0.2, 0.4, 0.1])  # (SEX code 0, no), (0, yes), (1, no), (1, yes)
+    targets[label] = np.array([0.6, 0.4])
+    out = public_margins.label_consistent(targets, domain)
+    table = out[sex].reshape(2, 2)
+    np.testing.assert_allclose(table.sum(axis=0), [0.6, 0.4], atol=1e-15)
+    np.testing.assert_allclose(table[:, 0] / table[:, 0].sum(), [0.3 / 0.7, 0.4 / 0.7], atol=1e-15)
+    np.testing.assert_allclose(table[:, 1] / table[:, 1].sum(), [0.2 / 0.3, 0.1 / 0.3], atol=1e-15)
+    assert all(out[m] is targets[m] for m in range(len(names)) if m != sex)
+    targets[sex] = np.array([0.5, 0.0, 0.5, 0.0])  # no share of "yes"
+    np.testing.assert_allclose(public_margins.label_consistent(targets, domain)[sex], [0.3, 0.2, 0.3, 0.2],
+                               atol=1e-15)
+
+
+def test_the_association_prior_is_the_public_table_with_the_released_margins():
+    """Raking keeps the public 2 x 2 table's odds ratio and takes the released table's feature
+    shares (its rows' sums) and the label's estimate as its margins; an empty public table is
+    returned as it is."""
+    public = np.array([0.4, 0.1, 0.2, 0.3])
+    noisy = np.array([0.35, -0.01, 0.3, 0.36])  # feature shares 0.34 / 0.66
+    prior = public_margins.association_prior(public, noisy, np.array([0.7, 0.3])).reshape(2, 2)
+    np.testing.assert_allclose(prior.sum(axis=1), [0.34, 0.66], atol=1e-12)
+    np.testing.assert_allclose(prior.sum(axis=0), [0.7, 0.3], atol=1e-12)
+    odds = prior[0, 0] * prior[1, 1] / (prior[0, 1] * prior[1, 0])
+    assert math.isclose(odds, 0.4 * 0.3 / (0.1 * 0.2), rel_tol=1e-9)
+    assert public_margins.association_prior(np.zeros(4), noisy, np.array([0.7, 0.3])).sum() == 0
+
+
 def test_shrunk_margin_clips_negative_shares_and_sums_to_one():
     public = np.array([0.6, 0.3, 0.1])
     out = shrunk_margin(np.array([0.9, 0.3, -0.2]), 0.01, public)
@@ -181,19 +238,23 @@ def test_exact_margins_rake_the_public_rows_to_the_private_margins(private, publ
     assert rows.shape == (4000, domain.n_coords) and 1.0 <= effective <= public.height
     assert effective == round(float(1.0 / np.square(weights).sum()), 1)
     drawn = rows[:, :domain.block_sizes[0]].mean(axis=0)  # SEX is the first block: within sampling noise
-    np.testing.assert_allclose(drawn, targets[0], atol=0.02)
+    np.testing.assert_allclose(drawn, targets[0].reshape(2, 2).sum(axis=1), atol=0.02)  # its table, summed
 
 
 # ------------------------------------------------------------------ end to end
-@pytest.mark.parametrize("which", ["itself", "sample"])
+@pytest.mark.parametrize("which", ["itself", "label flipped"])
 def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them(private, public, declared, which):
     """The events, in order: the margins' check (CHECK_SHARE of the loop's budget), the first
     FIRST_PART of the margins' share, then, if the public table passed, the rest and the final
     check (CHECK_SHARE of what is left), then the loop's; the ledger closes to the last float.
-    The sensitive rows as their own public table pass; 1,200 other rows of the same table,
-    whose 3-way tables carry more sampling noise than the 1,500 rows' associations, lose to
-    independence (a small public sample is no prior for the associations)."""
-    table = private if which == "itself" else public
+    The sensitive rows as their own public table pass; other rows of the same table with the
+    label flipped, whose every feature goes with the label the wrong way round, lose to
+    independence."""
+    label = "PINCP_gt_50000"
+    low, high = declared[label]
+    flipped = public.with_columns(pl.when(pl.col(label) == low).then(pl.lit(high)).otherwise(pl.lit(low))
+                                  .cast(public.schema[label]).alias(label))
+    table = private if which == "itself" else flipped
     result = run(private, declared, public=table, public_use=["margins"])
     report, domain = result.report, result.domain
     record = report.public_data
@@ -245,6 +306,8 @@ def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_
         if block.indicator:
             null = targets[names.index(block.source)][NUMERIC_CELLS]
             return np.array([1.0 - null, null])
+        if block.source == "SEX":  # measured split by the label: its table summed over the label
+            return targets[names.index("SEX x PINCP_gt_50000")].reshape(2, 2).sum(axis=1)
         return targets[names.index(block.source)]
 
     assert any(domain.blocks[b].indicator for b in queries.group_columns)  # JWMNP's null indicator is paired too

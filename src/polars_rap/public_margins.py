@@ -5,7 +5,9 @@ sensitive table is how its columns go together, not their distributions. This us
 of the loop's budget measuring the one-way margins directly, before the loop: every categorical
 block (labels and categorical nulls included) and each numeric column on :data:`NUMERIC_CELLS`
 equal cells of its mapped ``[0, 1]`` plus a null cell (which stands for the column's null
-indicator, not measured apart). Each measured margin is pulled toward the public table's own
+indicator, not measured apart); a binary feature's margin is measured split by the label
+(:func:`_split_by_label`). Each measured margin is pulled toward the public table's own (a split
+one toward the public table's association with the measured margins, :func:`association_prior`)
 by an empirical-Bayes factor per cell (:func:`shrunk_margin`: a margin the two tables share
 keeps little of the noise, one that differs beyond the noise keeps the measurement), the
 public rows are raked to them (:func:`~polars_rap.public_reweight.rake`), and a sample of them
@@ -21,15 +23,15 @@ When that share is below :data:`MIN_SHARE` the loop's budget knows the margins i
 is measured, no check is charged, and the loop's rows are released as without a public table.
 On acs-income-CA the margins take the cap at ε = 0.25 and are not measured at ε = 1.
 
-Privacy: each margin is one histogram, its cells partition the rows, so replacing one row
-moves two cells by one count: L2 sensitivity ``sqrt(2) / n``. Margin ``i`` is released by the
-discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w`` from the domain alone: a
-categorical feature's in proportion to the square root of its cells, averaging 1 over the
-features; :data:`LABEL_WEIGHT` for a label's; :data:`NUMERIC_WEIGHT` for a numeric one's, the
-mixed marginals' prefixes adding up several cells' noise), each charged to the ledger,
-``sum(rho_i) = rho``. The counts are read in the same pass as the workload's answers
-(:class:`MarginCounts`). Shrinking, raking and sampling read released values and the public rows
-only: post-processing.
+Privacy: each margin (a feature x label table too) is one histogram, its cells partition the
+rows, so replacing one row moves two cells by one count: L2 sensitivity ``sqrt(2) / n``. Margin
+``i`` is released by the discrete Gaussian mechanism at ``rho_i = rho * w_i / sum(w)`` (``w``
+from the domain alone: a categorical feature's in proportion to the square root of its cells,
+scaled by the features' codes' average; :data:`LABEL_WEIGHT` for a label's;
+:data:`NUMERIC_WEIGHT` for a numeric one's, the mixed marginals' prefixes adding up several
+cells' noise), each charged to the ledger, ``sum(rho_i) = rho``. The counts are read in the same
+pass as the workload's answers (:class:`MarginCounts`). Shrinking, raking and sampling read
+released values and the public rows only: post-processing.
 
 Measured on acs-income-CA with the other states' rows and Puerto Rico's
 (``bench/results/public_margins.md``).
@@ -49,8 +51,9 @@ from polars_rap.public_reweight import charge_check, choose_release, margin_cell
 from polars_rap.queries import CLASS_CODES, QuerySet
 
 __all__ = ["FIRST_PART", "LABEL_WEIGHT", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS",
-           "NUMERIC_WEIGHT", "MarginCounts", "combined", "independent_rows", "margin_names", "margins_share",
-           "measured_candidate", "measured_margins", "public_first_margins", "release_margins", "shrunk_margin"]
+           "NUMERIC_WEIGHT", "MarginCounts", "association_prior", "combined", "independent_rows", "label_consistent",
+           "margin_names", "margins_share", "measured_candidate", "measured_margins", "public_first_margins",
+           "release_margins", "shrunk_margin"]
 
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
@@ -101,6 +104,21 @@ weight 1 and the whole ε = 0.25 budget on acs-income-CA (James-Stein), 20 cells
 1.11x the run without a public table, 8 cells 0.69x, 4 cells 0.79x (``bench/results/public_margins_probe.md``)."""
 
 
+def _split_by_label(domain: Domain) -> dict[int, int]:
+    """{block: the label's block}: the binary categorical features whose margin is measured split
+    by the label (a feature x label table, one label only; none with several labels). Every
+    class-conditional query reads how such a feature goes with the label, and the public rows
+    miss it most: on acs-income-CA SEX x label's association the raked rows lack is the largest
+    of all features' (``bench/results/public_margins_alternatives.md``), and measuring the binary
+    features split by the label took MM from 0.43x to 0.38x of the run without a public table at
+    ε = 0.25, LT 0.53x to 0.39x, CM 0.58x to 0.59x (offline, ``bench/results/public_margins_priors.md``)."""
+    labels = [b for b, block in enumerate(domain.blocks) if block.is_label]
+    if len(labels) != 1:
+        return {}
+    return {b: labels[0] for b, block in enumerate(domain.blocks)
+            if block.n_codes == 2 and not block.is_label and not block.indicator}
+
+
 def _kept(domain: Domain) -> list[int]:
     """Indices into :func:`~polars_rap.public_reweight.margin_cells`' margins that are measured:
     every categorical block but a nullable numeric's null indicator (the numeric margin's null
@@ -110,34 +128,44 @@ def _kept(domain: Domain) -> list[int]:
 
 
 def margin_names(domain: Domain) -> list[str]:
-    """The measured margins' column names, in order (categorical blocks, then numeric columns)."""
+    """The measured margins' names, in order (categorical blocks, then numeric columns): a
+    column's name, ``"SEX x label"`` for one split by the label (:func:`_split_by_label`)."""
     names = [block.source for block in domain.blocks] + [spec.name for spec in domain.numeric_columns]
+    for b, label in _split_by_label(domain).items():
+        names[b] = f"{names[b]} x {names[label]}"
     return [names[m] for m in _kept(domain)]
 
 
 def _cells(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> list[np.ndarray]:
     all_cells = margin_cells(codes, numerics, domain, numeric_cells=NUMERIC_CELLS)
+    for b, label in _split_by_label(domain).items():
+        all_cells[b] = all_cells[b] * domain.block_sizes[label] + all_cells[label]
     return [all_cells[m] for m in _kept(domain)]
 
 
 def _sizes(domain: Domain) -> list[int]:
     sizes = [*domain.block_sizes, *[NUMERIC_CELLS + 1] * len(domain.numeric_columns)]
+    for b, label in _split_by_label(domain).items():
+        sizes[b] *= domain.block_sizes[label]
     return [sizes[m] for m in _kept(domain)]
 
 
 def _weights(domain: Domain) -> np.ndarray:
     """float64[margins]: each measured margin's budget weight, in :func:`margin_names`' order: a
-    categorical feature's in proportion to the square root of its cells, scaled so that the
-    features' weights average 1 (the split that minimises the summed noise energy ``sum k_i
-    sigma_i^2`` of margins that differ from the public ones beyond their noise); a label's
-    :data:`LABEL_WEIGHT`, a numeric column's :data:`NUMERIC_WEIGHT`. On acs-income-CA with the
+    categorical feature's in proportion to the square root of its cells (a feature split by the
+    label: of the table's), scaled so that the features' codes' square roots average 1 (the split
+    that minimises the summed noise energy ``sum k_i sigma_i^2`` of margins that differ from the
+    public ones beyond their noise); a label's :data:`LABEL_WEIGHT`, a numeric column's
+    :data:`NUMERIC_WEIGHT`. On acs-income-CA with the
     other states' rows (``bench/results/public_margins_sqrt.md``, 3 seeds) the square roots took CM
     from 0.39x / 0.61x of the run without a public table to 0.37x / 0.58x at ε = 0.1 / 0.25 (every
     seed lower), MM 0.40x / 0.42x to 0.40x / 0.46x, LT 0.49x / 0.47x to 0.47x / 0.53x."""
-    kept = [block for block in domain.blocks if not block.indicator]
-    roots = np.sqrt([float(block.n_codes) for block in kept if not block.is_label])
+    kept = [b for b, block in enumerate(domain.blocks) if not block.indicator]
+    roots = np.sqrt([float(domain.block_sizes[b]) for b in kept if not domain.blocks[b].is_label])
     scale = float(roots.mean()) if len(roots) else 1.0
-    categorical = [LABEL_WEIGHT if block.is_label else float(np.sqrt(block.n_codes)) / scale for block in kept]
+    cells = _sizes(domain)
+    categorical = [LABEL_WEIGHT if domain.blocks[b].is_label else float(np.sqrt(k)) / scale
+                   for b, k in zip(kept, cells[:len(kept)], strict=True)]
     return np.array(categorical + [NUMERIC_WEIGHT] * len(domain.numeric_columns))
 
 
@@ -185,7 +213,7 @@ def release_margins(counts: MarginCounts, n_rows: int, rho: float, ledger: Priva
     for name, total, weight in zip(margin_names(counts.domain), counts.counts, weights, strict=True):
         released.append(gaussian_mechanism(
             total / float(n_rows), np.sqrt(2.0) / n_rows, rho * float(weight / weights.sum()), ledger, rng,
-            description=f"public margins: {name}'s one-way margin{stage}", n_rows=n_rows))
+            description=f"public margins: {name}'s margin{stage}", n_rows=n_rows))
     return released
 
 
@@ -233,13 +261,59 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarr
 def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
                      domain: Domain) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(the public rows' cells per measured margin, each margin's :func:`shrunk_margin` toward
-    the public rows' shares): the raking's input."""
+    the public rows' shares, a table split by the label made to agree with the label's margin
+    (:func:`label_consistent`)): the raking's input. A table split by the label is shrunk toward
+    the public table's association instead (:func:`association_prior`): what it adds to the
+    one-way margins is how the feature goes with the label, and a feature that goes with it as
+    in the public table keeps little of the table's noise."""
     cells = _cells(public_table.codes, public_table.numerics, domain)
-    targets = []
-    for cell, (noisy, std) in zip(cells, released, strict=True):
-        public = np.bincount(cell, minlength=len(noisy)) / len(cell)
-        targets.append(shrunk_margin(noisy, std, public))
-    return cells, targets
+    kept, split = _kept(domain), _split_by_label(domain)
+    publics = [np.bincount(cell, minlength=len(noisy)) / len(cell) for cell, (noisy, _) in zip(cells, released,
+                                                                                                strict=True)]
+    targets = [shrunk_margin(noisy, std, public) for (noisy, std), public in zip(released, publics, strict=True)]
+    for b, label in split.items():
+        m = kept.index(b)
+        noisy, std = released[m]
+        prior = association_prior(publics[m], noisy, targets[kept.index(label)])
+        targets[m] = shrunk_margin(noisy, std, prior)
+    return cells, label_consistent(targets, domain)
+
+
+def association_prior(public: np.ndarray, noisy: np.ndarray, label: np.ndarray, sweeps: int = 50) -> np.ndarray:
+    """float64[feature codes x label codes] summing to 1: the public feature x label table
+    ``public`` (flattened, label fastest) raked to the released table's feature shares
+    (``noisy`` summed over the label, negatives clipped) and to the label's estimate ``label``:
+    the public table's association with the private margins. ``sweeps`` of two-way iterative
+    proportional fitting; the public table where it has no share at all."""
+    table = public.reshape(-1, len(label)).copy()
+    if table.sum() <= 0:
+        return public
+    rows = np.clip(noisy.reshape(table.shape).sum(axis=1), 0.0, None)
+    rows = rows / rows.sum() if rows.sum() > 0 else table.sum(axis=1) / table.sum()
+    for _ in range(sweeps):
+        current = table.sum(axis=1)
+        table *= np.divide(rows, current, out=np.zeros_like(rows), where=current > 0)[:, None]
+        current = table.sum(axis=0)
+        table *= np.divide(label, current, out=np.zeros_like(label), where=current > 0)[None, :]
+    total = table.sum()
+    return (table / total).ravel() if total > 0 else public
+
+
+def label_consistent(targets: list[np.ndarray], domain: Domain) -> list[np.ndarray]:
+    """``targets`` (float64[cells] per measured margin, :func:`margin_names`' order) with each
+    table split by the label (:func:`_split_by_label`) rescaled, label by label, to sum over the
+    feature to the label's own margin (the better measured: :data:`LABEL_WEIGHT`); a label the
+    table holds no share of gets the table's feature shares. Raking to margins that disagree on
+    the label would end wherever its last sweep left it."""
+    kept, out = _kept(domain), list(targets)
+    for b, label in _split_by_label(domain).items():
+        table = targets[kept.index(b)].reshape(-1, domain.block_sizes[label])
+        wanted, totals = targets[kept.index(label)], table.sum(axis=0)
+        feature = table.sum(axis=1) / table.sum() if table.sum() > 0 else np.full(table.shape[0], 1 / table.shape[0])
+        scaled = np.where(totals > 0, table * np.divide(wanted, totals, out=np.zeros_like(wanted), where=totals > 0),
+                          np.outer(feature, wanted))
+        out[kept.index(b)] = scaled.ravel()
+    return out
 
 
 def _raked_rows(public_table, cells: list[np.ndarray], targets: list[np.ndarray], domain: Domain, n_rows: int,
@@ -262,9 +336,12 @@ def independent_rows(targets: list[np.ndarray], domain: Domain) -> np.ndarray:
     """float64[1, n_coords]: one relaxed row whose categorical blocks hold the measured margins'
     shares (``targets``, :func:`measured_margins`' order; a nullable numeric's null indicator
     from its margin's null cell), so that its answer to a categorical marginal is the product of
-    its columns' margins: every column independent. Numeric coordinates sit at 0.5 (unused)."""
+    its columns' margins: every column independent (a feature split by the label contributes
+    its table summed over the label). Numeric coordinates sit at 0.5 (unused)."""
     row = np.full((1, domain.n_coords), 0.5)
     by_margin = dict(zip(_kept(domain), targets, strict=True))
+    for b, label in _split_by_label(domain).items():
+        by_margin[b] = by_margin[b].reshape(-1, domain.block_sizes[label]).sum(axis=1)
     for b, (block, cells) in enumerate(zip(domain.blocks, block_slices(domain), strict=True)):
         if block.indicator:
             j = [spec.name for spec in domain.numeric_columns].index(block.source)
