@@ -109,9 +109,11 @@ def _split_by_label(domain: Domain) -> dict[int, int]:
     by the label (a feature x label table, one label only; none with several labels). Every
     class-conditional query reads how such a feature goes with the label, and the public rows
     miss it most: on acs-income-CA SEX x label's association the raked rows lack is the largest
-    of all features' (``bench/results/public_margins_alternatives.md``), and measuring the binary
-    features split by the label took MM from 0.43x to 0.38x of the run without a public table at
-    ε = 0.25, LT 0.53x to 0.39x, CM 0.58x to 0.59x (offline, ``bench/results/public_margins_priors.md``)."""
+    of all features' (``bench/results/public_margins_alternatives.md``). Through the pipeline
+    (``bench/results/public_margins_split.md``, 3 seeds) the split took CA's MM from 0.40x / 0.46x
+    of the run without a public table to 0.37x / 0.41x at ε = 0.1 / 0.25, LT 0.47x / 0.53x to 0.44x
+    / 0.42x, CM 0.37x / 0.58x to 0.36x / 0.58x; Texas's MM 0.41x / 0.74x to 0.33x / 0.69x at ε =
+    0.25 / 1, LT 0.49x / 0.81x to 0.44x / 0.73x, CM 0.48x / 0.77x to 0.49x / 0.77x."""
     labels = [b for b, block in enumerate(domain.blocks) if block.is_label]
     if len(labels) != 1:
         return {}
