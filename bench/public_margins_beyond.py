@@ -77,6 +77,30 @@ def public_states(height: int) -> np.ndarray:
     return state
 
 
+def scored(mean, none: dict) -> dict:
+    """The report's columns of one simulated release: its mean CM, MM and LT (and their ratios to
+    ``none``), macro F1 (``mean``: [CM, MM, LT, macro F1])."""
+    return {**{f"{c} (x none)": f"{m:.6f} ({m / none[c]:.2f}x)" for c, m in zip(("CM", "MM", "LT"), mean)},
+            "macro F1": round(float(mean[3]), 4)}
+
+
+def write_report(name: str, title: str, setting: str, rows: list[dict], none: dict, findings: str) -> None:
+    """``bench/results/<name>.md`` (and printed): ``title``, the simulation's setting (``setting``
+    ends it: what the margins and tables were), the table of ``rows`` and ``findings``."""
+    import polars as pl
+
+    from bench.run import table_markdown
+
+    lines = [f"# {title} (bench/{name}.py)", "",
+             f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {DRAWS} noise draws a row; ratios to polars-rap's default "
+             f"without a public table (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
+             f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's weights"
+             f"{setting}. Run {time.strftime('%Y-%m-%d')}.", "",
+             table_markdown(pl.DataFrame(rows)), "", findings]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float]) -> np.ndarray:
     """float64[groups] >= 0 summing to 1: the mixture of the groups' margins (``margins[i]``:
     float64[groups, cells of margin i]) closest to ``noisy`` in least squares, margin ``i``
@@ -91,15 +115,12 @@ def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float
 
 
 def main() -> int:
-    import polars as pl
-
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import NUMERIC_CELLS, _weights, margin_names, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.public_rake_oracle import _codes
-    from bench.run import table_markdown
 
     setup = probe_setup(EPSILON)
     train, test, task, label, domain, public = \
@@ -191,19 +212,11 @@ def main() -> int:
         rng, started = np.random.default_rng(100), time.time()
         scores = np.mean([drawn_scores(public, released(method, k, rng), order, train, test, domain, label, rng)
                           for _ in range(DRAWS)], axis=0)
-        rows.append({"released rows": name, "tables": k,
-                     **{f"{c} (x none)": f"{m:.6f} ({m / none[c]:.2f}x)" for c, m in zip(("CM", "MM", "LT"), scores)},
-                     "macro F1": round(float(scores[3]), 4)})
+        rows.append({"released rows": name, "tables": k, **scored(scores, none)})
         print(rows[-1], f"{time.time() - started:.0f}s", flush=True)
 
-    lines = ["# Past the one-way margins (bench/public_margins_beyond.py)", "",
-             f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {DRAWS} noise draws a row; ratios to polars-rap's default "
-             f"without a public table (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
-             f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's weights; "
-             f"tables: feature pair x label. Run {time.strftime('%Y-%m-%d')}.", "",
-             table_markdown(pl.DataFrame(rows)), "", FINDINGS]
-    (RESULTS / "public_margins_beyond.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report("public_margins_beyond", "Past the one-way margins", "; tables: feature pair x label", rows, none,
+                 FINDINGS)
     return 0
 
 

@@ -31,15 +31,11 @@ No release: the noise is simulated on CA's true margins.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
-DRAWS = 3
-EPSILON = 0.25
-MARGINS_SHARE = 0.8
-"""Of the ε budget, as :data:`~polars_rap.public_margins.MAX_SHARE` gives on CA at ε = 0.25."""
+from bench.public_margins_beyond import DRAWS, EPSILON, MARGINS_SHARE  # the same simulation
+
 FINDINGS = (
     "What it showed (2-core AMD EPYC, alone; errors only): none of the three reaches CM 0.5x. A prior from the "
     "states' principal directions leaves CM at 0.58x / 0.59x (5 / 10 directions fitted to the releases) and 0.57x "
@@ -88,16 +84,13 @@ def rake_from(cells: list[np.ndarray], targets: list[np.ndarray], base: np.ndarr
 
 
 def main() -> int:
-    import polars as pl
-
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import NUMERIC_CELLS, _weights, margin_names, shrunk_margin
     from polars_rap.public_reweight import rake
 
-    from bench.public_margins_beyond import _shares, mixture, public_states
+    from bench.public_margins_beyond import _shares, mixture, public_states, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.public_rake_oracle import _codes
-    from bench.run import table_markdown
 
     setup = probe_setup(EPSILON)
     train, label, domain, public, columns, n, none = \
@@ -188,19 +181,11 @@ def main() -> int:
             scores.append(drawn_scores(public, weights, setup.order, train, setup.test, domain, label, rng,
                                        size=variant.get("rows", 1) * n))
         mean = np.mean(scores, axis=0)
-        table.append({"released rows": name,
-                      **{f"{c} (x none)": f"{m:.6f} ({m / none[c]:.2f}x)" for c, m in zip(("CM", "MM", "LT"), mean)},
-                      "macro F1": round(float(mean[3]), 4)})
+        table.append({"released rows": name, **scored(mean, none)})
         print(table[-1], f"{time.time() - started:.0f}s", flush=True)
 
-    lines = ["# Closer priors, closer states, label-split margins (bench/public_margins_priors.py)", "",
-             f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {DRAWS} noise draws a row; ratios to polars-rap's default "
-             f"without a public table (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
-             f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's weights, "
-             f"n = {n} rows drawn unless said. Run {time.strftime('%Y-%m-%d')}.", "",
-             table_markdown(pl.DataFrame(table)), "", FINDINGS]
-    (RESULTS / "public_margins_priors.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report("public_margins_priors", "Closer priors, closer states, label-split margins",
+                 f", n = {n} rows drawn unless said", table, none, FINDINGS)
     return 0
 
 

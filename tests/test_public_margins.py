@@ -284,7 +284,7 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
         assert "reweight_released" not in record and record["margins_noise_std"] == {}
     assert not any(e.description.startswith("public margins") for e in events)
     assert record["margins_rho"] == spent
-    assert "margins measured for it (binary features by the label) charged rho" in report.summary()
+    assert "its margins measured for it charged rho" in report.summary()
 
 
 def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_margins(private, domain):

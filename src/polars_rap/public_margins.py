@@ -158,10 +158,10 @@ def _weights(domain: Domain) -> np.ndarray:
     label: of the table's), scaled so that the features' codes' square roots average 1 (the split
     that minimises the summed noise energy ``sum k_i sigma_i^2`` of margins that differ from the
     public ones beyond their noise); a label's :data:`LABEL_WEIGHT`, a numeric column's
-    :data:`NUMERIC_WEIGHT`. On acs-income-CA with the
-    other states' rows (``bench/results/public_margins_sqrt.md``, 3 seeds) the square roots took CM
-    from 0.39x / 0.61x of the run without a public table to 0.37x / 0.58x at ε = 0.1 / 0.25 (every
-    seed lower), MM 0.40x / 0.42x to 0.40x / 0.46x, LT 0.49x / 0.47x to 0.47x / 0.53x."""
+    :data:`NUMERIC_WEIGHT`. On acs-income-CA with the other states' rows
+    (``bench/results/public_margins_sqrt.md``, 3 seeds) the square roots took CM from 0.39x / 0.61x
+    of the run without a public table to 0.37x / 0.58x at ε = 0.1 / 0.25 (every seed lower), MM
+    0.40x / 0.42x to 0.40x / 0.46x, LT 0.49x / 0.47x to 0.47x / 0.53x."""
     kept = [b for b, block in enumerate(domain.blocks) if not block.indicator]
     roots = np.sqrt([float(domain.block_sizes[b]) for b in kept if not domain.blocks[b].is_label])
     scale = float(roots.mean()) if len(roots) else 1.0
@@ -284,7 +284,7 @@ def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
 def association_prior(public: np.ndarray, noisy: np.ndarray, label: np.ndarray, sweeps: int = 50) -> np.ndarray:
     """float64[feature codes x label codes] summing to 1: the public feature x label table
     ``public`` (flattened, label fastest) raked to the released table's feature shares
-    (``noisy`` summed over the label, negatives clipped) and to the label's estimate ``label``:
+    (``noisy`` summed over the label, a negative sum clipped to 0) and to the label's estimate ``label``:
     the public table's association with the private margins. ``sweeps`` of two-way iterative
     proportional fitting; the public table where it has no share at all."""
     table = public.reshape(-1, len(label)).copy()

@@ -390,7 +390,7 @@ def public_data_line(record: Mapping[str, Any]) -> str:
             + (f"; released the {record['reweight_released']}"
                + (f", raked to {record['reweight_margins']} margins" if record.get("reweight_margins") else "")
                + f" (a check charged rho {record['reweight_check_rho']:.3g})" if "reweight_released" in record else "")
-            + ((f"; its margins measured for it (binary features by the label) charged rho {record['margins_rho']:.3g}"
+            + ((f"; its margins measured for it charged rho {record['margins_rho']:.3g}"
                 if record["margins_rho"] > 0 else "; its margins were not measured (the loop's budget knows them)")
                if "margins_rho" in record else "")
             + "; reading it charged no budget")
