@@ -77,6 +77,21 @@ def public_states(height: int) -> np.ndarray:
     return state
 
 
+def one_way_weights(domain) -> dict:
+    """{column: budget weight} of every one-way margin, the library's split before a binary
+    feature's margin was split by the label (2026-11-29, ``public_margins_split.md``), which these
+    probes simulate: a categorical feature's in proportion to the square root of its codes,
+    averaging 1 over the features; :data:`~polars_rap.public_margins.LABEL_WEIGHT` for the
+    label's, :data:`~polars_rap.public_margins.NUMERIC_WEIGHT` for a numeric column's."""
+    from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_WEIGHT
+
+    blocks = [block for block in domain.blocks if not block.indicator]
+    scale = float(np.mean([np.sqrt(block.n_codes) for block in blocks if not block.is_label]))
+    weights = {block.source: LABEL_WEIGHT if block.is_label else float(np.sqrt(block.n_codes)) / scale
+               for block in blocks}
+    return {**weights, **{spec.name: NUMERIC_WEIGHT for spec in domain.numeric_columns}}
+
+
 def scored(mean, none: dict) -> dict:
     """The report's columns of one simulated release: its mean CM, MM and LT (and their ratios to
     ``none``), macro F1 (``mean``: [CM, MM, LT, macro F1])."""
@@ -94,7 +109,7 @@ def write_report(name: str, title: str, setting: str, rows: list[dict], none: di
     lines = [f"# {title} (bench/{name}.py)", "",
              f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {DRAWS} noise draws a row; ratios to polars-rap's default "
              f"without a public table (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
-             f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's weights"
+             f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's one-way weights"
              f"{setting}. Run {time.strftime('%Y-%m-%d')}.", "",
              table_markdown(pl.DataFrame(rows)), "", findings]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
@@ -116,7 +131,7 @@ def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import NUMERIC_CELLS, _weights, margin_names, shrunk_margin
+    from polars_rap.public_margins import NUMERIC_CELLS, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_probe import drawn_scores, probe_setup
@@ -130,7 +145,7 @@ def main() -> int:
     rho = rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
     truth_codes = _codes(train, task.domain, categorical, numeric, NUMERIC_CELLS)
     public_codes = _codes(public, task.domain, categorical, numeric, NUMERIC_CELLS)
-    weight = dict(zip(margin_names(domain), _weights(domain), strict=True))
+    weight = one_way_weights(domain)
     weights = np.array([weight[c] for c in columns])
     state = public_states(public.height)
     by_state = {c: np.stack([_shares(public_codes[c][0][state == s], public_codes[c][1])

@@ -85,10 +85,10 @@ def rake_from(cells: list[np.ndarray], targets: list[np.ndarray], base: np.ndarr
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import NUMERIC_CELLS, _weights, margin_names, shrunk_margin
+    from polars_rap.public_margins import NUMERIC_CELLS, shrunk_margin
     from polars_rap.public_reweight import rake
 
-    from bench.public_margins_beyond import _shares, mixture, public_states, scored, write_report
+    from bench.public_margins_beyond import _shares, mixture, one_way_weights, public_states, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.public_rake_oracle import _codes
 
@@ -98,7 +98,7 @@ def main() -> int:
     rho = rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
     truth_codes = _codes(train, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
     public_codes = _codes(public, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
-    weight = dict(zip(margin_names(domain), _weights(domain), strict=True))
+    weight = one_way_weights(domain)
     state = public_states(public.height)
     rows = np.bincount(state).astype(np.float64)
     n_labels = public_codes[label][1]
