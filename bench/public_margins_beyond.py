@@ -54,11 +54,6 @@ FINDINGS = (
     "within the draws' spread.")
 
 
-def _shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
-    counts = np.bincount(cells, weights=weights, minlength=size)
-    return counts / counts.sum()
-
-
 def public_states(height: int) -> np.ndarray:
     """int64[height]: the state table (an index into the sorted files, CA left out) each of the
     matched public table's rows comes from, in :func:`~bench.public_prior.public_table`'s order."""
@@ -134,7 +129,7 @@ def main() -> int:
     from polars_rap.public_margins import NUMERIC_CELLS, shrunk_margin
     from polars_rap.public_reweight import rake
 
-    from bench.public_margins_probe import drawn_scores, probe_setup
+    from bench.public_margins_probe import drawn_scores, probe_setup, shares
     from bench.public_rake_oracle import _codes
 
     setup = probe_setup(EPSILON)
@@ -148,9 +143,9 @@ def main() -> int:
     weight = one_way_weights(domain)
     weights = np.array([weight[c] for c in columns])
     state = public_states(public.height)
-    by_state = {c: np.stack([_shares(public_codes[c][0][state == s], public_codes[c][1])
+    by_state = {c: np.stack([shares(public_codes[c][0][state == s], public_codes[c][1])
                              for s in range(state.max() + 1)]) for c in columns}
-    true_margins = [_shares(*truth_codes[c]) for c in columns]
+    true_margins = [shares(*truth_codes[c]) for c in columns]
 
     pairs = list(itertools.combinations([c for c in categorical if c != label], 2))
 
@@ -159,17 +154,17 @@ def main() -> int:
         return (xa * kb + xb) * ky + y, ka * kb * ky
 
     public_tables = {p: table_cells(public_codes, *p) for p in pairs}
-    true_tables = {p: _shares(*table_cells(truth_codes, *p)) for p in pairs}
+    true_tables = {p: shares(*table_cells(truth_codes, *p)) for p in pairs}
 
     def table_errors(w: np.ndarray) -> dict:
-        return {p: float(np.abs(_shares(*public_tables[p], w) - true_tables[p]).sum()) for p in pairs}
+        return {p: float(np.abs(shares(*public_tables[p], w) - true_tables[p]).sum()) for p in pairs}
 
     def measured_margins(share: float, prior: str, rng) -> list[np.ndarray]:
         """The margins at ``share`` of rho, each shrunk toward ``prior``'s margin."""
         stds = [float(1.0 / (n * np.sqrt(share * rho * w / weights.sum()))) for w in weights]
         noisy = [t + rng.normal(0.0, s, len(t)) for t, s in zip(true_margins, stds, strict=True)]
         if prior == "pooled":
-            priors = [_shares(*public_codes[c]) for c in columns]
+            priors = [shares(*public_codes[c]) for c in columns]
         else:
             fitted_to = true_margins if prior == "mixture fitted to the true margins" else noisy
             mix = mixture([by_state[c] for c in columns], fitted_to, stds)
@@ -182,7 +177,7 @@ def main() -> int:
         for p in chosen:
             noisy = true_tables[p] + rng.normal(0.0, std, true_tables[p].size)
             cells.append(public_tables[p][0])
-            targets.append(shrunk_margin(noisy, std, _shares(*public_tables[p], w)))
+            targets.append(shrunk_margin(noisy, std, shares(*public_tables[p], w)))
         return rake(cells, targets)
 
     def exponential(errors: dict, candidates: list, rho_select: float, rng):

@@ -17,7 +17,8 @@ along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite
 - **Raking from the states closest to CA:** IPF from base weights in proportion to a state
   mixture's weight per row (:func:`~bench.public_margins_beyond.mixture`, fitted to the releases
   or to the true margins), raised to a power (1: the mixture; 0: equal weights), instead of equal
-  weights: if the closest states' rows carry CA's associations, the raked rows would too.
+  weights (:func:`~polars_rap.public_reweight.rake`'s ``start``; 50 sweeps, tolerance 1e-7): if
+  the closest states' rows carry CA's associations, the raked rows would too.
 - **Binary features' margins split by the label:** each 2-category feature measured as a
   feature x label table (4 cells) in place of its one-way margin, budget weight in proportion to
   the square root of its cells like every feature's, shrunk toward the pooled public table's;
@@ -79,30 +80,13 @@ def subspace_prior(directions: np.ndarray, pooled: np.ndarray, noisy: np.ndarray
     return pooled + directions.T @ coefficients
 
 
-def rake_from(cells: list[np.ndarray], targets: list[np.ndarray], base: np.ndarray, sweeps: int = 50,
-              tolerance: float = 1e-7) -> np.ndarray:
-    """float64[rows] summing to 1: :func:`~polars_rap.public_reweight.rake`'s iterative
-    proportional fitting, started from ``base`` (float64[rows] > 0) instead of equal weights."""
-    weights = base / base.sum()
-    for _ in range(sweeps):
-        moved = 0.0
-        for cell, target in zip(cells, targets, strict=True):
-            current = np.bincount(cell, weights=weights, minlength=len(target))
-            weights = weights * np.divide(target, current, out=np.zeros(len(target)), where=current > 0)[cell]
-            weights /= weights.sum()
-            moved = max(moved, float(np.abs(current - target)[current > 0].max(initial=0.0)))
-        if moved <= tolerance:
-            break
-    return weights
-
-
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import NUMERIC_CELLS, association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
 
-    from bench.public_margins_beyond import _shares, mixture, one_way_weights, public_states, scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_setup
+    from bench.public_margins_beyond import mixture, one_way_weights, public_states, scored, write_report
+    from bench.public_margins_probe import drawn_scores, probe_setup, shares
     from bench.public_rake_oracle import _codes
 
     setup = probe_setup(EPSILON)
@@ -131,7 +115,7 @@ def main() -> int:
                 public_cells = public_cells * n_labels + public_codes[label][0]
                 true_cells, k = true_cells * n_labels + truth_codes[label][0], k * n_labels
                 w = float(np.sqrt(k)) / scale
-            out.append([public_cells, _shares(true_cells, k), _shares(public_cells, k), w])
+            out.append([public_cells, shares(true_cells, k), shares(public_cells, k), w])
         total = sum(m[3] for m in out)
         for m in out:
             m[3] = float(1.0 / (n * np.sqrt(MARGINS_SHARE * rho * m[3] / total)))
@@ -139,7 +123,7 @@ def main() -> int:
 
     plain = margins([])
     blocks = np.cumsum([0] + [len(m[1]) for m in plain])
-    by_state = np.hstack([np.stack([_shares(public_codes[c][0][state == s], public_codes[c][1])
+    by_state = np.hstack([np.stack([shares(public_codes[c][0][state == s], public_codes[c][1])
                                     for s in range(len(rows))]) for c in columns])
     pooled = np.concatenate([m[2] for m in plain])
     true = np.concatenate([m[1] for m in plain])
@@ -215,7 +199,7 @@ def main() -> int:
         scores = []
         for _ in range(DRAWS):
             cells, targets, base = released(variant, rng)
-            weights = rake(cells, targets) if base is None else rake_from(cells, targets, base)
+            weights = rake(cells, targets) if base is None else rake(cells, targets, 50, 1e-7, start=base)
             scores.append(drawn_scores(public, weights, setup.order, train, setup.test, domain, label, rng,
                                        size=variant.get("rows", 1) * n))
         mean = np.mean(scores, axis=0)

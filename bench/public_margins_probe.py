@@ -128,9 +128,11 @@ def probe_setup(epsilon: float) -> ProbeSetup:
                       {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")})
 
 
-def _share(cells: tuple[np.ndarray, int]) -> np.ndarray:
-    x, k = cells
-    return np.bincount(x, minlength=k) / len(x)
+def shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """float64[size] summing to 1: the share of each of ``size`` cells among ``cells`` (int per
+    row), each row counted with its ``weights`` (1 without)."""
+    counts = np.bincount(cells, weights=weights, minlength=size)
+    return counts / counts.sum()
 
 
 def main() -> int:
@@ -170,7 +172,7 @@ def main() -> int:
         for _ in range(DRAWS):
             targets = []
             for c, w in zip(columns, weights, strict=True):
-                truth, prior = _share(true_cells[c]), _share(public_cells[c])
+                truth, prior = shares(*true_cells[c]), shares(*public_cells[c])
                 sigma = np.sqrt(2.0) / n / np.sqrt(2 * rho * share * w / weights.sum())
                 noisy = truth + rng.normal(0.0, sigma, len(truth))
                 if shrink == "true" or c == exact:
@@ -201,7 +203,7 @@ def main() -> int:
     # the draw's order, on CA's true margins (8 numeric cells)
     true_cells = _codes(train, task.domain, categorical, numeric, 8)
     public_cells = _codes(public, task.domain, categorical, numeric, 8)
-    weights = rake([public_cells[c][0] for c in columns], [_share(true_cells[c]) for c in columns])
+    weights = rake([public_cells[c][0] for c in columns], [shares(*true_cells[c]) for c in columns])
     orders = []
     for name, along in (("the table's own", lambda rng: np.arange(public.height)),
                         ("random", lambda rng: rng.permutation(public.height)),
@@ -222,7 +224,7 @@ def main() -> int:
 
     truth = {p: table(cells, *p, np.ones(n)) for p in pairs}
     size = sum(t.size for t in truth.values())
-    margins = {c: _share(cells[c]) for c in columns}
+    margins = {c: shares(*cells[c]) for c in columns}
     independent = sum(np.abs(np.einsum("i,j,k->ijk", margins[a], margins[b], margins[label]).ravel()
                              - truth[(a, b)]).sum() for a, b in pairs) / size
     check = [{"rows": "every column independent, CA's true margins", "CM mean error": f"{independent:.6f}"}]

@@ -109,6 +109,16 @@ def test_raking_matches_margins_the_rows_can_reach():
         np.testing.assert_allclose(np.bincount(cell, weights=weights, minlength=len(target)), target, atol=1e-8)
 
 
+def test_raking_from_start_weights_scales_them_cell_by_cell_and_keeps_zeros():
+    """One margin, start weights w: each row ends at w times its cell's target over the cell's
+    start total; a row started at 0 stays at 0; equal start weights are the default."""
+    cells = [np.array([0, 0, 1, 1, 1])]
+    targets = [np.array([0.5, 0.5])]
+    start = np.array([1.0, 3.0, 0.0, 2.0, 2.0])
+    np.testing.assert_allclose(rake(cells, targets, start=start), [0.125, 0.375, 0.0, 0.25, 0.25], atol=1e-15)
+    np.testing.assert_array_equal(rake(cells, targets, start=np.ones(5)), rake(cells, targets))
+
+
 def test_the_candidate_draws_rows_in_proportion_to_their_weights(encoded, domain):
     rows = [0, 1, 2]
     assert len({(tuple(encoded.codes[r]), tuple(np.nan_to_num(encoded.numerics[r]))) for r in rows}) == 3

@@ -156,16 +156,17 @@ def crossed_margins(relaxed: np.ndarray, domain: Domain) -> list[np.ndarray]:
 
 
 def rake(cells: Sequence[np.ndarray], targets: Sequence[np.ndarray], sweeps: int = _SWEEPS,
-         tolerance: float = _TOLERANCE) -> np.ndarray:
+         tolerance: float = _TOLERANCE, start: np.ndarray | None = None) -> np.ndarray:
     """float64[n_rows]: row weights (summing to 1) whose margins match ``targets`` as far as
-    the rows allow, by iterative proportional fitting from equal weights.
+    the rows allow, by iterative proportional fitting from equal weights (or from ``start``,
+    float64[n_rows] >= 0, e.g. a survey's design weights; a row at 0 stays there).
 
     ``cells``: int64[n_rows] per margin; ``targets``: float[n_cells] per margin, summing to 1.
     A sweep scales the weights margin by margin; it stops after ``sweeps`` sweeps or once no
     margin's shares moved by more than ``tolerance``. A cell no row falls in cannot be
     matched; its share is spread over the margin's other cells by the rescaling."""
     n_rows = len(cells[0])
-    weights = np.full(n_rows, 1.0 / n_rows)
+    weights = np.full(n_rows, 1.0 / n_rows) if start is None else np.asarray(start, dtype=np.float64) / np.sum(start)
     for _ in range(sweeps):
         moved = 0.0
         for cell, target in zip(cells, targets, strict=True):
