@@ -94,15 +94,17 @@ def scored(mean, none: dict) -> dict:
             "macro F1": round(float(mean[3]), 4)}
 
 
-def write_report(name: str, title: str, setting: str, rows: list[dict], none: dict, findings: str) -> None:
+def write_report(name: str, title: str, setting: str, rows: list[dict], none: dict, findings: str,
+                 draws: int = DRAWS) -> None:
     """``bench/results/<name>.md`` (and printed): ``title``, the simulation's setting (``setting``
-    ends it: what the margins and tables were), the table of ``rows`` and ``findings``."""
+    ends it: what the margins and tables were), the table of ``rows`` (means of ``draws`` noise
+    draws) and ``findings``."""
     import polars as pl
 
     from bench.run import table_markdown
 
     lines = [f"# {title} (bench/{name}.py)", "",
-             f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {DRAWS} noise draws a row; ratios to polars-rap's default "
+             f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {draws} noise draws a row; ratios to polars-rap's default "
              f"without a public table (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
              f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's one-way weights"
              f"{setting}. Run {time.strftime('%Y-%m-%d')}.", "",
