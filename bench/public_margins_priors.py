@@ -154,7 +154,8 @@ def main() -> int:
                     features = shrunk_margin(noisy[i].reshape(-1, n_labels).sum(axis=1), measured[i][3] * np.sqrt(
                         n_labels), measured[i][2].reshape(-1, n_labels).sum(axis=1))
                     released_rows = np.repeat(features / n_labels, n_labels)
-                prior = association_prior(measured[i][2], released_rows, label_target)
+                features = np.clip(released_rows.reshape(-1, n_labels).sum(axis=1), 0.0, None)  # as then
+                prior = association_prior(measured[i][2], features, label_target)
                 table = shrunk_margin(noisy[i], measured[i][3], prior).reshape(-1, n_labels)
                 targets[i] = (table * (label_target / table.sum(axis=0))[None, :]).ravel()
         base = None

@@ -194,17 +194,37 @@ def test_a_table_split_by_the_label_is_made_to_agree_with_the_labels_margin(doma
 
 
 def test_the_association_prior_is_the_public_table_with_the_released_margins():
-    """Raking keeps the public 2 x 2 table's odds ratio and takes the released table's feature
-    shares (its rows' sums) and the label's estimate as its margins; an empty public table is
-    returned as it is."""
+    """Raking keeps the public 2 x 2 table's odds ratio and takes the feature's estimated margin
+    and the label's estimate as its margins; an empty public table is returned as it is, and a
+    feature margin of no share leaves the public table's own feature shares."""
     public = np.array([0.4, 0.1, 0.2, 0.3])
-    noisy = np.array([0.35, -0.01, 0.3, 0.36])  # feature shares 0.34 / 0.66
-    prior = public_margins.association_prior(public, noisy, np.array([0.7, 0.3])).reshape(2, 2)
+    prior = public_margins.association_prior(public, np.array([0.34, 0.66]), np.array([0.7, 0.3])).reshape(2, 2)
     np.testing.assert_allclose(prior.sum(axis=1), [0.34, 0.66], atol=1e-12)
     np.testing.assert_allclose(prior.sum(axis=0), [0.7, 0.3], atol=1e-12)
     odds = prior[0, 0] * prior[1, 1] / (prior[0, 1] * prior[1, 0])
     assert math.isclose(odds, 0.4 * 0.3 / (0.1 * 0.2), rel_tol=1e-9)
-    assert public_margins.association_prior(np.zeros(4), noisy, np.array([0.7, 0.3])).sum() == 0
+    assert public_margins.association_prior(np.zeros(4), np.array([0.34, 0.66]), np.array([0.7, 0.3])).sum() == 0
+    same = public_margins.association_prior(public, np.zeros(2), np.array([0.5, 0.5])).reshape(2, 2)
+    np.testing.assert_allclose(same.sum(axis=1), [0.5, 0.5], atol=1e-12)
+
+
+def test_a_rare_code_of_a_split_feature_keeps_its_share_when_its_sum_is_noise():
+    """A disability flag's rare code (1.5% of the rows, public 2%) whose released cells sum below
+    0 (noise std 0.008 a cell, as on acs-income-CA at ε = 0.25): its feature shares are the
+    table's sums shrunk toward the public ones (std 0.008 * sqrt(2) for a sum of two cells), so
+    the code keeps most of the public share (0.014 of 0.02: the large gap on the other code draws
+    the factor up), where the raw sums, clipped, gave it none. Exact releases keep their sums."""
+    public = np.array([0.98 * 0.7, 0.98 * 0.3, 0.02 * 0.8, 0.02 * 0.2])  # (code 0, label no), ..., (1, yes)
+    noisy = np.array([0.69, 0.32, -0.006, -0.004])  # the rare code's true cells 0.012 / 0.003, drawn low
+    features = public_margins._feature_shares(noisy, 0.008, public, 2)
+    np.testing.assert_allclose(features, shrunk_margin(np.array([1.01, -0.01]), 0.008 * math.sqrt(2), [0.98, 0.02]),
+                               rtol=1e-15)
+    assert 0.01 < features[1] < 0.02
+    table = public_margins.association_prior(public, features, np.array([0.7, 0.3])).reshape(2, 2)
+    np.testing.assert_allclose(table[1].sum(), features[1], rtol=1e-9)  # the prior holds the code's share
+    assert shrunk_margin(noisy, 0.008, table.ravel()).reshape(2, 2)[1].sum() > 0.01  # and so does the estimate
+    exact = np.array([0.5, 0.3, 0.15, 0.05])
+    np.testing.assert_allclose(public_margins._feature_shares(exact, 0.0, public, 2), [0.8, 0.2], atol=1e-15)
 
 
 def test_shrunk_margin_clips_negative_shares_and_sums_to_one():

@@ -7,8 +7,8 @@ block (labels and categorical nulls included) and each numeric column on :data:`
 equal cells of its mapped ``[0, 1]`` plus a null cell (which stands for the column's null
 indicator, not measured apart); a binary feature's margin is measured split by the label
 (:func:`_split_by_label`). Each measured margin is pulled toward the public table's own (a split
-one toward the public table's association with the measured margins, :func:`association_prior`)
-by an empirical-Bayes factor per cell (:func:`shrunk_margin`: a margin the two tables share
+one toward the public table's association raked to the feature's shrunk margin and the label's,
+:func:`association_prior`) by an empirical-Bayes factor per cell (:func:`shrunk_margin`: a margin the two tables share
 keeps little of the noise, one that differs beyond the noise keeps the measurement), the
 public rows are raked to them (:func:`~polars_rap.public_reweight.rake`), and a sample of them
 by weight joins the public table check (:func:`~polars_rap.public_reweight.checked_release`)
@@ -276,21 +276,37 @@ def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
     for b, label in split.items():
         m = kept.index(b)
         noisy, std = released[m]
-        prior = association_prior(publics[m], noisy, targets[kept.index(label)])
-        targets[m] = shrunk_margin(noisy, std, prior)
+        features = _feature_shares(noisy, std, publics[m], domain.block_sizes[label])
+        targets[m] = shrunk_margin(noisy, std, association_prior(publics[m], features, targets[kept.index(label)]))
     return cells, label_consistent(targets, domain)
 
 
-def association_prior(public: np.ndarray, noisy: np.ndarray, label: np.ndarray, sweeps: int = 50) -> np.ndarray:
+def _feature_shares(noisy: np.ndarray, std: float, public: np.ndarray, n_labels: int) -> np.ndarray:
+    """float64[feature codes] summing to 1: a feature x label table's feature margin, its released
+    cells (``noisy``, std ``std`` each; flattened, label fastest) summed over the label (std
+    ``std * sqrt(n_labels)``) and shrunk toward the public table's (:func:`shrunk_margin`).
+
+    Not the raw sums: a rare code's sum falls below 0 as often as its share is within the noise
+    (a disability flag's 1-2% on acs-income-CA, against a sum's noise near 0.012 at ε = 0.25),
+    and the prior raked to a 0 share held that code at 0: the code left the released rows in
+    12-22% of simulated releases (``bench/results/public_margins_vanishing.md``)."""
+    def summed(table: np.ndarray) -> np.ndarray:
+        return np.asarray(table, dtype=np.float64).reshape(-1, n_labels).sum(axis=1)
+
+    return shrunk_margin(summed(noisy), std * float(np.sqrt(n_labels)), summed(public))
+
+
+def association_prior(public: np.ndarray, features: np.ndarray, label: np.ndarray, sweeps: int = 50) -> np.ndarray:
     """float64[feature codes x label codes] summing to 1: the public feature x label table
-    ``public`` (flattened, label fastest) raked to the released table's feature shares
-    (``noisy`` summed over the label, a negative sum clipped to 0) and to the label's estimate ``label``:
-    the public table's association with the private margins. ``sweeps`` of two-way iterative
-    proportional fitting; the public table where it has no share at all."""
+    ``public`` (flattened, label fastest) raked to the feature's estimated margin ``features``
+    (:func:`_feature_shares`) and to the label's estimate ``label``: the public table's
+    association with the private margins. ``sweeps`` of two-way iterative proportional fitting;
+    the public table where it has no share at all (its own feature shares where ``features``
+    sums to 0)."""
     table = public.reshape(-1, len(label)).copy()
     if table.sum() <= 0:
         return public
-    rows = np.clip(noisy.reshape(table.shape).sum(axis=1), 0.0, None)
+    rows = np.asarray(features, dtype=np.float64)
     rows = rows / rows.sum() if rows.sum() > 0 else table.sum(axis=1) / table.sum()
     for _ in range(sweeps):
         current = table.sum(axis=1)
