@@ -82,19 +82,17 @@ def subspace_prior(directions: np.ndarray, pooled: np.ndarray, noisy: np.ndarray
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import NUMERIC_CELLS, association_prior, shrunk_margin
+    from polars_rap.public_margins import association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_beyond import mixture, one_way_weights, public_states, scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_setup, shares
-    from bench.public_rake_oracle import _codes
+    from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares
 
     setup = probe_setup(EPSILON)
     train, label, domain, public, columns, n, none = \
         setup.train, setup.label, setup.domain, setup.public, setup.columns, setup.n, setup.none
     rho = rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    truth_codes = _codes(train, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
-    public_codes = _codes(public, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
+    truth_codes, public_codes = probe_codes(setup)
     weight = one_way_weights(domain)
     state = public_states(public.height)
     rows = np.bincount(state).astype(np.float64)

@@ -128,6 +128,18 @@ def probe_setup(epsilon: float) -> ProbeSetup:
                       {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")})
 
 
+def probe_codes(setup: ProbeSetup) -> tuple[dict, dict]:
+    """(CA's training rows, the public rows) as ``{column: (int cell per row, number of cells)}``:
+    categories by index, numerics on :data:`~polars_rap.public_margins.NUMERIC_CELLS` equal cells
+    of their bounds and a null cell (:func:`~bench.public_rake_oracle._codes`)."""
+    from polars_rap.public_margins import NUMERIC_CELLS
+
+    from bench.public_rake_oracle import _codes
+
+    return tuple(_codes(frame, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
+                 for frame in (setup.train, setup.public))
+
+
 def shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
     """float64[size] summing to 1: the share of each of ``size`` cells among ``cells`` (int per
     row), each row counted with its ``weights`` (1 without)."""

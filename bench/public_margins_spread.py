@@ -40,21 +40,19 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import NUMERIC_CELLS, shrunk_margin
+    from polars_rap.public_margins import shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_alternatives import water_fill
     from bench.public_margins_beyond import one_way_weights, public_states, scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_setup, shares
-    from bench.public_rake_oracle import _codes
+    from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares
     from bench.run import table_markdown
 
     setup = probe_setup(EPSILON)
     train, label, public, columns, n, none = \
         setup.train, setup.label, setup.public, setup.columns, setup.n, setup.none
     rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    truth = _codes(train, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
-    codes = _codes(public, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
+    truth, codes = probe_codes(setup)
     weight = one_way_weights(setup.domain)
     features = [c for c in setup.categorical if c != label]
     state = public_states(public.height)

@@ -42,16 +42,14 @@ def main() -> int:
 
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import (
-        NUMERIC_CELLS, _feature_shares, _split_by_label, _weights, association_prior, margin_names, shrunk_margin,
+        _feature_shares, _split_by_label, _weights, association_prior, margin_names, shrunk_margin,
     )
 
-    from bench.public_margins_probe import probe_setup, shares
-    from bench.public_rake_oracle import _codes
+    from bench.public_margins_probe import probe_codes, probe_setup, shares
     from bench.run import table_markdown
 
     setup = probe_setup(0.25)
-    truth = _codes(setup.train, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
-    codes = _codes(setup.public, setup.task.domain, setup.categorical, setup.numeric, NUMERIC_CELLS)
+    truth, codes = probe_codes(setup)
     label, domain = setup.label, setup.domain
     k = codes[label][1]
     names, weights = margin_names(domain), _weights(domain)
