@@ -8,12 +8,13 @@ equal cells of its mapped ``[0, 1]`` plus a null cell (which stands for the colu
 indicator, not measured apart); a binary feature's margin is measured split by the label
 (:func:`_split_by_label`). Each measured margin is pulled toward the public table's own (a split
 one toward the public table's association raked to the feature's shrunk margin and the label's,
-:func:`association_prior`) by an empirical-Bayes factor per cell (:func:`shrunk_margin`: a margin the two tables share
-keeps little of the noise, one that differs beyond the noise keeps the measurement), the
-public rows are raked to them (:func:`~polars_rap.public_reweight.rake`), and a sample of them
-by weight joins the public table check (:func:`~polars_rap.public_reweight.checked_release`)
-as the candidate ``"measured"``: released instead of the loop's rows only when the check
-prefers it, so that a public table of another population loses to the loop.
+:func:`association_prior`) by an empirical-Bayes factor per cell (:func:`shrunk_margin`: a
+margin the two tables share keeps little of the noise, one that differs beyond the noise keeps
+the measurement), the public rows are raked to them (:func:`~polars_rap.public_reweight.rake`),
+and a sample of them by weight joins the public table check
+(:func:`~polars_rap.public_reweight.checked_release`) as the candidate ``"measured"``: released
+instead of the loop's rows only when the check prefers it, so that a public table of another
+population loses to the loop.
 
 Budget (:func:`margins_share`): the least share of the loop's budget that measures a categorical
 feature's margin of weight 1 (the features' average) with a noise std of :data:`MARGIN_STD` per
