@@ -227,58 +227,6 @@ def test_a_rare_code_of_a_split_feature_keeps_its_share_when_its_sum_is_noise():
     np.testing.assert_allclose(public_margins._feature_shares(exact, 0.0, public, 2), [0.8, 0.2], atol=1e-15)
 
 
-def test_positive_shrunk_margin_is_the_truncated_posterior_mean():
-    """``positive=True``: each cell the public table holds gets the mean of its posterior
-    ``N(public + f gap, f std^2)`` truncated at 0 (checked against scipy's truncated normal),
-    then the margin is rescaled; a rare cell whose posterior mean is below 0 keeps a share above
-    0 where the clipped mean drops it. A cell the public table lacks keeps its clipped
-    measurement, and an exact release (std 0) is the same either way."""
-    from scipy.stats import truncnorm
-
-    public = np.array([0.5, 0.3, 0.195, 0.005, 0.0])
-    noisy = np.array([0.75, 0.1, 0.17, -0.03, -0.002])  # the first two far apart: tau^2 large
-    std = 0.01
-    gap = noisy - public
-    tau2 = (np.square(gap).sum() - 5 * std**2) / public.sum()
-    factor = np.where(public > 0, tau2 * public / (tau2 * public + std**2), 1.0)
-    mean, spread = public + factor * gap, np.sqrt(factor) * std
-    expected = np.array([truncnorm.mean(-m / s, np.inf, loc=m, scale=s) if p > 0 else max(m, 0.0)
-                         for m, s, p in zip(mean, spread, public, strict=True)])
-    out = shrunk_margin(noisy, std, public, positive=True)
-    np.testing.assert_allclose(out, expected / expected.sum(), rtol=1e-12, atol=1e-15)
-    assert mean[3] < 0 and out[3] > 0 and shrunk_margin(noisy, std, public)[3] == 0.0 and out[4] == 0.0
-    np.testing.assert_array_equal(shrunk_margin(noisy, 0.0, public, positive=True), shrunk_margin(noisy, 0.0, public))
-
-
-def test_only_the_numeric_margins_keep_the_clipped_mean(private, public, declared, domain):
-    """The categorical margins (SEX x label included) are estimated with ``positive=True``, the
-    numeric columns' cells without: a released margin whose rare cell falls below 0 keeps a share
-    where it is categorical."""
-    table = read_public(open_public(public, declared, COLUMNS), domain)
-    names = margin_names(domain)
-    counts = MarginCounts(domain)
-    counts.add(encode(private, domain))
-    rng = np.random.default_rng(5)
-    released = [(np.clip(total / private.height, 0, None) + rng.normal(0, 0.02, len(total)), 0.02)
-                for total in counts.counts]
-    _, targets = measured_margins(table, released, domain)
-    with mock.patch.object(public_margins, "shrunk_margin", wraps=public_margins.shrunk_margin) as spy:
-        measured_margins(table, released, domain)
-    positive = [call.args[3] if len(call.args) > 3 else call.kwargs.get("positive", False)
-                for call in spy.call_args_list]
-    numeric = [names.index("AGEP"), names.index("JWMNP")]
-    categorical = [m for m in range(len(names)) if m not in numeric]
-    assert positive[:len(names)] == [m in categorical for m in range(len(names))]
-    assert positive[-1] is True  # SEX x label's table, shrunk toward its association prior
-    for m in categorical:
-        held = np.bincount(_cells_of(table, domain)[m], minlength=len(targets[m])) > 0
-        assert np.all(targets[m][held] > 0), names[m]
-
-
-def _cells_of(table, domain):
-    return public_margins._cells(table.codes, table.numerics, domain)
-
-
 def test_shrunk_margin_clips_negative_shares_and_sums_to_one():
     public = np.array([0.6, 0.3, 0.1])
     out = shrunk_margin(np.array([0.9, 0.3, -0.2]), 0.01, public)

@@ -44,7 +44,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_ndtr
 
 from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
@@ -232,7 +231,7 @@ def combined(first: list[tuple[np.ndarray, float]],
     return out
 
 
-def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray, positive: bool = False) -> np.ndarray:
+def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
     """float64[cells] summing to 1: the empirical-Bayes estimate of a margin from its release
     ``noisy`` (noise std ``std`` per cell) toward the public table's shares ``public``.
 
@@ -248,15 +247,6 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray, positive: b
     of an exact release (``std`` 0). Negative shares are set to 0 and the rest rescaled (the
     public margin if nothing is left).
 
-    ``positive``: a cell the public table holds keeps the mean of its posterior, ``N(public_i +
-    f_i gap_i, f_i std^2)``, truncated at 0 (``m + s phi(m / s) / Phi(m / s)``), which is above 0,
-    instead of the mean clipped: a category the data hold no longer leaves the margin whenever
-    its share is within the noise. For categorical margins: on acs-income-CA at ε = 0.25 (80% of
-    the budget; ``bench/results/public_margins_positive.md``) 4.3 codes a release of true share
-    0.1-0.35% fell below a quarter of it with the mean clipped, 0.2 with the truncated mean, for
-    the same summed L1 error; on the numeric columns' cells the truncated mean's mass in cells the
-    private rows barely hold raised MM 11%, so they keep the clipped mean.
-
     On acs-income-CA with the other states' rows (``bench/results/public_margins_eb.md``, 3 seeds)
     the released rows score CM 0.38x / 0.58x the run without a public table at ε = 0.1 / 0.25, MM
     0.46x / 0.58x, LT 0.57x / 0.71x, where one James-Stein factor a margin (``max(0, 1 - k std^2 /
@@ -265,22 +255,10 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray, positive: b
     gap = noisy - public
     tau2 = max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / float(public.sum())
     prior = tau2 * public
-    held = (public > 0) & (prior + std**2 > 0)
-    factor = np.divide(prior, prior + std**2, out=np.ones_like(prior), where=held)
-    mean = public + factor * gap
-    estimate = np.clip(mean, 0.0, None)
-    uncertain = held & (factor > 0) if positive and std > 0 else np.zeros_like(held)
-    if uncertain.any():
-        spread = np.sqrt(factor[uncertain]) * std
-        ratio = mean[uncertain] / spread  # the posterior mean in posterior stds
-        estimate[uncertain] = mean[uncertain] + spread * np.exp(_norm_logpdf(ratio) - log_ndtr(ratio))
+    factor = np.divide(prior, prior + std**2, out=np.ones_like(prior), where=(public > 0) & (prior + std**2 > 0))
+    estimate = np.clip(public + factor * gap, 0.0, None)
     total = estimate.sum()
     return estimate / total if total > 0 else public / public.sum()
-
-
-def _norm_logpdf(x: np.ndarray) -> np.ndarray:
-    """float64: the standard normal log density at ``x``."""
-    return -0.5 * np.square(x) - 0.5 * math.log(2.0 * math.pi)
 
 
 def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
@@ -295,15 +273,12 @@ def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
     kept, split = _kept(domain), _split_by_label(domain)
     publics = [np.bincount(cell, minlength=len(noisy)) / len(cell) for cell, (noisy, _) in zip(cells, released,
                                                                                                 strict=True)]
-    categorical = [m < len(domain.blocks) for m in kept]  # the numeric columns' margins keep the clipped mean
-    targets = [shrunk_margin(noisy, std, public, positive) for (noisy, std), public, positive in
-               zip(released, publics, categorical, strict=True)]
+    targets = [shrunk_margin(noisy, std, public) for (noisy, std), public in zip(released, publics, strict=True)]
     for b, label in split.items():
         m = kept.index(b)
         noisy, std = released[m]
         features = _feature_shares(noisy, std, publics[m], domain.block_sizes[label])
-        targets[m] = shrunk_margin(noisy, std, association_prior(publics[m], features, targets[kept.index(label)]),
-                                   positive=True)
+        targets[m] = shrunk_margin(noisy, std, association_prior(publics[m], features, targets[kept.index(label)]))
     return cells, label_consistent(targets, domain)
 
 
