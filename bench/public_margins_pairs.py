@@ -18,7 +18,8 @@ draws):
   raked to each state's one-way margins, weighted by the states' rows). Then the same tables
   measured, sharing the margins' 80% (weight the square root of their cells, as a margin's),
   each shrunk toward the public table's two-way table raked to the two features' shrunk margins
-  and then raked to those margins itself, so that the raking's targets agree.
+  and then raked to those margins itself, so that the raking's targets agree (both rakings
+  :func:`~polars_rap.public_margins.association_prior`'s two-way IPF).
 - **A balanced draw:** after the systematic draw, swaps of a drawn row for one drawn by weight
   are kept when they lower the summed L1 distance between the drawn rows' and the weighted
   rows' feature pair x label tables (and the numeric columns' cells x label): post-processing of
@@ -73,29 +74,16 @@ def balanced(drawn, cells, target, counts, cumulative, proposals, seed):  # prag
     return kept
 
 
-def ipf2(table: np.ndarray, rows: np.ndarray, columns: np.ndarray, sweeps: int = 50) -> np.ndarray:
-    """float64[k1 * k2] summing to 1: ``table`` (float64[k1, k2]) raked to its row sums ``rows``
-    and column sums ``columns``."""
-    out = table.astype(np.float64).copy()
-    for _ in range(sweeps):
-        total = out.sum(axis=1)
-        out *= np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)[:, None]
-        total = out.sum(axis=0)
-        out *= np.divide(columns, total, out=np.zeros_like(columns), where=total > 0)[None, :]
-    return (out / out.sum()).ravel()
-
-
 def main() -> int:  # noqa: C901 - one probe's steps in order
     import polars as pl
 
-    from polars_rap import evaluation
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import shrunk_margin
+    from polars_rap.public_margins import association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_beyond import one_way_weights, public_states, scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares
-    from bench.run import SUITES, table_markdown
+    from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, scores_of, shares, systematic_draw
+    from bench.run import table_markdown
 
     setup = probe_setup(EPSILON)
     train, label, domain, public, columns, n, none = \
@@ -165,9 +153,8 @@ def main() -> int:  # noqa: C901 - one probe's steps in order
         for (a, b), (cell, _, _), y, std in zip(chosen, parts[len(columns):], noisy[len(columns):],
                                                  stds[len(columns):], strict=True):
             rows, cols = targets[columns.index(a)], targets[columns.index(b)]
-            prior = ipf2(shares(cell, len(y)).reshape(len(rows), len(cols)), rows, cols)
-            table = np.clip(shrunk_margin(y, std, prior), 1e-12, None).reshape(len(rows), len(cols))
-            targets.append(ipf2(table, rows, cols))
+            prior = association_prior(shares(cell, len(y)), rows, cols)
+            targets.append(association_prior(np.clip(shrunk_margin(y, std, prior), 1e-12, None), rows, cols))
         return [cell for cell, _, _ in parts], targets
 
     table = []
@@ -189,11 +176,7 @@ def main() -> int:  # noqa: C901 - one probe's steps in order
     balance_cells = np.stack([cell + o for (cell, _), o in zip(balance_tables, offsets[:-1], strict=True)], axis=1)
 
     def score(drawn: np.ndarray) -> list[float]:
-        synthetic = public[drawn]
-        errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
-            train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
-        return [errors["CM"], errors["MM"], errors["LT"],
-                evaluation.ml_utility_for_domain(synthetic, setup.test, label, domain)["macro_f1"]]
+        return scores_of(public[drawn], train, setup.test, domain, label)
 
     for margins in ("CA's true margins", "measured margins"):
         rng, draws = np.random.default_rng(100), {"systematic": [], "balanced": [], "4n rows": []}
@@ -201,9 +184,7 @@ def main() -> int:  # noqa: C901 - one probe's steps in order
         for d in range(DRAWS):
             weights = rake(one_way_cells, true_margins) if margins.startswith("CA") else rake(*measured([], rng))
             weights = weights / weights.sum()
-            cumulative = np.cumsum(weights[setup.order])
-            drawn = setup.order[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n,
-                                                           side="right"), public.height - 1)]
+            drawn = systematic_draw(weights, setup.order, n, rng)
             draws["systematic"].append(score(drawn))
             target = np.bincount(balance_cells.ravel(), weights=np.repeat(weights, balance_cells.shape[1]),
                                  minlength=offsets[-1]) * n
@@ -212,9 +193,7 @@ def main() -> int:  # noqa: C901 - one probe's steps in order
             kept.append(balanced(drawn, balance_cells, target, counts, np.cumsum(weights), SWAPS, d))
             distance.append((before, float(np.abs(counts - target).sum())))
             draws["balanced"].append(score(drawn))
-            cumulative_4n = (rng.random() + np.arange(4 * n)) / (4 * n)
-            draws["4n rows"].append(score(setup.order[np.minimum(np.searchsorted(cumulative, cumulative_4n,
-                                                                                 side="right"), public.height - 1)]))
+            draws["4n rows"].append(score(systematic_draw(weights, setup.order, 4 * n, rng)))
         print(margins, "swaps kept", kept, "L1 distance in counts", distance, flush=True)
         for how, scores in draws.items():
             table.append({"released rows": f"{margins}, {how}", **scored(np.mean(scores, axis=0), none)})

@@ -82,7 +82,7 @@ def subspace_prior(directions: np.ndarray, pooled: np.ndarray, noisy: np.ndarray
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import association_prior, shrunk_margin
+    from polars_rap.public_margins import _label_scaled, association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_beyond import mixture, one_way_weights, public_states, scored, write_report
@@ -155,7 +155,7 @@ def main() -> int:
                 features = np.clip(released_rows.reshape(-1, n_labels).sum(axis=1), 0.0, None)  # as then
                 prior = association_prior(measured[i][2], features, label_target)
                 table = shrunk_margin(noisy[i], measured[i][3], prior).reshape(-1, n_labels)
-                targets[i] = (table * (label_target / table.sum(axis=0))[None, :]).ravel()
+                targets[i] = _label_scaled(table, label_target).ravel()
         base = None
         if "power" in variant:
             fitted_to = [m[1] for m in plain] if variant.get("mixture of") == "true" else noisy

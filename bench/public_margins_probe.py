@@ -61,24 +61,35 @@ def _james_stein(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarra
     return estimate / estimate.sum()
 
 
-def drawn_scores(public, weights: np.ndarray, along: np.ndarray, train, test, domain, label: str,
-                 rng: np.random.Generator, size: int | None = None) -> list[float]:
-    """[CM, MM, LT, macro F1] of ``size`` rows (``train.height`` unless given) of ``public`` (a
-    Polars frame) drawn by ``weights`` systematically along ``along`` (row indices) and shuffled:
-    the suite's headline evaluation against ``train``, logistic regression's macro F1 on ``test``."""
+def systematic_draw(weights: np.ndarray, along: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """int64[n]: row indices drawn by ``weights`` (float64[rows], summing to 1) systematically
+    along ``along`` (row indices in the order drawn; one uniform offset from ``rng``), as the
+    library draws (:func:`~polars_rap.public_reweight.reweighted_candidate`)."""
+    cumulative = np.cumsum(weights[along])
+    return along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
+                            len(along) - 1)]
+
+
+def scores_of(synthetic, train, test, domain, label: str) -> list[float]:
+    """[CM, MM, LT, macro F1] of the ``synthetic`` rows (a Polars frame): the suite's headline
+    evaluation against ``train``, logistic regression's macro F1 on ``test``."""
     from polars_rap import evaluation
 
     from bench.run import SUITES
 
-    n = size or train.height
-    cumulative = np.cumsum(weights[along])
-    drawn = along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
-                             public.height - 1)]
-    synthetic = public[rng.permutation(drawn)]
     errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
         train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
     f1 = evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]
     return [errors["CM"], errors["MM"], errors["LT"], f1]
+
+
+def drawn_scores(public, weights: np.ndarray, along: np.ndarray, train, test, domain, label: str,
+                 rng: np.random.Generator, size: int | None = None) -> list[float]:
+    """:func:`scores_of` ``size`` rows (``train.height`` unless given) of ``public`` (a Polars
+    frame) drawn by ``weights`` systematically along ``along`` (:func:`systematic_draw`) and
+    shuffled."""
+    drawn = systematic_draw(weights, along, size or train.height, rng)
+    return scores_of(public[rng.permutation(drawn)], train, test, domain, label)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def main() -> int:
 
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import (
-        _feature_shares, _split_by_label, _weights, association_prior, margin_names, shrunk_margin,
+        _feature_shares, _label_scaled, _split_by_label, _weights, association_prior, margin_names, shrunk_margin,
     )
 
     from bench.public_margins_probe import probe_codes, probe_setup, shares
@@ -77,8 +77,7 @@ def main() -> int:
                     features = (np.clip(noisy.reshape(-1, k).sum(axis=1), 0.0, None) if rule == "raw sums"
                                 else _feature_shares(noisy, std, public, k))
                     table = shrunk_margin(noisy, std, association_prior(public, features, label_target)).reshape(-1, k)
-                    totals = table.sum(axis=0)
-                    table = table * np.divide(label_target, totals, out=np.zeros(k), where=totals > 0)[None, :]
+                    table = _label_scaled(table, label_target)
                     gone[rule] += int(table[rare].sum() < 0.25 * true.reshape(-1, k)[rare].sum())
                     error[rule].append(float(np.abs(table.ravel() - true).sum()))
             rows.append({"ε": epsilon, "rows": n, "feature": feature,

@@ -327,12 +327,18 @@ def label_consistent(targets: list[np.ndarray], domain: Domain) -> list[np.ndarr
     kept, out = _kept(domain), list(targets)
     for b, label in _split_by_label(domain).items():
         table = targets[kept.index(b)].reshape(-1, domain.block_sizes[label])
-        wanted, totals = targets[kept.index(label)], table.sum(axis=0)
-        feature = table.sum(axis=1) / table.sum() if table.sum() > 0 else np.full(table.shape[0], 1 / table.shape[0])
-        scaled = np.where(totals > 0, table * np.divide(wanted, totals, out=np.zeros_like(wanted), where=totals > 0),
-                          np.outer(feature, wanted))
-        out[kept.index(b)] = scaled.ravel()
+        out[kept.index(b)] = _label_scaled(table, targets[kept.index(label)]).ravel()
     return out
+
+
+def _label_scaled(table: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """float64[feature codes, label codes]: ``table`` with each label's column scaled to sum to
+    ``wanted`` (float64[label codes]); a column of no share gets the table's feature shares
+    (uniform if the table holds none)."""
+    totals = table.sum(axis=0)
+    feature = table.sum(axis=1) / table.sum() if table.sum() > 0 else np.full(table.shape[0], 1 / table.shape[0])
+    return np.where(totals > 0, table * np.divide(wanted, totals, out=np.zeros_like(wanted), where=totals > 0),
+                    np.outer(feature, wanted))
 
 
 def _raked_rows(public_table, cells: list[np.ndarray], targets: list[np.ndarray], domain: Domain, n_rows: int,
