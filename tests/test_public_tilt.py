@@ -99,3 +99,16 @@ def test_a_cell_no_public_row_holds_gets_no_weight():
     weights = tilted_weights(cells, [(np.array([0.3, 0.3, 0.4]), 0.01)])
     assert weights.sum() == pytest.approx(1.0) and np.all(weights > 0)
     assert np.isfinite(weights).all()
+
+
+def test_a_fit_stopped_short_of_the_mode_says_so(monkeypatch, caplog):
+    import polars_rap.public_tilt as public_tilt
+
+    monkeypatch.setattr(public_tilt, "MAX_ITERATIONS", 1)
+    rng = np.random.default_rng(4)
+    cells = [rng.integers(0, 3, 1000), rng.integers(0, 4, 1000)]
+    released = [(np.array([0.5, 0.3, 0.2]), 0.01), (np.array([0.1, 0.2, 0.3, 0.4]), 0.01)]
+    with caplog.at_level("INFO", logger="polars_rap.public_tilt"):
+        weights = tilted_weights(cells, released)
+    assert weights.sum() == pytest.approx(1.0)
+    assert "short of the mode" in caplog.text

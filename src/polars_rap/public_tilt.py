@@ -30,6 +30,7 @@ Everything here reads released values and the public rows: post-processing.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,6 +40,8 @@ from scipy.optimize import minimize
 from polars_rap.public_reweight import rake
 
 __all__ = ["TAU2_FLOOR", "prior_variance", "tilt_objective", "tilted_weights"]
+
+logger = logging.getLogger(__name__)
 
 TAU2_FLOOR = 1e-6
 """The least prior variance ``tau_i^2`` a margin's log-factors get (a share deviation of std
@@ -145,6 +148,9 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
 
     found = minimize(scaled, np.zeros(len(target)), jac=True, method="L-BFGS-B",
                      options={"maxiter": MAX_ITERATIONS, "gtol": 1e-8, "ftol": 1e-12})
+    if not found.success:
+        logger.info("public margins: the public rows' weights stopped after %d iterations short of the mode (%s); "
+                    "they are released as they are", found.nit, found.message)
     weights = tilt_objective(found.x * scale, index, target, precision, penalty)[2]
     if any(exact):
         kept = [m for m, is_exact in enumerate(exact) if is_exact]
