@@ -112,3 +112,18 @@ def test_a_fit_stopped_short_of_the_mode_says_so(monkeypatch, caplog):
         weights = tilted_weights(cells, released)
     assert weights.sum() == pytest.approx(1.0)
     assert "short of the mode" in caplog.text
+
+
+def test_a_rare_code_whose_release_falls_below_zero_keeps_its_public_share():
+    """A binary feature x label table whose rare code (2% of the public rows) is released below 0
+    in both label cells, within the noise: the rows keep most of the public share (the prior holds
+    the code's log-factors near 0), where a clipped estimate would hold it at 0 and lose the code."""
+    rng = np.random.default_rng(5)
+    feature = (rng.random(50_000) < 0.02).astype(np.int64)
+    label = rng.integers(0, 2, 50_000)
+    table = feature * 2 + label
+    public = np.bincount(table, minlength=4) / len(table)
+    noisy = np.array([public[0] + 0.013, public[1] + 0.013, -0.004, -0.003])  # the rare code's cells below 0
+    weights = tilted_weights([table, label], [(noisy, 0.008), (np.array([0.5, 0.5]), 0.002)])
+    rare = np.bincount(feature, weights=weights, minlength=2)[1]
+    assert rare > 0.5 * 0.02

@@ -31,7 +31,7 @@ from the domain alone: a categorical feature's in proportion to the square root 
 scaled by the features' codes' average; :data:`LABEL_WEIGHT` for a label's;
 :data:`NUMERIC_WEIGHT` for a numeric one's, the mixed marginals' prefixes adding up several
 cells' noise), each charged to the ledger, ``sum(rho_i) = rho``. The counts are read in the same
-pass as the workload's answers (:class:`MarginCounts`). Shrinking, raking and sampling read
+pass as the workload's answers (:class:`MarginCounts`). Shrinking, fitting and sampling read
 released values and the public rows only: post-processing.
 
 Measured on acs-income-CA with the other states' rows and Puerto Rico's
@@ -266,7 +266,9 @@ def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
                      domain: Domain) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(the public rows' cells per measured margin, each margin's :func:`shrunk_margin` toward
     the public rows' shares, a table split by the label made to agree with the label's margin
-    (:func:`label_consistent`)): the raking's input. A table split by the label is shrunk toward
+    (:func:`label_consistent`)): each margin estimated alone, which the public table's check
+    builds its independent rows from (:func:`independent_rows`; the candidate's own weights fit
+    the releases at once, :func:`measured_candidate`). A table split by the label is shrunk toward
     the public table's association instead (:func:`association_prior`): what it adds to the
     one-way margins is how the feature goes with the label, and a feature that goes with it as
     in the public table keeps little of the table's noise."""
