@@ -214,10 +214,11 @@ def synthesize(
         check on the marginal tables (the exponential mechanism, 2% of the loop's budget)
         prefers it (:mod:`polars_rap.public_reweight`; the public table must hold every
         column); ``"margins"``, where the budget is small, up to 80% of it measures the one-way
-        margins first, the public rows raked to them (each pulled toward the public table's own
-        by an empirical-Bayes factor per cell) are checked against independence, and if they pass they join
-        that check as one more candidate (:mod:`polars_rap.public_margins`; every column; for a
-        public table of the same population). Only with ``public``.
+        margins first, the public rows reweighted to fit them all at once (each margin's deviation
+        from the public table's under an empirical-Bayes prior) are checked against independence,
+        and if they pass they join that check as one more candidate
+        (:mod:`polars_rap.public_margins`; every column; for a public table of the same
+        population). Only with ``public``.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,
