@@ -34,14 +34,30 @@ FINDINGS = (
     "library (`measured_candidate`).")
 
 
+def library_margins(setup) -> tuple[object, list[np.ndarray], list[np.ndarray]]:
+    """(the public rows encoded, :class:`~polars_rap.public_prior.PublicTable`; their cell per row
+    of each margin the library measures, int64[rows] per margin; CA's true shares of each,
+    float64[cells] per margin) for ``setup`` (:func:`~bench.public_margins_probe.probe_setup`):
+    :func:`~polars_rap.public_margins._cells`, the binary features split by the label."""
+    from polars_rap import public_margins as pm
+    from polars_rap.public_prior import open_public, read_public
+
+    train, domain = setup.train, setup.domain
+    public, private = (read_public(open_public(frame, setup.task.domain, list(train.columns)), domain)
+                       for frame in (setup.public, train))
+    sizes = pm._sizes(domain)
+    true = [np.bincount(cell, minlength=k) / setup.n
+            for cell, k in zip(pm._cells(private.codes, private.numerics, domain), sizes, strict=True)]
+    return public, pm._cells(public.codes, public.numerics, domain), true
+
+
 def main() -> int:
+    import polars as pl
+
     from polars_rap import public_margins as pm
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_prior import open_public, read_public
     from polars_rap.public_reweight import rake
     from polars_rap.public_tilt import tilted_weights
-
-    import polars as pl
 
     from bench.public_margins_beyond import scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_setup
@@ -50,13 +66,8 @@ def main() -> int:
     setup = probe_setup(EPSILON)
     train, public, domain, n = setup.train, setup.public, setup.domain, setup.n
     rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    encoded = {name: read_public(open_public(frame, setup.task.domain, list(train.columns)), domain)
-               for name, frame in (("public", public), ("private", train))}
-    cells = pm._cells(encoded["public"].codes, encoded["public"].numerics, domain)
-    sizes = pm._sizes(domain)
-    true = [np.bincount(cell, minlength=k) / n
-            for cell, k in zip(pm._cells(encoded["private"].codes, encoded["private"].numerics, domain), sizes,
-                               strict=True)]
+    encoded, cells, true = library_margins(setup)
+    sizes = [len(t) for t in true]
     weights = pm._weights(domain)
     stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
     noise_rng = np.random.default_rng(100)
@@ -66,7 +77,7 @@ def main() -> int:
         if method == "true":
             return rake(cells, true)
         if method == "two-stage":
-            return rake(*pm.measured_margins(encoded["public"], released, domain))
+            return rake(*pm.measured_margins(encoded, released, domain))
         return tilted_weights(cells, released)
 
     methods = {"two-stage": "each margin shrunk alone, the rows raked to the estimates (before)",

@@ -48,21 +48,16 @@ def main() -> int:
     from polars_rap import public_margins as pm
     from polars_rap import public_tilt
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_prior import open_public, read_public
 
     from bench.public_margins_beyond import EPSILON, scored, write_report
+    from bench.public_margins_joint import library_margins
     from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.run import table_markdown
 
     setup = probe_setup(EPSILON)
     train, public, domain, n = setup.train, setup.public, setup.domain, setup.n
-    encoded = {name: read_public(open_public(frame, setup.task.domain, list(train.columns)), domain)
-               for name, frame in (("public", public), ("private", train))}
-    cells = pm._cells(encoded["public"].codes, encoded["public"].numerics, domain)
-    sizes = pm._sizes(domain)
-    true = [np.bincount(cell, minlength=k) / n
-            for cell, k in zip(pm._cells(encoded["private"].codes, encoded["private"].numerics, domain), sizes,
-                               strict=True)]
+    _, cells, true = library_margins(setup)
+    sizes = [len(t) for t in true]
     publics = [np.bincount(cell, minlength=k) / len(cell) for cell, k in zip(cells, sizes, strict=True)]
     categorical = len(sizes) - len(domain.numeric_columns)
     library = (pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT, public_tilt.prior_variance)
