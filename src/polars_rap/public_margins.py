@@ -49,7 +49,7 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.public_reweight import charge_check, choose_release, margin_cells, reweighted_candidate
-from polars_rap.public_tilt import tilted_weights
+from polars_rap.public_tilt import moment_variance, tilted_weights
 from polars_rap.queries import CLASS_CODES, QuerySet
 
 __all__ = ["FIRST_PART", "LABEL_WEIGHT", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS",
@@ -238,8 +238,9 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarr
 
     Prior: the private share of cell ``i`` is ``public_i + d_i`` with ``d_i ~ N(0, tau^2
     public_i)``, a deviation that scales with the cell's public share (a cell the public table
-    barely holds differs from it by little in absolute terms). ``tau^2`` is estimated by moments,
-    ``max(0, |noisy - public|^2 - k std^2) / sum(public)`` over ``k`` cells, and each cell keeps
+    barely holds differs from it by little in absolute terms). ``tau^2`` is estimated by moments
+    (:func:`~polars_rap.public_tilt.moment_variance`: ``max(0, |noisy - public|^2 - k std^2) /
+    sum(public)`` over ``k`` cells), and each cell keeps
     the posterior mean ``public_i + f_i (noisy_i - public_i)``, ``f_i = tau^2 public_i / (tau^2
     public_i + std^2)``: large cells keep their measurement, small ones are pulled to the public
     share, and a margin within the noise of the public one is the public one. A cell the public
@@ -254,8 +255,7 @@ def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarr
     |noisy - public|^2)`` for every cell) scored CM 0.42x / 0.59x, MM 0.48x / 0.61x, LT 0.63x / 0.74x."""
     noisy, public = np.asarray(noisy, dtype=np.float64), np.asarray(public, dtype=np.float64)
     gap = noisy - public
-    tau2 = max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / float(public.sum())
-    prior = tau2 * public
+    prior = moment_variance(noisy, std, public) * public
     factor = np.divide(prior, prior + std**2, out=np.ones_like(prior), where=(public > 0) & (prior + std**2 > 0))
     estimate = np.clip(public + factor * gap, 0.0, None)
     total = estimate.sum()

@@ -39,7 +39,7 @@ from scipy.optimize import minimize
 
 from polars_rap.public_reweight import rake
 
-__all__ = ["TAU2_FLOOR", "prior_variance", "tilt_objective", "tilted_weights"]
+__all__ = ["TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_objective", "tilted_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +53,18 @@ MAX_ITERATIONS = 3000
 reached in 300-400."""
 
 
-def prior_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
-    """``tau^2`` of one margin by moments (as :func:`~polars_rap.public_margins.shrunk_margin`):
-    ``max(0, |noisy - public|^2 - k std^2) / sum(public)`` over its ``k`` cells, at least
-    :data:`TAU2_FLOOR`. ``noisy``, ``public``: float64[k] shares; ``std``: the noise std per cell."""
+def moment_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
+    """``tau^2`` of one margin by moments: ``max(0, |noisy - public|^2 - k std^2) / sum(public)``
+    over its ``k`` cells (the deviation's energy beyond the noise's, per unit of public share).
+    ``noisy``, ``public``: float64[k] shares; ``std``: the noise std per cell. The prior of
+    :func:`~polars_rap.public_margins.shrunk_margin` and, floored, of the joint fit."""
     gap = np.asarray(noisy, dtype=np.float64) - np.asarray(public, dtype=np.float64)
-    spread = max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / max(float(np.sum(public)), 1e-300)
-    return max(spread, TAU2_FLOOR)
+    return max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / max(float(np.sum(public)), 1e-300)
+
+
+def prior_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
+    """``tau^2`` of one margin's log-factors: :func:`moment_variance`, at least :data:`TAU2_FLOOR`."""
+    return max(moment_variance(noisy, std, public), TAU2_FLOOR)
 
 
 @njit(cache=True)
