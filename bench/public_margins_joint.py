@@ -78,7 +78,7 @@ def main() -> int:
             return rake(cells, true)
         if method == "two-stage":
             return rake(*pm.measured_margins(encoded, released, domain))
-        return tilted_weights(cells, released, df=np.inf)  # the Gaussian prior of then (public_margins_heavy.md)
+        return tilted_weights(cells, released)
 
     methods = {"two-stage": "each margin shrunk alone, the rows raked to the estimates (before)",
                "joint": "every margin at once (tilted_weights, now)", "true": "raked to CA's true margins (floor)"}

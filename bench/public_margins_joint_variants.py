@@ -80,9 +80,8 @@ def main() -> int:
                 return max(public_tilt.TAU2_FLOOR, (len(noisy) * own + k0 * pooled) / (len(noisy) + k0))
 
             public_tilt.prior_variance = prior
-            weights = public_tilt.tilted_weights(cells, released, publics, df=np.inf)  # the Gaussian prior of then
-            scores.append(drawn_scores(public, weights, setup.order, train, setup.test, domain, setup.label,
-                                       draw_rng))
+            scores.append(drawn_scores(public, public_tilt.tilted_weights(cells, released, publics), setup.order,
+                                       train, setup.test, domain, setup.label, draw_rng))
         pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT, public_tilt.prior_variance = library
         rows.append({"joint fit": name, **scored(np.mean(scores, axis=0), setup.none)})
         per_draw[name] = [round(s[0] / setup.none["CM"], 3) for s in scores]

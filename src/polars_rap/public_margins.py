@@ -8,11 +8,10 @@ equal cells of its mapped ``[0, 1]`` plus a null cell (which stands for the colu
 indicator, not measured apart); a binary feature's margin is measured split by the label
 (:func:`_split_by_label`). The public rows are reweighted to fit every released margin at once
 (:func:`~polars_rap.public_tilt.tilted_weights`: the posterior mode of an exponential tilt of
-the public rows, each margin's deviation from the public table's under a heavy-tailed prior of
-:func:`shrunk_margin`'s empirical-Bayes variance, so that a margin the two tables share keeps
-little of the noise, one that differs beyond the noise keeps the measurement, its large
-deviations most, and each release informs the margins the public rows associate with it), and
-a sample of them by weight joins the public table check
+the public rows, each margin's deviation from the public table's under the empirical-Bayes prior
+of :func:`shrunk_margin`, so that a margin the two tables share keeps little of the noise, one
+that differs beyond the noise keeps the measurement, and each release informs the margins the
+public rows associate with it), and a sample of them by weight joins the public table check
 (:func:`~polars_rap.public_reweight.checked_release`) as the candidate ``"measured"``: released
 instead of the loop's rows only when the check prefers it, so that a public table of another
 population loses to the loop.

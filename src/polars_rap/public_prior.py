@@ -78,7 +78,7 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", 
 - ``"margins"``: before the loop, the one-way margins are measured, a binary feature's split by
   the label (up to 80% of the loop's budget, less the larger ε, none where the loop's own budget
   knows them); the public rows reweighted to fit them all at once, each margin's deviation from
-  the public table's under a heavy-tailed empirical-Bayes prior (:mod:`polars_rap.public_tilt`), are first
+  the public table's under an empirical-Bayes prior (:mod:`polars_rap.public_tilt`), are first
   checked against every column independent on a tenth of them, and if they pass join that check
   as one more candidate
   (:mod:`polars_rap.public_margins`); the public table must hold every column.

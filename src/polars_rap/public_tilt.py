@@ -3,13 +3,12 @@
 Model. The private rows are the public ones reweighted by an exponential tilt, one log-factor per
 cell of each measured margin: ``w_r ∝ exp(sum_i theta_i[cell_i(r)])`` (``theta = 0``: the public
 rows as they are). Each released margin is ``y_i = m_i(theta) + N(0, std_i^2)`` per cell, where
-``m_i(theta)`` is the tilted rows' margin. The prior has the variance
+``m_i(theta)`` is the tilted rows' margin. The prior is the one
 :func:`~polars_rap.public_margins.shrunk_margin` puts on a margin's deviation from the public
-table's, ``Var d_ic = tau_i^2 p_ic``, carried onto the log-factors (``d_ic ≈ p_ic theta_ic``):
-``Var theta_ic = tau_i^2 / p_ic``, ``tau_i^2`` estimated by moments margin by margin
-(:func:`prior_variance`); its shape is a Student-t of :data:`PRIOR_DF` degrees of freedom, not a
-Gaussian (a margin's deviations are few and large: see there). The weights are the posterior mode,
-found by L-BFGS on ``theta`` scaled by the objective's diagonal curvature at ``theta = 0``.
+table's, ``d_ic ~ N(0, tau_i^2 p_ic)``, carried onto the log-factors (``d_ic ≈ p_ic theta_ic``):
+``theta_ic ~ N(0, tau_i^2 / p_ic)``, ``tau_i^2`` estimated by moments margin by margin
+(:func:`prior_variance`). The weights are the posterior mode, found by L-BFGS on ``theta`` scaled by
+the objective's diagonal curvature (``p_ic / std_i^2 + p_ic / tau_i^2``).
 
 Why at once. Shrinking each margin alone and raking the rows to the estimates
 (:func:`~polars_rap.public_margins.measured_margins`, then
@@ -21,8 +20,7 @@ moves the associated margins only as far as their own releases allow.
 
 Measured on acs-income-CA, offline at ε = 0.25 (``bench/results/public_margins_joint.md``, 8
 noise draws, the library's margins and their budget): CM 0.570x -> 0.540x of the run without a
-public table (lower on 7 of 8 draws, the eighth alike), MM 0.42x -> 0.39x, LT 0.45x -> 0.47x
-(with the Gaussian prior of then).
+public table (lower on 7 of 8 draws, the eighth alike), MM 0.42x -> 0.39x, LT 0.45x -> 0.47x.
 
 A margin released exactly (``std`` 0) is a constraint, not a measurement: the mode is raked to it
 at the end (from the mode's weights). A cell no public row falls in cannot be given weight: its
@@ -41,7 +39,7 @@ from scipy.optimize import minimize
 
 from polars_rap.public_reweight import rake
 
-__all__ = ["PRIOR_DF", "TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_objective", "tilted_weights"]
+__all__ = ["TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_objective", "tilted_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,18 +48,6 @@ TAU2_FLOOR = 1e-6
 ``0.001 sqrt(p)``): a margin within its noise of the public one is held there but not infinitely
 stiffly. In an offline trial on acs-income-CA at ε = 0.25 (one-way margins, 8 draws; not kept as a
 probe) a floor of 1e-5 scored as 1e-6 did, CM 0.541x against 0.540x."""
-PRIOR_DF = 3.0
-"""Degrees of freedom of the log-factors' Student-t prior (its variance the moment estimate,
-:func:`prior_variance`). Where California differs from the other states it differs by much, in a
-few cells (the foreign-born, by birthplace and race): a Gaussian prior of one variance a margin
-shrinks those large deviations as much as it keeps the small ones' noise. A t's tails keep the
-large ones and its peak, four times the Gaussian's curvature at 0 for 3 degrees, holds the rest
-at the public table's. On acs-income-CA at ε = 0.25 (``bench/results/public_margins_heavy.md``,
-8 paired noise draws) 3 degrees score CM 0.532x of the run without a public table against the
-Gaussian's 0.544x (lower on 5 of 8 draws), MM 0.370x against 0.392x, LT 0.432x against 0.467x;
-2.5 or 5 degrees, or half or twice the variance, CM 0.528x-0.540x. The peak costs where the
-deviations are real and small: given CA's true margins as the releases, CM 0.495x against the
-Gaussian's 0.472x."""
 MAX_ITERATIONS = 3000
 """L-BFGS iterations at most; on acs-income-CA's 260,000 public rows and 20 margins the mode is
 reached in 300-400."""
@@ -82,13 +68,12 @@ def prior_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def _objective(theta, index, target, precision, penalty, df, weights, gradient):  # pragma: no cover - numba
+def _objective(theta, index, target, precision, penalty, weights, gradient):  # pragma: no cover - numba
     """Negative log posterior at ``theta`` (float64[cells], every margin's cells end to end);
     fills ``weights`` (float64[rows], the tilted rows' weights summing to 1) and ``gradient``
     (float64[cells]). ``index``: int32[rows, margins], each row's cell per margin in ``theta``'s
     numbering; ``target``, ``precision`` (``1 / std^2``, 0 for an exact margin) and ``penalty``
-    (``p / s^2``, the prior's inverse squared scale): float64[cells]; ``df``: the prior's degrees
-    of freedom (``inf``: Gaussian)."""
+    (``p / tau^2``): float64[cells]."""
     n_rows, n_margins = index.shape
     top = -np.inf
     for r in range(n_rows):
@@ -111,13 +96,8 @@ def _objective(theta, index, target, precision, penalty, df, weights, gradient):
     for c in range(len(theta)):
         gap = shares[c] - target[c]
         residual[c] = gap * precision[c]
-        spread = penalty[c] * theta[c] * theta[c]
-        if np.isinf(df):
-            value += 0.5 * (gap * residual[c] + spread)
-            gradient[c] = penalty[c] * theta[c]
-        else:
-            value += 0.5 * (gap * residual[c] + (df + 1.0) * np.log1p(spread / df))
-            gradient[c] = (df + 1.0) * penalty[c] * theta[c] / (df + spread)
+        value += 0.5 * (gap * residual[c] + penalty[c] * theta[c] * theta[c])
+        gradient[c] = penalty[c] * theta[c]
     row_residual = np.empty(n_rows)
     mean = 0.0
     for r in range(n_rows):
@@ -134,32 +114,25 @@ def _objective(theta, index, target, precision, penalty, df, weights, gradient):
 
 
 def tilt_objective(theta: np.ndarray, index: np.ndarray, target: np.ndarray, precision: np.ndarray,
-                   penalty: np.ndarray, df: float = PRIOR_DF) -> tuple[float, np.ndarray, np.ndarray]:
+                   penalty: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """(negative log posterior, its gradient float64[cells], the tilted weights float64[rows]) at
     ``theta``: the compiled kernel, arguments as :func:`_objective`'s.
 
-    ``0.5 sum_c precision_c (m_c - target_c)^2 + 0.5 (df + 1) sum_c log(1 + penalty_c theta_c^2 /
-    df)`` (a Student-t prior; ``0.5 sum_c penalty_c theta_c^2`` at ``df = inf``) with ``m`` the
+    ``0.5 sum_c precision_c (m_c - target_c)^2 + 0.5 sum_c penalty_c theta_c^2`` with ``m`` the
     weighted rows' cell shares; ``d m_c / d theta_e = sum_r w_r [c in r] ([e in r] - m_e)``, so
     the data term's gradient is ``sum_r w_r (g_r - sum_s w_s g_s) [e in r]`` with ``g_r`` the
     row's summed ``precision (m - target)``."""
     weights, gradient = np.empty(index.shape[0]), np.empty(len(theta))
-    value = _objective(np.asarray(theta, dtype=np.float64), index, target, precision, penalty, float(df), weights,
-                       gradient)
+    value = _objective(np.asarray(theta, dtype=np.float64), index, target, precision, penalty, weights, gradient)
     return float(value), gradient, weights
 
 
 def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
-                   publics: Sequence[np.ndarray] | None = None, df: float = PRIOR_DF) -> np.ndarray:
+                   publics: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """float64[n_rows] summing to 1: the public rows' weights at the posterior mode (module
     docstring). ``cells``: int per public row, one array per margin; ``released``: ``(noisy
     shares float64[cells], std)`` per margin; ``publics``: the public rows' shares per margin
-    (computed from ``cells`` when not given); ``df`` (> 2, ``inf`` for a Gaussian): the prior's
-    degrees of freedom, its scale set so that its variance is :func:`prior_variance`'s."""
-    if not df > 2:
-        msg = f"df={df!r}: the prior's degrees of freedom must exceed 2 (its variance is the moment estimate)"
-        raise ValueError(msg)
-    squeeze = 1.0 if np.isinf(df) else df / (df - 2.0)  # variance / scale^2 of a Student-t
+    (computed from ``cells`` when not given)."""
     sizes = [len(noisy) for noisy, _ in released]
     if publics is None:
         publics = [np.bincount(cell, minlength=k) / len(cell) for cell, k in zip(cells, sizes, strict=True)]
@@ -170,13 +143,13 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
     target = np.concatenate([np.asarray(noisy, dtype=np.float64) for noisy, _ in released])
     precision = np.concatenate([np.full(k, 0.0 if std == 0 else 1.0 / std**2) for k, (_, std) in
                                 zip(sizes, released, strict=True)])
-    penalty = np.concatenate([np.zeros(k) if std == 0 else squeeze * public / prior_variance(noisy, std, public)
+    penalty = np.concatenate([np.zeros(k) if std == 0 else public / prior_variance(noisy, std, public)
                               for k, (noisy, std), public in zip(sizes, released, publics, strict=True)])
-    curvature = np.concatenate(publics) * precision + penalty * (1.0 if np.isinf(df) else (df + 1.0) / df)
+    curvature = np.concatenate(publics) * precision + penalty
     scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))
 
     def scaled(phi: np.ndarray) -> tuple[float, np.ndarray]:
-        value, gradient, _ = tilt_objective(phi * scale, index, target, precision, penalty, df)
+        value, gradient, _ = tilt_objective(phi * scale, index, target, precision, penalty)
         return value, gradient * scale
 
     found = minimize(scaled, np.zeros(len(target)), jac=True, method="L-BFGS-B",
@@ -184,7 +157,7 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
     if not found.success:
         logger.info("public margins: the public rows' weights stopped after %d iterations short of the mode (%s); "
                     "they are released as they are", found.nit, found.message)
-    weights = tilt_objective(found.x * scale, index, target, precision, penalty, df)[2]
+    weights = tilt_objective(found.x * scale, index, target, precision, penalty)[2]
     if any(exact):
         kept = [m for m, is_exact in enumerate(exact) if is_exact]
         weights = rake([cells[m] for m in kept], [released[m][0] for m in kept], start=weights)
