@@ -127,3 +127,23 @@ def test_a_rare_code_whose_release_falls_below_zero_keeps_its_public_share():
     weights = tilted_weights([table, label], [(noisy, 0.008), (np.array([0.5, 0.5]), 0.002)])
     rare = np.bincount(feature, weights=weights, minlength=2)[1]
     assert rare > 0.5 * 0.02
+
+
+def test_the_fit_is_the_same_whatever_the_threads():
+    """The kernel sums the rows in fixed parts and adds them in order: one thread or several give
+    the same weights to the last bit (a fit reproducible from one machine to another)."""
+    import numba
+
+    rng = np.random.default_rng(8)
+    cells = [rng.integers(0, 5, 30_000), rng.integers(0, 3, 30_000), rng.integers(0, 7, 30_000)]
+    released = [(np.array([0.3, 0.25, 0.2, 0.15, 0.1]), 0.01), (np.array([0.5, 0.3, 0.2]), 0.02),
+                (np.full(7, 1 / 7) + np.linspace(-0.03, 0.03, 7), 0.01)]
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        alone = tilted_weights(cells, released)
+        numba.set_num_threads(threads)
+        together = tilted_weights(cells, released)
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(alone, together)

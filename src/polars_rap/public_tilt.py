@@ -34,8 +34,9 @@ import logging
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from polars_rap.public_reweight import rake
 
@@ -50,7 +51,8 @@ stiffly. In an offline trial on acs-income-CA at ε = 0.25 (one-way margins, 8 d
 probe) a floor of 1e-5 scored as 1e-6 did, CM 0.541x against 0.540x."""
 MAX_ITERATIONS = 3000
 """L-BFGS iterations at most; on acs-income-CA's 260,000 public rows and 20 margins the mode is
-reached in 300-400."""
+reached in 300-550 (``bench/results/tilt_timing.csv``: 4.4 s a fit on 2 cores, 7.1 s with the
+kernel serial)."""
 
 
 def moment_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
@@ -67,49 +69,78 @@ def prior_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
     return max(moment_variance(noisy, std, public), TAU2_FLOOR)
 
 
-@njit(cache=True)
+CHUNKS = 64
+"""The rows' fixed parts the kernel sums separately (in parallel) and then adds in order: the same
+sums whatever the number of threads, so that a fit is reproducible from one machine to another."""
+
+
+@njit(parallel=True, cache=True)
 def _objective(theta, index, target, precision, penalty, weights, gradient):  # pragma: no cover - numba
     """Negative log posterior at ``theta`` (float64[cells], every margin's cells end to end);
     fills ``weights`` (float64[rows], the tilted rows' weights summing to 1) and ``gradient``
     (float64[cells]). ``index``: int32[rows, margins], each row's cell per margin in ``theta``'s
     numbering; ``target``, ``precision`` (``1 / std^2``, 0 for an exact margin) and ``penalty``
-    (``p / tau^2``): float64[cells]."""
+    (``p / tau^2``): float64[cells]. Rows are summed in :data:`CHUNKS` parts, one thread each."""
     n_rows, n_margins = index.shape
+    n_cells = len(theta)
+    parts = min(CHUNKS, max(n_rows, 1))
+    bounds = np.linspace(0, n_rows, parts + 1).astype(np.int64)
+    tops = np.full(parts, -np.inf)
+    for k in prange(parts):
+        for r in range(bounds[k], bounds[k + 1]):
+            total = 0.0
+            for j in range(n_margins):
+                total += theta[index[r, j]]
+            weights[r] = total
+            tops[k] = max(tops[k], total)
     top = -np.inf
-    for r in range(n_rows):
-        total = 0.0
-        for j in range(n_margins):
-            total += theta[index[r, j]]
-        weights[r] = total
-        top = max(top, total)
+    for k in range(parts):
+        top = max(top, tops[k])
+    masses = np.zeros(parts)
+    cell_parts = np.zeros((parts, n_cells))
+    for k in prange(parts):
+        for r in range(bounds[k], bounds[k + 1]):
+            weights[r] = np.exp(weights[r] - top)
+            masses[k] += weights[r]
+            for j in range(n_margins):
+                cell_parts[k, index[r, j]] += weights[r]
     mass = 0.0
-    for r in range(n_rows):
-        weights[r] = np.exp(weights[r] - top)
-        mass += weights[r]
-    shares = np.zeros(len(theta))
-    for r in range(n_rows):
-        weights[r] /= mass
-        for j in range(n_margins):
-            shares[index[r, j]] += weights[r]
+    for k in range(parts):
+        mass += masses[k]
+    shares = np.zeros(n_cells)
+    for k in range(parts):
+        for c in range(n_cells):
+            shares[c] += cell_parts[k, c]
     value = 0.0
-    residual = np.empty(len(theta))
-    for c in range(len(theta)):
+    residual = np.empty(n_cells)
+    for c in range(n_cells):
+        shares[c] /= mass
         gap = shares[c] - target[c]
         residual[c] = gap * precision[c]
         value += 0.5 * (gap * residual[c] + penalty[c] * theta[c] * theta[c])
         gradient[c] = penalty[c] * theta[c]
     row_residual = np.empty(n_rows)
+    means = np.zeros(parts)
+    for k in prange(parts):
+        for r in range(bounds[k], bounds[k + 1]):
+            weights[r] /= mass
+            total = 0.0
+            for j in range(n_margins):
+                total += residual[index[r, j]]
+            row_residual[r] = total
+            means[k] += weights[r] * total
     mean = 0.0
-    for r in range(n_rows):
-        total = 0.0
-        for j in range(n_margins):
-            total += residual[index[r, j]]
-        row_residual[r] = total
-        mean += weights[r] * total
-    for r in range(n_rows):
-        step = weights[r] * (row_residual[r] - mean)
-        for j in range(n_margins):
-            gradient[index[r, j]] += step
+    for k in range(parts):
+        mean += means[k]
+    for k in prange(parts):
+        cell_parts[k, :] = 0.0
+        for r in range(bounds[k], bounds[k + 1]):
+            step = weights[r] * (row_residual[r] - mean)
+            for j in range(n_margins):
+                cell_parts[k, index[r, j]] += step
+    for k in range(parts):
+        for c in range(n_cells):
+            gradient[c] += cell_parts[k, c]
     return value
 
 
@@ -152,8 +183,11 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
         value, gradient, _ = tilt_objective(phi * scale, index, target, precision, penalty)
         return value, gradient * scale
 
-    found = minimize(scaled, np.zeros(len(target)), jac=True, method="L-BFGS-B",
-                     options={"maxiter": MAX_ITERATIONS, "gtol": 1e-8, "ftol": 1e-12})
+    # L-BFGS-B's own linear algebra is small; BLAS threads spinning beside the kernel's took it from
+    # 7.2 s to 13 s a fit on CA's public rows (bench/results/tilt_timing.csv)
+    with threadpool_limits(limits=1, user_api="blas"):
+        found = minimize(scaled, np.zeros(len(target)), jac=True, method="L-BFGS-B",
+                         options={"maxiter": MAX_ITERATIONS, "gtol": 1e-8, "ftol": 1e-12})
     if not found.success:
         logger.info("public margins: the public rows' weights stopped after %d iterations short of the mode (%s); "
                     "they are released as they are", found.nit, found.message)

@@ -1,0 +1,96 @@
+"""Seconds per joint fit of the public rows' weights (``polars_rap.public_tilt.tilted_weights``).
+
+``public_use="margins"`` fits the public rows' weights twice a synthesis (for the public table's
+check and for the candidate). This times one fit on acs-income-CA's setting: the other states'
+260,818 rows, the library's 20 margins, CA's true margins with the Gaussian noise of their share
+of 80% of the ε = 0.25 budget (one draw, seed 100, as ``bench/public_margins_joint.py``'s
+first), after a warm-up fit that compiles or loads the kernel. It records the median wall-clock
+and process CPU seconds of ``--repeats`` fits, the Numba threads, the L-BFGS iterations, the
+machine's load before and after, and the commit, as one row appended to
+``bench/results/tilt_timing.csv`` (and printed). ``--threads`` sets Numba's threads.
+
+No release: the noise is simulated on CA's true margins.
+
+    PYTHONPATH=src:. python -m bench.tilt_timing --label serial [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main(argv=None) -> int:
+    import numba
+    from scipy import optimize
+
+    from polars_rap import public_margins as pm
+    from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.public_tilt import tilted_weights
+
+    from bench.host import git_commit
+    from bench.public_margins_beyond import EPSILON, MARGINS_SHARE
+    from bench.public_margins_joint import library_margins
+    from bench.public_margins_probe import probe_setup
+    from bench.run import machine
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", required=True, help="names the code timed (e.g. serial / parallel)")
+    parser.add_argument("--threads", type=int, default=None, help="Numba threads (default: all)")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        numba.set_num_threads(args.threads)
+
+    setup = probe_setup(EPSILON)
+    n = setup.n
+    rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
+    _, cells, true = library_margins(setup)
+    weights = pm._weights(setup.domain)
+    stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
+    noise_rng = np.random.default_rng(100)
+    released = [(t + s * noise_rng.standard_normal(len(t)), s) for t, s in zip(true, stds, strict=True)]
+    iterations = []
+    original = optimize.minimize
+
+    def counted(*a, **k):
+        found = original(*a, **k)
+        iterations.append(int(found.nit))
+        return found
+
+    import polars_rap.public_tilt as public_tilt
+    public_tilt.minimize = counted
+    tilted_weights(cells, released)  # compiles or loads the kernel
+    load_before = os.getloadavg()[0]
+    walls, cpus = [], []
+    for _ in range(args.repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fitted = tilted_weights(cells, released)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    public_tilt.minimize = original
+    row = {"label": args.label, "threads": numba.get_num_threads(), "rows": len(cells[0]), "margins": len(cells),
+           "iterations": iterations[-1], "wall_s": round(float(np.median(walls)), 3),
+           "cpu_s": round(float(np.median(cpus)), 3), "weights_sum": round(float(fitted.sum()), 12),
+           "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
+           "machine": machine(), "commit": git_commit(), "date": time.strftime("%Y-%m-%d")}
+    out = RESULTS / "tilt_timing.csv"
+    new = not out.exists()
+    with out.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+    print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
