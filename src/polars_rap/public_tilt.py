@@ -51,7 +51,7 @@ stiffly. In an offline trial on acs-income-CA at ε = 0.25 (one-way margins, 8 d
 probe) a floor of 1e-5 scored as 1e-6 did, CM 0.541x against 0.540x."""
 MAX_ITERATIONS = 3000
 """L-BFGS iterations at most; on acs-income-CA's 260,000 public rows and 20 margins the mode is
-reached in 300-550 (``bench/results/tilt_timing.csv``: 4.4 s a fit on 2 cores, 7.1 s with the
+reached in 300-550 (``bench/results/tilt_timing.csv``: 4.2 s a fit on 2 cores, 7.1 s with the
 kernel serial)."""
 
 
