@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.public_margins_beyond import EPSILON, MARGINS_SHARE
-from bench.public_margins_joint import DRAWS, library_margins
+from bench.public_margins_joint import DRAWS, simulation
 
 BIRTH = ("POBP", "RAC1P", "CIT")
 """Birthplace, race and citizenship: where CA's margins lie farthest from the other states'."""
@@ -37,22 +36,15 @@ FINDINGS = (
 
 
 def main() -> int:
-    from polars_rap import public_margins as pm
-    from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.public_margins import margin_names
     from polars_rap.public_tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_setup
+    from bench.public_margins_probe import drawn_scores
 
-    setup = probe_setup(EPSILON)
-    domain, n = setup.domain, setup.n
-    rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    _, cells, true = library_margins(setup)
-    names = pm.margin_names(domain)
-    weights = pm._weights(domain)
-    stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
-    noise_rng = np.random.default_rng(100)
-    noise = [[noise_rng.standard_normal(len(t)) for t in true] for _ in range(DRAWS)]
+    setup, _, cells, true, stds, noise = simulation()
+    domain = setup.domain
+    names = margin_names(domain)
     features = [m for m in names if m not in setup.numeric and " x " not in m and m != setup.label]
     groups = {"every margin noisy (the library)": [],
               "the label's true": [setup.label],

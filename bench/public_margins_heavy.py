@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.public_margins_beyond import EPSILON, MARGINS_SHARE
-from bench.public_margins_joint import DRAWS, library_margins
+from bench.public_margins_joint import DRAWS, simulation
 
 PRIORS = {"Gaussian (the library's)": (np.inf, 1.0, 1.0), "t, 5 degrees": (5.0, 1.0, 1.0),
           "t, 3 degrees": (3.0, 1.0, 1.0), "t, 2.5 degrees": (2.5, 1.0, 1.0),
@@ -89,22 +88,14 @@ FINDINGS = (
 def main() -> int:
     import polars as pl
 
-    from polars_rap import public_margins as pm
-    from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_setup
+    from bench.public_margins_probe import drawn_scores
     from bench.run import table_markdown
 
-    setup = probe_setup(EPSILON)
-    domain, n = setup.domain, setup.n
-    rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    _, cells, true = library_margins(setup)
-    weights = pm._weights(domain)
-    stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
-    noise_rng = np.random.default_rng(100)
-    noise = [[noise_rng.standard_normal(len(t)) for t in true] for _ in range(DRAWS)]
+    setup, _, cells, true, stds, noise = simulation()
+    domain = setup.domain
 
     scores = {}
     for name, (df, factor, noisy) in PRIORS.items():

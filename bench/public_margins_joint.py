@@ -22,6 +22,8 @@ No release: the noise is simulated on CA's true margins.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bench.public_margins_beyond import EPSILON, MARGINS_SHARE
@@ -51,27 +53,55 @@ def library_margins(setup) -> tuple[object, list[np.ndarray], list[np.ndarray]]:
     return public, pm._cells(public.codes, public.numerics, domain), true
 
 
+class Simulation(NamedTuple):
+    """The joint probes' simulated releases (:func:`simulation`): the probe's ``setup``
+    (:class:`~bench.public_margins_probe.ProbeSetup`), the public rows ``encoded``, their
+    ``cells`` and CA's ``true`` shares per library margin (:func:`library_margins`), each margin's
+    noise ``stds`` (float, a share per cell) and ``noise``: per draw, standard normal
+    float64[cells] per margin."""
+
+    setup: object
+    encoded: object
+    cells: list
+    true: list
+    stds: list
+    noise: list
+
+
+def simulation(draws: int = DRAWS) -> Simulation:
+    """CA's true margins as the library measures them, with the Gaussian noise of their weights'
+    share (:func:`~polars_rap.public_margins._weights`) of :data:`MARGINS_SHARE` of the ε =
+    :data:`EPSILON` budget (δ = 1/n², L2 sensitivity sqrt(2)/n a margin): ``draws`` draws from seed
+    100, margin by margin within a draw."""
+    from polars_rap import public_margins as pm
+    from polars_rap.accounting import rho_from_epsilon_delta
+
+    from bench.public_margins_probe import probe_setup
+
+    setup = probe_setup(EPSILON)
+    n = setup.n
+    rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
+    encoded, cells, true = library_margins(setup)
+    weights = pm._weights(setup.domain)
+    stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
+    noise_rng = np.random.default_rng(100)
+    noise = [[noise_rng.standard_normal(len(t)) for t in true] for _ in range(draws)]
+    return Simulation(setup, encoded, cells, true, stds, noise)
+
+
 def main() -> int:
     import polars as pl
 
     from polars_rap import public_margins as pm
-    from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_reweight import rake
     from polars_rap.public_tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
-    from bench.public_margins_probe import drawn_scores, probe_setup
+    from bench.public_margins_probe import drawn_scores
     from bench.run import table_markdown
 
-    setup = probe_setup(EPSILON)
-    train, public, domain, n = setup.train, setup.public, setup.domain, setup.n
-    rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    encoded, cells, true = library_margins(setup)
-    sizes = [len(t) for t in true]
-    weights = pm._weights(domain)
-    stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
-    noise_rng = np.random.default_rng(100)
-    noise = [[noise_rng.standard_normal(k) for k in sizes] for _ in range(DRAWS)]
+    setup, encoded, cells, true, stds, noise = simulation()
+    train, public, domain = setup.train, setup.public, setup.domain
 
     def estimate(method: str, released: list) -> np.ndarray:
         if method == "true":

@@ -42,14 +42,10 @@ def main(argv=None) -> int:
     import numba
     from scipy import optimize
 
-    from polars_rap import public_margins as pm
-    from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_tilt import tilted_weights
 
     from bench.host import git_commit
-    from bench.public_margins_beyond import EPSILON, MARGINS_SHARE
-    from bench.public_margins_joint import library_margins
-    from bench.public_margins_probe import probe_setup
+    from bench.public_margins_joint import simulation
     from bench.run import machine
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -60,14 +56,8 @@ def main(argv=None) -> int:
     if args.threads is not None:
         numba.set_num_threads(args.threads)
 
-    setup = probe_setup(EPSILON)
-    n = setup.n
-    rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
-    _, cells, true = library_margins(setup)
-    weights = pm._weights(setup.domain)
-    stds = [float(np.sqrt(2.0) / n / np.sqrt(2 * rho * w / weights.sum())) for w in weights]
-    noise_rng = np.random.default_rng(100)
-    released = [(t + s * noise_rng.standard_normal(len(t)), s) for t, s in zip(true, stds, strict=True)]
+    _, _, cells, true, stds, (draw,) = simulation(draws=1)
+    released = [(t + s * z, s) for t, s, z in zip(true, stds, draw, strict=True)]
     iterations = []
     original = optimize.minimize
 
