@@ -40,11 +40,10 @@ def main() -> int:
     from polars_rap.public_tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
-    from bench.public_margins_probe import drawn_scores
 
-    setup, _, cells, true, stds, noise = simulation()
-    domain = setup.domain
-    names = margin_names(domain)
+    sim = simulation()
+    setup, cells, true, stds, noise = sim.setup, sim.cells, sim.true, sim.stds, sim.noise
+    names = margin_names(setup.domain)
     features = [m for m in names if m not in setup.numeric and " x " not in m and m != setup.label]
     groups = {"every margin noisy (the library)": [],
               "the label's true": [setup.label],
@@ -60,9 +59,7 @@ def main() -> int:
         for d, draw in enumerate(noise):
             released = [(t + (0.0 if m in exact else s) * z, s)
                         for m, t, s, z in zip(names, true, stds, draw, strict=True)]
-            scores[group].append(drawn_scores(setup.public, tilted_weights(cells, released), setup.order,
-                                              setup.train, setup.test, domain, setup.label,
-                                              np.random.default_rng(7 + d)))
+            scores[group].append(sim.scores(tilted_weights(cells, released), d))
             print(group, np.round(scores[group][-1], 6), flush=True)
     none = setup.none
     cm = {group: float(np.mean(s, axis=0)[0]) / none["CM"] for group, s in scores.items()}

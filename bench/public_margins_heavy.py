@@ -44,15 +44,9 @@ def t_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, float]],
     diagonal curvature at 0 (1 where it is 0), as the library's. No margin here is released exactly."""
     from scipy.optimize import minimize
 
-    from polars_rap.public_tilt import prior_variance, tilt_objective
+    from polars_rap.public_tilt import prior_variance, tilt_arrays, tilt_objective
 
-    sizes = [len(noisy) for noisy, _ in released]
-    publics = [np.bincount(cell, minlength=k) / len(cell) for cell, k in zip(cells, sizes, strict=True)]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    index = np.stack([np.asarray(cell, dtype=np.int64) + offset for cell, offset in
-                      zip(cells, offsets[:-1], strict=True)], axis=1).astype(np.int32)
-    target = np.concatenate([np.asarray(noisy, dtype=np.float64) for noisy, _ in released])
-    precision = np.concatenate([np.full(k, 1.0 / std**2) for k, (_, std) in zip(sizes, released, strict=True)])
+    index, target, precision, publics = tilt_arrays(cells, released)
     penalty = np.concatenate([df / (df - 2.0) * public / (factor * prior_variance(noisy, std, public))
                               for (noisy, std), public in zip(released, publics, strict=True)])
     curvature = np.concatenate(publics) * precision + penalty * (df + 1.0) / df  # 0 where no public row falls
@@ -69,6 +63,7 @@ def t_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, float]],
     found = minimize(objective, np.zeros(len(target)), jac=True, method="L-BFGS-B",
                      options={"maxiter": 3000, "gtol": 1e-8, "ftol": 1e-12})
     return tilt_objective(found.x * scale, index, target, precision, zero)[2]
+
 
 FINDINGS = (
     "What it showed (2-core AMD EPYC, alone; errors only): offline, heavier tails lower every error. Three degrees "
@@ -91,11 +86,10 @@ def main() -> int:
     from polars_rap.public_tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
-    from bench.public_margins_probe import drawn_scores
     from bench.run import table_markdown
 
-    setup, _, cells, true, stds, noise = simulation()
-    domain = setup.domain
+    sim = simulation()
+    setup, cells, true, stds, noise = sim.setup, sim.cells, sim.true, sim.stds, sim.noise
 
     scores = {}
     for name, (df, factor, noisy) in PRIORS.items():
@@ -103,8 +97,7 @@ def main() -> int:
         for d, draw in enumerate(noise):
             released = [(t + noisy * s * z, s) for t, s, z in zip(true, stds, draw, strict=True)]
             fitted = tilted_weights(cells, released) if np.isinf(df) else t_weights(cells, released, df, factor)
-            scores[name].append(drawn_scores(setup.public, fitted, setup.order, setup.train, setup.test, domain,
-                                             setup.label, np.random.default_rng(7 + d)))
+            scores[name].append(sim.scores(fitted, d))
             print(name, np.round(scores[name][-1], 6), flush=True)
     none = setup.none
     ratio = {m: np.mean(s, axis=0) / [none["CM"], none["MM"], none["LT"], 1.0] for m, s in scores.items()}

@@ -67,6 +67,16 @@ class Simulation(NamedTuple):
     stds: list
     noise: list
 
+    def scores(self, weights: np.ndarray, draw: int) -> list[float]:
+        """[CM, MM, LT, macro F1] of n public rows drawn by ``weights`` for noise draw ``draw``
+        (:func:`~bench.public_margins_probe.drawn_scores`, seed ``7 + draw``: every method's rows
+        for one draw are drawn alike)."""
+        from bench.public_margins_probe import drawn_scores
+
+        setup = self.setup
+        return drawn_scores(setup.public, weights, setup.order, setup.train, setup.test, setup.domain, setup.label,
+                            np.random.default_rng(7 + draw))
+
 
 def simulation(draws: int = DRAWS) -> Simulation:
     """CA's true margins as the library measures them, with the Gaussian noise of their weights'

@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from polars_rap.public_reweight import rake
 
-__all__ = ["TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_objective", "tilted_weights"]
+__all__ = ["TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_arrays", "tilt_objective", "tilted_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,24 +158,35 @@ def tilt_objective(theta: np.ndarray, index: np.ndarray, target: np.ndarray, pre
     return float(value), gradient, weights
 
 
-def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
-                   publics: Sequence[np.ndarray] | None = None) -> np.ndarray:
-    """float64[n_rows] summing to 1: the public rows' weights at the posterior mode (module
-    docstring). ``cells``: int per public row, one array per margin; ``released``: ``(noisy
-    shares float64[cells], std)`` per margin; ``publics``: the public rows' shares per margin
-    (computed from ``cells`` when not given)."""
+def tilt_arrays(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
+                publics: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """(``index`` int32[rows, margins], ``target`` float64[cells], ``precision`` float64[cells],
+    ``publics``): the kernel's arguments (:func:`_objective`) for ``released`` margins over the
+    public rows' ``cells`` (:func:`tilted_weights`' arguments), every margin's cells numbered end
+    to end, ``precision`` 0 for a margin released exactly; ``publics`` as given, else the public
+    rows' shares per margin (float64[cells] each)."""
     sizes = [len(noisy) for noisy, _ in released]
     if publics is None:
         publics = [np.bincount(cell, minlength=k) / len(cell) for cell, k in zip(cells, sizes, strict=True)]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     index = np.stack([np.asarray(cell, dtype=np.int64) + offset for cell, offset in
                       zip(cells, offsets[:-1], strict=True)], axis=1).astype(np.int32)
-    exact = [std == 0 for _, std in released]
     target = np.concatenate([np.asarray(noisy, dtype=np.float64) for noisy, _ in released])
     precision = np.concatenate([np.full(k, 0.0 if std == 0 else 1.0 / std**2) for k, (_, std) in
                                 zip(sizes, released, strict=True)])
-    penalty = np.concatenate([np.zeros(k) if std == 0 else public / prior_variance(noisy, std, public)
-                              for k, (noisy, std), public in zip(sizes, released, publics, strict=True)])
+    return index, target, precision, list(publics)
+
+
+def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
+                   publics: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """float64[n_rows] summing to 1: the public rows' weights at the posterior mode (module
+    docstring). ``cells``: int per public row, one array per margin; ``released``: ``(noisy
+    shares float64[cells], std)`` per margin; ``publics``: the public rows' shares per margin
+    (computed from ``cells`` when not given)."""
+    index, target, precision, publics = tilt_arrays(cells, released, publics)
+    exact = [std == 0 for _, std in released]
+    penalty = np.concatenate([np.zeros(len(noisy)) if std == 0 else public / prior_variance(noisy, std, public)
+                              for (noisy, std), public in zip(released, publics, strict=True)])
     curvature = np.concatenate(publics) * precision + penalty
     scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))
 
