@@ -42,7 +42,10 @@ FINDINGS = (
     "library keeps 80%.")
 
 
-def main() -> int:
+def run(variants: tuple, name: str, title: str, findings) -> int:
+    """``bench/results/<name>.md`` headed ``title``: a row per ``variants`` entry (as
+    :data:`VARIANTS`), ``findings`` below the table (a string, or a function of ``{variant: [CM,
+    MM, LT] as ratios to the run without a public table]}`` that writes it), the per-draw CM last."""
     import polars as pl
 
     from polars_rap import public_margins as pm
@@ -61,8 +64,8 @@ def main() -> int:
     publics = [np.bincount(cell, minlength=k) / len(cell) for cell, k in zip(cells, sizes, strict=True)]
     categorical = len(sizes) - len(domain.numeric_columns)
     library = (pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT, public_tilt.prior_variance)
-    rows, per_draw = [], {}
-    for name, label_weight, numeric_weight, scale, k0, share in VARIANTS:
+    rows, per_draw, ratios = [], {}, {}
+    for variant, label_weight, numeric_weight, scale, k0, share in variants:
         pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT = label_weight, numeric_weight
         weights = pm._weights(domain)
         rho = share * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
@@ -83,15 +86,20 @@ def main() -> int:
             scores.append(drawn_scores(public, public_tilt.tilted_weights(cells, released, publics), setup.order,
                                        train, setup.test, domain, setup.label, draw_rng))
         pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT, public_tilt.prior_variance = library
-        rows.append({"joint fit": name, **scored(np.mean(scores, axis=0), setup.none)})
-        per_draw[name] = [round(s[0] / setup.none["CM"], 3) for s in scores]
+        rows.append({"joint fit": variant, **scored(np.mean(scores, axis=0), setup.none)})
+        per_draw[variant] = [round(s[0] / setup.none["CM"], 3) for s in scores]
+        ratios[variant] = [float(m) / setup.none[c] for m, c in zip(np.mean(scores, axis=0), ("CM", "MM", "LT"))]
         print(rows[-1], flush=True)
     draws = pl.DataFrame({"draw": list(range(DRAWS)), **per_draw})
-    write_report("public_margins_joint_variants", "The joint fit's settings",
+    write_report(name, title,
                  "; unless a row says otherwise: the library's margins, every margin fitted at once, the same noise "
                  "draws for every row", rows, setup.none,
-                 FINDINGS + "\n\n## CM (x none) per draw\n\n" + table_markdown(draws), draws=DRAWS)
+                 (findings if isinstance(findings, str) else findings(ratios)) + "\n\n## CM (x none) per draw\n\n" + table_markdown(draws), draws=DRAWS)
     return 0
+
+
+def main() -> int:
+    return run(VARIANTS, "public_margins_joint_variants", "The joint fit's settings", FINDINGS)
 
 
 if __name__ == "__main__":
