@@ -38,17 +38,16 @@ def t_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, float]],
               factor: float = 1.0) -> np.ndarray:
     """float64[public rows] summing to 1: :func:`~polars_rap.public_tilt.tilted_weights` with a
     Student-t prior of ``df`` (> 2) degrees on each log-factor instead of the Gaussian, its
-    variance ``factor`` times the library's (:func:`~polars_rap.public_tilt.prior_penalty`, the
-    Gaussian's precision): ``0.5 (df + 1) log(1 + penalty theta^2 / df)`` a cell, ``penalty = df
-    precision / ((df - 2) factor)``.
+    variance ``factor`` times the library's (:func:`~polars_rap.public_tilt.prior_variance`):
+    ``0.5 (df + 1) log(1 + penalty theta^2 / df)`` a cell, ``penalty = p df / ((df - 2) tau^2)``.
     The data term is the library's kernel's (no penalty there); L-BFGS on ``theta`` scaled by the
     diagonal curvature at 0 (1 where it is 0), as the library's. No margin here is released exactly."""
     from scipy.optimize import minimize
 
-    from polars_rap.public_tilt import prior_penalty, tilt_arrays, tilt_objective
+    from polars_rap.public_tilt import prior_variance, tilt_arrays, tilt_objective
 
     index, target, precision, publics = tilt_arrays(cells, released)
-    penalty = np.concatenate([df / (df - 2.0) * prior_penalty(noisy, std, public) / factor
+    penalty = np.concatenate([df / (df - 2.0) * public / (factor * prior_variance(noisy, std, public))
                               for (noisy, std), public in zip(released, publics, strict=True)])
     curvature = np.concatenate(publics) * precision + penalty * (df + 1.0) / df  # 0 where no public row falls
     scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))

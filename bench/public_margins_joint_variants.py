@@ -64,7 +64,6 @@ def run(variants: tuple, name: str, title: str, findings) -> int:
     publics = [np.bincount(cell, minlength=k) / len(cell) for cell, k in zip(cells, sizes, strict=True)]
     categorical = len(sizes) - len(domain.numeric_columns)
     library = (pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT, public_tilt.prior_variance)
-    exponent = public_tilt.PRIOR_EXPONENT  # the pooled variants' moments, in the library's prior's units
     rows, per_draw, ratios = [], {}, {}
     for variant, label_weight, numeric_weight, scale, k0, share in variants:
         pm.LABEL_WEIGHT, pm.NUMERIC_WEIGHT = label_weight, numeric_weight
@@ -74,14 +73,13 @@ def run(variants: tuple, name: str, title: str, findings) -> int:
         noise_rng, draw_rng, scores = np.random.default_rng(100), np.random.default_rng(7), []
         for _ in range(DRAWS):
             released = [(t + s * noise_rng.standard_normal(len(t)), s) for t, s in zip(true, stds, strict=True)]
-            pooled = np.mean([max(0.0, float(np.square(y - p).sum()) - len(y) * s**2) / float(np.sum(p**exponent))
+            pooled = np.mean([max(0.0, float(np.square(y - p).sum()) - len(y) * s**2)
                               for (y, s), p in list(zip(released, publics, strict=True))[:categorical]])
 
             def prior(noisy, std, public, k0=k0, scale=scale, pooled=pooled):
                 if k0 is None:
                     return library[2](noisy, std, public) * scale
-                own = (max(0.0, float(np.square(noisy - public).sum()) - len(noisy) * std**2)
-                       / float(np.sum(public**exponent)))
+                own = max(0.0, float(np.square(noisy - public).sum()) - len(noisy) * std**2) / float(public.sum())
                 return max(public_tilt.TAU2_FLOOR, (len(noisy) * own + k0 * pooled) / (len(noisy) + k0))
 
             public_tilt.prior_variance = prior

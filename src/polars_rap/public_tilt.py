@@ -5,11 +5,10 @@ cell of each measured margin: ``w_r ∝ exp(sum_i theta_i[cell_i(r)])`` (``theta
 rows as they are). Each released margin is ``y_i = m_i(theta) + N(0, std_i^2)`` per cell, where
 ``m_i(theta)`` is the tilted rows' margin. The prior is the one
 :func:`~polars_rap.public_margins.shrunk_margin` puts on a margin's deviation from the public
-table's, ``d_ic ~ N(0, tau_i^2 p_ic^a)`` (``a`` = :data:`PRIOR_EXPONENT`), carried onto the
-log-factors (``d_ic ≈ p_ic theta_ic``): ``theta_ic ~ N(0, tau_i^2 p_ic^(a - 2))``, ``tau_i^2``
-estimated by moments margin by margin (:func:`prior_variance`). The weights are the posterior
-mode, found by L-BFGS on ``theta`` scaled by the objective's diagonal curvature
-(``p_ic / std_i^2 + p_ic^(2 - a) / tau_i^2``).
+table's, ``d_ic ~ N(0, tau_i^2 p_ic)``, carried onto the log-factors (``d_ic ≈ p_ic theta_ic``):
+``theta_ic ~ N(0, tau_i^2 / p_ic)``, ``tau_i^2`` estimated by moments margin by margin
+(:func:`prior_variance`). The weights are the posterior mode, found by L-BFGS on ``theta`` scaled by
+the objective's diagonal curvature (``p_ic / std_i^2 + p_ic / tau_i^2``).
 
 Why at once. Shrinking each margin alone and raking the rows to the estimates
 (:func:`~polars_rap.public_margins.measured_margins`, then
@@ -41,24 +40,15 @@ from threadpoolctl import threadpool_limits
 
 from polars_rap.public_reweight import rake
 
-__all__ = ["PRIOR_EXPONENT", "TAU2_FLOOR", "moment_variance", "prior_penalty", "prior_variance", "tilt_arrays",
-           "tilt_objective", "tilted_weights"]
+__all__ = ["TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_arrays", "tilt_objective", "tilted_weights"]
 
 logger = logging.getLogger(__name__)
 
 TAU2_FLOOR = 1e-6
 """The least prior variance ``tau_i^2`` a margin's log-factors get (a share deviation of std
-``0.001 p^(a/2)``): a margin within its noise of the public one is held there but not infinitely
+``0.001 sqrt(p)``): a margin within its noise of the public one is held there but not infinitely
 stiffly. In an offline trial on acs-income-CA at ε = 0.25 (one-way margins, 8 draws; not kept as a
 probe) a floor of 1e-5 scored as 1e-6 did, CM 0.541x against 0.540x."""
-PRIOR_EXPONENT = 1.5
-"""``a`` in the joint fit's prior ``d_ic ~ N(0, tau_i^2 p_ic^a)`` on a margin's deviations from the
-public table's shares ``p``: between a count-like deviation (``a = 1``, :func:`moment_variance`'s,
-variance in proportion to the share) and a purely multiplicative one (``a = 2``, one variance for
-every cell's log-factor). The ACS states' deviations from their pooled table grow as ``p^1.32``
-within a margin, CA's from the other states' as ``p^1.15``; offline on acs-income-CA at ε = 0.25
-(``bench/results/public_margins_exponent.md``, 8 draws) ``a = 1.5`` scores CM 0.54x of the run
-without a public table as ``a = 1`` does, MM 0.36x against 0.39x, LT 0.41x against 0.47x."""
 MAX_ITERATIONS = 3000
 """L-BFGS iterations at most; on acs-income-CA's 260,000 public rows and 20 margins the mode is
 reached in 300-550 (``bench/results/tilt_timing.csv``: 4.2 s a fit on 2 cores, 7.1 s with the
@@ -69,26 +59,14 @@ def moment_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
     """``tau^2`` of one margin by moments: ``max(0, |noisy - public|^2 - k std^2) / sum(public)``
     over its ``k`` cells (the deviation's energy beyond the noise's, per unit of public share).
     ``noisy``, ``public``: float64[k] shares; ``std``: the noise std per cell. The prior of
-    :func:`~polars_rap.public_margins.shrunk_margin` (``a = 1``)."""
+    :func:`~polars_rap.public_margins.shrunk_margin` and, floored, of the joint fit."""
     gap = np.asarray(noisy, dtype=np.float64) - np.asarray(public, dtype=np.float64)
     return max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / max(float(np.sum(public)), 1e-300)
 
 
 def prior_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
-    """``tau^2`` of one margin's prior (``d_c ~ N(0, tau^2 public_c^a)``, ``a`` =
-    :data:`PRIOR_EXPONENT`) by moments, at least :data:`TAU2_FLOOR`: ``max(0, |noisy - public|^2 -
-    k std^2) / sum(public^a)``, since ``E |noisy - public|^2 = tau^2 sum(public^a) + k std^2``.
-    ``noisy``, ``public``: float64[k] shares; ``std``: the noise std per cell."""
-    public = np.asarray(public, dtype=np.float64)
-    excess = max(0.0, float(np.square(np.asarray(noisy, dtype=np.float64) - public).sum()) - len(public) * std**2)
-    return max(excess / max(float(np.sum(public**PRIOR_EXPONENT)), 1e-300), TAU2_FLOOR)
-
-
-def prior_penalty(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
-    """float64[k]: the prior's precision on each of one margin's log-factors,
-    ``public^(2 - a) / tau^2`` (:func:`prior_variance`; 0 for a cell no public row falls in)."""
-    public = np.asarray(public, dtype=np.float64)
-    return public ** (2.0 - PRIOR_EXPONENT) / prior_variance(noisy, std, public)
+    """``tau^2`` of one margin's log-factors: :func:`moment_variance`, at least :data:`TAU2_FLOOR`."""
+    return max(moment_variance(noisy, std, public), TAU2_FLOOR)
 
 
 CHUNKS = 64
@@ -102,7 +80,7 @@ def _objective(theta, index, target, precision, penalty, weights, gradient):  # 
     fills ``weights`` (float64[rows], the tilted rows' weights summing to 1) and ``gradient``
     (float64[cells]). ``index``: int32[rows, margins], each row's cell per margin in ``theta``'s
     numbering; ``target``, ``precision`` (``1 / std^2``, 0 for an exact margin) and ``penalty``
-    (:func:`prior_penalty`): float64[cells]. Rows are summed in :data:`CHUNKS` parts, one thread each."""
+    (``p / tau^2``): float64[cells]. Rows are summed in :data:`CHUNKS` parts, one thread each."""
     n_rows, n_margins = index.shape
     n_cells = len(theta)
     parts = min(CHUNKS, max(n_rows, 1))
@@ -207,7 +185,7 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
     (computed from ``cells`` when not given)."""
     index, target, precision, publics = tilt_arrays(cells, released, publics)
     exact = [std == 0 for _, std in released]
-    penalty = np.concatenate([np.zeros(len(noisy)) if std == 0 else prior_penalty(noisy, std, public)
+    penalty = np.concatenate([np.zeros(len(noisy)) if std == 0 else public / prior_variance(noisy, std, public)
                               for (noisy, std), public in zip(released, publics, strict=True)])
     curvature = np.concatenate(publics) * precision + penalty
     scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))
