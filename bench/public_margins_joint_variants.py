@@ -91,10 +91,11 @@ def run(variants: tuple, name: str, title: str, findings) -> int:
         ratios[variant] = [float(m) / setup.none[c] for m, c in zip(np.mean(scores, axis=0), ("CM", "MM", "LT"))]
         print(rows[-1], flush=True)
     draws = pl.DataFrame({"draw": list(range(DRAWS)), **per_draw})
+    closing = findings if isinstance(findings, str) else findings(ratios)
     write_report(name, title,
                  "; unless a row says otherwise: the library's margins, every margin fitted at once, the same noise "
                  "draws for every row", rows, setup.none,
-                 (findings if isinstance(findings, str) else findings(ratios)) + "\n\n## CM (x none) per draw\n\n" + table_markdown(draws), draws=DRAWS)
+                 closing + "\n\n## CM (x none) per draw\n\n" + table_markdown(draws), draws=DRAWS)
     return 0
 
 
