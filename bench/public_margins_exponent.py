@@ -44,9 +44,9 @@ FINDINGS = (
     "Puerto Rico's rows, which the library's prior had never let through, passed both checks once at ε = 0.1 "
     "(CM 1.31x): dropped. Moments at a = 1.5 (`ffae1d8`, `public_margins_exponent_fit.md`) lowered CA's MM and LT "
     "on every run and CM 5% at ε = 0.1 (level at 0.25), let Puerto Rico's rows through on the same seed, and raised "
-    "Texas's CM on all 12 runs (+6% / +5% at ε = 0.25 / 1, MM +14% / +9%): dropped. The label-split tables' tau^2 from their gap to the public table at the label's margin "
-    "(their flags' tau^2 falls to the floor) scores CM {centred} against {before}: the label's shift in their raw "
-    "gap costs nothing.")
+    "Texas's CM on all 12 runs (+6% / +5% at ε = 0.25 / 1, MM +14% / +9%): dropped. The label-split tables' "
+    "tau^2 from their gap to the public table at the label's margin (their flags' tau^2 falls to the floor) scores "
+    "CM {centred} against {before}: the label's shift in their raw gap costs nothing.")
 
 
 def share_slope(cells: list[np.ndarray], sizes: list[int], group: np.ndarray | None = None,
