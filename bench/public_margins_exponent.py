@@ -125,27 +125,15 @@ def prior_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, floa
     prior ``d_c ~ N(0, tau^2 p_c^exponent)`` (log-factor precision ``p^(2 - exponent) / tau^2``,
     :func:`prior_variance` of each release's gap from its ``centres`` entry, the public shares
     unless given) in place of the library's (``exponent`` 1, moments from the public shares). The
-    library's kernel and L-BFGS settings; no margin here is released exactly."""
-    from scipy.optimize import minimize
-    from threadpoolctl import threadpool_limits
-
-    from polars_rap.public_tilt import MAX_ITERATIONS, tilt_arrays, tilt_objective
+    library's kernel and mode (:func:`~polars_rap.public_tilt.mode_weights`); no margin here is
+    released exactly."""
+    from polars_rap.public_tilt import mode_weights, tilt_arrays
 
     index, target, precision, publics = tilt_arrays(cells, released)
     centres = publics if centres is None else centres
     penalty = np.concatenate([public ** (2.0 - exponent) / prior_variance(noisy, std, centre, estimate, exponent)
                               for (noisy, std), public, centre in zip(released, publics, centres, strict=True)])
-    curvature = np.concatenate(publics) * precision + penalty
-    scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))
-
-    def scaled(phi: np.ndarray) -> tuple[float, np.ndarray]:
-        value, gradient, _ = tilt_objective(phi * scale, index, target, precision, penalty)
-        return value, gradient * scale
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        found = minimize(scaled, np.zeros(len(target)), jac=True, method="L-BFGS-B",
-                         options={"maxiter": MAX_ITERATIONS, "gtol": 1e-8, "ftol": 1e-12})
-    return tilt_objective(found.x * scale, index, target, precision, penalty)[2]
+    return mode_weights(index, target, precision, penalty, publics)
 
 
 def main() -> int:

@@ -40,7 +40,8 @@ from threadpoolctl import threadpool_limits
 
 from polars_rap.public_reweight import rake
 
-__all__ = ["TAU2_FLOOR", "moment_variance", "prior_variance", "tilt_arrays", "tilt_objective", "tilted_weights"]
+__all__ = ["TAU2_FLOOR", "mode_weights", "moment_variance", "prior_variance", "tilt_arrays", "tilt_objective",
+           "tilted_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -177,16 +178,12 @@ def tilt_arrays(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray
     return index, target, precision, list(publics)
 
 
-def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
-                   publics: Sequence[np.ndarray] | None = None) -> np.ndarray:
-    """float64[n_rows] summing to 1: the public rows' weights at the posterior mode (module
-    docstring). ``cells``: int per public row, one array per margin; ``released``: ``(noisy
-    shares float64[cells], std)`` per margin; ``publics``: the public rows' shares per margin
-    (computed from ``cells`` when not given)."""
-    index, target, precision, publics = tilt_arrays(cells, released, publics)
-    exact = [std == 0 for _, std in released]
-    penalty = np.concatenate([np.zeros(len(noisy)) if std == 0 else public / prior_variance(noisy, std, public)
-                              for (noisy, std), public in zip(released, publics, strict=True)])
+def mode_weights(index: np.ndarray, target: np.ndarray, precision: np.ndarray, penalty: np.ndarray,
+                 publics: Sequence[np.ndarray]) -> np.ndarray:
+    """float64[n_rows] summing to 1: the tilted rows' weights at the mode of
+    :func:`tilt_objective` (the kernel's arrays, :func:`tilt_arrays`; ``penalty`` float64[cells], the
+    prior's precision on each log-factor), found by L-BFGS on ``theta`` scaled by the objective's
+    diagonal curvature at 0 (``p / std^2 + penalty``; 1 where that is 0)."""
     curvature = np.concatenate(publics) * precision + penalty
     scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))
 
@@ -202,7 +199,20 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
     if not found.success:
         logger.info("public margins: the public rows' weights stopped after %d iterations short of the mode (%s); "
                     "they are released as they are", found.nit, found.message)
-    weights = tilt_objective(found.x * scale, index, target, precision, penalty)[2]
+    return tilt_objective(found.x * scale, index, target, precision, penalty)[2]
+
+
+def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
+                   publics: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """float64[n_rows] summing to 1: the public rows' weights at the posterior mode (module
+    docstring; :func:`mode_weights`). ``cells``: int per public row, one array per margin;
+    ``released``: ``(noisy shares float64[cells], std)`` per margin; ``publics``: the public rows'
+    shares per margin (computed from ``cells`` when not given)."""
+    index, target, precision, publics = tilt_arrays(cells, released, publics)
+    exact = [std == 0 for _, std in released]
+    penalty = np.concatenate([np.zeros(len(noisy)) if std == 0 else public / prior_variance(noisy, std, public)
+                              for (noisy, std), public in zip(released, publics, strict=True)])
+    weights = mode_weights(index, target, precision, penalty, publics)
     if any(exact):
         kept = [m for m, is_exact in enumerate(exact) if is_exact]
         weights = rake([cells[m] for m in kept], [released[m][0] for m in kept], start=weights)
