@@ -15,6 +15,7 @@ from mpmath import mp, mpf
 from scipy import stats
 
 from polars_rap import accounting, privacy
+from polars_rap.errors import ParameterError
 from polars_rap.privacy import (
     BudgetExceededError,
     PrivacyEvent,
@@ -182,6 +183,25 @@ def test_exact_delta_never_exceeds_the_target_anywhere(log10_epsilon: float, log
     rho = rho_from_epsilon_delta(epsilon, delta)
     assert mpmath_delta(rho, epsilon) <= mpf(delta)
     assert mpmath_delta(rho, epsilon_from_rho_delta(rho, delta)) <= mpf(delta)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("epsilon", [1e-150, 1e-300, 5e-324])
+def test_a_tiny_epsilon_still_gets_its_tight_rho(epsilon: float) -> None:
+    """The loose rho (eps^2 / (4 log(1/delta)) there) underflows to 0 below eps ~ 1e-160, and
+    the search once doubled 0 forever (a fuzz test's epsilon = 1e-300 hung CI); near eps = 0
+    delta still covers a rho of about 1e-18, which the mpmath reference confirms."""
+    rho = rho_from_epsilon_delta(epsilon, 1e-9)
+    exact = mpmath_delta(rho, epsilon)
+    assert rho > 1e-20 and exact <= mpf(1e-9)
+    assert exact >= mpf(1e-9) * (1 - mpf("1e-13"))
+
+
+@pytest.mark.timeout(60)
+def test_no_float_rho_is_a_parameter_error_naming_epsilon() -> None:
+    """At eps = delta = 1e-300 no positive float rho is admissible: a ParameterError, not a hang."""
+    with pytest.raises(ParameterError, match="'epsilon' parameter is too small for its delta"):
+        rho_from_epsilon_delta(1e-300, 1e-300)
 
 
 

@@ -200,9 +200,16 @@ def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     def admissible(rho: float) -> bool:  # as delta_from_rho_epsilon returns it
         return _delta_bound(rho, epsilon) <= delta
 
-    low = rho_from_epsilon_delta_loose(epsilon, delta)
-    while not admissible(low):  # only if rounding broke the loose bound
+    # the loose rho ~ eps^2 / (4 log(1/delta)) underflows at a tiny epsilon, where the tight one need
+    # not (near epsilon = 0 delta covers rho's total variation): start from the least float then
+    low = rho_from_epsilon_delta_loose(epsilon, delta) or math.ulp(0.0)
+    while low > 0.0 and not admissible(low):  # only if rounding broke the loose bound, or at the least float
         low *= 0.5
+    if low == 0.0:
+        msg = (f"The 'epsilon' parameter is too small for its delta: at epsilon = {epsilon!r} and delta = {delta!r} "
+               "the zCDP budget is below the least positive float, so no mechanism can be charged. Use a larger "
+               "epsilon or delta.")
+        raise ParameterError(msg)
     high = 2.0 * low
     while admissible(high):
         low, high = high, 2.0 * high
