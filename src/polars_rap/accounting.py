@@ -173,9 +173,11 @@ def rho_from_epsilon_delta_loose(epsilon: float, delta: float) -> float:
 def rho_from_epsilon_delta(epsilon: float, delta: float) -> float:
     """Largest rho such that rho-zCDP implies (epsilon, delta)-DP (tight conversion).
 
-    Bisection on rho, started from the loose rho (always admissible); the returned float
-    satisfies ``delta_from_rho_epsilon(rho, epsilon) <= delta`` exactly as computed, and that
-    computed delta is an upper bound on the exact one, so the exact delta is at most ``delta``.
+    Bisection on rho, started from the loose rho (always admissible; the least positive float
+    where it underflows, at epsilon below about 1e-160); the returned float satisfies
+    ``delta_from_rho_epsilon(rho, epsilon) <= delta`` exactly as computed, and that computed delta
+    is an upper bound on the exact one, so the exact delta is at most ``delta``. A ParameterError
+    where no positive float rho is admissible (epsilon and delta both tiny).
 
     Parameters
     ----------
