@@ -152,8 +152,8 @@ def main() -> int:
     means = {}
     for estimate, exponent in PRIORS:
         scores = []
-        for d, draw in enumerate(sim.noise):
-            released = [(t + s * z, s) for t, s, z in zip(sim.true, sim.stds, draw, strict=True)]
+        for d in range(len(sim.noise)):
+            released = sim.released(d)
             centres = label_centres(released, publics, split, label) if estimate == LABEL_CENTRED else None
             scores.append(sim.scores(prior_weights(sim.cells, released, estimate, exponent, centres), d))
         means[estimate, exponent] = np.mean(scores, axis=0)

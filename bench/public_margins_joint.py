@@ -22,6 +22,7 @@ No release: the noise is simulated on CA's true margins.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NamedTuple
 
 import numpy as np
@@ -67,6 +68,13 @@ class Simulation(NamedTuple):
     stds: list
     noise: list
 
+    def released(self, draw: int, exact: Collection[int] = ()) -> list[tuple[np.ndarray, float]]:
+        """``(shares float64[cells], std)`` per margin for noise draw ``draw``: CA's true shares
+        plus ``std`` times the draw's standard normals, or the true shares alone for the margins
+        (indices) in ``exact``; the std is the margin's either way (the fit is told it)."""
+        return [(t if m in exact else t + s * z, s)
+                for m, (t, s, z) in enumerate(zip(self.true, self.stds, self.noise[draw], strict=True))]
+
     def scores(self, weights: np.ndarray, draw: int) -> list[float]:
         """[CM, MM, LT, macro F1] of n public rows drawn by ``weights`` for noise draw ``draw``
         (:func:`~bench.public_margins_probe.drawn_scores`, seed ``7 + draw``: every method's rows
@@ -110,12 +118,13 @@ def main() -> int:
     from bench.public_margins_probe import drawn_scores
     from bench.run import table_markdown
 
-    setup, encoded, cells, true, stds, noise = simulation()
+    sim = simulation()
+    setup, encoded, cells = sim.setup, sim.encoded, sim.cells
     train, public, domain = setup.train, setup.public, setup.domain
 
     def estimate(method: str, released: list) -> np.ndarray:
         if method == "true":
-            return rake(cells, true)
+            return rake(cells, sim.true)
         if method == "two-stage":
             return rake(*pm.measured_margins(encoded, released, domain))
         return tilted_weights(cells, released)
@@ -125,10 +134,10 @@ def main() -> int:
     scores = {}
     for method in methods:
         rng, scores[method] = np.random.default_rng(7), []
-        for draw in noise:
-            released = [(t + s * z, s) for t, s, z in zip(true, stds, draw, strict=True)]
-            scores[method].append(drawn_scores(public, estimate(method, released), setup.order, train, setup.test,
-                                               domain, setup.label, rng))
+        for d in range(len(sim.noise)):
+            weights = estimate(method, sim.released(d))
+            scores[method].append(drawn_scores(public, weights, setup.order, train, setup.test, domain, setup.label,
+                                               rng))
             print(method, np.round(scores[method][-1], 6), flush=True)
     none = setup.none
     ratio = {m: np.mean(s, axis=0) / [none["CM"], none["MM"], none["LT"], 1.0] for m, s in scores.items()}

@@ -56,8 +56,8 @@ def main(argv=None) -> int:
     if args.threads is not None:
         numba.set_num_threads(args.threads)
 
-    _, _, cells, true, stds, (draw,) = simulation(draws=1)
-    released = [(t + s * z, s) for t, s, z in zip(true, stds, draw, strict=True)]
+    sim = simulation(draws=1)
+    cells, released = sim.cells, sim.released(0)
     iterations = []
     original = optimize.minimize
 
