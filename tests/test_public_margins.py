@@ -14,8 +14,8 @@ from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
     FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT,
-    MarginCounts, combined, independent_rows, margin_names, margins_share, measured_candidate, measured_margins,
-    release_margins, shrunk_margin,
+    UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, margin_names, margins_share,
+    measured_candidate, measured_margins, release_margins, shrunk_margin,
 )
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake
@@ -338,6 +338,46 @@ def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_
         for block in blocks[1:]:
             product = np.multiply.outer(product, shares(block))
         np.testing.assert_allclose(answers[queries.group_query_indices(np.array([g]))], product.ravel(), atol=1e-12)
+
+
+def test_the_checks_margins_are_the_fitted_rows_own_where_the_public_rows_hold_every_cell(
+        public, declared, domain):
+    """The check weighs the fitted rows against the same rows with every column independent:
+    where the public table holds every cell of a margin, the margin is the public rows' weighted
+    shares, whatever the release says (its noise already went into the weights)."""
+    table = read_public(open_public(public, declared, COLUMNS), domain)
+    cells = public_margins._cells(table.codes, table.numerics, domain)
+    released = [(np.bincount(cell, minlength=len(total)) / len(cell) + 0.02 * (np.arange(len(total)) % 2 - 0.5), 0.01)
+                for cell, total in zip(cells, MarginCounts(domain).counts, strict=True)]
+    weights = candidate_weights(table, released, domain)
+    assert np.ptp(weights) > 0  # the release moved the weights
+    full = 0
+    for margin, cell, (noisy, _) in zip(check_margins(table, weights, released, domain), cells, released, strict=True):
+        if (np.bincount(cell, minlength=len(noisy)) > 0).all():
+            full += 1
+            np.testing.assert_allclose(margin, np.bincount(cell, weights=weights, minlength=len(noisy)), atol=1e-12)
+    assert full >= 3
+
+
+def test_a_cell_no_public_row_holds_keeps_its_release_only_beyond_the_noise(domain):
+    """Four public rows hold MAR's first two codes only. A release of 0.3 in its third (30 stds)
+    is a share no weight can give them: it stays, the held cells scaled to fill the rest; 2 stds
+    in the fourth is the noise of an empty cell and stays out."""
+    from types import SimpleNamespace
+
+    std, mar = 0.01, margin_names(domain).index("MAR")
+    block = [b.source for b in domain.blocks].index("MAR")
+    codes = np.zeros((4, len(domain.blocks)), dtype=np.int32)
+    codes[:, block] = [0, 0, 1, 1]
+    table = SimpleNamespace(codes=codes, numerics=np.full((4, len(domain.numeric_columns)), 0.5))
+    released = [(np.full(len(t), 1.0 / len(t)), std) for t in MarginCounts(domain).counts]
+    noisy = np.zeros(domain.block_sizes[block])
+    noisy[:4] = [0.4, 0.3 - 2 * std, 0.3, 2 * std]
+    released[mar] = (noisy, std)
+    shares = check_margins(table, np.array([0.1, 0.2, 0.3, 0.4]), released, domain)[mar]
+    assert 2 * std < UNHELD_Z * std < 0.3
+    np.testing.assert_allclose(shares[:4], [0.3 * 0.7, 0.7 * 0.7, 0.3, 0.0], atol=1e-12)
+    assert shares.sum() == pytest.approx(1.0, abs=1e-12)
 
 
 def test_combined_releases_weigh_each_by_its_inverse_variance():
