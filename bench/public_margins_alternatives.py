@@ -4,7 +4,7 @@ The margins' CM at ε = 0.25 stayed above half the run without a public table. T
 another split of the same budget, or other margins, would get there: CA's true margins get the
 Gaussian noise a release at a share of the ε = 0.25 budget would add (δ = 1/n², L2 sensitivity
 sqrt(2)/n a margin, margin i at ``rho_i``), each is pulled toward the public rows' own by the
-library's :func:`~polars_rap.public_margins.shrunk_margin`, the other states' rows are raked to
+library's :func:`~polars_rap.public_shrinkage.shrunk_margin`, the other states' rows are raked to
 them and n are drawn along :func:`~polars_rap.public_reweight.sampling_order`, and the suite's
 evaluation scores them (3 noise draws each). The splits:
 
@@ -67,7 +67,8 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT, shrunk_margin
+    from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT
+    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_probe import drawn_scores, probe_setup

@@ -5,7 +5,7 @@ closer prior for the margins.
 and ``public_margins_alternatives.md`` found no split of the margins' budget that gets there.
 This asks two other questions, in the same simulation (CA's true margins get the Gaussian noise
 of a release at their share of the ε = 0.25 budget, δ = 1/n², L2 sensitivity sqrt(2)/n a
-table; each is pulled toward its prior by :func:`~polars_rap.public_margins.shrunk_margin`; the
+table; each is pulled toward its prior by :func:`~polars_rap.public_shrinkage.shrunk_margin`; the
 other states' rows are raked to them, n drawn along
 :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite, 3 noise draws):
 
@@ -128,7 +128,8 @@ def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import NUMERIC_CELLS, shrunk_margin
+    from polars_rap.public_margins import NUMERIC_CELLS
+    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_probe import drawn_scores, probe_setup, shares

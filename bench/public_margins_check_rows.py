@@ -4,7 +4,7 @@
 (:func:`~polars_rap.public_margins.measured_candidate`) and asks the exponential mechanism
 whether those rows beat every column independent on the workload's categorical marginals (L1
 error in counts, sensitivity 2 a table). Until now the independent row held each margin shrunk
-alone toward the *public* table's (:func:`~polars_rap.public_margins.measured_margins`), while
+alone toward the *public* table's (:func:`~polars_rap.public_shrinkage.measured_margins`), while
 the candidate's margins come from the joint fit: the check weighed the two fits' margins as
 well as the public rows' associations, and the worse the public table's margins, the worse
 the independent row it was compared with. Built from the fitted rows' own margins instead
@@ -91,8 +91,9 @@ def check_draw(held: dict, table, draw: int) -> dict:
     in counts and the pass probability against either independent row."""
     from polars_rap.privacy import PrivacyLedger
     from polars_rap.public_margins import (
-        FIRST_PART, candidate_weights, check_margins, independent_rows, measured_margins, release_margins,
+        FIRST_PART, candidate_weights, check_margins, independent_rows, release_margins,
     )
+    from polars_rap.public_shrinkage import measured_margins
     from polars_rap.public_reweight import reweighted_candidate
     from polars_rap.queries import CLASS_CODES
     from polars_rap.selection import selection_epsilon

@@ -107,8 +107,8 @@ def label_centres(released: list[tuple[np.ndarray, float]], publics: list[np.nda
                   label: int) -> list[np.ndarray]:
     """Per margin, what :data:`LABEL_CENTRED` measures its gap from: the public shares, a table
     split by the label (margins ``split``, label fastest) with each label's column scaled to the
-    label's (margin ``label``) release shrunk by :func:`~polars_rap.public_margins.shrunk_margin`."""
-    from polars_rap.public_margins import shrunk_margin
+    label's (margin ``label``) release shrunk by :func:`~polars_rap.public_shrinkage.shrunk_margin`."""
+    from polars_rap.public_shrinkage import shrunk_margin
 
     shrunk = shrunk_margin(*released[label], publics[label])
     centres = list(publics)

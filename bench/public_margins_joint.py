@@ -1,7 +1,7 @@
 """Every margin at once: the public rows' weights as one posterior mode, offline (issue 19).
 
 Until 2026-11-29 ``public_use="margins"`` estimated each released margin alone
-(:func:`~polars_rap.public_margins.measured_margins`: pulled toward the public table's by an
+(:func:`~polars_rap.public_shrinkage.measured_margins`: pulled toward the public table's by an
 empirical-Bayes factor per cell, a binary feature's table toward the public association) and
 raked the public rows to the estimates. :func:`~polars_rap.public_tilt.tilted_weights` fits the
 rows' weights to every release at once instead (an exponential tilt of the public rows, the same
@@ -110,8 +110,8 @@ def simulation(draws: int = DRAWS) -> Simulation:
 def main() -> int:
     import polars as pl
 
-    from polars_rap import public_margins as pm
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import measured_margins
     from polars_rap.public_tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
@@ -126,7 +126,7 @@ def main() -> int:
         if method == "true":
             return rake(cells, sim.true)
         if method == "two-stage":
-            return rake(*pm.measured_margins(encoded, released, domain))
+            return rake(*measured_margins(encoded, released, domain))
         return tilted_weights(cells, released)
 
     methods = {"two-stage": "each margin shrunk alone, the rows raked to the estimates (before)",

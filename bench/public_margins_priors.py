@@ -7,7 +7,7 @@ rest is the margins' noise. ``public_margins_beyond.md`` found that a convex mix
 is no closer a prior where CM's error is (OCCP, COW, JWTR). This asks, in the same simulation (CA's
 true margins get the Gaussian noise of their share, 80% of the ε = 0.25 budget with the library's
 weights, δ = 1/n²; each is pulled toward its prior by
-:func:`~polars_rap.public_margins.shrunk_margin`; the other states' rows are raked to them, drawn
+:func:`~polars_rap.public_shrinkage.shrunk_margin`; the other states' rows are raked to them, drawn
 along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite, 3 noise draws):
 
 - **A prior that may leave the states' hull:** the pooled margins plus the top ``k`` principal
@@ -24,7 +24,7 @@ along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite
   the square root of its cells like every feature's, shrunk toward the pooled public table's;
   then, as the library does since (``public_margins_split.md``), toward the public table's
   association carried onto the measured margins
-  (:func:`~polars_rap.public_margins.association_prior`) and rescaled to the label's margin, for
+  (:func:`~polars_rap.public_shrinkage.association_prior`) and rescaled to the label's margin, for
   the binary features and for more of them (3 codes or fewer, 5 or fewer, every feature); and
   with the prior raked to the table's feature shares shrunk as a one-way margin first instead of
   its raw sums.
@@ -82,7 +82,7 @@ def subspace_prior(directions: np.ndarray, pooled: np.ndarray, noisy: np.ndarray
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import _label_scaled, association_prior, shrunk_margin
+    from polars_rap.public_shrinkage import _label_scaled, association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_margins_beyond import mixture, one_way_weights, public_states, scored, write_report

@@ -6,7 +6,7 @@ bounds plus a null cell) get Gaussian noise as a release spending a share of the
 (δ = 1/n², replace-one: L2 sensitivity sqrt(2)/n a margin, margin i at ``rho * w_i / sum(w)``),
 each is pulled toward the public rows' margin by one James-Stein factor per margin (the
 library's rule before 2026-11-29), by the library's empirical-Bayes factor per cell
-(:func:`~polars_rap.public_margins.shrunk_margin`), or not at all, the public rows are raked to
+(:func:`~polars_rap.public_shrinkage.shrunk_margin`), or not at all, the public rows are raked to
 them, n rows are drawn by weight, and the suite's evaluation scores them (CM, MM, LT, macro F1;
 three noise draws each; drawn systematically along
 :func:`~polars_rap.public_reweight.sampling_order`, as the library draws). Which numeric cells,
@@ -162,7 +162,7 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import shrunk_margin
+    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
 
     from bench.public_prior import public_table

@@ -1,4 +1,4 @@
-"""Rows and fixtures shared by the public-table tests (tests/test_public_prior.py,
+"""Rows and fixtures shared by the public-table tests (tests/test_public_prior.py, test_public_shrinkage.py,
 test_public_reweight.py, test_public_margins.py): a test module sets ``COLUMNS`` (the CA task's
 columns it keeps) and imports the fixtures, which read it (``request.module.COLUMNS``)."""
 

@@ -8,8 +8,9 @@ equal cells of its mapped ``[0, 1]`` plus a null cell (which stands for the colu
 indicator, not measured apart); a binary feature's margin is measured split by the label
 (:func:`_split_by_label`). The public rows are reweighted to fit every released margin at once
 (:func:`~polars_rap.public_tilt.tilted_weights`: the posterior mode of an exponential tilt of
-the public rows, each margin's deviation from the public table's under the empirical-Bayes prior
-of :func:`shrunk_margin`, so that a margin the two tables share keeps little of the noise, one
+the public rows, each margin's deviation from the public table's under an empirical-Bayes prior
+that lets a cell differ in proportion to its public share, so that a margin the two tables share
+keeps little of the noise, one
 that differs beyond the noise keeps the measurement, and each release informs the margins the
 public rows associate with it), and a sample of them by weight joins the public table check
 (:func:`~polars_rap.public_reweight.checked_release`) as the candidate ``"measured"``: released
@@ -49,13 +50,13 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import block_slices
 from polars_rap.privacy import PrivacyLedger, gaussian_mechanism
 from polars_rap.public_reweight import charge_check, choose_release, margin_cells, reweighted_candidate
-from polars_rap.public_tilt import moment_variance, tilted_weights
+from polars_rap.public_tilt import tilted_weights
 from polars_rap.queries import CLASS_CODES, QuerySet
 
 __all__ = ["FIRST_PART", "LABEL_WEIGHT", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS",
-           "NUMERIC_WEIGHT", "UNHELD_Z", "MarginCounts", "association_prior", "candidate_weights", "check_margins",
-           "combined", "independent_rows", "label_consistent", "margin_names", "margins_share", "measured_candidate",
-           "measured_margins", "public_first_margins", "release_margins", "shrunk_margin"]
+           "NUMERIC_WEIGHT", "UNHELD_Z", "MarginCounts", "candidate_weights", "check_margins", "combined",
+           "independent_rows", "margin_names", "margins_share", "measured_candidate", "public_first_margins",
+           "release_margins"]
 
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
@@ -237,126 +238,14 @@ def combined(first: list[tuple[np.ndarray, float]],
     return out
 
 
-def shrunk_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
-    """float64[cells] summing to 1: the empirical-Bayes estimate of a margin from its release
-    ``noisy`` (noise std ``std`` per cell) toward the public table's shares ``public``.
-
-    Prior: the private share of cell ``i`` is ``public_i + d_i`` with ``d_i ~ N(0, tau^2
-    public_i)``, a deviation that scales with the cell's public share (a cell the public table
-    barely holds differs from it by little in absolute terms). ``tau^2`` is estimated by moments
-    (:func:`~polars_rap.public_tilt.moment_variance`: ``max(0, |noisy - public|^2 - k std^2) /
-    sum(public)`` over ``k`` cells), and each cell keeps
-    the posterior mean ``public_i + f_i (noisy_i - public_i)``, ``f_i = tau^2 public_i / (tau^2
-    public_i + std^2)``: large cells keep their measurement, small ones are pulled to the public
-    share, and a margin within the noise of the public one is the public one. A cell the public
-    table lacks keeps its measurement (``f_i = 1``): the public rows say nothing of it, cannot be
-    raked into it, and the check against independence must see what they miss; so does every cell
-    of an exact release (``std`` 0). Negative shares are set to 0 and the rest rescaled (the
-    public margin if nothing is left).
-
-    On acs-income-CA with the other states' rows (``bench/results/public_margins_eb.md``, 3 seeds)
-    the released rows score CM 0.38x / 0.58x the run without a public table at ε = 0.1 / 0.25, MM
-    0.46x / 0.58x, LT 0.57x / 0.71x, where one James-Stein factor a margin (``max(0, 1 - k std^2 /
-    |noisy - public|^2)`` for every cell) scored CM 0.42x / 0.59x, MM 0.48x / 0.61x, LT 0.63x / 0.74x."""
-    noisy, public = np.asarray(noisy, dtype=np.float64), np.asarray(public, dtype=np.float64)
-    gap = noisy - public
-    prior = moment_variance(noisy, std, public) * public
-    factor = np.divide(prior, prior + std**2, out=np.ones_like(prior), where=(public > 0) & (prior + std**2 > 0))
-    estimate = np.clip(public + factor * gap, 0.0, None)
-    total = estimate.sum()
-    return estimate / total if total > 0 else public / public.sum()
-
-
-def measured_margins(public_table, released: list[tuple[np.ndarray, float]],
-                     domain: Domain) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(the public rows' cells per measured margin, each margin's :func:`shrunk_margin` toward
-    the public rows' shares, a table split by the label made to agree with the label's margin
-    (:func:`label_consistent`)): each margin estimated alone, which the public table's check
-    builds its independent rows from (:func:`independent_rows`; the candidate's own weights fit
-    the releases at once, :func:`measured_candidate`). A table split by the label is shrunk toward
-    the public table's association instead (:func:`association_prior`): what it adds to the
-    one-way margins is how the feature goes with the label, and a feature that goes with it as
-    in the public table keeps little of the table's noise."""
-    cells = _cells(public_table.codes, public_table.numerics, domain)
-    kept, split = _kept(domain), _split_by_label(domain)
-    publics = [np.bincount(cell, minlength=len(noisy)) / len(cell) for cell, (noisy, _) in zip(cells, released,
-                                                                                                strict=True)]
-    targets = [shrunk_margin(noisy, std, public) for (noisy, std), public in zip(released, publics, strict=True)]
-    for b, label in split.items():
-        m = kept.index(b)
-        noisy, std = released[m]
-        features = _feature_shares(noisy, std, publics[m], domain.block_sizes[label])
-        targets[m] = shrunk_margin(noisy, std, association_prior(publics[m], features, targets[kept.index(label)]))
-    return cells, label_consistent(targets, domain)
-
-
-def _feature_shares(noisy: np.ndarray, std: float, public: np.ndarray, n_labels: int) -> np.ndarray:
-    """float64[feature codes] summing to 1: a feature x label table's feature margin, its released
-    cells (``noisy``, std ``std`` each; flattened, label fastest) summed over the label (std
-    ``std * sqrt(n_labels)``) and shrunk toward the public table's (:func:`shrunk_margin`).
-
-    Not the raw sums: a rare code's sum falls below 0 as often as its share is within the noise
-    (a disability flag's 1-2% on acs-income-CA, against a sum's noise near 0.012 at ε = 0.25),
-    and the prior raked to a 0 share held that code at 0: the code left the released rows in
-    12-22% of simulated releases (``bench/results/public_margins_vanishing.md``)."""
-    def summed(table: np.ndarray) -> np.ndarray:
-        return np.asarray(table, dtype=np.float64).reshape(-1, n_labels).sum(axis=1)
-
-    return shrunk_margin(summed(noisy), std * float(np.sqrt(n_labels)), summed(public))
-
-
-def association_prior(public: np.ndarray, features: np.ndarray, label: np.ndarray, sweeps: int = 50) -> np.ndarray:
-    """float64[feature codes x label codes] summing to 1: the public feature x label table
-    ``public`` (flattened, label fastest) raked to the feature's estimated margin ``features``
-    (:func:`_feature_shares`) and to the label's estimate ``label``: the public table's
-    association with the private margins. ``sweeps`` of two-way iterative proportional fitting;
-    the public table where it has no share at all (its own feature shares where ``features``
-    sums to 0)."""
-    table = public.reshape(-1, len(label)).copy()
-    if table.sum() <= 0:
-        return public
-    rows = np.asarray(features, dtype=np.float64)
-    rows = rows / rows.sum() if rows.sum() > 0 else table.sum(axis=1) / table.sum()
-    for _ in range(sweeps):
-        current = table.sum(axis=1)
-        table *= np.divide(rows, current, out=np.zeros_like(rows), where=current > 0)[:, None]
-        current = table.sum(axis=0)
-        table *= np.divide(label, current, out=np.zeros_like(label), where=current > 0)[None, :]
-    total = table.sum()
-    return (table / total).ravel() if total > 0 else public
-
-
-def label_consistent(targets: list[np.ndarray], domain: Domain) -> list[np.ndarray]:
-    """``targets`` (float64[cells] per measured margin, :func:`margin_names`' order) with each
-    table split by the label (:func:`_split_by_label`) rescaled, label by label, to sum over the
-    feature to the label's own margin (the better measured: :data:`LABEL_WEIGHT`); a label the
-    table holds no share of gets the table's feature shares. Raking to margins that disagree on
-    the label would end wherever its last sweep left it."""
-    kept, out = _kept(domain), list(targets)
-    for b, label in _split_by_label(domain).items():
-        table = targets[kept.index(b)].reshape(-1, domain.block_sizes[label])
-        out[kept.index(b)] = _label_scaled(table, targets[kept.index(label)]).ravel()
-    return out
-
-
-def _label_scaled(table: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """float64[feature codes, label codes]: ``table`` with each label's column scaled to sum to
-    ``wanted`` (float64[label codes]); a column of no share gets the table's feature shares
-    (uniform if the table holds none)."""
-    totals = table.sum(axis=0)
-    feature = table.sum(axis=1) / table.sum() if table.sum() > 0 else np.full(table.shape[0], 1 / table.shape[0])
-    return np.where(totals > 0, table * np.divide(wanted, totals, out=np.zeros_like(wanted), where=totals > 0),
-                    np.outer(feature, wanted))
-
-
 def candidate_weights(public_table, released: list[tuple[np.ndarray, float]], domain: Domain) -> np.ndarray:
     """float64[public rows] summing to 1: the public rows' weights fitted to every ``released``
     margin at once (:func:`~polars_rap.public_tilt.tilted_weights`).
 
-    Not raked to :func:`measured_margins`' estimates, each shrunk alone: on acs-income-CA at
-    ε = 0.25 (``bench/results/public_margins_joint.md``) the joint fit scores CM 0.540x of the run
-    without a public table against 0.570x (lower on 7 of 8 noise draws), MM 0.39x against 0.42x,
-    LT 0.47x against 0.45x."""
+    Not raked to each margin shrunk alone (:func:`~polars_rap.public_shrinkage.measured_margins`):
+    on acs-income-CA at ε = 0.25 (``bench/results/public_margins_joint.md``) the joint fit scores
+    CM 0.540x of the run without a public table against 0.570x (lower on 7 of 8 noise draws), MM
+    0.39x against 0.42x, LT 0.47x against 0.45x."""
     return tilted_weights(_cells(public_table.codes, public_table.numerics, domain), released)
 
 
@@ -379,13 +268,14 @@ def check_margins(public_table, weights: np.ndarray, released: list[tuple[np.nda
     the public rows miss, the check must see. Released values and public rows only: the check's
     sensitivity is its private answers' alone.
 
-    Before, each margin shrunk alone toward the public table's (:func:`measured_margins`): the
-    worse a public table's margins, the worse the independent rows it was weighed against. On
-    acs-income-CA (``bench/results/public_margins_check_rows.md``: the check's inputs, 16 simulated
-    releases) West Virginia's rows passed with probability 0.90 at ε = 0.1 and 0.39 at ε = 0.25, and
-    were released at ε = 0.1 in 3 of 3 runs (CM 1.18x of the run without a public table); against
-    these margins they pass with 0.36 and 0.14 (Puerto Rico's 0.30 -> 0.18 and 0.014 -> 0.032),
-    and the other states', Texas's and New York's as before (0.98 or more)."""
+    Before, each margin shrunk alone toward the public table's
+    (:func:`~polars_rap.public_shrinkage.measured_margins`): the worse a public table's margins,
+    the worse the independent rows it was weighed against. On acs-income-CA
+    (``bench/results/public_margins_check_rows.md``: the check's inputs, 16 simulated releases)
+    West Virginia's rows passed with probability 0.90 at ε = 0.1 and 0.39 at ε = 0.25, and were
+    released at ε = 0.1 in 3 of 3 runs (CM 1.18x of the run without a public table); against these
+    margins they pass with 0.36 and 0.14 (Puerto Rico's 0.30 -> 0.18 and 0.014 -> 0.032), and the
+    other states', Texas's and New York's as before (0.98 or more)."""
     out = []
     for cell, (noisy, std) in zip(_cells(public_table.codes, public_table.numerics, domain), released, strict=True):
         own = np.bincount(cell, weights=weights, minlength=len(noisy))

@@ -4,14 +4,14 @@ Model. The private rows are the public ones reweighted by an exponential tilt, o
 cell of each measured margin: ``w_r ∝ exp(sum_i theta_i[cell_i(r)])`` (``theta = 0``: the public
 rows as they are). Each released margin is ``y_i = m_i(theta) + N(0, std_i^2)`` per cell, where
 ``m_i(theta)`` is the tilted rows' margin. The prior is the one
-:func:`~polars_rap.public_margins.shrunk_margin` puts on a margin's deviation from the public
+:func:`~polars_rap.public_shrinkage.shrunk_margin` puts on a margin's deviation from the public
 table's, ``d_ic ~ N(0, tau_i^2 p_ic)``, carried onto the log-factors (``d_ic ≈ p_ic theta_ic``):
 ``theta_ic ~ N(0, tau_i^2 / p_ic)``, ``tau_i^2`` estimated by moments margin by margin
 (:func:`prior_variance`). The weights are the posterior mode, found by L-BFGS on ``theta`` scaled by
 the objective's diagonal curvature (``p_ic / std_i^2 + p_ic / tau_i^2``).
 
 Why at once. Shrinking each margin alone and raking the rows to the estimates
-(:func:`~polars_rap.public_margins.measured_margins`, then
+(:func:`~polars_rap.public_shrinkage.measured_margins`, then
 :func:`~polars_rap.public_reweight.rake`) estimates each margin from its own release only. Here the
 public rows' associations carry every release to the other margins: a deviation seen in both
 birthplace and citizenship (which go together in the public rows) is one tilt that both releases
@@ -60,7 +60,7 @@ def moment_variance(noisy: np.ndarray, std: float, public: np.ndarray) -> float:
     """``tau^2`` of one margin by moments: ``max(0, |noisy - public|^2 - k std^2) / sum(public)``
     over its ``k`` cells (the deviation's energy beyond the noise's, per unit of public share).
     ``noisy``, ``public``: float64[k] shares; ``std``: the noise std per cell. The prior of
-    :func:`~polars_rap.public_margins.shrunk_margin` and, floored, of the joint fit."""
+    :func:`~polars_rap.public_shrinkage.shrunk_margin` and, floored, of the joint fit."""
     gap = np.asarray(noisy, dtype=np.float64) - np.asarray(public, dtype=np.float64)
     return max(0.0, float(np.square(gap).sum()) - len(gap) * std**2) / max(float(np.sum(public)), 1e-300)
 
