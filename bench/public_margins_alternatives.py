@@ -68,8 +68,8 @@ def main() -> int:
 
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT
-    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import shrunk_margin
 
     from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.public_rake_oracle import _codes

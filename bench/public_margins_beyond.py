@@ -129,8 +129,8 @@ def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
     from polars_rap.public_margins import NUMERIC_CELLS
-    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import shrunk_margin
 
     from bench.public_margins_probe import drawn_scores, probe_setup, shares
     from bench.public_rake_oracle import _codes

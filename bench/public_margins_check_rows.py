@@ -93,8 +93,8 @@ def check_draw(held: dict, table, draw: int) -> dict:
     from polars_rap.public_margins import (
         FIRST_PART, candidate_weights, check_margins, independent_rows, release_margins,
     )
-    from polars_rap.public_shrinkage import measured_margins
     from polars_rap.public_reweight import reweighted_candidate
+    from polars_rap.public_shrinkage import measured_margins
     from polars_rap.queries import CLASS_CODES
     from polars_rap.selection import selection_epsilon
     from polars_rap.selection_scores import selection_scores

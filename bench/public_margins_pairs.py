@@ -78,8 +78,8 @@ def main() -> int:  # noqa: C901 - one probe's steps in order
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_shrinkage import association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import association_prior, shrunk_margin
 
     from bench.public_margins_beyond import one_way_weights, public_states, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, scores_of, shares, systematic_draw

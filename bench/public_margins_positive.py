@@ -57,8 +57,8 @@ def truncated_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.nd
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import shrunk_margin
 
     from bench.public_margins_beyond import one_way_weights, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares

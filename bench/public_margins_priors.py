@@ -82,8 +82,8 @@ def subspace_prior(directions: np.ndarray, pooled: np.ndarray, noisy: np.ndarray
 
 def main() -> int:
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_shrinkage import _label_scaled, association_prior, shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import _label_scaled, association_prior, shrunk_margin
 
     from bench.public_margins_beyond import mixture, one_way_weights, public_states, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares

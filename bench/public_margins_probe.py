@@ -162,8 +162,8 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import shrunk_margin
 
     from bench.public_prior import public_table
     from bench.public_rake_oracle import _codes

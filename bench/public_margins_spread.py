@@ -40,8 +40,8 @@ def main() -> int:
     import polars as pl
 
     from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_shrinkage import shrunk_margin
     from polars_rap.public_reweight import rake
+    from polars_rap.public_shrinkage import shrunk_margin
 
     from bench.public_margins_alternatives import water_fill
     from bench.public_margins_beyond import one_way_weights, public_states, scored, write_report

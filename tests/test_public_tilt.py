@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polars_rap.public_shrinkage import shrunk_margin
 from polars_rap.public_reweight import rake
+from polars_rap.public_shrinkage import shrunk_margin
 from polars_rap.public_tilt import TAU2_FLOOR, prior_variance, tilt_objective, tilted_weights
 
 
