@@ -492,8 +492,8 @@ def write_outputs(out: Path, plots: Path) -> tuple[Path, Path] | None:
                         for name, spec in CONDITIONS.items() if name in present)
             + f"\n\nPrivate: {DATASET} training rows; matched public: every other state's table "
             f"(and PR); mismatched: {MISMATCHED_STATE} alone.\n\n" + table_markdown(table)
-            + "\n`released_public`: runs (of `seeds`) whose check released the reweighted public rows "
-            "(`public_use=[\"reweight\"]`).\n"
+            + "\n`released_public`: runs (of `seeds`) whose final check released public rows (`\"reweight\"`'s "
+            "or `\"margins\"`' candidates).\n"
             + "\n## Targets (issue 19)\n\n" + "\n".join(f"- {line}" for line in targets(table)) + "\n"
             + "".join(f"\n{paragraph}\n" for paragraph in FINDINGS.get(out.stem, ())))
     markdown = out.with_suffix(".md")
