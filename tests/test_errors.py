@@ -40,6 +40,7 @@ def test_every_class_is_a_value_error_and_only_the_type_one_a_type_error():
     (dict(rounds_lt="2"), "'rounds_lt' parameter"),
     (dict(strategy="greedy"), "unknown strategy 'greedy'"),
     (dict(backend="tpu"), "unknown kernel backend 'tpu'"),
+    (dict(backend=np.array([1, 2])), r"unknown kernel backend array\(\[1, 2\]\)"),
     (dict(labels=["zzz"]), r"labels name columns that are not in the data: \['zzz'\]"),
     (dict(labels=["age"]), "label column 'age' must be categorical"),
     (dict(domain={"age": (90, 18), "sex": ["F", "M"]}), "column 'age' bounds must be finite with lower < upper"),

@@ -68,7 +68,7 @@ def resolve_backend(name: str) -> ModuleType:
     is an error that says how to fix it."""
     import logging
 
-    if name not in ("auto", *BACKENDS):
+    if not isinstance(name, str) or name not in ("auto", *BACKENDS):  # an array's `in` would ask its truth
         valid = ", ".join(repr(key) for key in ("auto", *BACKENDS))
         msg = f"unknown kernel backend {name!r}; choose one of {valid}"
         raise ParameterError(msg)
