@@ -42,7 +42,8 @@ FINDINGS = (
     "1.00x), Mississippi's to 0.21 (0.97x against 0.90x: its release pays a little there) and Texas's to 0.96 "
     "(0.42x against 0.41x). κ = 1.2 stops less at ε = 0.25 (New Mexico 0.86, Hawaii 0.49). One dry run per table "
     "and ε (seed 0): r̂ carries the loop's seed noise. The expected CMs take the check's resolution and the "
-    "released and failed rows from the other probes, not runs of the rule itself.")
+    "released and failed rows from the other probes, not runs of the rule itself. Taken into the library with "
+    "κ = 1 (`polars_rap.public_margins.loop_ratio`; through the pipeline: `public_margins_rival.md`).")
 
 
 def cm_error(truth, synthetic, domain) -> float:

@@ -15,11 +15,11 @@ from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, split_budget
 from polars_rap.public_margins import (
     FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT,
-    UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, margin_names, margins_share,
-    measured_candidate, release_margins,
+    UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio, margin_names,
+    margins_share, measured_candidate, own_margins_row, release_margins,
 )
 from polars_rap.public_prior import open_public, read_public
-from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake
+from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake, reweighted_candidate
 from polars_rap.public_shrinkage import measured_margins
 
 import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
@@ -185,6 +185,7 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
     check, *events = report.events
     assert check.mechanism == "exponential" and check.rho == CHECK_SHARE * budget.rho == record["margins_check_rho"]
     assert record["margins_check_passed"] == (which == "itself")
+    assert 0.0 < record["margins_check_rival"] <= 1.0  # the dry run's loop over independence, at most 1
     rho = margins_share(domain, private.height, budget.rho) * (budget.rho - check.rho)
     k = len(margin_names(domain))
     first, events = events[:k], events[k:]
@@ -280,6 +281,33 @@ def test_a_cell_no_public_row_holds_keeps_its_release_only_beyond_the_noise(doma
     assert 2 * std < UNHELD_Z * std < 0.3
     np.testing.assert_allclose(shares[:4], [0.3 * 0.7, 0.7 * 0.7, 0.3, 0.0], atol=1e-12)
     assert shares.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_loop_ratio_is_the_dry_runs_error_over_independences_on_the_rows_own_answers(
+        private, declared, domain):
+    """A dry run that gives back the rows themselves scores 0 (to float32 answers' rounding); one
+    that gives back their margins, every column independent, 1; the dry run gets the rows'
+    answers as counts over n, and the rho it is given."""
+    from polars_rap.kernels import cpu
+    from polars_rap.workload import build_workload
+
+    table = read_public(open_public(private, declared, COLUMNS), domain)
+    n = private.height
+    rows = reweighted_candidate(table.codes, table.numerics, np.full(n, 1.0 / n), n, domain,
+                                np.random.default_rng(0))  # every row once, one-hot: a public candidate
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM", "LT"), n_linear_thresholds=20)
+    seen = []
+
+    def itself(answers, rho, rng):
+        seen.append((answers, rho))
+        return rows
+
+    assert loop_ratio(rows, queries, cpu, itself, 0.3, n, np.random.default_rng(1)) < 1e-6  # float32 answers
+    answers, rho = seen[0]
+    np.testing.assert_array_equal(answers, np.rint(answers * n) / n)
+    assert rho == 0.3 and len(answers) == queries.n_queries
+    independent = loop_ratio(rows, queries, cpu, lambda *_: own_margins_row(rows), 0.3, n, np.random.default_rng(1))
+    assert independent == pytest.approx(1.0, abs=1e-9)
 
 
 def test_combined_releases_weigh_each_by_its_inverse_variance():

@@ -17,8 +17,8 @@ from polars_rap.privacy import PrivacyLedger
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import (
     CHECK_SHARE, MARGIN_SETS, NUMERIC_CELLS, SAMPLING_CELLS, charge_check, check_groups, choose_release,
-    crossed_cells, crossed_margins, disputed_groups, margin_cells, rake, raking_targets, relaxed_margins,
-    reweighted_candidate, sampling_order,
+    crossed_cells, crossed_margins, disputed_groups, error_scale, margin_cells, rake, raking_targets,
+    relaxed_margins, reweighted_candidate, sampling_order,
 )
 from polars_rap.queries import CLASS_CODES
 from polars_rap.selection_scores import selection_scores
@@ -232,6 +232,44 @@ def test_the_check_picks_the_candidate_whose_tables_are_right_when_the_gap_is_wi
         picks = {choose_release(list(order), truth, queries, groups, l1, private.height, 0.05,
                                 np.random.default_rng(s)) for s in range(10)}
         assert picks == {right}
+
+
+def test_a_scaled_error_favours_its_candidate_and_never_raises_the_sensitivity(private, domain):
+    """A candidate whose error is scaled by a public c < 1 wins where its scaled error is the
+    smaller; c is capped at 1 - n 2^-51 below 1, so that the rounded scaled errors of neighbouring
+    tables (totals at most n times the sensitivity) differ by at most the sensitivity: checked
+    exactly, in rationals, on totals up to that bound."""
+    from fractions import Fraction
+
+    from polars_rap.encoding import encode
+    from polars_rap.kernels import cpu
+
+    n = private.height
+    assert error_scale(1.0, n) == error_scale(3.0, n) == 1.0
+    assert error_scale(0.5, n) == 0.5 and error_scale(1 - 1e-15, n) == 1.0 - n * 2.0**-51
+    with pytest.raises(ValueError, match="positive"):
+        error_scale(0.0, n)
+    rng = np.random.default_rng(5)
+    for big_n, delta in ((n, 272.0), (2**31, 2.0), (10**6, 1e4)):
+        c = error_scale(1 - 1e-15, big_n)
+        for _ in range(2000):
+            e = float(rng.uniform(0, big_n * delta))
+            e2 = float(np.nextafter(e + delta, 0)) if rng.random() < 0.5 else max(e - delta, 0.0)
+            gap = abs(Fraction(c * e) - Fraction(c * e2))  # the floats the sampler reads, exactly
+            assert gap <= Fraction(delta) or abs(Fraction(e) - Fraction(e2)) > Fraction(delta)
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM",))
+    data = encode(private, domain)
+    truth = cpu.answers_exact(data.codes, data.numerics, queries)
+    l1, _ = group_sensitivities(queries, n)
+    groups = check_groups(queries)
+    indices = queries.group_query_indices(groups)
+    near, far = np.clip(truth[indices] + 0.01, 0, 1), np.clip(truth[indices] + 0.03, 0, 1)
+    picks = {choose_release([near, far], truth, queries, groups, l1, n, 0.5, np.random.default_rng(s))
+             for s in range(10)}
+    assert picks == {0}
+    picks = {choose_release([near, far], truth, queries, groups, l1, n, 0.5, np.random.default_rng(s),
+                            scales=(1.0, 0.1)) for s in range(10)}
+    assert picks == {1}  # far's error, a tenth, is now the smaller
 
 
 def test_the_check_scores_the_tables_where_the_candidates_disagree_most():

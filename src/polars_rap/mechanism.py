@@ -361,8 +361,18 @@ def synthesize(
     # "margins" measured (where the budget is small) and the public check charged: before the loop
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     loop_floor = loop_rho_needed(n_rows, plan, thinnest, selection_share) / (1.0 - tie_share)  # the ties come first
+    def dry_run(answers: np.ndarray, rho: float, rng: np.random.Generator) -> np.ndarray:
+        """The loop's plan on ``answers`` as if they were the private table's, at ``rho`` with a
+        ledger of its own: what the margins' check weighs the public rows against."""
+        start = RelaxedParams.random(relaxed_rows, public_domain.block_sizes, len(public_domain.numeric_columns), rng)
+        return run_plan(plan, queries, answers, l1_sensitivity, l2_sensitivity, PrivacyLedger(rho), start,
+                        backend_module, projection, rng, n_rows=n_rows, selection_share=selection_share,
+                        inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
+                        size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware,
+                        independence=_prior_settings(strategy), progress=False).params.relaxed()
+
     public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, candidate_rows(out_rows, relaxed_rows),
-                               loop_floor, ledger, backend_module, noise_rng, reweight_rng)
+                               loop_floor, ledger, backend_module, noise_rng, reweight_rng, dry_run)
     tie_release, tie_rho = None, tie_share * ledger.rho_remaining
     cap = getattr(strategy, "tie_noise_cap", None)
     if layout is not None:

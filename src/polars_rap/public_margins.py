@@ -42,6 +42,7 @@ Measured on acs-income-CA with the other states' rows and Puerto Rico's
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,10 +54,15 @@ from polars_rap.public_reweight import charge_check, choose_release, margin_cell
 from polars_rap.public_tilt import tilted_weights
 from polars_rap.queries import CLASS_CODES, QuerySet
 
+DryRun = Callable[[np.ndarray, float, np.random.Generator], np.ndarray]
+"""``dry_run(answers float64[m], rho, rng) -> float32[n_relaxed, n_coords]``: the loop's plan run
+on ``answers`` as if they were the private table's, at ``rho`` with a ledger of its own
+(:func:`loop_ratio`)."""
+
 __all__ = ["FIRST_PART", "LABEL_WEIGHT", "LOOP_RESERVE", "MARGIN_STD", "MAX_SHARE", "MIN_SHARE", "NUMERIC_CELLS",
-           "NUMERIC_WEIGHT", "UNHELD_Z", "MarginCounts", "candidate_weights", "check_margins", "combined",
-           "independent_rows", "margin_names", "margins_share", "measured_candidate", "public_first_margins",
-           "release_margins"]
+           "NUMERIC_WEIGHT", "UNHELD_Z", "DryRun", "MarginCounts", "candidate_weights", "check_margins", "combined",
+           "independent_rows", "loop_ratio", "margin_names", "margins_share", "measured_candidate", "own_margins_row",
+           "public_first_margins", "release_margins"]
 
 MARGIN_STD = 0.005
 """Noise std per cell (a share of the rows) the margins are measured with when the budget
@@ -307,10 +313,39 @@ def independent_rows(targets: list[np.ndarray], domain: Domain) -> np.ndarray:
     return row
 
 
+def loop_ratio(rows: np.ndarray, queries: QuerySet, backend, dry_run: DryRun, rho: float, n_rows: int,
+               rng: np.random.Generator) -> float:
+    """``r``: the loop's error over independence's on the categorical marginals in a dry run on
+    ``rows`` (float32[n, n_coords] relaxed public rows, one-hot) as if they were a private table
+    of ``n_rows`` rows. ``dry_run(answers, rho, rng)`` runs the loop's plan on their answers
+    (float64[m], rounded to counts over ``n_rows``, as the mechanisms expect) at
+    ``rho`` with ``rng`` for its noise and a ledger of its own, and returns its relaxed rows; the
+    errors are total L1 over the CM groups, against the rows' own answers, of the loop's relaxed
+    rows and of the rows' margins with every column independent (:func:`own_margins_row`).
+
+    Public rows and released values only (the rows are fitted to released margins; ``rho`` and the
+    plan are public): post-processing, whatever the dry run's noise."""
+    answers = np.rint(np.asarray(backend.answers_relaxed(rows, queries, np.inf), dtype=np.float64) * n_rows) / n_rows
+    groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
+    scored, truth = queries.take_groups(groups), answers[queries.group_query_indices(groups)]
+    relaxed = dry_run(answers, rho, rng)
+    loop_error, independent_error = (float(np.abs(np.asarray(backend.answers_relaxed(x, scored, np.inf),
+                                                             dtype=np.float64) - truth).sum())
+                                     for x in (relaxed, own_margins_row(rows)))
+    return loop_error / independent_error if independent_error > 0 else 1.0
+
+
+def own_margins_row(rows: np.ndarray) -> np.ndarray:
+    """float64[1, n_coords]: the mean of relaxed ``rows`` (one-hot in every categorical block), so
+    that its answer to a categorical marginal is the product of the rows' own margins."""
+    return np.asarray(rows).mean(axis=0, keepdims=True, dtype=np.float64)
+
+
 def public_first_margins(counts: MarginCounts, public_table, domain: Domain, queries: QuerySet,
                          true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, check_rho: float,
                          rho: float, ledger: PrivacyLedger, backend, rng, size: int,
-                         candidate_rng: np.random.Generator) -> tuple[list[tuple[np.ndarray, float]] | None, dict]:
+                         candidate_rng: np.random.Generator,
+                         dry_run: DryRun | None = None) -> tuple[list[tuple[np.ndarray, float]] | None, dict]:
     """(the released margins, or None when the public table failed the check; the report's record).
 
     ``rho`` (the margins' share of the loop) is spent in two stages. First :data:`FIRST_PART`
@@ -322,18 +357,20 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
     replace-one) at ``check_rho``, charged here first. A public table whose associations are worse
     than none stops there (on acs-income-CA Puerto Rico's rows raked to CA's true margins score CM
     0.0045, independence 0.0023, the other states' 0.00043: ``bench/results/public_margins_probe.md``),
-    and the rest of ``rho`` stays with the loop. Independence is a weaker rival than the loop's rows
-    at ε = 0.25: small tables of other states pass there and cost more than failing would
-    (``bench/results/public_margins_check_stakes.md``). Otherwise the rest measures the margins
-    again, and the two releases are combined (:func:`combined`). ``rng`` draws the noise. The
-    record holds the check's rho, its outcome and ``margins_rho``, what the margins charged (the
-    sum of their events)."""
+    and the rest of ``rho`` stays with the loop. Independence alone is a weaker rival than the
+    loop's rows at ε = 0.25, where small tables of other states passed and cost more than failing
+    would (``bench/results/public_margins_check_stakes.md``): with ``dry_run``, independence's
+    error is scaled by :func:`loop_ratio` (at most 1), how much better the loop does in a dry run
+    on the public rows themselves at the rho it would keep. Otherwise the rest measures the
+    margins again, and the two releases are combined (:func:`combined`). ``rng`` draws the noise.
+    The record holds the check's rho, its outcome, the rival's scale (``margins_check_rival``) and
+    ``margins_rho``, what the margins charged (the sum of their events)."""
     charge_check(ledger, check_rho, "public margins check: the public table's associations or none (every column "
                                     "independent)")
     charged = len(ledger.events)
     first = release_margins(counts, n_rows, FIRST_PART * rho, ledger, rng, " (first part)")
     groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
-    passed = True
+    passed, scale = True, 1.0
     if len(groups):
         weights = candidate_weights(public_table, first, domain)
         public_rows = reweighted_candidate(public_table.codes, public_table.numerics, weights, size, domain,
@@ -341,11 +378,15 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
         targets = check_margins(public_table, weights, first, domain)
         scored = queries.take_groups(groups)
         answers = [backend.answers_relaxed(x, scored, np.inf) for x in (public_rows, independent_rows(targets, domain))]
-        passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng) == 0
+        if dry_run is not None:  # the rival as strong as the loop the rest of rho would otherwise run
+            scale = loop_ratio(public_rows, queries, backend, dry_run, ledger.rho_remaining, n_rows,
+                               np.random.default_rng(candidate_rng.integers(2**63)))
+        passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng,
+                                scales=(1.0, min(scale, 1.0))) == 0
     released = None
     if passed:
         second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
         released = combined(first, second)
-    record = {"margins_check_rho": check_rho, "margins_check_passed": bool(passed),
+    record = {"margins_check_rho": check_rho, "margins_check_passed": bool(passed), "margins_check_rival": scale,
               "margins_rho": math.fsum(event.rho for event in ledger.events[charged:])}  # the margins' charges
     return released, record

@@ -2,8 +2,9 @@
 ``"margins"``, issue 19): what ``synthesize`` does before and after the loop for them.
 
 Before the loop (:meth:`PublicRelease.before_loop`): ``"margins"`` measures the one-way margins
-and checks the public table against independence (:func:`~polars_rap.public_margins.public_first_margins`,
-only where :func:`~polars_rap.public_margins.margins_share` is not 0); then, when a candidate
+and checks the public table against independence scaled by the loop's strength in a dry run
+(:func:`~polars_rap.public_margins.public_first_margins`, only where
+:func:`~polars_rap.public_margins.margins_share` is not 0); then, when a candidate
 will exist (``"reweight"``, or ``"margins"`` measured and passed), the final check's budget is
 charged. After the loop (:meth:`PublicRelease.after_loop`): the candidates are drawn and the
 check releases one of them or the loop's rows (:func:`~polars_rap.public_reweight.checked_release`).
@@ -19,7 +20,8 @@ import numpy as np
 from polars_rap.domain import Domain
 from polars_rap.privacy import PrivacyLedger
 from polars_rap.public_margins import (
-    LOOP_RESERVE, MARGIN_STD, MarginCounts, margin_names, margins_share, measured_candidate, public_first_margins,
+    LOOP_RESERVE, MARGIN_STD, DryRun, MarginCounts, margin_names, margins_share, measured_candidate,
+    public_first_margins,
 )
 from polars_rap.public_reweight import (
     CHECK_SHARE, charge_check, checked_release, raked_candidates,
@@ -55,9 +57,11 @@ class PublicRelease:
 
     def before_loop(self, queries: QuerySet, true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int,
                     size: int, loop_floor: float, ledger: PrivacyLedger, backend, noise_rng,
-                    candidate_rng) -> None:
+                    candidate_rng, dry_run: DryRun | None = None) -> None:
         """Measure the margins where they are wanted (``size`` public rows, every candidate's,
-        for their check, ``candidate_rng``), leaving the loop at least ``loop_floor`` times
+        for their check, ``candidate_rng``; ``dry_run``, the loop's plan on other answers, gives
+        the check's rival the loop's strength, :func:`~polars_rap.public_margins.loop_ratio`),
+        leaving the loop at least ``loop_floor`` times
         :data:`~polars_rap.public_margins.LOOP_RESERVE` of rho (``loop_floor``: the least its
         plan runs with, :func:`~polars_rap.planning.loop_rho_needed`, public), then charge the
         final check when a candidate will exist."""
@@ -71,7 +75,7 @@ class PublicRelease:
         elif share > 0:  # measured now, checked against independence, for the public rows raked to them after the loop
             self.margins, self.record = public_first_margins(
                 self.counts, self.table, self.domain, queries, true_answers, l1_sensitivity, n_rows, margins_check,
-                rho, ledger, backend, noise_rng, size, candidate_rng)
+                rho, ledger, backend, noise_rng, size, candidate_rng, dry_run)
         if self.counts is not None:  # what they charged and their noise (none when skipped): no value of theirs
             self.record.setdefault("margins_rho", 0.0)
             self.record["margins_noise_std"] = dict(zip(margin_names(self.domain),

@@ -42,8 +42,8 @@ from polars_rap.transforms import equal_bin
 
 __all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "candidate_rows",
            "charge_check", "check_columns", "check_groups", "checked_release", "choose_release", "crossed_cells",
-           "crossed_margins", "disputed_groups", "margin_cells", "rake", "raked_candidates", "raking_targets",
-           "relaxed_margins", "reweighted_candidate", "SAMPLING_CELLS", "sampling_order"]
+           "crossed_margins", "disputed_groups", "error_scale", "margin_cells", "rake", "raked_candidates",
+           "raking_targets", "relaxed_margins", "reweighted_candidate", "SAMPLING_CELLS", "sampling_order"]
 
 CHECK_SHARE = 0.02
 """Part of the loop's budget held out for the check between the loop's rows and the reweighted
@@ -261,10 +261,25 @@ def charge_check(ledger: PrivacyLedger, rho: float, description: str = FINAL_CHE
     return event
 
 
+def error_scale(scale: float, n_rows: int) -> float:
+    """A candidate's error multiplier as :func:`choose_release` applies it: 1 at or above 1, else
+    at most ``1 - n_rows 2^-51``. A total error ``E`` is at most ``n_rows`` times the check's
+    sensitivity ``Delta`` (each group's L1 error at most ``n_rows`` times its own), so rounding
+    ``c E`` and ``c E'`` moves their gap by at most ``2^-52 n_rows Delta``: with ``c`` so capped,
+    the rounded scaled errors of neighbouring tables differ by at most ``Delta``."""
+    if not 0.0 < scale:
+        msg = f"an error scale must be positive, got {scale!r}"
+        raise ValueError(msg)
+    return 1.0 if scale >= 1.0 else min(float(scale), 1.0 - n_rows * 2.0**-51)
+
+
 def choose_release(candidate_answers: Sequence[np.ndarray], true_answers: np.ndarray, queries: QuerySet,
-                   groups: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, rho: float, rng) -> int:
+                   groups: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, rho: float, rng,
+                   scales: Sequence[float] | None = None) -> int:
     """The index of the candidate released: the exponential mechanism on minus each one's
-    total L1 error over ``groups``, in counts (charged beforehand by :func:`charge_check`).
+    total L1 error over ``groups``, in counts (charged beforehand by :func:`charge_check`),
+    times its public ``scales`` (1 each when None; :func:`error_scale`: a scale below 1 favours
+    that candidate, and never raises the sensitivity).
 
     Sensitivity: replacing one row moves each true count by one in at most two cells of a
     marginal group (one for a single query), so each group's L1 error moves by at most its
@@ -281,6 +296,8 @@ def choose_release(candidate_answers: Sequence[np.ndarray], true_answers: np.nda
     size = np.array([len(indices)], dtype=np.int64)
     errors = np.array([selection_scores(true_counts, np.asarray(answers), size, n_rows)[0]
                        for answers in candidate_answers])
+    if scales is not None:
+        errors = errors * np.array([error_scale(c, n_rows) for c in scales])
     sensitivity = float(np.rint(l1_sensitivity[groups] * n_rows).sum())
     return int(exponential_top_k(-errors, 1, sensitivity, selection_epsilon(rho, 1), words_from(rng))[0])
 
