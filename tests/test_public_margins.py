@@ -185,7 +185,7 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
     check, *events = report.events
     assert check.mechanism == "exponential" and check.rho == CHECK_SHARE * budget.rho == record["margins_check_rho"]
     assert record["margins_check_passed"] == (which == "itself")
-    assert 0.0 < record["margins_check_rival"] <= 1.0  # the dry run's loop over independence, at most 1
+    assert record["margins_check_rival"] > 0.0  # the dry run's loop over independence (applied up to 1)
     rho = margins_share(domain, private.height, budget.rho) * (budget.rho - check.rho)
     k = len(margin_names(domain))
     first, events = events[:k], events[k:]

@@ -361,6 +361,7 @@ def synthesize(
     # "margins" measured (where the budget is small) and the public check charged: before the loop
     thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
     loop_floor = loop_rho_needed(n_rows, plan, thinnest, selection_share) / (1.0 - tie_share)  # the ties come first
+
     def dry_run(answers: np.ndarray, rho: float, rng: np.random.Generator) -> np.ndarray:
         """The loop's plan on ``answers`` as if they were the private table's, at ``rho`` with a
         ledger of its own: what the margins' check weighs the public rows against."""

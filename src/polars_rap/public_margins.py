@@ -363,8 +363,8 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
     error is scaled by :func:`loop_ratio` (at most 1), how much better the loop does in a dry run
     on the public rows themselves at the rho it would keep. Otherwise the rest measures the
     margins again, and the two releases are combined (:func:`combined`). ``rng`` draws the noise.
-    The record holds the check's rho, its outcome, the rival's scale (``margins_check_rival``) and
-    ``margins_rho``, what the margins charged (the sum of their events)."""
+    The record holds the check's rho, its outcome, the dry run's ratio (``margins_check_rival``,
+    applied up to 1) and ``margins_rho``, what the margins charged (the sum of their events)."""
     charge_check(ledger, check_rho, "public margins check: the public table's associations or none (every column "
                                     "independent)")
     charged = len(ledger.events)
@@ -382,7 +382,7 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
             scale = loop_ratio(public_rows, queries, backend, dry_run, ledger.rho_remaining, n_rows,
                                np.random.default_rng(candidate_rng.integers(2**63)))
         passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng,
-                                scales=(1.0, min(scale, 1.0))) == 0
+                                scales=(1.0, min(max(scale, 2.0**-30), 1.0))) == 0  # a perfect dry run: ~0
     released = None
     if passed:
         second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
