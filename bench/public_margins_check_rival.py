@@ -99,9 +99,8 @@ def main() -> int:
 
     from bench.public_margins_check_rows import captured_inputs
     from bench.public_margins_check_stakes import TABLES
-    from bench.public_margins_probe import RESULTS, probe_setup
+    from bench.public_margins_probe import RESULTS, probe_setup, write_markdown
     from bench.public_prior import public_table, state_tables
-    from bench.run import table_markdown
 
     setup = probe_setup(0.25)
     frames = {"other states": setup.public, "PR": public_table("mismatched", setup.train.columns)}
@@ -136,14 +135,13 @@ def main() -> int:
             print(row, flush=True)
     frame = pl.DataFrame(rows)
     frame.write_csv(RESULTS / "public_margins_check_rival.csv")
-    lines = ["# A rival as strong as the loop for the margins' check (bench/public_margins_check_rival.py)", "",
-             "acs-income-CA private; `r̂`: the loop's CM over independence's in a dry run on n public rows drawn by "
-             "the check's weights (one simulated first tenth of the margins, seed 0); `CA's r`: the same on CA's "
-             "rows; pass probabilities from the check's resolution in `public_margins_check_rows.csv`, expected CM "
-             "(x the run without a public table) from `public_margins_check_stakes.csv`. "
-             f"{time.perf_counter() - started:.0f} s, 2-core AMD EPYC, alone.", "",
-             table_markdown(frame), "", FINDINGS, ""]
-    (RESULTS / "public_margins_check_rival.md").write_text("\n".join(lines))
+    setting = ("acs-income-CA private; `r̂`: the loop's CM over independence's in a dry run on n public rows drawn by "
+               "the check's weights (one simulated first tenth of the margins, seed 0); `CA's r`: the same on CA's "
+               "rows; pass probabilities from the check's resolution in `public_margins_check_rows.csv`, expected CM "
+               "(x the run without a public table) from `public_margins_check_stakes.csv`. "
+               f"{time.perf_counter() - started:.0f} s, 2-core AMD EPYC, alone.")
+    write_markdown("public_margins_check_rival", "A rival as strong as the loop for the margins' check", setting,
+                   frame, FINDINGS)
     return 0
 
 

@@ -129,9 +129,8 @@ def main() -> int:
 
     from polars_rap.public_prior import open_public, read_public
 
-    from bench.public_margins_probe import RESULTS, probe_setup
+    from bench.public_margins_probe import RESULTS, probe_setup, write_markdown
     from bench.public_prior import public_table, state_tables
-    from bench.run import table_markdown
 
     setup = probe_setup(0.25)
     frames = {"other states": setup.public, "PR": public_table("mismatched", setup.train.columns)}
@@ -151,14 +150,13 @@ def main() -> int:
             print({k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}, flush=True)
     frame = pl.DataFrame(rows).with_columns(pl.col(r"^.* CM$").round(6), pl.col(r"^.*P\(pass\).*$").round(4))
     frame.write_csv(RESULTS / "public_margins_check_rows.csv")
-    lines = ["# The margins' check: independent rows from which margins (bench/public_margins_check_rows.py)", "",
-             f"acs-income-CA private (the library's check inputs at seed 0), {DRAWS} noise draws of the first tenth "
-             f"of the margins per table and ε; CM: mean |error| per cell of the workload's categorical marginals; "
-             f"`shrunk`: the independent row from each margin shrunk alone toward the public table's (before), "
-             f"`fitted`: from the fitted rows' own margins, the release's in the cells no public row holds "
-             f"(`check_margins`, now). {time.perf_counter() - started:.0f} s, 2-core AMD EPYC.", "",
-             table_markdown(frame), "", FINDINGS, ""]
-    (RESULTS / "public_margins_check_rows.md").write_text("\n".join(lines))
+    setting = (f"acs-income-CA private (the library's check inputs at seed 0), {DRAWS} noise draws of the first tenth "
+               f"of the margins per table and ε; CM: mean |error| per cell of the workload's categorical marginals; "
+               f"`shrunk`: the independent row from each margin shrunk alone toward the public table's (before), "
+               f"`fitted`: from the fitted rows' own margins, the release's in the cells no public row holds "
+               f"(`check_margins`, now). {time.perf_counter() - started:.0f} s, 2-core AMD EPYC.")
+    write_markdown("public_margins_check_rows", "The margins' check: independent rows from which margins", setting,
+                   frame, FINDINGS)
     return 0
 
 

@@ -96,8 +96,7 @@ def write_report(seconds: float | None = None) -> None:
     probability before and now)."""
     import polars as pl
 
-    from bench.public_margins_probe import RESULTS
-    from bench.run import table_markdown
+    from bench.public_margins_probe import RESULTS, write_markdown
 
     check = pl.read_csv(RESULTS / "public_margins_check_rows.csv").select(
         "public table", "ε",
@@ -110,13 +109,12 @@ def write_report(seconds: float | None = None) -> None:
            + (1 - pl.col(f"P(pass) {when}")) * pl.col("failed CM (x none)")).round(3).alias(f"expected CM {when}")
           for when in ("before", "now")))
     timing = "" if seconds is None else f" {seconds:.0f} s,"
-    lines = ["# What the margins' check decides (bench/public_margins_check_stakes.py)", "",
-             f"acs-income-CA private, seeds {', '.join(map(str, SEEDS))}; `released`: both checks forced to the public "
-             "rows; `failed`: the loop's rows after a failed check (Puerto Rico's runs in `public_margins_check.csv`, "
-             "the same for any table that fails); `check`: the public rows' CM over the independent rows' at the "
-             f"check and its pass probability (`public_margins_check_rows.md`).{timing} 2-core AMD EPYC.", "",
-             table_markdown(frame), "", FINDINGS, ""]
-    (RESULTS / "public_margins_check_stakes.md").write_text("\n".join(lines))
+    setting = (f"acs-income-CA private, seeds {', '.join(map(str, SEEDS))}; `released`: both checks forced to the "
+               "public rows; `failed`: the loop's rows after a failed check (Puerto Rico's runs in "
+               "`public_margins_check.csv`, the same for any table that fails); `check`: the public rows' CM over the "
+               "independent rows' at the check and its pass probability (`public_margins_check_rows.md`)."
+               f"{timing} 2-core AMD EPYC.")
+    write_markdown("public_margins_check_stakes", "What the margins' check decides", setting, frame, FINDINGS)
 
 
 def main(argv: list[str] | None = None) -> int:

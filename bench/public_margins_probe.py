@@ -151,6 +151,15 @@ def probe_codes(setup: ProbeSetup) -> tuple[dict, dict]:
                  for frame in (setup.train, setup.public))
 
 
+def write_markdown(name: str, title: str, setting: str, frame, findings: str) -> None:
+    """``bench/results/<name>.md``: the heading ``title`` (and the probe's path), the ``setting``
+    paragraph, the table of ``frame`` (a Polars frame) and ``findings``."""
+    from bench.run import table_markdown
+
+    lines = [f"# {title} (bench/{name}.py)", "", setting, "", table_markdown(frame), "", findings, ""]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines))
+
+
 def shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
     """float64[size] summing to 1: the share of each of ``size`` cells among ``cells`` (int per
     row), each row counted with its ``weights`` (1 without)."""
