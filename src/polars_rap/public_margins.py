@@ -10,12 +10,11 @@ indicator, not measured apart); a binary feature's margin is measured split by t
 (:func:`~polars_rap.public_tilt.tilted_weights`: the posterior mode of an exponential tilt of
 the public rows, each margin's deviation from the public table's under an empirical-Bayes prior
 that lets a cell differ in proportion to its public share, so that a margin the two tables share
-keeps little of the noise, one
-that differs beyond the noise keeps the measurement, and each release informs the margins the
-public rows associate with it), and a sample of them by weight joins the public table check
-(:func:`~polars_rap.public_reweight.checked_release`) as the candidate ``"measured"``: released
-instead of the loop's rows only when the check prefers it, so that a public table of another
-population loses to the loop.
+keeps little of the noise, one that differs beyond the noise keeps the measurement, and each
+release informs the margins the public rows associate with it), and a sample of them by weight
+joins the public table check (:func:`~polars_rap.public_reweight.checked_release`) as the
+candidate ``"measured"``: released instead of the loop's rows only when the check prefers it,
+so that a public table of another population loses to the loop.
 
 Budget (:func:`margins_share`): the least share of the loop's budget that measures a categorical
 feature's margin of weight 1 (the features' average) with a noise std of :data:`MARGIN_STD` per
@@ -382,7 +381,7 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
             scale = loop_ratio(public_rows, queries, backend, dry_run, ledger.rho_remaining, n_rows,
                                np.random.default_rng(candidate_rng.integers(2**63)))
         passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng,
-                                scales=(1.0, min(max(scale, 2.0**-30), 1.0))) == 0  # a perfect dry run: ~0
+                                scales=(1.0, max(scale, 2.0**-30))) == 0  # error_scale: 1 above 1; a perfect dry run ~0
     released = None
     if passed:
         second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
