@@ -60,7 +60,7 @@ def captured_inputs(setup, epsilon: float) -> dict:
     from polars_rap import public_release
 
     names = ("counts", "public_table", "domain", "queries", "true_answers", "l1_sensitivity", "n_rows", "check_rho",
-             "rho", "ledger", "backend", "rng", "size", "candidate_rng")
+             "rho", "ledger", "backend", "rng", "size", "candidate_rng", "dry_run")
     held = {}
 
     def spy(*args):
