@@ -12,7 +12,7 @@ import pytest
 from polars_rap import DataError, privacy, public_margins
 from polars_rap.domain import Domain
 from polars_rap.encoding import encode
-from polars_rap.privacy import PrivacyLedger, split_budget
+from polars_rap.privacy import PrivacyLedger, gaussian_noise_std, split_budget
 from polars_rap.public_margins import (
     FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT,
     UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio, margin_names,
@@ -167,8 +167,9 @@ def test_exact_margins_rake_the_public_rows_to_the_private_margins(private, publ
 @pytest.mark.parametrize("which", ["itself", "label flipped"])
 def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them(private, public, declared, which):
     """The events, in order: the margins' check (CHECK_SHARE of the loop's budget), the first
-    FIRST_PART of the margins' share, then, if the public table passed, the rest and the final
-    check (CHECK_SHARE of what is left), then the loop's; the ledger closes to the last float.
+    FIRST_PART of the margins' share, then, if the public table passed, the rest; the final
+    check (CHECK_SHARE of what is left), whose candidate is fitted to what was measured; then
+    the loop's; the ledger closes to the last float.
     The sensitive rows as their own public table pass; other rows of the same table with the
     label flipped, whose every feature goes with the label the wrong way round, lose to
     independence."""
@@ -197,14 +198,14 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
         assert all(e.description.endswith(" (second part)") for e in second)
         assert math.isclose(math.fsum(e.rho for e in second), (1 - FIRST_PART) * rho, rel_tol=1e-14)
         spent = math.fsum(e.rho for e in first + second)
-        final, *events = events
-        assert final.mechanism == "exponential" and final.rho == record["reweight_check_rho"]
-        assert math.isclose(final.rho, CHECK_SHARE * (budget.rho - check.rho - spent), rel_tol=1e-14)
-        assert record["reweight_margins"] in (None, "measured") and set(record["reweight_effective_rows"]) == {
-            "measured"}
-        assert list(record["margins_noise_std"]) == margin_names(domain)
-    else:
-        assert "reweight_released" not in record and record["margins_noise_std"] == {}
+    final, *events = events
+    assert final.mechanism == "exponential" and final.rho == record["reweight_check_rho"]
+    assert math.isclose(final.rho, CHECK_SHARE * (budget.rho - check.rho - spent), rel_tol=1e-14)
+    assert record["reweight_margins"] in (None, "measured") and set(record["reweight_effective_rows"]) == {"measured"}
+    assert list(record["margins_noise_std"]) == margin_names(domain)
+    if not record["margins_check_passed"]:  # the first part's noise: what the candidate was fitted to
+        first_stds = [gaussian_noise_std(math.sqrt(2.0) / private.height, e.rho) for e in first]
+        np.testing.assert_allclose(list(record["margins_noise_std"].values()), first_stds, rtol=1e-12)
     assert not any(e.description.startswith("public margins") for e in events)
     assert record["margins_rho"] == spent
     assert "its margins measured for it charged rho" in report.summary()
@@ -387,7 +388,8 @@ def test_matching_margins_release_the_public_rows_and_wrong_ones_do_not(private,
     wrong = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"), pl.lit(1, dtype=pl.Int32).alias("MAR"))
     lost = run(private, declared, public=wrong, public_use=["margins"], epsilon=8.0)
     assert not lost.report.public_data["margins_check_passed"]  # stopped before the rest of the margins
-    assert "reweight_released" not in lost.report.public_data and (lost.data["SEX"] == 1).mean() > 0.2
+    assert lost.report.public_data["reweight_released"] == "synthetic rows"  # the final check keeps the loop's
+    assert (lost.data["SEX"] == 1).mean() > 0.2
 
 
 def test_a_public_table_lacking_a_column_is_refused_for_margins_naming_it(private, public, declared):

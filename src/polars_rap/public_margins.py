@@ -344,8 +344,9 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
                          true_answers: np.ndarray, l1_sensitivity: np.ndarray, n_rows: int, check_rho: float,
                          rho: float, ledger: PrivacyLedger, backend, rng, size: int,
                          candidate_rng: np.random.Generator,
-                         dry_run: DryRun | None = None) -> tuple[list[tuple[np.ndarray, float]] | None, dict]:
-    """(the released margins, or None when the public table failed the check; the report's record).
+                         dry_run: DryRun | None = None) -> tuple[list[tuple[np.ndarray, float]], dict]:
+    """(the released margins: all of them, or the first part's alone when the public table failed
+    the check; the report's record).
 
     ``rho`` (the margins' share of the loop) is spent in two stages. First :data:`FIRST_PART`
     of it measures the margins, and ``size`` public rows fitted to them (:func:`candidate_weights`,
@@ -356,7 +357,9 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
     replace-one) at ``check_rho``, charged here first. A public table whose associations are worse
     than none stops there (on acs-income-CA Puerto Rico's rows raked to CA's true margins score CM
     0.0045, independence 0.0023, the other states' 0.00043: ``bench/results/public_margins_probe.md``),
-    and the rest of ``rho`` stays with the loop. Independence alone is a weaker rival than the
+    and the rest of ``rho`` stays with the loop; its rows fitted to the first part still go to the
+    final check beside the loop's (:class:`~polars_rap.public_release.PublicRelease`), which
+    releases them only where they beat the loop's rows there. Independence alone is a weaker rival than the
     loop's rows at ε = 0.25, where small tables of other states passed and cost more than failing
     would (``bench/results/public_margins_check_stakes.md``): with ``dry_run``, independence's
     error is scaled by :func:`loop_ratio` (at most 1), how much better the loop does in a dry run
@@ -382,7 +385,7 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
                                np.random.default_rng(candidate_rng.integers(2**63)))
         passed = choose_release(answers, true_answers, queries, groups, l1_sensitivity, n_rows, check_rho, rng,
                                 scales=(1.0, max(scale, 2.0**-30))) == 0  # error_scale: 1 above 1; a perfect dry run ~0
-    released = None
+    released = first
     if passed:
         second = release_margins(counts, n_rows, (1.0 - FIRST_PART) * rho, ledger, rng, " (second part)")
         released = combined(first, second)
