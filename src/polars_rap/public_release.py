@@ -8,13 +8,17 @@ and checks the public table against independence scaled by the loop's strength i
 will exist (``"reweight"``, or ``"margins"`` measured: the public rows fitted to every margin
 where they passed, to the first part where they did not), the final check's budget is charged.
 
+After the loop (:meth:`PublicRelease.after_loop`): the candidates are drawn and the check
+releases one of them or the loop's rows (:func:`~polars_rap.public_reweight.checked_release`).
+
 A table that fails the first check keeps a candidate because that check is coarse where the
-private table is small: on Florida's commuters (14,217 rows, the other states' rows public,
-ε = 0.25) the other states' rows passed with probability 0.85-0.91, and the run that failed
-released the loop's rows at CM 1.07x of the run without a public table where passing runs
-scored 0.47-0.72x; as a final candidate, fitted to the first part, they scored 0.80x
-(``bench/results/public_margins_second_chance.md``). After the loop (:meth:`PublicRelease.after_loop`): the candidates are drawn and the
-check releases one of them or the loop's rows (:func:`~polars_rap.public_reweight.checked_release`).
+private table is small: on Florida's commuters (14,217 rows, label MIG, the other states' rows
+public; ``bench/results/public_task_check.md``, 5 seeds) the other states' rows passed in 2 and 3
+runs of 5 at ε = 0.1 and 0.25, though every run that passed scored CM 0.41-0.63x of the run
+without a public table. As final candidates the failed runs' rows were released in 4 of 5 (CM
+-12% to -38% on those runs; the means 0.76x -> 0.66x and 0.78x -> 0.67x). On acs-income-CA the
+tables that fail (Puerto Rico's, West Virginia's, New Mexico's at ε = 0.25) lost the final check
+to the loop's rows in all 15 runs (``bench/results/public_margins_second_chance.md``).
 """
 
 from __future__ import annotations
