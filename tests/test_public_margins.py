@@ -14,8 +14,8 @@ from polars_rap.domain import Domain
 from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, gaussian_noise_std, split_budget
 from polars_rap.public_margins import (
-    FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT,
-    UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio, margin_names,
+    FIRST_CHECK_TABLES, FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS,
+    NUMERIC_WEIGHT, UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio, margin_names,
     margins_share, measured_candidate, own_margins_row, release_margins,
 )
 from polars_rap.public_prior import open_public, read_public
@@ -366,6 +366,49 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
         skipped = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
     assert skipped.report.public_data["margins_rho"] == 0.0
     assert not any(e.description.startswith("public margins") for e in skipped.report.events)
+
+
+def test_the_first_check_scores_the_quarter_of_tables_its_candidates_dispute_and_the_rival_the_same(private, public,
+                                                                                                   declared):
+    """The first check's exponential mechanism scores the FIRST_CHECK_TABLES of the CM tables
+    where the public rows and the independent rows differ most (its sensitivity: 2 counts each of
+    those), the dry run's ratio is taken on the same tables, and the report says how many."""
+    from polars_rap.queries import CLASS_CODES
+
+    seen = {}
+    originals = public_margins.choose_release, public_margins.loop_ratio, public_margins.disputed_groups
+
+    def disputed(answers, sizes, share):
+        seen.update(all_answers=answers, sizes=sizes, share=share)
+        return originals[2](answers, sizes, share)
+
+    def choose(answers, true_answers, queries, groups, *rest, **kwargs):
+        seen.update(answers=answers, groups=groups, queries=queries)
+        return originals[0](answers, true_answers, queries, groups, *rest, **kwargs)
+
+    def ratio(*args):
+        seen["ratio_groups"] = args[-1]
+        return originals[1](*args)
+
+    with mock.patch.object(public_margins, "choose_release", choose), \
+            mock.patch.object(public_margins, "loop_ratio", ratio), \
+            mock.patch.object(public_margins, "disputed_groups", disputed):
+        result = run(private, declared, public=public, public_use=["margins"])
+    queries = seen["queries"]
+    every = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
+    assert seen["share"] == FIRST_CHECK_TABLES and len(seen["sizes"]) == len(every)
+    assert len(seen["groups"]) == math.ceil(FIRST_CHECK_TABLES * len(every)) < len(every)
+    assert list(seen["ratio_groups"]) == list(seen["groups"])
+    assert result.report.public_data["margins_check_tables"] == len(seen["groups"])
+    # the kept tables are the most disputed: L1 distance between the two candidates' answers per table
+    starts = np.concatenate([[0], np.cumsum(seen["sizes"])])[:-1]
+    distance = np.add.reduceat(np.abs(np.asarray(seen["all_answers"][0]) - np.asarray(seen["all_answers"][1])), starts)
+    kept = np.isin(every, seen["groups"])
+    assert distance[kept].min() >= distance[~kept].max()
+    offsets = np.concatenate([[0], np.cumsum(seen["sizes"])])
+    for a, whole in zip(seen["answers"], seen["all_answers"], strict=True):  # the kept tables' answers, in order
+        expected = np.concatenate([np.asarray(whole)[offsets[i]:offsets[i + 1]] for i in np.flatnonzero(kept)])
+        np.testing.assert_array_equal(a, expected)
 
 
 def test_margins_and_reweight_offer_three_candidates_to_one_check(private, declared):
