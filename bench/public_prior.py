@@ -319,6 +319,15 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "released the public rows in 4 of the 5 runs whose first check failed at ε ≤ 0.25, CM 0.78x -> 0.67x at "
         "ε = 0.25 over five seeds.",
     ),
+    "public_margins_check_quarter": (
+        "The margins' first check scoring the quarter of its CM tables where the public rows and the independent "
+        "rows differ most, the dry run's ratio on the same tables (commit `b391171`; 2-core AMD EPYC, alone). "
+        "Every run decided as in `public_margins_second_chance.md` and released the same rows to the last digit: "
+        "the other states' pass in all 6, Puerto Rico's and West Virginia's fail in all 6, New Mexico's pass at "
+        "ε = 0.1 and fail at 0.25. Offline the pass probabilities moved the right way for every table but Puerto "
+        "Rico's at ε = 0.1 (`public_margins_check_tables.md`); these seeds' draws were far from the edge. Where it "
+        "changed the outcome: `public_task_check.md` (Florida's commuters).",
+    ),
     "public_margins_rival_nm_before": (
         "New Mexico's 1,477 rows as the public table under the margins' check without the loop's rival (commit "
         "`c89ee36`; 2-core AMD EPYC, alone): passed in all 6 runs and released, CM 0.67x at ε = 0.1 (passing pays) "
