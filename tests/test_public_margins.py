@@ -167,7 +167,8 @@ def test_exact_margins_rake_the_public_rows_to_the_private_margins(private, publ
 @pytest.mark.parametrize("which", ["itself", "label flipped"])
 def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them(private, public, declared, which):
     """The events, in order: the margins' check (CHECK_SHARE of the loop's budget), the first
-    FIRST_PART of the margins' share, then, if the public table passed, the rest; the final
+    FIRST_PART of the largest share (MAX_SHARE of the budget) or the whole share where that is
+    less, then, if the public table passed, the rest; the final
     check (CHECK_SHARE of what is left), whose candidate is fitted to what was measured; then
     the loop's; the ledger closes to the last float.
     The sensitive rows as their own public table pass; other rows of the same table with the
@@ -191,12 +192,13 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
     k = len(margin_names(domain))
     first, events = events[:k], events[k:]
     assert all(e.description.endswith(" (first part)") for e in first)
-    assert math.isclose(math.fsum(e.rho for e in first), FIRST_PART * rho, rel_tol=1e-14)
+    first_rho = min(rho, FIRST_PART * MAX_SHARE * (budget.rho - check.rho))
+    assert math.isclose(math.fsum(e.rho for e in first), first_rho, rel_tol=1e-14)
     spent = math.fsum(e.rho for e in first)
     if record["margins_check_passed"]:
         second, events = events[:k], events[k:]
         assert all(e.description.endswith(" (second part)") for e in second)
-        assert math.isclose(math.fsum(e.rho for e in second), (1 - FIRST_PART) * rho, rel_tol=1e-14)
+        assert math.isclose(math.fsum(e.rho for e in second), rho - first_rho, rel_tol=1e-14)
         spent = math.fsum(e.rho for e in first + second)
     final, *events = events
     assert final.mechanism == "exponential" and final.rho == record["reweight_check_rho"]
@@ -209,6 +211,28 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
     assert not any(e.description.startswith("public margins") for e in events)
     assert record["margins_rho"] == spent
     assert "its margins measured for it charged rho" in report.summary()
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 10.0])
+def test_the_first_part_is_a_tenth_of_the_largest_share_or_the_whole_share(private, public, declared, epsilon):
+    """At the cap (epsilon 1 here) the first part is FIRST_PART of the margins' share, to the last
+    bit; under it (epsilon 10: the share is about a quarter) it is FIRST_PART of MAX_SHARE of the
+    budget, so the margins the check's public rows are fitted to are as precise as at the cap."""
+    result = run(private, declared, public=public, public_use=["margins"], epsilon=epsilon)
+    report = result.report
+    check = report.events[0]
+    base = report.rho_budget - check.rho
+    share = margins_share(result.domain, private.height, report.rho_budget)
+    rho = share * base
+    first = math.fsum(e.rho for e in report.events if e.description.endswith(" (first part)"))
+    if epsilon == 1.0:
+        assert share == MAX_SHARE and math.isclose(first, FIRST_PART * rho, rel_tol=1e-14)
+    else:
+        assert MIN_SHARE < share < MAX_SHARE / 2 and math.isclose(first, FIRST_PART * MAX_SHARE * base, rel_tol=1e-14)
+        assert first > 1.5 * FIRST_PART * rho
+    second = math.fsum(e.rho for e in report.events if e.description.endswith(" (second part)"))
+    assert report.public_data["margins_rho"] == first + second
+    assert second == 0.0 or math.isclose(first + second, rho, rel_tol=1e-14)
 
 
 def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_margins(private, domain):
