@@ -15,8 +15,8 @@ from polars_rap.encoding import encode
 from polars_rap.privacy import PrivacyLedger, gaussian_noise_std, split_budget
 from polars_rap.public_margins import (
     FIRST_CHECK_TABLES, FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS,
-    NUMERIC_WEIGHT, UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio, margin_names,
-    margins_share, measured_candidate, own_margins_row, release_margins,
+    NUMERIC_WEIGHT, UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio,
+    margin_names, margins_share, measured_candidate, own_margins_row, release_margins,
 )
 from polars_rap.public_prior import open_public, read_public
 from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake, reweighted_candidate
