@@ -43,29 +43,33 @@ def person_table(path) -> pl.DataFrame:
         pl.col(c).cast(pl.Int64) for c in COLUMNS if isinstance(DOMAIN[c], list))
 
 
-def tables() -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(Florida's training rows, the public table: every other state's rows, Puerto Rico's left out)."""
+def tables() -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """(Florida's training rows, {variant: public table}: ``margins``, every other state's rows,
+    Puerto Rico's left out; ``margins-PR``, Puerto Rico's alone, a table of another population)."""
     from bench.public_prior import data_dir
 
     files = sorted(data_dir().glob("acs2018_1yr_person_*.parquet"))
     private = person_table(next(f for f in files if f.stem.endswith(f"_{PRIVATE_STATE}")))
     public = pl.concat([person_table(f) for f in files if not f.stem.endswith((f"_{PRIVATE_STATE}", "_PR"))])
-    return private.sample(fraction=0.8, seed=1, shuffle=True), public
+    mismatched = person_table(next(f for f in files if f.stem.endswith("_PR")))
+    return private.sample(fraction=0.8, seed=1, shuffle=True), {"margins": public, "margins-PR": mismatched}
 
 
-def run_one(train: pl.DataFrame, public: pl.DataFrame, epsilon: float, seed: int, variant: str) -> dict:
-    """One synthesis and its evaluation, as a CSV row."""
+def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: float, seed: int, variant: str) -> dict:
+    """One synthesis and its evaluation, as a CSV row (``variant``: ``none`` or a key of ``publics``)."""
     import polars_rap
     from polars_rap import evaluation
 
-    extra = {} if variant == "none" else {"public": public, "public_use": ["margins"]}
+    public = publics.get(variant)
+    extra = {} if public is None else {"public": public, "public_use": ["margins"]}
     started = time.perf_counter()
     result = polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=DOMAIN, labels=["MIG"],
                                    seed=seed, progress=False, **extra)
     seconds = time.perf_counter() - started
     errors = evaluation.workload_errors(train, result.data, result.domain, seed=0)
     record = result.report.public_data or {}
-    return {"state": PRIVATE_STATE, "train_rows": train.height, "public_rows": public.height, "eps": epsilon,
+    return {"state": PRIVATE_STATE, "train_rows": train.height, "public_rows": 0 if public is None else public.height,
+            "eps": epsilon,
             "seed": seed, "variant": variant,
             **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
             "check_passed": record.get("margins_check_passed"), "released": record.get("reweight_released"),
@@ -73,23 +77,24 @@ def run_one(train: pl.DataFrame, public: pl.DataFrame, epsilon: float, seed: int
 
 
 def summary(frame: pl.DataFrame) -> pl.DataFrame:
-    """Per commit, ε and variant: the mean errors over the seeds, as ratios to ``none``'s (same ε)."""
+    """Per variant, commit and ε: the mean errors over the seeds, as ratios to ``none``'s (same ε)."""
     none = frame.filter(pl.col("variant") == "none").group_by("eps").agg(
         pl.col(c).mean().alias(f"{c} none") for c in ("CM", "MM", "LT"))
     public = frame.filter(pl.col("variant") != "none").with_columns(pl.col("commit").str.slice(0, 7)).group_by(
-        "commit", "eps").agg(
+        "variant", "commit", "eps").agg(
         pl.len().alias("runs"), pl.col("check_passed").sum().alias("passed"),
         (pl.col("released") == "reweighted public rows").sum().alias("public rows released"),
         *(pl.col(c).mean() for c in ("CM", "MM", "LT")), pl.col("seconds").mean().round(1))
     return public.join(none, on="eps").with_columns(
         pl.format("{} ({}x)", pl.col(c).round(6), (pl.col(c) / pl.col(f"{c} none")).round(3)).alias(c)
-        for c in ("CM", "MM", "LT")).drop(r"^.* none$").sort("eps", "commit")
+        for c in ("CM", "MM", "LT")).drop(r"^.* none$").sort("variant", "eps", "commit")
 
 
 def write_markdown(frame: pl.DataFrame) -> None:
     from bench.public_margins_probe import write_markdown as write
 
-    setting = ("Florida's commuters (14,217 training rows), label MIG, public: the other states' 275,863 rows; "
+    setting = ("Florida's commuters (14,217 training rows), label MIG, public: the other states' 275,863 rows "
+               "(`margins`) or Puerto Rico's 1,556 (`margins-PR`, a table of another population); "
                "`public_use=[\"margins\"]` against the run without a public table (the ratios: its runs on the same "
                "seeds, all there are at ε = 1), mean over the seeds; "
                "`passed`: the margins' first check; `public rows released`: by the final check. 2-core AMD EPYC, one "
@@ -121,11 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.25, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--variants", nargs="+", choices=["none", "margins"], default=["none", "margins"])
+    parser.add_argument("--variants", nargs="+", choices=["none", "margins", "margins-PR"],
+                        default=["none", "margins"])
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.report_only:
-        train, public = tables()
+        train, publics = tables()
         done = pl.read_csv(OUT) if OUT.exists() else None
         commit = git_commit()
         for epsilon in args.epsilons:
@@ -136,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                                                         & ((pl.col("commit") == commit) | (pl.col("variant") == "none"))
                                                         ).height:
                         continue
-                    row = run_one(train, public, epsilon, seed, variant)
+                    row = run_one(train, publics, epsilon, seed, variant)
                     print(json.dumps(row), flush=True)
                     new = pl.DataFrame([row])
                     done = new if done is None else pl.concat([done, new], how="diagonal_relaxed")
