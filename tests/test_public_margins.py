@@ -167,8 +167,7 @@ def test_exact_margins_rake_the_public_rows_to_the_private_margins(private, publ
 @pytest.mark.parametrize("which", ["itself", "label flipped"])
 def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them(private, public, declared, which):
     """The events, in order: the margins' check (CHECK_SHARE of the loop's budget), the first
-    FIRST_PART of the largest share (MAX_SHARE of the budget) or the whole share where that is
-    less, then, if the public table passed, the rest; the final
+    FIRST_PART of the margins' share, then, if the public table passed, the rest; the final
     check (CHECK_SHARE of what is left), whose candidate is fitted to what was measured; then
     the loop's; the ledger closes to the last float.
     The sensitive rows as their own public table pass; other rows of the same table with the
@@ -192,13 +191,12 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
     k = len(margin_names(domain))
     first, events = events[:k], events[k:]
     assert all(e.description.endswith(" (first part)") for e in first)
-    first_rho = min(rho, FIRST_PART * MAX_SHARE * (budget.rho - check.rho))
-    assert math.isclose(math.fsum(e.rho for e in first), first_rho, rel_tol=1e-14)
+    assert math.isclose(math.fsum(e.rho for e in first), FIRST_PART * rho, rel_tol=1e-14)
     spent = math.fsum(e.rho for e in first)
     if record["margins_check_passed"]:
         second, events = events[:k], events[k:]
         assert all(e.description.endswith(" (second part)") for e in second)
-        assert math.isclose(math.fsum(e.rho for e in second), rho - first_rho, rel_tol=1e-14)
+        assert math.isclose(math.fsum(e.rho for e in second), (1 - FIRST_PART) * rho, rel_tol=1e-14)
         spent = math.fsum(e.rho for e in first + second)
     final, *events = events
     assert final.mechanism == "exponential" and final.rho == record["reweight_check_rho"]
@@ -211,28 +209,6 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
     assert not any(e.description.startswith("public margins") for e in events)
     assert record["margins_rho"] == spent
     assert "its margins measured for it charged rho" in report.summary()
-
-
-@pytest.mark.parametrize("epsilon", [1.0, 10.0])
-def test_the_first_part_is_a_tenth_of_the_largest_share_or_the_whole_share(private, public, declared, epsilon):
-    """At the cap (epsilon 1 here) the first part is FIRST_PART of the margins' share, to the last
-    bit; under it (epsilon 10: the share is about a quarter) it is FIRST_PART of MAX_SHARE of the
-    budget, so the margins the check's public rows are fitted to are as precise as at the cap."""
-    result = run(private, declared, public=public, public_use=["margins"], epsilon=epsilon)
-    report = result.report
-    check = report.events[0]
-    base = report.rho_budget - check.rho
-    share = margins_share(result.domain, private.height, report.rho_budget)
-    rho = share * base
-    first = math.fsum(e.rho for e in report.events if e.description.endswith(" (first part)"))
-    if epsilon == 1.0:
-        assert share == MAX_SHARE and math.isclose(first, FIRST_PART * rho, rel_tol=1e-14)
-    else:
-        assert MIN_SHARE < share < MAX_SHARE / 2 and math.isclose(first, FIRST_PART * MAX_SHARE * base, rel_tol=1e-14)
-        assert first > 1.5 * FIRST_PART * rho
-    second = math.fsum(e.rho for e in report.events if e.description.endswith(" (second part)"))
-    assert report.public_data["margins_rho"] == first + second
-    assert second == 0.0 or math.isclose(first + second, rho, rel_tol=1e-14)
 
 
 def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_margins(private, domain):
@@ -392,11 +368,13 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
     assert not any(e.description.startswith("public margins") for e in skipped.report.events)
 
 
+@pytest.mark.parametrize("epsilon", [1.0, 10.0])
 def test_the_first_check_scores_the_quarter_of_tables_its_candidates_dispute_and_the_rival_the_same(private, public,
-                                                                                                   declared):
+                                                                                                   declared, epsilon):
     """The first check's exponential mechanism scores the FIRST_CHECK_TABLES of the CM tables
     where the public rows and the independent rows differ most (its sensitivity: 2 counts each of
-    those), the dry run's ratio is taken on the same tables, and the report says how many."""
+    those), the dry run's ratio is taken on the same tables, and the report says how many; where
+    the margins' share is under MAX_SHARE (epsilon 10 here) it scores every CM table."""
     from polars_rap.queries import CLASS_CODES
 
     seen = {}
@@ -417,9 +395,15 @@ def test_the_first_check_scores_the_quarter_of_tables_its_candidates_dispute_and
     with mock.patch.object(public_margins, "choose_release", choose), \
             mock.patch.object(public_margins, "loop_ratio", ratio), \
             mock.patch.object(public_margins, "disputed_groups", disputed):
-        result = run(private, declared, public=public, public_use=["margins"])
+        result = run(private, declared, public=public, public_use=["margins"], epsilon=epsilon)
     queries = seen["queries"]
     every = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
+    share = margins_share(result.domain, private.height, result.report.rho_budget)
+    assert (share == MAX_SHARE) == (epsilon == 1.0)
+    if share < MAX_SHARE:
+        assert seen["share"] == 1.0 and list(seen["groups"]) == list(every) == list(seen["ratio_groups"])
+        assert result.report.public_data["margins_check_tables"] == len(every)
+        return
     assert seen["share"] == FIRST_CHECK_TABLES and len(seen["sizes"]) == len(every)
     assert len(seen["groups"]) == math.ceil(FIRST_CHECK_TABLES * len(every)) < len(every)
     assert list(seen["ratio_groups"]) == list(seen["groups"])
