@@ -109,25 +109,16 @@ quarter (``bench/results/public_margins_first_part.md``): the check chose alike 
 on acs-income-CA, and with Puerto Rico's table the loop keeps 90% of the budget at ε <= 0.25
 instead of 78% (CM 0.93x / 1.07x of none at ε = 0.1 / 0.25, was 1.07x / 1.15x)."""
 FIRST_CHECK_TABLES = 0.25
-"""Part of the workload's categorical marginals the first check scores: those where the public
-rows and the independent rows disagree most (:func:`~polars_rap.public_reweight.disputed_groups`:
-public, it reads the two candidates alone). A table where the public rows are about independent
-adds 2 counts of sensitivity and nothing to the gap. On the library's check inputs
-(``bench/results/public_margins_check_tables.md``, 8 noise draws) the tables whose release pays
-passed more often with a quarter than with every table (Florida's commuters at ε = 0.25: 0.81 ->
-0.97; New Mexico's rows for CA at ε = 0.1: 0.67 -> 0.84) and those whose release costs less often
-(New Mexico's at ε = 0.25: 0.73 -> 0.47; West Virginia's at ε = 0.1: 0.045 -> 0.003); a half did
-less both ways. Through the pipeline Florida's commuters passed in 5 of 5 runs at ε = 0.25 (3 of
-5 before; CM 0.67x -> 0.57x of the run without a public table), and acs-income-CA's 24 runs
-decided as before (``public_task_check.md``, ``public_margins_check_quarter.md``).
-
-Only where the margins take their largest share (:data:`MAX_SHARE`), so that the first part has
-8% of the budget; under it every CM table is scored. On the disputed tables the loop the rival
-stands for is at its strongest, and Florida's commuters at ε = 1, whose margins take a quarter of
-the budget (the first part 2.4%), passed in 3 of 10 runs with the quarter against 7 of 10 with
-every table (CM 0.94x against 0.81x), though every release of their rows paid. A first part of 8%
-there passed 9 of 10 (CM 0.75x) but cost Puerto Rico's rows, which fail, CM 1.06x against 1.01x
-(the loop keeps less), against the issue's target for a mismatched table at ε = 1."""
+"""Part of the workload's categorical marginals the first check scores where the margins take
+their largest share (:data:`MAX_SHARE`; every table under it): those where the public rows and the
+independent rows disagree most (:func:`~polars_rap.public_reweight.disputed_groups`: it reads the
+two candidates alone). A table where the public rows are about independent adds 2 counts of
+sensitivity and nothing to the gap: with a quarter, tables whose release pays pass more often and
+those whose release costs less often (``bench/results/public_margins_check_tables.md``; Florida's
+commuters at ε = 0.25 passed in 10 of 10 runs against 3 of 5, ``public_task_check.md``). Under the
+cap the first part is noisier (2.4% of the budget for Florida's at ε = 1, against 8%) and the
+quarter, where the loop is strongest, failed tables whose release paid (3 of 10 passes against 7):
+``docs/public-data.md``."""
 UNHELD_Z = 3.0
 """A cell no public row falls in keeps its released share in the check's independent rows
 (:func:`check_margins`) when the release exceeds this many noise stds: a share the public rows
@@ -372,25 +363,25 @@ def public_first_margins(counts: MarginCounts, public_table, domain: Domain, que
     """(the released margins: all of them, or the first part's alone when the public table failed
     the check; the report's record).
 
-    ``rho`` (the margins' share of the loop) is spent in two stages. First :data:`FIRST_PART`
-    of it measures the margins, and ``size`` public rows fitted to them (:func:`candidate_weights`,
-    drawn with ``candidate_rng``) are checked against every column independent with the same rows'
-    margins (:func:`check_margins`, :func:`independent_rows`) on the :data:`FIRST_CHECK_TABLES` of
-    the workload's categorical marginals where the two differ most (where ``rho`` is the largest
-    share, :data:`MAX_SHARE`; on all of them under it): the exponential mechanism on
-    their total L1 error in counts
-    (:func:`~polars_rap.public_reweight.choose_release`; sensitivity 2 counts a table under
-    replace-one) at ``check_rho``, charged here first. A public table whose associations are worse
-    than none stops there (on acs-income-CA Puerto Rico's rows raked to CA's true margins score CM
-    0.0045, independence 0.0023, the other states' 0.00043: ``bench/results/public_margins_probe.md``),
-    and the rest of ``rho`` stays with the loop; its rows fitted to the first part still go to the
-    final check beside the loop's (:class:`~polars_rap.public_release.PublicRelease`), which
-    releases them only where they beat the loop's rows there. Independence alone is a weaker rival than the
-    loop's rows at ε = 0.25, where small tables of other states passed and cost more than failing
-    would (``bench/results/public_margins_check_stakes.md``): with ``dry_run``, independence's
-    error is scaled by :func:`loop_ratio` (at most 1), how much better the loop does in a dry run
-    on the public rows themselves at the rho it would keep. Otherwise the rest measures the
-    margins again, and the two releases are combined (:func:`combined`). ``rng`` draws the noise.
+    ``rho`` (the margins' share of the loop) is spent in two stages. First :data:`FIRST_PART` of it
+    measures the margins, and ``size`` public rows fitted to them (:func:`candidate_weights`, drawn
+    with ``candidate_rng``) are checked against every column independent with the same rows' margins
+    (:func:`check_margins`, :func:`independent_rows`) on the :data:`FIRST_CHECK_TABLES` of the
+    workload's categorical marginals where the two differ most (where ``rho`` is the largest share,
+    :data:`MAX_SHARE`; on all of them under it): the exponential mechanism on their total L1 error
+    in counts (:func:`~polars_rap.public_reweight.choose_release`; sensitivity 2 counts a table
+    under replace-one) at ``check_rho``, charged here first. A public table whose associations are
+    worse than none stops there (on acs-income-CA Puerto Rico's rows raked to CA's true margins
+    score CM 0.0045, independence 0.0023, the other states' 0.00043:
+    ``bench/results/public_margins_probe.md``), and the rest of ``rho`` stays with the loop; its
+    rows fitted to the first part still go to the final check beside the loop's
+    (:class:`~polars_rap.public_release.PublicRelease`), which releases them only where they beat
+    the loop's rows there. Independence alone is a weaker rival than the loop's rows at ε = 0.25,
+    where small tables of other states passed and cost more than failing would
+    (``bench/results/public_margins_check_stakes.md``): with ``dry_run``, independence's error is
+    scaled by :func:`loop_ratio` (at most 1), how much better the loop does in a dry run on the
+    public rows themselves at the rho it would keep. Otherwise the rest measures the margins again,
+    and the two releases are combined (:func:`combined`). ``rng`` draws the noise.
     The record holds the check's rho, its outcome, the dry run's ratio on the scored tables
     (``margins_check_rival``, applied up to 1), how many tables it scored and ``margins_rho``,
     what the margins charged (the sum of their events)."""
