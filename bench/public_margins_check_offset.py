@@ -135,18 +135,12 @@ def offset_draw(held: dict, table, draw: int) -> dict:
 def main() -> int:
     import polars as pl
 
-    from polars_rap.public_prior import open_public, read_public
-
-    from bench.public_margins_check_rows import captured_inputs
+    from bench.public_margins_check_rows import captured_inputs, stakes_tables
     from bench.public_margins_check_stakes import TABLES
     from bench.public_margins_probe import RESULTS, probe_setup
-    from bench.public_prior import public_table, state_tables
 
     setup = probe_setup(0.25)
-    frames = {"other states": setup.public, "PR": public_table("mismatched", setup.train.columns)}
-    frames.update({t: state_tables(setup.train.columns, only=t, what=t) for t in TABLES if t not in frames})
-    tables = {name: read_public(open_public(frame, setup.task.domain, list(setup.train.columns)), setup.domain)
-              for name, frame in frames.items()}
+    tables = stakes_tables(setup)[1]
     rows, started = [], time.perf_counter()
     for epsilon in EPSILONS:
         held = captured_inputs(setup, epsilon)

@@ -56,6 +56,13 @@ def captured_inputs(setup, epsilon: float) -> dict:
     """The keyword inputs of :func:`~polars_rap.public_margins.public_first_margins` in a
     ``synthesize`` run on CA's training rows at ``epsilon`` (δ = 1/n², seed 0) with the other
     states' table; the run is stopped there."""
+    return captured(setup.train, setup.task.domain, setup.task.labels, setup.public, epsilon)
+
+
+def captured(train, domain, labels, public, epsilon: float) -> dict:
+    """The inputs of :func:`~polars_rap.public_margins.public_first_margins`, by name, in
+    ``synthesize`` on ``train`` (``domain``, ``labels``) at ``epsilon`` (δ = 1/n², seed 0) with
+    the ``public`` table; the run stops there, before any release."""
     import polars_rap
     from polars_rap import public_release
 
@@ -69,13 +76,27 @@ def captured_inputs(setup, epsilon: float) -> dict:
 
     with mock.patch.object(public_release, "public_first_margins", spy):
         try:
-            polars_rap.synthesize(setup.train, epsilon=epsilon, delta=1.0 / setup.n**2, domain=setup.task.domain,
-                                  labels=setup.task.labels, seed=0, progress=False, public=setup.public,
-                                  public_use=["margins"])
+            polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=domain, labels=labels,
+                                  seed=0, progress=False, public=public, public_use=["margins"])
         except _Captured:
             return held
     msg = f"the margins were not measured at epsilon {epsilon}: nothing to check"
     raise RuntimeError(msg)
+
+
+def stakes_tables(setup) -> tuple[dict, dict]:
+    """({name: frame}, {name: encoded public table}) for the public tables of
+    :data:`bench.public_margins_check_stakes.TABLES`: the other states', Puerto Rico's and single states'."""
+    from polars_rap.public_prior import open_public, read_public
+
+    from bench.public_margins_check_stakes import TABLES
+    from bench.public_prior import public_table, state_tables
+
+    frames = {"other states": setup.public, "PR": public_table("mismatched", setup.train.columns)}
+    frames.update({t: state_tables(setup.train.columns, only=t, what=t) for t in TABLES if t not in frames})
+    tables = {name: read_public(open_public(frame, setup.task.domain, list(setup.train.columns)), setup.domain)
+              for name, frame in frames.items()}
+    return frames, tables
 
 
 def simplex(noisy: np.ndarray) -> np.ndarray:

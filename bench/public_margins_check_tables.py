@@ -24,8 +24,6 @@ and with the most disputed half and quarter, ``1 / (1 + exp(-eps' (s E_ind - E_p
 from __future__ import annotations
 
 import time
-from unittest import mock
-
 import numpy as np
 
 DRAWS = 8
@@ -51,36 +49,6 @@ FINDINGS = (
     "and in 2 of 5 at ε = 1 (4 of 5 before: CM 0.77x -> 0.91x), where the pass probability above moves from "
     "0.66 to 0.62: the five seeds drew fewer passes than either predicts. On Texas level (at ε = 1 one run of six "
     "failed either way, on another seed).")
-NAMES = ("counts", "public_table", "domain", "queries", "true_answers", "l1_sensitivity", "n_rows", "check_rho",
-         "rho", "ledger", "backend", "rng", "size", "candidate_rng", "dry_run")
-
-
-class _Captured(Exception):  # noqa: N818 - a control-flow signal
-    """Raised by the spy once it holds the check's inputs."""
-
-
-def captured(train, domain, labels, public, epsilon: float) -> dict:
-    """The inputs of :func:`~polars_rap.public_margins.public_first_margins` in ``synthesize`` on
-    ``train`` at ``epsilon`` (δ = 1/n², seed 0) with ``public``; the run stops there."""
-    import polars_rap
-    from polars_rap import public_release
-
-    held = {}
-
-    def spy(*args):
-        held.update(zip(NAMES, args, strict=True))
-        raise _Captured
-
-    with mock.patch.object(public_release, "public_first_margins", spy):
-        try:
-            polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=domain, labels=labels,
-                                  seed=0, progress=False, public=public, public_use=["margins"])
-        except _Captured:
-            return held
-    msg = f"the margins were not measured at epsilon {epsilon}"
-    raise RuntimeError(msg)
-
-
 def group_errors(backend, rows, scored, truth_counts: np.ndarray, starts: np.ndarray, n: int) -> tuple:
     """(float64 answers of relaxed ``rows`` to the ``scored`` queries, float64 L1 error in counts per group)."""
     answers = np.asarray(backend.answers_relaxed(rows, scored, np.inf), dtype=np.float64)
@@ -146,14 +114,14 @@ def main() -> int:
     from polars_rap.selection import selection_epsilon
 
     from bench import public_task_check as florida
+    from bench.public_margins_check_rows import captured, stakes_tables
     from bench.public_margins_check_stakes import TABLES
     from bench.public_margins_probe import RESULTS, probe_setup, write_markdown
-    from bench.public_prior import public_table, state_tables
 
     setup = probe_setup(0.25)
-    frames = {"other states": setup.public, "PR": public_table("mismatched", setup.train.columns)}
-    frames.update({t: state_tables(setup.train.columns, only=t, what=t) for t in TABLES if t not in frames})
-    fl_train, fl_public = florida.tables()
+    frames = stakes_tables(setup)[0]
+    fl_train, fl_publics = florida.tables()
+    fl_public = fl_publics["margins"]
     settings = [("CA", setup.train, setup.task.domain, setup.task.labels, name, frames[name], epsilon)
                 for epsilon in (0.1, 0.25) for name in TABLES]
     settings += [("FL commuters", fl_train, florida.DOMAIN, ["MIG"], "other states", fl_public, epsilon)
