@@ -35,6 +35,7 @@ DOMAIN = {"AGEP": (17, 95), "COW": list(range(1, 10)), "SCHL": list(range(1, 25)
           "PINCP": (0, 1_400_000), "JWMNP": {"bounds": (1, 200), "nullable": True}, "MIG": [1, 2, 3]}
 """The public domain, from the ACS 2018 PUMS data dictionary (codes) and its documented ranges."""
 PRIVATE_STATE = "FL"
+"""The private state by default (``--state`` another: the same task on its rows)."""
 
 
 def person_table(path) -> pl.DataFrame:
@@ -43,19 +44,20 @@ def person_table(path) -> pl.DataFrame:
         pl.col(c).cast(pl.Int64) for c in COLUMNS if isinstance(DOMAIN[c], list))
 
 
-def tables() -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
-    """(Florida's training rows, {variant: public table}: ``margins``, every other state's rows,
+def tables(state: str = PRIVATE_STATE) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """(``state``'s training rows, {variant: public table}: ``margins``, every other state's rows,
     Puerto Rico's left out; ``margins-PR``, Puerto Rico's alone, a table of another population)."""
     from bench.public_prior import data_dir
 
     files = sorted(data_dir().glob("acs2018_1yr_person_*.parquet"))
-    private = person_table(next(f for f in files if f.stem.endswith(f"_{PRIVATE_STATE}")))
-    public = pl.concat([person_table(f) for f in files if not f.stem.endswith((f"_{PRIVATE_STATE}", "_PR"))])
+    private = person_table(next(f for f in files if f.stem.endswith(f"_{state}")))
+    public = pl.concat([person_table(f) for f in files if not f.stem.endswith((f"_{state}", "_PR"))])
     mismatched = person_table(next(f for f in files if f.stem.endswith("_PR")))
     return private.sample(fraction=0.8, seed=1, shuffle=True), {"margins": public, "margins-PR": mismatched}
 
 
-def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: float, seed: int, variant: str) -> dict:
+def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: float, seed: int, variant: str,
+            state: str = PRIVATE_STATE) -> dict:
     """One synthesis and its evaluation, as a CSV row (``variant``: ``none`` or a key of ``publics``)."""
     import polars_rap
     from polars_rap import evaluation
@@ -68,7 +70,7 @@ def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: floa
     seconds = time.perf_counter() - started
     errors = evaluation.workload_errors(train, result.data, result.domain, seed=0)
     record = result.report.public_data or {}
-    return {"state": PRIVATE_STATE, "train_rows": train.height, "public_rows": 0 if public is None else public.height,
+    return {"state": state, "train_rows": train.height, "public_rows": 0 if public is None else public.height,
             "eps": epsilon,
             "seed": seed, "variant": variant,
             **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
@@ -79,24 +81,25 @@ def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: floa
 def summary(frame: pl.DataFrame) -> pl.DataFrame:
     """Per variant, commit and ε: the mean errors over the seeds and their ratio to ``none``'s mean
     over the same seeds."""
-    none = frame.filter(pl.col("variant") == "none").select("eps", "seed", *(pl.col(c).alias(f"{c} none")
+    none = frame.filter(pl.col("variant") == "none").select("state", "eps", "seed", *(pl.col(c).alias(f"{c} none")
                                                                             for c in ("CM", "MM", "LT")))
     public = frame.filter(pl.col("variant") != "none").with_columns(pl.col("commit").str.slice(0, 7)).join(
-        none, on=["eps", "seed"]).group_by("variant", "commit", "eps").agg(
+        none, on=["state", "eps", "seed"]).group_by("state", "variant", "commit", "eps").agg(
         pl.len().alias("runs"), pl.col("check_passed").sum().alias("passed"),
         (pl.col("released") == "reweighted public rows").sum().alias("public rows released"),
         *(pl.col(c).mean() for c in ("CM", "MM", "LT")), *(pl.col(f"{c} none").mean() for c in ("CM", "MM", "LT")),
         pl.col("seconds").mean().round(1))
     return public.with_columns(
         pl.format("{} ({}x)", pl.col(c).round(6), (pl.col(c) / pl.col(f"{c} none")).round(3)).alias(c)
-        for c in ("CM", "MM", "LT")).drop(r"^.* none$").sort("variant", "eps", "commit")
+        for c in ("CM", "MM", "LT")).drop(r"^.* none$").sort("state", "variant", "eps", "commit")
 
 
 def write_markdown(frame: pl.DataFrame) -> None:
     from bench.public_margins_probe import write_markdown as write
 
-    setting = ("Florida's commuters (14,217 training rows), label MIG, public: the other states' 275,863 rows "
-               "(`margins`) or Puerto Rico's 1,556 (`margins-PR`, a table of another population); "
+    setting = ("Florida's commuters (14,217 training rows; `--state` another state's), label MIG, public: the other "
+               "states' rows (`margins`; 275,863 for Florida) or Puerto Rico's 1,608 (`margins-PR`, a table of another "
+               "population); "
                "`public_use=[\"margins\"]` against the run without a public table on the same seeds (the ratios), "
                "mean over the seeds; "
                "`passed`: the margins' first check; `public rows released`: by the final check. 2-core AMD EPYC, one "
@@ -132,21 +135,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--variants", nargs="+", choices=["none", "margins", "margins-PR"],
                         default=["none", "margins"])
+    parser.add_argument("--state", default=PRIVATE_STATE, help="the private state (two letters)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.report_only:
-        train, publics = tables()
+        train, publics = tables(args.state)
         done = pl.read_csv(OUT) if OUT.exists() else None
         commit = git_commit()
         for epsilon in args.epsilons:
             for seed in args.seeds:
                 for variant in args.variants:
-                    if done is not None and done.filter((pl.col("eps") == epsilon) & (pl.col("seed") == seed)
+                    if done is not None and done.filter((pl.col("state") == args.state) & (pl.col("eps") == epsilon)
+                                                        & (pl.col("seed") == seed)
                                                         & (pl.col("variant") == variant)
                                                         & ((pl.col("commit") == commit) | (pl.col("variant") == "none"))
                                                         ).height:
                         continue
-                    row = run_one(train, publics, epsilon, seed, variant)
+                    row = run_one(train, publics, epsilon, seed, variant, args.state)
                     print(json.dumps(row), flush=True)
                     new = pl.DataFrame([row])
                     done = new if done is None else pl.concat([done, new], how="diagonal_relaxed")
