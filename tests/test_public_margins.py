@@ -443,6 +443,20 @@ def test_matching_margins_release_the_public_rows_and_wrong_ones_do_not(private,
     assert (lost.data["SEX"] == 1).mean() > 0.2
 
 
+def test_a_table_that_fails_the_first_check_still_offers_its_first_part_rows_to_the_final_check(private, declared):
+    """The sensitive rows as their own public table, the first check forced to fail: the rest of
+    the margins is not measured, the final check is charged, and it releases the public rows
+    fitted to the first part (rows of the table itself), which beat the loop's."""
+    with mock.patch.object(public_margins, "choose_release", lambda *args, **kwargs: 1):  # the first check only
+        result = run(private, declared, public=private, public_use=["margins"])
+    record = result.report.public_data
+    assert not record["margins_check_passed"]
+    assert not any(e.description.endswith(" (second part)") for e in result.report.events)
+    assert record["reweight_check_rho"] > 0 and set(record["reweight_effective_rows"]) == {"measured"}
+    assert record["reweight_released"] == "reweighted public rows" and record["reweight_margins"] == "measured"
+    assert set(map(tuple, result.data.rows())) <= set(map(tuple, private.rows()))
+
+
 def test_a_public_table_lacking_a_column_is_refused_for_margins_naming_it(private, public, declared):
     with pytest.raises(DataError, match=r"lacks columns \['JWMNP'\].*drop 'margins'"):
         run(private, declared, public=public.drop("JWMNP"), public_use=["margins"])
