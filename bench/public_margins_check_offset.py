@@ -49,28 +49,6 @@ FINDINGS = (
     "against the dry run's loop); Texas's one failed run in six at ε = 1 is that rule's price.")
 
 
-def drawn_indices(table, weights: np.ndarray, size: int, domain, rng: np.random.Generator) -> np.ndarray:
-    """int64[size]: the public rows :func:`~polars_rap.public_reweight.reweighted_candidate` draws
-    (systematic along the sampling order, shuffled), as indices."""
-    from polars_rap.public_reweight import sampling_order
-
-    order = sampling_order(table.codes, table.numerics, domain)
-    cumulative = np.cumsum(weights[order] / weights.sum())
-    drawn = order[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(size)) / size, side="right"),
-                             len(weights) - 1)]
-    rng.shuffle(drawn)
-    return drawn
-
-
-def relaxed(table, drawn: np.ndarray, domain) -> np.ndarray:
-    """float32[len(drawn), n_coords]: the public rows ``drawn`` as relaxed rows (one-hot)."""
-    from polars_rap.public_reweight import reweighted_candidate
-
-    weights = np.bincount(drawn, minlength=table.codes.shape[0]).astype(np.float64)
-    # systematic resampling of integer weights summing to len(drawn) returns exactly those rows
-    return reweighted_candidate(table.codes, table.numerics, weights, len(drawn), domain, np.random.default_rng(0))
-
-
 def cm_counts_error(held: dict, rows: np.ndarray, truth: np.ndarray) -> float:
     """Total L1 error in counts of relaxed ``rows`` on the CM groups against ``truth`` (float64
     shares of those groups' queries), as the check computes it."""
@@ -98,9 +76,11 @@ def cm_truth(held: dict, rows: np.ndarray | None = None) -> np.ndarray:
 def fitted_rows(held: dict, table, released, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(int64 drawn public rows, their relaxed rows): ``size`` rows fitted to ``released``."""
     from polars_rap.public_margins import candidate_weights
+    from polars_rap.public_reweight import drawn_rows, public_relaxed
 
-    drawn = drawn_indices(table, candidate_weights(table, released, held["domain"]), held["size"], held["domain"], rng)
-    return drawn, relaxed(table, drawn, held["domain"])
+    weights = candidate_weights(table, released, held["domain"])
+    drawn = drawn_rows(table.codes, table.numerics, weights, held["size"], held["domain"], rng)
+    return drawn, public_relaxed(table.codes, table.numerics, drawn, held["domain"])
 
 
 def offset_draw(held: dict, table, draw: int) -> dict:

@@ -42,8 +42,9 @@ from polars_rap.transforms import equal_bin
 
 __all__ = ["CHECK_SHARE", "CHECK_TABLES", "MARGIN_SETS", "NUMERIC_CELLS", "MAX_CANDIDATE_ROWS", "candidate_rows",
            "charge_check", "check_columns", "check_groups", "checked_release", "choose_release", "crossed_cells",
-           "crossed_margins", "disputed_groups", "error_scale", "margin_cells", "rake", "raked_candidates",
-           "raking_targets", "relaxed_margins", "reweighted_candidate", "SAMPLING_CELLS", "sampling_order"]
+           "crossed_margins", "disputed_groups", "drawn_rows", "error_scale", "margin_cells", "public_relaxed", "rake",
+           "raked_candidates", "raking_targets", "relaxed_margins", "reweighted_candidate", "SAMPLING_CELLS",
+           "sampling_order"]
 
 CHECK_SHARE = 0.02
 """Part of the loop's budget held out for the check between the loop's rows and the reweighted
@@ -202,16 +203,28 @@ def sampling_order(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> n
 
 def reweighted_candidate(codes: np.ndarray, numerics: np.ndarray, weights: np.ndarray, n_rows: int,
                          domain: Domain, rng: np.random.Generator) -> np.ndarray:
-    """float32[n_rows, n_coords]: ``n_rows`` public rows drawn by ``weights`` (systematic
-    resampling along :func:`sampling_order`, shuffled) as relaxed rows: one-hot categorical
-    blocks, numerics as mapped (a null value's coordinate at 0.5; its indicator says null)."""
+    """float32[n_rows, n_coords]: ``n_rows`` public rows drawn by ``weights`` (:func:`drawn_rows`)
+    as relaxed rows (:func:`public_relaxed`)."""
+    return public_relaxed(codes, numerics, drawn_rows(codes, numerics, weights, n_rows, domain, rng), domain)
+
+
+def drawn_rows(codes: np.ndarray, numerics: np.ndarray, weights: np.ndarray, n_rows: int, domain: Domain,
+               rng: np.random.Generator) -> np.ndarray:
+    """int64[n_rows]: public row indices drawn by ``weights`` (systematic resampling along
+    :func:`sampling_order`, shuffled)."""
     order = sampling_order(codes, numerics, domain)
     cumulative = np.cumsum(weights[order] / weights.sum())
     drawn = np.searchsorted(cumulative, (rng.random() + np.arange(n_rows)) / n_rows, side="right")
     drawn = order[np.minimum(drawn, len(weights) - 1)]
     rng.shuffle(drawn)
-    out = np.zeros((n_rows, domain.n_coords), dtype=np.float32)
-    rows = np.arange(n_rows)
+    return drawn
+
+
+def public_relaxed(codes: np.ndarray, numerics: np.ndarray, drawn: np.ndarray, domain: Domain) -> np.ndarray:
+    """float32[len(drawn), n_coords]: public rows ``drawn`` (int64 indices) as relaxed rows: one-hot
+    categorical blocks, numerics as mapped (a null value's coordinate at 0.5; its indicator says null)."""
+    out = np.zeros((len(drawn), domain.n_coords), dtype=np.float32)
+    rows = np.arange(len(drawn))
     for b, block in enumerate(block_slices(domain)):
         out[rows, block.start + codes[drawn, b]] = 1.0
     values = numerics[drawn]
