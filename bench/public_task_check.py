@@ -1,4 +1,5 @@
-"""A task none of the public-table work was tuned on (issue 19): Florida's commuters, who moved.
+"""Tasks none of the public-table work was tuned on (issue 19): Florida's commuters, who moved,
+and Boston's residents, with NIST's excerpt of other regions as the public table.
 
 Private: Florida's ACS 2018 person rows (17,772; 80% drawn as training rows, seed 1), the columns
 a commuting study would keep (age, class of worker, schooling, marital status, sex, race,
@@ -14,7 +15,16 @@ For each ε and seed: ``synthesize`` without a public table (``none``) and with 
 and what the final check released. Appends to ``bench/results/public_task_check.csv``
 (resumable: rows already there for the same commit are skipped) and writes its ``.md``.
 
+``--task sdnist-ma``: private, NIST's Massachusetts excerpt of ACS 2018 (7,244 person rows of five
+Boston-area PUMAs; 80% drawn as training rows, seed 1); public, NIST's national excerpt (27,111 rows
+of 20 PUMAs in 16 other states; ``margins``), or one of its PUMAs alone, the Bronx's (1,109 rows, 65%
+Hispanic, 7% above $50,000; ``margins-Bronx``, a table of another population). Columns and domain
+are the ``sdnist-national`` task's (:mod:`polars_rap.datasets`, from SDNist's data dictionary)
+without PUMA, whose codes the two tables do not share; the label is PINCP > 50000. The CSV's
+``state`` is ``MA-sdnist``.
+
     PYTHONPATH=src:. python -m bench.public_task_check --epsilons 0.1 0.25 1 --seeds 0 1 2 3 4
+    PYTHONPATH=src:. python -m bench.public_task_check --task sdnist-ma --variants none margins margins-Bronx
 """
 
 from __future__ import annotations
@@ -56,8 +66,33 @@ def tables(state: str = PRIVATE_STATE) -> tuple[pl.DataFrame, dict[str, pl.DataF
     return private.sample(fraction=0.8, seed=1, shuffle=True), {"margins": public, "margins-PR": mismatched}
 
 
+SDNIST_STATE = "MA-sdnist"
+"""The CSV's ``state`` for ``--task sdnist-ma``."""
+SDNIST_LABEL = "PINCP_gt_50000"
+MISMATCHED_PUMA = "36-03710"
+"""The Bronx's PUMA in NIST's national excerpt: the public table of another population for Boston."""
+
+
+def sdnist_tables() -> tuple[pl.DataFrame, dict[str, pl.DataFrame], dict]:
+    """(Boston's training rows, {variant: public table}: ``margins``, NIST's national excerpt;
+    ``margins-Bronx``, its Bronx PUMA alone; the domain): the ``sdnist-national`` task's columns,
+    preprocessing and domain without PUMA, for NIST's Massachusetts excerpt as the private table."""
+    from polars_rap import datasets
+
+    from bench.public_prior import data_dir
+
+    task = datasets.load_task("sdnist-national", data_dir=data_dir())
+    domain = {column: spec for column, spec in task.domain.items() if column != "PUMA"}
+    raw = pl.read_parquet(data_dir() / "sdnist_acs2018_ma_excerpt.parquet")
+    private = raw.with_columns((pl.col("PINCP") > 50_000).fill_null(False).alias(SDNIST_LABEL)).select(
+        pl.col(c).cast(task.frame.schema[c]) for c in domain)
+    public = task.frame.select(list(domain))
+    mismatched = task.frame.filter(pl.col("PUMA") == MISMATCHED_PUMA).select(list(domain))
+    return private.sample(fraction=0.8, seed=1, shuffle=True), {"margins": public, "margins-Bronx": mismatched}, domain
+
+
 def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: float, seed: int, variant: str,
-            state: str = PRIVATE_STATE) -> dict:
+            state: str = PRIVATE_STATE, domain: dict = DOMAIN, label: str = "MIG") -> dict:
     """One synthesis and its evaluation, as a CSV row (``variant``: ``none`` or a key of ``publics``)."""
     import polars_rap
     from polars_rap import evaluation
@@ -65,7 +100,7 @@ def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: floa
     public = publics.get(variant)
     extra = {} if public is None else {"public": public, "public_use": ["margins"]}
     started = time.perf_counter()
-    result = polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=DOMAIN, labels=["MIG"],
+    result = polars_rap.synthesize(train, epsilon=epsilon, delta=1.0 / train.height**2, domain=domain, labels=[label],
                                    seed=seed, progress=False, **extra)
     seconds = time.perf_counter() - started
     errors = evaluation.workload_errors(train, result.data, result.domain, seed=0)
@@ -139,25 +174,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.25, 1.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--variants", nargs="+", choices=["none", "margins", "margins-PR"],
+    parser.add_argument("--variants", nargs="+", choices=["none", "margins", "margins-PR", "margins-Bronx"],
                         default=["none", "margins"])
-    parser.add_argument("--state", default=PRIVATE_STATE, help="the private state (two letters)")
+    parser.add_argument("--task", choices=["commuters", "sdnist-ma"], default="commuters")
+    parser.add_argument("--state", default=PRIVATE_STATE, help="the commuters' private state (two letters)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.report_only:
-        train, publics = tables(args.state)
+        if args.task == "sdnist-ma":
+            state, label = SDNIST_STATE, SDNIST_LABEL
+            train, publics, domain = sdnist_tables()
+        else:
+            state, label, domain = args.state, "MIG", DOMAIN
+            train, publics = tables(state)
         done = pl.read_csv(OUT) if OUT.exists() else None
         commit = git_commit()
         for epsilon in args.epsilons:
             for seed in args.seeds:
                 for variant in args.variants:
-                    if done is not None and done.filter((pl.col("state") == args.state) & (pl.col("eps") == epsilon)
+                    if done is not None and done.filter((pl.col("state") == state) & (pl.col("eps") == epsilon)
                                                         & (pl.col("seed") == seed)
                                                         & (pl.col("variant") == variant)
                                                         & ((pl.col("commit") == commit) | (pl.col("variant") == "none"))
                                                         ).height:
                         continue
-                    row = run_one(train, publics, epsilon, seed, variant, args.state)
+                    row = run_one(train, publics, epsilon, seed, variant, state, domain, label)
                     print(json.dumps(row), flush=True)
                     new = pl.DataFrame([row])
                     done = new if done is None else pl.concat([done, new], how="diagonal_relaxed")
