@@ -172,14 +172,18 @@ def test_systematic_draws_along_the_order_give_each_label_and_numeric_cell_its_c
 def test_the_checks_score_moves_by_at_most_its_sensitivity_when_one_row_is_replaced(private, domain):
     """Audit of :func:`choose_release`'s sensitivity: over every replacement of one row by
     another drawn from a pool, the exact total L1 error over the check's groups moves by at most
-    the sum of those groups' L1 sensitivities (2 counts a marginal table), for two candidates."""
+    the sum of those groups' L1 sensitivities (2 counts a marginal table or a numeric histogram's
+    prefix), for two candidates."""
     from polars_rap.encoding import encode
     from polars_rap.kernels import cpu
+    from polars_rap.numeric_histograms import histogram_groups
+    from polars_rap.queries import QuerySet
 
-    queries = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"), n_linear_thresholds=50,
-                             n_mixed_marginals=10)
+    workload = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"), n_linear_thresholds=50,
+                              n_mixed_marginals=10)
+    queries = QuerySet.concatenate([workload, histogram_groups(domain, max_bins=16)])
     groups = check_groups(queries)
-    assert set(np.unique(queries.group_class[groups])) <= {CLASS_CODES["CM"], CLASS_CODES["MM"]}
+    assert set(np.unique(queries.group_class[groups])) == {CLASS_CODES[c] for c in ("CM", "MM", "NH")}
     data = encode(private.head(200), domain)
     n = 200
     l1, _ = group_sensitivities(queries, n)
