@@ -288,6 +288,39 @@ def test_the_check_scores_the_tables_where_the_candidates_disagree_most():
     np.testing.assert_array_equal(disputed_groups([same, other, third], sizes, 0.75), [1, 2, 3])
     np.testing.assert_array_equal(disputed_groups([same, same], sizes, 0.5), [0, 1])  # all tied: the first
     assert len(disputed_groups([same, other], sizes, 0.01)) == 1
+    np.testing.assert_array_equal(disputed_groups([same, other, third], sizes, 0.5, of=2), [2])  # ceil(0.5 * 2)
+    np.testing.assert_array_equal(disputed_groups([same, other, third], sizes, 0.5, of=100), [0, 1, 2, 3])  # all
+
+
+def test_the_final_check_sees_the_numeric_columns(private, domain):
+    """Two candidates for the final check: the sensitive rows with every age moved to 99 (their
+    categorical tables exact) and the same rows with SEX drawn at random (their ages exact). On
+    the categorical tables alone the first wins; with the numeric histograms' prefixes pooled in
+    (as many groups kept as half the tables) the check sees the ages and keeps the second."""
+    from polars_rap.encoding import encode
+    from polars_rap.kernels import cpu, get_backend
+    from polars_rap.numeric_histograms import histogram_groups
+    from polars_rap.public_reweight import checked_release, public_relaxed
+    from polars_rap.queries import QuerySet
+
+    data = encode(private, domain)
+    n = private.height
+    rows = public_relaxed(data.codes, data.numerics, np.arange(n), domain)
+    age = domain.n_categorical_coords + [spec.name for spec in domain.numeric_columns].index("AGEP")
+    aged = rows.copy()
+    aged[:, age] = 1.0  # the upper bound, mapped: every age at 99
+    shuffled_codes = data.codes.copy()
+    sex = [block.source for block in domain.blocks].index("SEX")
+    shuffled_codes[:, sex] = np.random.default_rng(0).integers(0, 2, n)
+    shuffled = public_relaxed(shuffled_codes, data.numerics, np.arange(n), domain)
+    tables = build_workload(domain, np.random.default_rng(0), classes=("CM",))
+    with_prefixes = QuerySet.concatenate([tables, histogram_groups(domain, max_bins=16)])
+    for queries, released in ((tables, "reweighted public rows"), (with_prefixes, "synthetic rows")):
+        truth = cpu.answers_exact(data.codes, data.numerics, queries)
+        l1, _ = group_sensitivities(queries, n)
+        _, record = checked_release(shuffled, {"measured": aged}, {"measured": float(n)}, queries, truth, l1, n,
+                                    1.0, get_backend("cpu"), np.random.default_rng(1))
+        assert record["reweight_released"] == released
 
 
 def test_charge_check_records_one_event_of_exactly_its_rho():
