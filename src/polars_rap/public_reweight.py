@@ -244,11 +244,15 @@ def check_groups(queries: QuerySet) -> np.ndarray:
     Boston's margins (38.8 effective rows, every density the Bronx's; MM 3.3x, LT 4.5x of the run
     without a public table). A numeric column's joint with another stays unseen: rows fitted to
     the first tenth of the margins alone still won there once with MM 1.8x."""
-    is_marginal = np.diff(queries.group_column_offsets) > 0
-    classes = np.isin(queries.group_class, [CLASS_CODES["CM"], CLASS_CODES["MM"]])
     prefixes = queries.group_class == CLASS_CODES["NH"]
-    groups = np.flatnonzero((is_marginal & classes) | prefixes)
+    groups = np.flatnonzero(_marginal_tables(queries) | prefixes)
     return groups if len(groups) else np.arange(queries.n_groups)
+
+
+def _marginal_tables(queries: QuerySet) -> np.ndarray:
+    """bool[n_groups]: the groups that are marginal tables (categorical or mixed, with columns)."""
+    is_marginal = np.diff(queries.group_column_offsets) > 0
+    return is_marginal & np.isin(queries.group_class, [CLASS_CODES["CM"], CLASS_CODES["MM"]])
 
 
 def disputed_groups(candidate_answers: Sequence[np.ndarray], sizes: np.ndarray, share: float,
@@ -373,7 +377,7 @@ def checked_release(relaxed: np.ndarray, candidates: dict[str, np.ndarray], effe
     scored = queries.take_groups(groups)  # only the check's tables: their answers, not the whole workload's
     released = [relaxed, *candidates.values()]
     answers = [backend.answers_relaxed(x, scored, np.inf) for x in released]
-    tables = int(np.isin(scored.group_class, [CLASS_CODES["CM"], CLASS_CODES["MM"]]).sum()) or scored.n_groups
+    tables = int(_marginal_tables(scored).sum()) or scored.n_groups
     kept = disputed_groups(answers, scored.group_sizes, CHECK_TABLES, of=tables)  # public: where they differ
     positions = scored.group_query_indices(kept)  # the kept tables' queries in the answers above
     chosen = choose_release([a[positions] for a in answers], true_answers, queries, groups[kept], l1_sensitivity,
