@@ -133,7 +133,7 @@ def prior_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, floa
     centres = publics if centres is None else centres
     penalty = np.concatenate([public ** (2.0 - exponent) / prior_variance(noisy, std, centre, estimate, exponent)
                               for (noisy, std), public, centre in zip(released, publics, centres, strict=True)])
-    return mode_weights(index, target, precision, penalty, publics)[1]
+    return mode_weights(index, target, precision, penalty, publics)
 
 
 def main() -> int:

@@ -1,12 +1,14 @@
-"""Each margin's prior variance taken from what its own tilt must explain, offline (issue 19).
+"""Each margin's prior variance taken from what its own tilt must explain, offline (issue 19). Dropped.
 
 :func:`~polars_rap.public_tilt.tilted_weights` estimated each margin's ``tau^2`` from its release's
 gap to the public table's margin. But in the joint fit a margin's own log-factors need explain only
 the gap to the margin the *other* margins' tilts give it: CA's birthplace margin lies far from the
 other states' (its ``tau^2`` was large, its noise kept), yet the race and citizenship releases
-carry most of that gap already. The library now finds the mode again with ``tau^2`` from that gap
-(:data:`~polars_rap.public_tilt.REFITS`, :func:`~polars_rap.public_tilt.others_margins`); this
-compares no refit, one (the library's) and two.
+carry most of that gap already. Commit ``22aebf6`` found the mode again with ``tau^2`` from that gap
+(``public_tilt.REFITS``, ``public_tilt.others_margins``); this compares no refit, one and two (that
+commit's). Through the pipeline it lowered CA's errors a little but raised Texas's CM on every seed
+and failed Texas's check at ε = 1 in 2 of 3 runs (``public_margins_refit_fit.md``): it was reverted,
+so this probe runs at ``22aebf6`` only.
 
 The simulation is :mod:`bench.public_margins_joint`'s: CA's true margins as the library measures
 them with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn
@@ -15,7 +17,8 @@ draw seeds for every row.
 
 No release: the noise is simulated on CA's true margins.
 
-    PYTHONPATH=src:. python -m bench.public_margins_refit    # -> bench/results/public_margins_refit.md
+    git worktree add /tmp/refit 22aebf6 && cd /tmp/refit && \
+        PYTHONPATH=src:. python -m bench.public_margins_refit    # -> bench/results/public_margins_refit.md
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ from bench.public_margins_joint import DRAWS, simulation
 
 VARIANTS = {"no refit (tau^2 from the gap to the public margins, before)": 0,
             "one refit": 1,
-            "two refits (the library)": 2}
+            "two refits (22aebf6's library)": 2}
 FINDINGS = (
     "What it showed (2-core AMD EPYC, alone; errors only): one refit takes CM from {before} to {after} of the run "
     "without a public table (lower on {lower} of {draws} draws), MM {mm_before} -> {mm_after}, LT {lt_before} -> "
-    "{lt_after}; a second refit (the library's) {second}.")
+    "{lt_after}; a second refit (22aebf6's library) {second}.")
 
 
 def main() -> int:

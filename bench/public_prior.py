@@ -328,6 +328,16 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "swinging as they do between seeds at ε = 0.1. Where it changed the outcome: Boston's NIST excerpt "
         "(`public_task_check.md`).",
     ),
+    "public_margins_refit_fit": (
+        "Dropped: each margin's prior variance refitted twice from its release's gap to the margin the other "
+        "margins' tilts give it (commit `22aebf6`, `public_margins_refit.md`; 2-core AMD EPYC, alone). Against "
+        "`public_margins_nh.csv` (the same seeds): the other states' table CM 0.986x at ε = 0.25 (lower on 2 of 3 "
+        "seeds, the third level), MM 0.945x, LT 0.974x; at ε = 0.1 CM 0.991x, MM 0.899x, LT 0.871x; Puerto Rico's "
+        "runs the same rows. On Texas (`other_state_check.csv`, seeds 0-2 against `bcab9f7` rerun the same day) "
+        "it raised CM at ε = 0.25 on every seed (1.027x) and at ε = 1 failed the check in 2 of 3 runs that passed "
+        "before (CM 1.29x): taking a margin's prior from the fit's own associations trusts them too far where the "
+        "public table's are not the private one's.",
+    ),
     "public_margins_check_quarter": (
         "The margins' first check scoring the quarter of its CM tables where the public rows and the independent "
         "rows differ most, the dry run's ratio on the same tables (commit `b391171`; 2-core AMD EPYC, alone). "

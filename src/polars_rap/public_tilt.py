@@ -10,15 +10,6 @@ table's, ``d_ic ~ N(0, tau_i^2 p_ic)``, carried onto the log-factors (``d_ic ≈
 (:func:`prior_variance`). The weights are the posterior mode, found by L-BFGS on ``theta`` scaled by
 the objective's diagonal curvature (``p_ic / std_i^2 + p_ic / tau_i^2``).
 
-What ``tau_i^2`` measures. Margin ``i``'s own log-factors need only explain how far its release lies
-from the margin the *other* margins' tilts give it: a birthplace margin that the race and
-citizenship releases already carry to its release needs no tilt of its own. So the mode is found
-three times (:data:`REFITS`): first with ``tau_i^2`` from the release's gap to the public table's
-margin, then again with it from the gap to the last mode's margin less margin ``i``'s own
-log-factors (:func:`others_margins`). On acs-income-CA at ε = 0.25, offline (``bench/results/public_margins_refit.md``,
-8 noise draws): CM 0.544x -> 0.535x of the run without a public table, MM 0.392x -> 0.369x, LT
-0.466x -> 0.444x.
-
 Why at once. Shrinking each margin alone and raking the rows to the estimates
 (:func:`~polars_rap.public_shrinkage.measured_margins`, then
 :func:`~polars_rap.public_reweight.rake`) estimates each margin from its own release only. Here the
@@ -49,8 +40,8 @@ from threadpoolctl import threadpool_limits
 
 from polars_rap.public_reweight import rake
 
-__all__ = ["REFITS", "TAU2_FLOOR", "mode_weights", "moment_variance", "others_margins", "prior_variance",
-           "tilt_arrays", "tilt_objective", "tilted_weights"]
+__all__ = ["TAU2_FLOOR", "mode_weights", "moment_variance", "prior_variance", "tilt_arrays", "tilt_objective",
+           "tilted_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,12 +50,6 @@ TAU2_FLOOR = 1e-6
 ``0.001 sqrt(p)``): a margin within its noise of the public one is held there but not infinitely
 stiffly. In an offline trial on acs-income-CA at ε = 0.25 (one-way margins, 8 draws; not kept as a
 probe) a floor of 1e-5 scored as 1e-6 did, CM 0.541x against 0.540x."""
-REFITS = 2
-"""Times the mode is found again, from the last, with each margin's ``tau^2`` taken from its
-release's gap to the margin the other margins' tilts give it at the last mode (module docstring):
-each refit lets a margin the others explain keep less of its noise. Offline on acs-income-CA at
-ε = 0.25 (``bench/results/public_margins_refit.md``) one refit scored CM 0.534x of the run without a
-public table (0.544x with none), MM 0.378x, LT 0.458x; two, CM 0.535x, MM 0.369x, LT 0.444x."""
 MAX_ITERATIONS = 3000
 """L-BFGS iterations at most; on acs-income-CA's 260,000 public rows and 20 margins the mode is
 reached in 300-550 (``bench/results/tilt_timing.csv``: 4.2 s a fit on 2 cores, 7.1 s with the
@@ -194,12 +179,11 @@ def tilt_arrays(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray
 
 
 def mode_weights(index: np.ndarray, target: np.ndarray, precision: np.ndarray, penalty: np.ndarray,
-                 publics: Sequence[np.ndarray], start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(``theta`` float64[cells], the tilted rows' weights float64[n_rows] summing to 1) at the mode of
+                 publics: Sequence[np.ndarray]) -> np.ndarray:
+    """float64[n_rows] summing to 1: the tilted rows' weights at the mode of
     :func:`tilt_objective` (the kernel's arrays, :func:`tilt_arrays`; ``penalty`` float64[cells], the
-    prior's precision on each log-factor), found by L-BFGS from ``start`` (0 when not given) on
-    ``theta`` scaled by the objective's diagonal curvature at 0 (``p / std^2 + penalty``; 1 where
-    that is 0)."""
+    prior's precision on each log-factor), found by L-BFGS on ``theta`` scaled by the objective's
+    diagonal curvature at 0 (``p / std^2 + penalty``; 1 where that is 0)."""
     curvature = np.concatenate(publics) * precision + penalty
     scale = 1.0 / np.sqrt(np.where(curvature > 0, curvature, 1.0))
 
@@ -207,30 +191,15 @@ def mode_weights(index: np.ndarray, target: np.ndarray, precision: np.ndarray, p
         value, gradient, _ = tilt_objective(phi * scale, index, target, precision, penalty)
         return value, gradient * scale
 
-    first = np.zeros(len(target)) if start is None else np.asarray(start, dtype=np.float64) / scale
     # L-BFGS-B's own linear algebra is small; BLAS threads spinning beside the kernel's took it from
     # 7.2 s to 13 s a fit on CA's public rows (bench/results/tilt_timing.csv)
     with threadpool_limits(limits=1, user_api="blas"):
-        found = minimize(scaled, first, jac=True, method="L-BFGS-B",
+        found = minimize(scaled, np.zeros(len(target)), jac=True, method="L-BFGS-B",
                          options={"maxiter": MAX_ITERATIONS, "gtol": 1e-8, "ftol": 1e-12})
     if not found.success:
         logger.info("public margins: the public rows' weights stopped after %d iterations short of the mode (%s); "
                     "they are released as they are", found.nit, found.message)
-    theta = found.x * scale
-    return theta, tilt_objective(theta, index, target, precision, penalty)[2]
-
-
-def others_margins(cells: Sequence[np.ndarray], sizes: Sequence[int], theta: np.ndarray,
-                   weights: np.ndarray) -> list[np.ndarray]:
-    """float64[sizes[i]] per margin ``i``: its shares under ``weights`` (float64[rows], the tilt at
-    ``theta``, every margin's cells end to end) with its own log-factors taken out, i.e. the margin
-    the other margins' tilts give it. ``cells``: int per public row, one array per margin."""
-    margins, offset = [], 0
-    for cell, size in zip(cells, sizes, strict=True):
-        base = weights * np.exp(-theta[offset:offset + size][cell])
-        offset += size
-        margins.append(np.bincount(cell, weights=base, minlength=size) / max(float(base.sum()), 1e-300))
-    return margins
+    return tilt_objective(found.x * scale, index, target, precision, penalty)[2]
 
 
 def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndarray, float]],
@@ -241,15 +210,9 @@ def tilted_weights(cells: Sequence[np.ndarray], released: Sequence[tuple[np.ndar
     shares per margin (computed from ``cells`` when not given)."""
     index, target, precision, publics = tilt_arrays(cells, released, publics)
     exact = [std == 0 for _, std in released]
-
-    def penalty(centres: Sequence[np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.zeros(len(noisy)) if std == 0 else public / prior_variance(noisy, std, centre)
-                               for (noisy, std), public, centre in zip(released, publics, centres, strict=True)])
-
-    theta, weights = mode_weights(index, target, precision, penalty(publics), publics)
-    for _ in range(REFITS):
-        centres = others_margins(cells, [len(noisy) for noisy, _ in released], theta, weights)
-        theta, weights = mode_weights(index, target, precision, penalty(centres), publics, start=theta)
+    penalty = np.concatenate([np.zeros(len(noisy)) if std == 0 else public / prior_variance(noisy, std, public)
+                              for (noisy, std), public in zip(released, publics, strict=True)])
+    weights = mode_weights(index, target, precision, penalty, publics)
     if any(exact):
         kept = [m for m, is_exact in enumerate(exact) if is_exact]
         weights = rake([cells[m] for m in kept], [released[m][0] for m in kept], start=weights)
