@@ -95,17 +95,20 @@ def scored(mean, none: dict) -> dict:
 
 
 def write_report(name: str, title: str, setting: str, rows: list[dict], none: dict, findings: str,
-                 draws: int = DRAWS) -> None:
+                 draws: int = DRAWS, state: str = "CA", probe: str | None = None) -> None:
     """``bench/results/<name>.md`` (and printed): ``title``, the simulation's setting (``setting``
     ends it: what the margins and tables were), the table of ``rows`` (means of ``draws`` noise
-    draws) and ``findings``."""
+    draws) and ``findings``; ``state``: the private state (:func:`~bench.public_margins_probe.probe_setup`),
+    ``probe``: the module's name when it is not ``name``."""
     import polars as pl
 
     from bench.run import table_markdown
 
-    lines = [f"# {title} (bench/{name}.py)", "",
-             f"acs-income-CA, ε = {EPSILON} (δ = 1/n²), {draws} noise draws a row; ratios to polars-rap's default "
-             f"without a public table (headline.csv, 3 seeds: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
+    where = ("acs-income-CA", "headline.csv, 3 seeds") if state == "CA" else (
+        f"{state}'s rows as in other_state_check.py", "other_state_check.csv, the latest run per seed")
+    lines = [f"# {title} (bench/{probe or name}.py)", "",
+             f"{where[0]}, ε = {EPSILON} (δ = 1/n²), {draws} noise draws a row; ratios to polars-rap's default "
+             f"without a public table ({where[1]}: CM {none['CM']:.6f}, MM {none['MM']:.5f}, "
              f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's one-way weights"
              f"{setting}. Run {time.strftime('%Y-%m-%d')}.", "",
              table_markdown(pl.DataFrame(rows)), "", findings]

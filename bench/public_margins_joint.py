@@ -86,17 +86,18 @@ class Simulation(NamedTuple):
                             np.random.default_rng(7 + draw))
 
 
-def simulation(draws: int = DRAWS) -> Simulation:
+def simulation(draws: int = DRAWS, state: str = "CA") -> Simulation:
     """CA's true margins as the library measures them, with the Gaussian noise of their weights'
     share (:func:`~polars_rap.public_margins._weights`) of :data:`MARGINS_SHARE` of the ε =
     :data:`EPSILON` budget (δ = 1/n², L2 sensitivity sqrt(2)/n a margin): ``draws`` draws from seed
-    100, margin by margin within a draw."""
+    100, margin by margin within a draw; ``state``'s rows as the private table
+    (:func:`~bench.public_margins_probe.probe_setup`)."""
     from polars_rap import public_margins as pm
     from polars_rap.accounting import rho_from_epsilon_delta
 
     from bench.public_margins_probe import probe_setup
 
-    setup = probe_setup(EPSILON)
+    setup = probe_setup(EPSILON, state)
     n = setup.n
     rho = MARGINS_SHARE * rho_from_epsilon_delta(EPSILON, 1.0 / n**2)
     encoded, cells, true = library_margins(setup)

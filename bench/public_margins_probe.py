@@ -115,28 +115,45 @@ class ProbeSetup:
     none: dict
 
 
-def probe_setup(epsilon: float) -> ProbeSetup:
-    """:class:`ProbeSetup` of acs-income-CA with the other states' rows, ``none`` at ``epsilon``."""
+def probe_setup(epsilon: float, state: str = "CA") -> ProbeSetup:
+    """:class:`ProbeSetup` of acs-income-CA with the other states' rows, ``none`` at ``epsilon``
+    (the headline's runs). Another ``state`` (two letters): its rows split and its public table
+    built as :mod:`bench.other_state_check` does (every other state's rows), ``none`` the mean of
+    that check's runs without a public table at ``epsilon`` (the latest per seed)."""
     import polars as pl
 
+    from polars_rap import datasets
     from polars_rap.domain import Domain
     from polars_rap.public_prior import open_public, read_public
     from polars_rap.public_reweight import sampling_order
 
-    from bench.public_prior import DATASET, public_table
+    from bench.public_prior import DATASET, public_table, state_tables
     from bench.run import prepare_dataset
 
-    train, test, task = prepare_dataset(DATASET, None)
+    if state == "CA":
+        train, test, task = prepare_dataset(DATASET, None)
+        public = public_table("matched", train.columns)
+        headline = pl.read_csv(RESULTS / "headline.csv").filter(
+            (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == epsilon))
+        none = {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")}
+    else:
+        task = datasets.load_task(DATASET)  # its domain holds every state's codes
+        train, test = datasets.train_test_split(state_tables(task.frame.columns, only=state), test_fraction=0.2,
+                                                seed=0)
+        public = state_tables(task.frame.columns, but=state)
+        runs = pl.read_csv(RESULTS / "other_state_check.csv").filter(
+            (pl.col("state") == state) & (pl.col("variant") == "none") & (pl.col("eps") == epsilon)
+        ).sort("date").unique("seed", keep="last")
+        if runs.is_empty():
+            msg = f"no run without a public table for {state} at ε = {epsilon} in other_state_check.csv"
+            raise ValueError(msg)
+        none = {c: float(runs[c].mean()) for c in ("CM", "MM", "LT")}
     categorical = [c for c, spec in task.domain.items() if isinstance(spec, list)]
     numeric = [c for c in task.domain if c not in categorical]
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
-    public = public_table("matched", train.columns)
     encoded = read_public(open_public(public, task.domain, list(train.columns)), domain)
-    headline = pl.read_csv(RESULTS / "headline.csv").filter(
-        (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == epsilon))
     return ProbeSetup(train, test, task, task.labels[0], categorical, numeric, categorical + numeric, train.height,
-                      domain, public, sampling_order(encoded.codes, encoded.numerics, domain),
-                      {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")})
+                      domain, public, sampling_order(encoded.codes, encoded.numerics, domain), none)
 
 
 def probe_codes(setup: ProbeSetup) -> tuple[dict, dict]:

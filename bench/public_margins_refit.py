@@ -19,6 +19,9 @@ No release: the noise is simulated on CA's true margins.
 
     git worktree add /tmp/refit 22aebf6 && cd /tmp/refit && \
         PYTHONPATH=src:. python -m bench.public_margins_refit    # -> bench/results/public_margins_refit.md
+    ... python -m bench.public_margins_refit --state TX    # -> bench/results/public_margins_refit_TX.md
+
+(At ``22aebf6`` the bench folder lacks ``--state``: copy this checkout's ``bench/`` over it first.)
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ FINDINGS = (
     "{lt_after}; a second refit (22aebf6's library) {second}.")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     import polars as pl
 
     from polars_rap import public_tilt
@@ -44,7 +49,10 @@ def main() -> int:
     from bench.public_margins_beyond import scored, write_report
     from bench.run import table_markdown
 
-    sim = simulation()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--state", default="CA", help="the private state (CA: the headline's task)")
+    state = parser.parse_args(argv).state
+    sim = simulation(state=state)
     library = public_tilt.REFITS
     scores = {}
     try:
@@ -67,10 +75,11 @@ def main() -> int:
         draws=DRAWS, mm_before=f"{ratio[before][1]:.3f}x", mm_after=f"{ratio[after][1]:.3f}x",
         lt_before=f"{ratio[before][2]:.3f}x", lt_after=f"{ratio[after][2]:.3f}x",
         second=f"scores CM {ratio[second][0]:.3f}x, MM {ratio[second][1]:.3f}x, LT {ratio[second][2]:.3f}x")
-    write_report("public_margins_refit", "Each margin's prior variance from what its own tilt must explain",
+    write_report("public_margins_refit" + ("" if state == "CA" else f"_{state}"),
+                 "Each margin's prior variance from what its own tilt must explain",
                  "; the library's margins (binary features split by the label), the same noise draws for each row",
                  rows, none, findings + "\n\n## CM per draw\n\n" + table_markdown(pl.DataFrame(per_draw)),
-                 draws=DRAWS)
+                 draws=DRAWS, state=state, probe="public_margins_refit")
     return 0
 
 
