@@ -87,11 +87,11 @@ class Simulation(NamedTuple):
 
 
 def simulation(draws: int = DRAWS, state: str = "CA") -> Simulation:
-    """The private rows' true margins (CA's unless ``state`` says) as the library measures them,
-    with the Gaussian noise of their weights' share (:func:`~polars_rap.public_margins._weights`) of :data:`MARGINS_SHARE` of the ε =
-    :data:`EPSILON` budget (δ = 1/n², L2 sensitivity sqrt(2)/n a margin): ``draws`` draws from seed
-    100, margin by margin within a draw; ``state``'s rows as the private table
-    (:func:`~bench.public_margins_probe.probe_setup`)."""
+    """The private rows' true margins (CA's unless ``state`` says,
+    :func:`~bench.public_margins_probe.probe_setup`) as the library measures them, with the Gaussian
+    noise of their weights' share (:func:`~polars_rap.public_margins._weights`) of
+    :data:`MARGINS_SHARE` of the ε = :data:`EPSILON` budget (δ = 1/n², L2 sensitivity sqrt(2)/n a
+    margin): ``draws`` draws from seed 100, margin by margin within a draw."""
     from polars_rap import public_margins as pm
     from polars_rap.accounting import rho_from_epsilon_delta
 
