@@ -28,16 +28,24 @@ from bench.run import RESULTS
 OUT = RESULTS / "other_state_check.csv"
 
 
-def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[str] | None = None,
-        with_none: bool = True) -> list[dict]:
-    import polars_rap
-    from polars_rap import datasets, evaluation
-    from polars_rap.domain import Domain
+def state_split(state: str) -> tuple[object, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(the ACS income task, ``state``'s training and test rows, every other state's rows): the
+    check's private table (80/20 split, seed 0) and public table."""
+    from polars_rap import datasets
 
     task = datasets.load_task("acs-income-CA")  # its domain (TOML) holds every state's codes
     frame = state_tables(task.frame.columns, only=state, what=f"{state}'s table")
     train, test = datasets.train_test_split(frame, test_fraction=0.2, seed=0)
-    public = state_tables(task.frame.columns, but=state, what="the public table")
+    return task, train, test, state_tables(task.frame.columns, but=state, what="the public table")
+
+
+def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[str] | None = None,
+        with_none: bool = True) -> list[dict]:
+    import polars_rap
+    from polars_rap import evaluation
+    from polars_rap.domain import Domain
+
+    task, train, test, public = state_split(state)
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     real_f1 = evaluation.ml_utility_for_domain(train, test, task.labels[0], domain)["macro_f1"]
     commit = git_commit()

@@ -122,12 +122,12 @@ def probe_setup(epsilon: float, state: str = "CA") -> ProbeSetup:
     that check's runs without a public table at ``epsilon`` (the latest per seed)."""
     import polars as pl
 
-    from polars_rap import datasets
     from polars_rap.domain import Domain
     from polars_rap.public_prior import open_public, read_public
     from polars_rap.public_reweight import sampling_order
 
-    from bench.public_prior import DATASET, public_table, state_tables
+    from bench.other_state_check import state_split
+    from bench.public_prior import DATASET, public_table
     from bench.run import prepare_dataset
 
     if state == "CA":
@@ -137,10 +137,7 @@ def probe_setup(epsilon: float, state: str = "CA") -> ProbeSetup:
             (pl.col("dataset") == DATASET) & (pl.col("mechanism") == "rap++") & (pl.col("epsilon") == epsilon))
         none = {c: float(headline[f"{c}_mean_error"].mean()) for c in ("CM", "MM", "LT")}
     else:
-        task = datasets.load_task(DATASET)  # its domain holds every state's codes
-        train, test = datasets.train_test_split(state_tables(task.frame.columns, only=state), test_fraction=0.2,
-                                                seed=0)
-        public = state_tables(task.frame.columns, but=state)
+        task, train, test, public = state_split(state)
         runs = pl.read_csv(RESULTS / "other_state_check.csv").filter(
             (pl.col("state") == state) & (pl.col("variant") == "none") & (pl.col("eps") == epsilon)
         ).sort("date").unique("seed", keep="last")

@@ -30,7 +30,6 @@ FINDINGS = (
 
 
 def main() -> int:
-    from polars_rap.public_prior import open_public, read_public
     from polars_rap.public_reweight import SAMPLING_CELLS, margin_cells
     from polars_rap.public_tilt import tilted_weights
 
@@ -39,8 +38,7 @@ def main() -> int:
 
     sim = simulation()
     setup = sim.setup
-    domain = setup.domain
-    encoded = read_public(open_public(setup.public, setup.task.domain, list(setup.train.columns)), domain)
+    domain, encoded = setup.domain, sim.encoded  # the public rows as the simulation read them
     cells = margin_cells(encoded.codes, encoded.numerics, domain, numeric_cells=SAMPLING_CELLS)
     labels = [b for b, block in enumerate(domain.blocks) if block.is_label]
     many_first = sorted((b for b in range(len(domain.blocks)) if b not in labels),
