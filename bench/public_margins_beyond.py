@@ -96,10 +96,10 @@ def scored(mean, none: dict) -> dict:
 
 def write_report(name: str, title: str, setting: str, rows: list[dict], none: dict, findings: str,
                  draws: int = DRAWS, state: str = "CA", probe: str | None = None) -> None:
-    """``bench/results/<name>.md`` (and printed): ``title``, the simulation's setting (``setting``
-    ends it: what the margins and tables were), the table of ``rows`` (means of ``draws`` noise
-    draws) and ``findings``; ``state``: the private state (:func:`~bench.public_margins_probe.probe_setup`),
-    ``probe``: the module's name when it is not ``name``."""
+    """``bench/results/<name>.md`` (``<name>_<state>.md`` for a private ``state`` other than CA,
+    :func:`~bench.public_margins_probe.probe_setup`; and printed): ``title``, the simulation's
+    setting (``setting`` ends it: what the margins and tables were), the table of ``rows`` (means of
+    ``draws`` noise draws) and ``findings``; ``probe``: the module's name when it is not ``name``."""
     import polars as pl
 
     from bench.run import table_markdown
@@ -112,7 +112,7 @@ def write_report(name: str, title: str, setting: str, rows: list[dict], none: di
              f"LT {none['LT']:.5f}). Margins at {MARGINS_SHARE:.0%} of the budget with the library's one-way weights"
              f"{setting}. Run {time.strftime('%Y-%m-%d')}.", "",
              table_markdown(pl.DataFrame(rows)), "", findings]
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}{'' if state == 'CA' else f'_{state}'}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

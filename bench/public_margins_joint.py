@@ -108,6 +108,16 @@ def simulation(draws: int = DRAWS, state: str = "CA") -> Simulation:
     return Simulation(setup, encoded, cells, true, stds, noise)
 
 
+def private_state(argv: list[str] | None, description: str) -> str:
+    """The ``--state`` a probe was given on its command line ``argv`` (two letters; CA, the
+    headline's task, by default): whose true margins :func:`simulation` noises."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--state", default="CA", help="the private state (CA: the headline's task)")
+    return parser.parse_args(argv).state
+
+
 def main() -> int:
     import polars as pl
 

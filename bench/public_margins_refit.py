@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.public_margins_joint import DRAWS, simulation
+from bench.public_margins_joint import DRAWS, private_state, simulation
 
 VARIANTS = {"no refit (tau^2 from the gap to the public margins, before)": 0,
             "one refit": 1,
@@ -40,8 +40,6 @@ FINDINGS = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     import polars as pl
 
     from polars_rap import public_tilt
@@ -49,9 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.public_margins_beyond import scored, write_report
     from bench.run import table_markdown
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--state", default="CA", help="the private state (CA: the headline's task)")
-    state = parser.parse_args(argv).state
+    state = private_state(argv, __doc__.splitlines()[0])
     sim = simulation(state=state)
     library = public_tilt.REFITS
     scores = {}
@@ -75,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         draws=DRAWS, mm_before=f"{ratio[before][1]:.3f}x", mm_after=f"{ratio[after][1]:.3f}x",
         lt_before=f"{ratio[before][2]:.3f}x", lt_after=f"{ratio[after][2]:.3f}x",
         second=f"scores CM {ratio[second][0]:.3f}x, MM {ratio[second][1]:.3f}x, LT {ratio[second][2]:.3f}x")
-    write_report("public_margins_refit" + ("" if state == "CA" else f"_{state}"),
+    write_report("public_margins_refit",
                  "Each margin's prior variance from what its own tilt must explain",
                  "; the library's margins (binary features split by the label), the same noise draws for each row",
                  rows, none, findings + "\n\n## CM per draw\n\n" + table_markdown(pl.DataFrame(per_draw)),
-                 draws=DRAWS, state=state, probe="public_margins_refit")
+                 draws=DRAWS, state=state)
     return 0
 
 
