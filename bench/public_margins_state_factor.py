@@ -8,7 +8,7 @@ measured by nothing (precision 0) and held by a prior ``theta_s ~ N(0, v / p_s)`
 state's share of the public rows: the fit may then move weight between states where that explains
 the releases better than the one-way factors alone. The library would need a column naming each
 public row's source for it; the benchmark rebuilds it from the files' order
-(:func:`~bench.public_prior.state_tables`).
+(:func:`~bench.public_margins_beyond.public_states`).
 
 The simulation is :mod:`bench.public_margins_joint`'s: CA's true margins as the library measures
 them, with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn
@@ -35,24 +35,6 @@ FINDINGS = (
     "{eff_base}. Moving weight between states buys little CM and costs the numeric columns much. Dropped.")
 
 
-def state_of_rows(state: str, n_rows: int) -> np.ndarray:
-    """int64[n_rows]: each public row's state, numbered in :func:`~bench.public_prior.state_tables`'
-    file order (every state but ``state``), the order its public table's rows come in."""
-    import polars as pl
-
-    from polars_rap.datasets import preprocess_acs_income
-
-    from bench.public_prior import data_dir
-
-    files = [f for f in sorted(data_dir().glob("acs2018_1yr_person_*.parquet")) if not f.stem.endswith(f"_{state}")]
-    counts = [preprocess_acs_income(pl.read_parquet(f)).height for f in files]
-    states = np.repeat(np.arange(len(files)), counts)
-    if len(states) != n_rows:
-        msg = f"the state files hold {len(states)} task rows, the public table {n_rows}"
-        raise ValueError(msg)
-    return states
-
-
 def state_factor_weights(sim, states: np.ndarray, released: list, variance: float | None) -> np.ndarray:
     """float64[public rows] summing to 1: the library's joint fit of ``released`` (``variance``
     None) or the same with each row's state factor (``states``, prior variance ``variance``)."""
@@ -72,11 +54,11 @@ def state_factor_weights(sim, states: np.ndarray, released: list, variance: floa
 def main() -> int:
     import polars as pl
 
-    from bench.public_margins_beyond import scored, write_report
+    from bench.public_margins_beyond import public_states, scored, write_report
     from bench.run import table_markdown
 
     sim = simulation()
-    states = state_of_rows("CA", len(sim.cells[0]))
+    states = public_states(len(sim.cells[0]))
     scores, effective = {}, {}
     for variance in VARIANCES:
         scores[variance], rows = [], []
