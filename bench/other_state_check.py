@@ -4,6 +4,7 @@ default synthesis with and without the public table (``public_use`` default: ``"
 
     python -m bench.other_state_check --state TX --epsilons 0.25 1 --seed 0
     python -m bench.other_state_check --state TX --public-use reweight --no-none   # beside the rows above
+    python -m bench.other_state_check --state NY --epsilons 1 --public-use margins --no-none --checks-forced
 
 Prints one JSON row per (ε, variant) and appends it to ``bench/results/other_state_check.csv``:
 the suite's evaluation (CM, MM, LT mean errors on the training rows, macro F1 of logistic
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from bench.host import git_commit
+from bench.public_margins_check_stakes import checks_forced
 from bench.public_prior import state_tables
 from bench.run import RESULTS
 
@@ -40,7 +42,12 @@ def state_split(state: str) -> tuple[object, pl.DataFrame, pl.DataFrame, pl.Data
 
 
 def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[str] | None = None,
-        with_none: bool = True) -> list[dict]:
+        with_none: bool = True, forced: bool = False) -> list[dict]:
+    """The check's rows (module docstring); with ``forced`` the run with the public table has both of
+    ``"margins"``' checks choose the public rows (its variant ``"public, checks forced"``): what
+    releasing them would have given where a check kept the loop's rows."""
+    import contextlib
+
     import polars_rap
     from polars_rap import evaluation
     from polars_rap.domain import Domain
@@ -52,11 +59,13 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
     rows = []
     for epsilon in epsilons:
         variants = [("none", {})] if with_none else []
-        variants.append(("public", {"public": public, "public_use": None if public_use is None else list(public_use)}))
+        variants.append(("public, checks forced" if forced else "public",
+                         {"public": public, "public_use": None if public_use is None else list(public_use)}))
         for variant, extra in variants:
             started = time.perf_counter()
-            result = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
-                                           labels=task.labels, seed=seed, progress=False, **extra)
+            with checks_forced() if forced and extra else contextlib.nullcontext():
+                result = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
+                                               labels=task.labels, seed=seed, progress=False, **extra)
             seconds = time.perf_counter() - started
             errors = evaluation.workload_errors(train, result.data, domain, seed=0, n_mixed_marginals=20_000,
                                                 n_linear_thresholds=200_000)
@@ -82,8 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--public-use", nargs="+", help="the public table's uses (default: synthesize's)")
     parser.add_argument("--no-none", action="store_true", help="skip the run without a public table")
+    parser.add_argument("--checks-forced", action="store_true",
+                        help="both of the margins' checks choose the public rows (bench only: what releasing "
+                             "them gives)")
     args = parser.parse_args(argv)
-    new = pl.DataFrame(run(args.state, args.epsilons, args.seed, args.public_use, not args.no_none))
+    new = pl.DataFrame(run(args.state, args.epsilons, args.seed, args.public_use, not args.no_none,
+                           args.checks_forced))
     old = pl.read_csv(OUT) if OUT.exists() else None
     (new if old is None else pl.concat([old, new], how="diagonal_relaxed")).write_csv(OUT)
     return 0

@@ -19,6 +19,8 @@ passing stops paying.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from unittest import mock
 
 import numpy as np
@@ -42,16 +44,27 @@ FINDINGS = (
     "in `public_margins_check.csv` did, at CM 1.8x and 2.1x.)")
 
 
+@contextmanager
+def checks_forced() -> Iterator[None]:
+    """Within it, both of ``public_use="margins"``' checks choose the public rows: the margins' first
+    check passes and the final check releases its last candidate (the public rows). Bench only: no
+    library path does this."""
+    from polars_rap import public_margins, public_reweight
+
+    with mock.patch.object(public_margins, "choose_release", lambda *args, **kwargs: 0), \
+            mock.patch.object(public_reweight, "choose_release", lambda answers, *args, **kwargs: len(answers) - 1):
+        yield
+
+
 def forced_release(setup, public, epsilon: float, seed: int) -> list[float]:
     """[CM, MM, LT, macro F1] of ``synthesize`` on CA's training rows (δ = 1/n², ``seed``) with
-    ``public`` (a Polars frame) and ``public_use=["margins"]``, both checks choosing the public rows."""
+    ``public`` (a Polars frame) and ``public_use=["margins"]``, both checks choosing the public rows
+    (:func:`checks_forced`)."""
     import polars_rap
-    from polars_rap import public_margins, public_reweight
 
     from bench.public_margins_probe import scores_of
 
-    with mock.patch.object(public_margins, "choose_release", lambda *args: 0), \
-            mock.patch.object(public_reweight, "choose_release", lambda answers, *args: len(answers) - 1):
+    with checks_forced():
         result = polars_rap.synthesize(setup.train, epsilon=epsilon, delta=1.0 / setup.n**2, domain=setup.task.domain,
                                        labels=setup.task.labels, seed=seed, progress=False, public=public,
                                        public_use=["margins"])
