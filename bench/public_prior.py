@@ -331,8 +331,9 @@ FINDINGS: dict[str, tuple[str, ...]] = {
     "public_margins_small_eps": (
         "Where California's CM meets issue 19's ½ (commit `6dbde1f`, the library as in `public_margins_budget.md`; "
         "2-core AMD EPYC, alone). The ratio to the run without a public table at the same ε: CM 0.46x at ε = 0.15 "
-        "(0.45x-0.48x, below ½ on 3 of 3 seeds), 0.55x at ε = 0.2 (0.51x-0.61x, above ½ on every seed), as at ε = 0.25 (0.545x) "
-        "and ε = 0.1 (0.36x); MM 0.31x and 0.40x, LT 0.30x and 0.41x, macro F1 0.785 and 0.784 (real rows 0.790). "
+        "(0.45x-0.48x, below ½ on 3 of 3 seeds), 0.55x at ε = 0.2 (0.51x-0.61x, above ½ on every seed), as at "
+        "ε = 0.25 (0.545x) and ε = 0.1 (0.36x); MM 0.31x and 0.40x, LT 0.30x and 0.41x, macro F1 0.785 and 0.784 "
+        "(real rows 0.790). "
         "Between ε = 0.2 and 0.25 the run without a public table gains little on CM (0.00131 -> 0.00122) and the "
         "margins' rows little more (0.00072 -> 0.00066): the CM target holds on California up to ε = 0.15, not at "
         "0.2 or the issue's 0.25.",
