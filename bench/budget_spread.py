@@ -22,13 +22,13 @@ from bench.run import RESULTS, table_markdown
 
 
 def errors_at(state: str, epsilons: Sequence[float], seed: int) -> pl.DataFrame:
-    """One row per ε: CM, MM, LT mean errors (the suite's evaluation on the training rows) of the
+    """One row per ε: CM, MM, LT mean errors (:func:`~bench.public_margins_probe.suite_errors`) of the
     default run without a public table on ``state``'s training rows at that ε and ``seed``."""
     import polars_rap
-    from polars_rap import evaluation
     from polars_rap.domain import Domain
 
     from bench.other_state_check import state_split
+    from bench.public_margins_probe import suite_errors
 
     task, train, _, _ = state_split(state)
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
@@ -36,9 +36,7 @@ def errors_at(state: str, epsilons: Sequence[float], seed: int) -> pl.DataFrame:
     for epsilon in epsilons:
         result = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
                                        labels=task.labels, seed=seed, progress=False)
-        errors = evaluation.workload_errors(train, result.data, domain, seed=0, n_mixed_marginals=20_000,
-                                            n_linear_thresholds=200_000)
-        rows.append({"epsilon": epsilon, **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)}})
+        rows.append({"epsilon": epsilon, **suite_errors(result.data, train, domain)})
         print(rows[-1], flush=True)
     return pl.DataFrame(rows)
 

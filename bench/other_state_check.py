@@ -24,6 +24,7 @@ import polars as pl
 
 from bench.host import git_commit
 from bench.public_margins_check_stakes import checks_forced
+from bench.public_margins_probe import suite_errors
 from bench.public_prior import state_tables
 from bench.run import RESULTS
 
@@ -67,12 +68,10 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
                 result = polars_rap.synthesize(train, epsilon=epsilon, delta=1 / train.height**2, domain=task.domain,
                                                labels=task.labels, seed=seed, progress=False, **extra)
             seconds = time.perf_counter() - started
-            errors = evaluation.workload_errors(train, result.data, domain, seed=0, n_mixed_marginals=20_000,
-                                                n_linear_thresholds=200_000)
             row = {"state": state, "train_rows": train.height, "public_rows": public.height, "eps": epsilon,
                    "seed": seed, "variant": variant,
                    "uses": ",".join((result.report.public_data or {}).get("uses", [])),
-                   **{r["query_class"]: r["mean_error"] for r in errors.iter_rows(named=True)},
+                   **suite_errors(result.data, train, domain),
                    "F1": evaluation.ml_utility_for_domain(result.data, test, task.labels[0], domain)["macro_f1"],
                    "real_F1": real_f1, "seconds": seconds, "date": time.strftime("%Y-%m-%d"), "commit": commit}
             record = result.report.public_data or {}

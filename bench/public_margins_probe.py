@@ -70,15 +70,23 @@ def systematic_draw(weights: np.ndarray, along: np.ndarray, n: int, rng: np.rand
                             len(along) - 1)]
 
 
-def scores_of(synthetic, train, test, domain, label: str) -> list[float]:
-    """[CM, MM, LT, macro F1] of the ``synthetic`` rows (a Polars frame): the suite's headline
-    evaluation against ``train``, logistic regression's macro F1 on ``test``."""
+def suite_errors(synthetic, train, domain) -> dict[str, float]:
+    """{query class: mean error} of the ``synthetic`` rows (a Polars frame): the suite's headline
+    evaluation against ``train`` (``SUITES["headline"]["eval"]``, seed 0)."""
     from polars_rap import evaluation
 
     from bench.run import SUITES
 
-    errors = {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
+    return {r["query_class"]: r["mean_error"] for r in evaluation.workload_errors(
         train, synthetic, domain, seed=0, **SUITES["headline"]["eval"]).iter_rows(named=True)}
+
+
+def scores_of(synthetic, train, test, domain, label: str) -> list[float]:
+    """[CM, MM, LT, macro F1] of the ``synthetic`` rows (a Polars frame): :func:`suite_errors`
+    against ``train``, logistic regression's macro F1 on ``test``."""
+    from polars_rap import evaluation
+
+    errors = suite_errors(synthetic, train, domain)
     f1 = evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]
     return [errors["CM"], errors["MM"], errors["LT"], f1]
 
