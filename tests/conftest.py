@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
-from polars_rap import annealing, datasets
+from polars_rap.fit import annealing
+from polars_rap.io import datasets
 
 # Property tests draw the same examples on every run by default ("ci": derived from each test), so
 # that the README's test command on a clean clone passes or fails alike every time; new examples are
@@ -38,7 +39,7 @@ def task() -> datasets.TaskData:
 @pytest.fixture(scope="session")
 def domain(task):
     """The bundled CA task's public domain (its labels included); a test module may define its own."""
-    from polars_rap.domain import Domain
+    from polars_rap.schema.domain import Domain
 
     return Domain.from_mapping(task.frame.schema, task.domain, task.labels)
 

@@ -9,7 +9,8 @@ import numpy as np
 import polars as pl
 
 import polars_rap
-from polars_rap import numeric_histograms, privacy
+from polars_rap.fit import numeric_histograms
+from polars_rap.privacy import ledger as privacy
 
 
 def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy: Mapping):

@@ -9,7 +9,7 @@ import pytest
 
 import polars_rap
 from polars_rap import ProjectionConfig
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 
 LABELS = ["PINCP_gt_50000"]
 FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,

@@ -5,10 +5,10 @@ can be followed group by group. Shared by the tests of options of the annealed s
 import numpy as np
 import polars as pl
 
-from polars_rap import planning
-from polars_rap.domain import Domain
-from polars_rap.projection import ProjectionConfig
-from polars_rap.strategy import PlannedStrategy
+from polars_rap.fit import planning
+from polars_rap.schema.domain import Domain
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.fit.strategy import PlannedStrategy
 
 MAPPING = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "t": (0.0, 10.0), "y": ["0", "1"]}
 RUN = dict(delta=1e-7, domain=MAPPING, labels=["y"], seed=3, relaxed_rows=50, rounds_lt=2,
@@ -27,7 +27,7 @@ def frame(n: int = 800, seed: int = 0) -> pl.DataFrame:
 
 def plan(**settings):
     """``(queries, plan, group counts)`` of :func:`frame`'s domain under ``PlannedStrategy(**settings)``
-    (2 threshold rounds, K = 3, 30 threshold queries), as :func:`polars_rap.planning.workload_and_plan`."""
+    (2 threshold rounds, K = 3, 30 threshold queries), as :func:`polars_rap.fit.planning.workload_and_plan`."""
     domain = Domain.from_mapping(frame().schema, MAPPING, ["y"])
     return planning.workload_and_plan(domain, PlannedStrategy(**settings), np.random.default_rng(0), rounds_cm=None,
                                       rounds_lt=2, rounds_mm=0, queries_per_round=3, n_mixed_marginals=0,

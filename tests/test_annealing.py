@@ -1,4 +1,4 @@
-"""Annealed CM rounds (polars_rap.annealing, ``PlannedStrategy(cm_anneal=True)``): the plan,
+"""Annealed CM rounds (polars_rap.fit.annealing, ``PlannedStrategy(cm_anneal=True)``): the plan,
 the budget rule to the last float, the annealing test, the noise-aware scores, re-measured
 tables, the report, and default plans left exactly as they were."""
 
@@ -13,19 +13,22 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import annealing, kernels, planning, rounds
-from polars_rap.domain import Domain
+from polars_rap import kernels
+from polars_rap.fit import annealing
+from polars_rap.fit import planning
+from polars_rap.fit import rounds
+from polars_rap.schema.domain import Domain
 from polars_rap.errors import DataError
-from polars_rap.privacy import PrivacyLedger, closing_charge
-from polars_rap.projection import ProjectionConfig, ProjectionTrace
-from polars_rap.release import bonferroni_answers
-from polars_rap.report import SelectionRecord, unmeasured_error_bounds
-from polars_rap.loop_record import LoopRecord
-from polars_rap.queries import CLASS_CODES
-from polars_rap.selection_scores import expected_noise_l1, selection_scores
-from polars_rap.source import DataSource, exact_answers
-from polars_rap.strategy import PlannedStrategy, Step, resolve_strategy
-from polars_rap.workload import group_sensitivities
+from polars_rap.privacy.ledger import PrivacyLedger, closing_charge
+from polars_rap.fit.projection import ProjectionConfig, ProjectionTrace
+from polars_rap.pipeline.release import bonferroni_answers
+from polars_rap.privacy.report import SelectionRecord, unmeasured_error_bounds
+from polars_rap.fit.loop_record import LoopRecord
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.privacy.selection_scores import expected_noise_l1, selection_scores
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.fit.strategy import PlannedStrategy, Step, resolve_strategy
+from polars_rap.workload.builders import group_sensitivities
 
 from plans import ANNEALED_ONLY, ANNEALED_ONLY_KEYWORDS, OUTRIGHT, OUTRIGHT_KEYWORDS  # tests/plans.py
 
@@ -110,7 +113,7 @@ def test_the_option_is_checked_described_and_resolved() -> None:
 def test_null_rates_do_not_count_an_annealed_class_as_covered() -> None:
     """An annealed step of K = 1 may leave groups unmeasured, so a nullable column its groups
     cover still gets its null-rate step; K at least the class's groups measures all each round."""
-    from polars_rap.null_rates import fully_measured_classes
+    from polars_rap.fit.null_rates import fully_measured_classes
 
     assert fully_measured_classes([Step("CM", 1.0, 1, 10)], {"CM": 6}) == set()
     assert fully_measured_classes([Step("CM", 1.0, 6, 10)], {"CM": 6}) == {"CM"}
@@ -386,7 +389,7 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     measured once per round with its own noise, the projection weighs both measurements by
     their inverse variance, the report lists both (one interval each) and not the table among
     the unmeasured groups, the end-of-run fit line counts it once, and the ledger closes."""
-    caplog.set_level(logging.INFO, logger="polars_rap.rounds")
+    caplog.set_level(logging.INFO, logger="polars_rap.fit.rounds")
     real_top_k, last_weights = annealing.gumbel_top_k, []
 
     def first_table(scores, k, l1, rho, ledger, rng, **kwargs):
@@ -428,7 +431,7 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     table, sigma = l2 / sqrt(2 rho / tables)), the annealed step is one round: every CM table
     measured once, no selection, at that sigma; the CM share and the ledger close exactly.
     Below it, the run is the annealed run bit for bit."""
-    from polars_rap.annealing import outright_noise_l1
+    from polars_rap.fit.annealing import outright_noise_l1
 
     rows = _adult_like()
     common = dict(epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=60,

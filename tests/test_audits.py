@@ -46,19 +46,18 @@ from scipy import stats
 
 import polars_rap
 from polars_rap.errors import ParameterError
-from polars_rap import (
-    annealing, bounds, inference, kernels, mechanism, numeric_histograms, numeric_ties, privacy, release, rounds, source,
-)
-from polars_rap.privacy import (
-    BudgetExceededError,
-    PrivacyEvent,
-    PrivacyLedger,
-    delta_from_rho_epsilon,
-    gaussian_mechanism,
-    gumbel_scale,
-    gumbel_top_k,
-    split_budget,
-)
+from polars_rap import kernels
+from polars_rap.fit import annealing
+from polars_rap.privacy import bounds
+from polars_rap.privacy import inference
+from polars_rap.pipeline import synthesis as mechanism
+from polars_rap.fit import numeric_histograms
+from polars_rap.decode import numeric_ties
+from polars_rap.privacy import ledger as privacy
+from polars_rap.pipeline import release
+from polars_rap.fit import rounds
+from polars_rap.io import source
+from polars_rap.privacy.ledger import BudgetExceededError, PrivacyEvent, PrivacyLedger, delta_from_rho_epsilon, gaussian_mechanism, gumbel_scale, gumbel_top_k, split_budget
 from laws import plackett_luce  # tests/laws.py
 
 # ================================================================ 1. Gaussian mechanism noise
@@ -886,9 +885,9 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
     (recomputed here from the encoded rows), in units of n Q; its squared L2 sensitivity in
     those units is 2 T Q^2 (T tables, the numeric pairs' by bins among them); every event is one
     recorded call. Deterministic."""
-    from polars_rap.encoding import encode
-    from polars_rap.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
-    from polars_rap.planned_strategy import PlannedStrategy
+    from polars_rap.schema.encoding import encode
+    from polars_rap.decode.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
+    from polars_rap.fit.planned_strategy import PlannedStrategy
 
     with recorded() as recording:
         result = polars_rap.synthesize(task.frame, domain=task.domain, labels=task.labels, **RUN_SETTINGS)

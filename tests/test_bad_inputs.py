@@ -124,7 +124,8 @@ def test_drop_names_are_checked(frame, overrides, error, pattern):
 
 
 def test_undeclared_columns_are_refused_before_private_inference_reads_rows(frame, monkeypatch):
-    from polars_rap import inference, mechanism
+    from polars_rap.privacy import inference
+    from polars_rap.pipeline import synthesis as mechanism
 
     def no_reading(*args, **kwargs):
         raise AssertionError("the inference pass ran before the domain check")
@@ -282,7 +283,7 @@ def test_check_range_takes_real_numbers_inside_the_interval_its_ends_open_unless
         value, include_low, include_high, ok):
     """The shared range check: a bool, a string and NaN never pass; the message names the
     parameter and the interval with its brackets."""
-    from polars_rap.parameters import check_range
+    from polars_rap.checks import check_range
 
     if ok:
         check_range("x", value, 0.0, 1.0, include_low=include_low, include_high=include_high)

@@ -30,7 +30,7 @@ def _load_worker():
 
 
 worker = _load_worker()
-from polars_rap.privacy import rho_from_epsilon_delta  # noqa: E402
+from polars_rap.privacy.ledger import rho_from_epsilon_delta  # noqa: E402
 
 needs_opendp_venv = pytest.mark.skipif(
     not peers_opendp.opendp_env_ready(),

@@ -21,7 +21,7 @@ if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not 
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench import host, mechanisms, run  # noqa: E402
-from polars_rap.privacy import PrivacyLedger, rho_from_epsilon_delta  # noqa: E402
+from polars_rap.privacy.ledger import PrivacyLedger, rho_from_epsilon_delta  # noqa: E402
 
 DOMAIN = {
     "age": (17, 90),

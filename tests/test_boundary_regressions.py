@@ -15,7 +15,7 @@ import pytest
 
 import polars_rap as pr
 from polars_rap import DataError, ParameterError, ParameterTypeError, ProjectionConfig
-from polars_rap.accounting import split_budget
+from polars_rap.privacy.accounting import split_budget
 
 FAST = dict(relaxed_rows=4, rounds_lt=1, n_linear_thresholds=4, projection=ProjectionConfig(max_steps=2),
             progress=False, seed=0, backend="cpu")
@@ -69,7 +69,7 @@ def test_files_polars_cannot_read_are_data_errors_naming_the_file(tmp_path):
 
 
 def test_cli_exits_3_for_an_unreadable_input(tmp_path, capsys):
-    from polars_rap import cli
+    from polars_rap.cli import commands as cli
 
     garbage = tmp_path / "garbage.parquet"
     garbage.write_bytes(b"not a parquet file")
@@ -213,8 +213,8 @@ def test_a_decimal_column_stays_inside_bounds_that_are_off_its_grid():
     """Was 2.47 out of the declared upper bound 2.4699999999999998 (Hypothesis, 2026-11-24):
     decoding clipped to the bounds, then the cast to Decimal(10, 2) rounded back up. Decoded
     values now sit on the decimal grid inside the bounds (2.46 at most here, 0.47 at least)."""
-    from polars_rap.domain import ColumnSpec
-    from polars_rap.encoding import decoded_values
+    from polars_rap.schema.domain import ColumnSpec
+    from polars_rap.decode.decoding import decoded_values
 
     frame = pl.DataFrame({"b": [Decimal("1.47"), Decimal("2.47"), None]}, schema={"b": pl.Decimal(10, 2)})
     result = synthesize(frame, {"b": {"bounds": (0.47, 2.4699999999999998), "nullable": True}})
@@ -231,7 +231,7 @@ def test_a_float32_column_stays_inside_bounds_its_cast_would_round_past():
     """Was 3.0000000054977558e38 out of the declared upper bound 3e38 (Hypothesis, 2026-11-29):
     decoding clipped to the bounds in float64, then the cast to Float32 rounded 3e38 up to the
     nearest float32. Decoded values now sit on float32 numbers inside the bounds."""
-    from polars_rap.encoding import decoded_values
+    from polars_rap.decode.decoding import decoded_values
 
     frame = pl.DataFrame({"b": [9.0072e15, 9.0072e15, None]}, schema={"b": pl.Float32})
     result = synthesize(frame, {"b": {"bounds": (-3e38, 3e38), "nullable": True}}, strategy="paper")

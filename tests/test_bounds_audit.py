@@ -1,4 +1,4 @@
-"""Audits of the noisy binary search that refines inferred bounds (polars_rap.bounds).
+"""Audits of the noisy binary search that refines inferred bounds (polars_rap.privacy.bounds).
 
 1. Its outputs follow their exact law: the law is computed in closed form (each comparison
    adds discrete Gaussian noise X ~ N_Z(0, s^2) to an integer count and keeps the upper half
@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from polars_rap.bounds import comparison_noise_std, noisy_prefix_search
-from polars_rap.privacy import BudgetExceededError, PrivacyEvent, PrivacyLedger, delta_from_rho_epsilon
+from polars_rap.privacy.bounds import comparison_noise_std, noisy_prefix_search
+from polars_rap.privacy.ledger import BudgetExceededError, PrivacyEvent, PrivacyLedger, delta_from_rho_epsilon
 
 DEPTH, RHO, THRESHOLD = 3, 0.5, 0.0
 STD = comparison_noise_std(RHO, 1, DEPTH)  # 1 / sqrt(2 rho / depth) = sqrt(3), in counts

@@ -1,4 +1,4 @@
-"""Categorical prefixes (polars_rap.categorical_prefixes, ``PlannedStrategy(cm_prefixes=...)``):
+"""Categorical prefixes (polars_rap.fit.categorical_prefixes, ``PlannedStrategy(cm_prefixes=...)``):
 the groups against a NumPy count cell by cell, their sensitivity over neighbouring tables, the
 plan they join, and runs that select and measure them as charged marginals."""
 
@@ -12,14 +12,14 @@ import pytest
 
 import polars_rap
 from polars_rap import kernels
-from polars_rap.categorical_prefixes import add_categorical_prefixes, categorical_prefixes
-from polars_rap.domain import Domain
-from polars_rap.encoding import encode
-from polars_rap.projection import ProjectionConfig
-from polars_rap.queries import CLASS_CODES, QueryClass
-from polars_rap.strategy import PlannedStrategy, Step
-from polars_rap.transforms import from_unit
-from polars_rap.workload import group_sensitivities
+from polars_rap.fit.categorical_prefixes import add_categorical_prefixes, categorical_prefixes
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import encode
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.workload.queries import CLASS_CODES, QueryClass
+from polars_rap.fit.strategy import PlannedStrategy, Step
+from polars_rap.schema.transforms import from_unit
+from polars_rap.workload.builders import group_sensitivities
 
 from plans import OUTRIGHT_KEYWORDS  # tests/plans.py
 

@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import cli, datasets
+from polars_rap.cli import commands as cli
+from polars_rap.io import datasets
 
 SMALL_OPTIONS = """
 [options]
@@ -279,7 +280,7 @@ def test_a_column_left_undeclared_can_be_dropped_in_the_options(work, tmp_path, 
 
 def test_exit_status_follows_the_error_class_not_its_text():
     from polars_rap.errors import DataError, ParameterError, ParameterTypeError
-    from polars_rap.privacy import BudgetExceededError
+    from polars_rap.privacy.ledger import BudgetExceededError
 
     assert cli._exit_status(ParameterError("rows look wrong")) == cli.EXIT_USAGE
     assert cli._exit_status(ParameterTypeError("x")) == cli.EXIT_USAGE
@@ -299,8 +300,8 @@ def test_help_names_every_exit_status(capsys):
 
 
 def test_budget_and_internal_errors_exit_4_and_1(work, tmp_path, monkeypatch, capsys):
-    from polars_rap import mechanism
-    from polars_rap.privacy import BudgetExceededError
+    from polars_rap.pipeline import synthesis as mechanism
+    from polars_rap.privacy.ledger import BudgetExceededError
 
     @functools.wraps(mechanism.synthesize)  # keeps the signature the [options] check reads
     def over_budget(*args, **kwargs):

@@ -5,7 +5,9 @@ from html.parser import HTMLParser
 import polars as pl
 import pytest
 
-from polars_rap import cli, datasets, mechanism
+from polars_rap.cli import commands as cli
+from polars_rap.io import datasets
+from polars_rap.pipeline import synthesis as mechanism
 
 SMALL_OPTIONS = """
 [options]

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import cli
-from polars_rap.config import ConfigError
+from polars_rap.cli import commands as cli
+from polars_rap.cli.config import ConfigError
 
 SMALL = {"relaxed_rows": 30, "rounds_cm": 1, "rounds_lt": 1, "n_linear_thresholds": 20,
          "n_mixed_marginals": 10}

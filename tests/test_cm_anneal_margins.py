@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.queries import CLASS_CODES
-from polars_rap.release import bonferroni_answers
-from polars_rap.strategy import PlannedStrategy, Step
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.pipeline.release import bonferroni_answers
+from polars_rap.fit.strategy import PlannedStrategy, Step
 
 import small_annealed as small  # tests/small_annealed.py
 

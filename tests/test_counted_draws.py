@@ -1,11 +1,11 @@
-"""Categorical draws with fixed counts (polars_rap.counted_draws): the counts exactly, each row's
+"""Categorical draws with fixed counts (polars_rap.public.counted_draws): the counts exactly, each row's
 probability the calibrated one, the edges where a count cannot be reached."""
 
 import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from polars_rap.counted_draws import draw_with_counts, rounded_counts
+from polars_rap.public.counted_draws import draw_with_counts, rounded_counts
 
 
 @pytest.mark.parametrize("k", [2, 3, 5])

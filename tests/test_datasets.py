@@ -1,4 +1,4 @@
-"""Tests for polars_rap.datasets: spec files, task frames, public recodes, the split.
+"""Tests for polars_rap.io.datasets: spec files, task frames, public recodes, the split.
 
 The coverage tests below are the ONLY place where data is compared with a spec: they check
 that the public domains (written from documentation) cover the real files. Nothing in the
@@ -14,17 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.datasets import (
-    OCCP_GROUPS,
-    POBP_AREAS,
-    TASKS,
-    TaskData,
-    _recode_ranges,
-    list_tasks,
-    load_spec,
-    load_task,
-    train_test_split,
-)
+from polars_rap.io.datasets import OCCP_GROUPS, POBP_AREAS, TASKS, TaskData, _recode_ranges, list_tasks, load_spec, load_task, train_test_split
 
 
 @pytest.fixture(scope="module")
@@ -288,7 +278,7 @@ def test_split_keeps_both_parts_non_empty():
 def test_toml_integer_flag_reaches_the_domain_and_bad_ones_name_the_column():
     """``integer = true`` in a column table declares a whole-numbered numeric column; a
     non-boolean value, one on a categorical column, or fractional bounds are refused."""
-    from polars_rap.datasets import domain_from_tables
+    from polars_rap.io.datasets import domain_from_tables
 
     tables = {"age": {"kind": "numeric", "bounds": [18, 99], "integer": True},
               "hours": {"kind": "numeric", "bounds": [0.0, 99.0], "nullable": True, "integer": True}}

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polars_rap import datasets
-from polars_rap.domain import Domain
-from polars_rap.encoding import encode
-from polars_rap.evaluation import _benchmark_workload
+from polars_rap.io import datasets
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import encode
+from polars_rap.quality.evaluation import benchmark_workload
 from polars_rap.kernels import cpu, distinct_rows, reference
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 from test_kernels import random_layout, random_queries  # tests/test_kernels.py
 
 
@@ -72,7 +72,7 @@ def test_benchmark_workload_on_a_real_table_counts_the_same_over_distinct_rows()
     task = datasets.load_task("acs-income-CA")
     frame = task.frame.head(6_000)
     domain = Domain.from_mapping(frame.schema, task.domain, task.labels)
-    queries = _benchmark_workload(domain, 0, ("CM", "MM", "LT"), 200, 2_000)
+    queries = benchmark_workload(domain, 0, ("CM", "MM", "LT"), 200, 2_000)
     encoded = encode(frame.select(domain.names), domain)
     groups, csr = cpu._plan(queries, None, True)
     plan = distinct_rows.footprint_plan(queries, groups, csr)

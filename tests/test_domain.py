@@ -3,7 +3,7 @@
 import polars as pl
 import pytest
 
-from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.schema.domain import Categorical, Domain, Numeric
 
 
 SCHEMA = {"age": pl.Int64, "sex": pl.String, "hours": pl.Float64, "y": pl.Boolean}

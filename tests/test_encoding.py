@@ -4,8 +4,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.domain import Domain
-from polars_rap.encoding import decode, encode, spread_rows, stratified_uniforms
+from polars_rap.schema.domain import Domain
+from polars_rap.decode.decoding import decode, spread_rows, stratified_uniforms
+from polars_rap.schema.encoding import encode
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def test_spread_rows_uses_each_relaxed_row_equally():
 
 def test_decode_in_chunks_gives_the_same_rows(monkeypatch):
     """Decoding works in bounded chunks of output rows; the chunk size never changes the rows."""
-    import polars_rap.encoding as encoding_module
+    import polars_rap.decode.decoding as decoding_module
 
     domain = Domain.from_mapping(
         {"a": pl.Int64, "b": pl.String, "x": pl.Float64},
@@ -110,7 +111,7 @@ def test_decode_in_chunks_gives_the_same_rows(monkeypatch):
     )
     relaxed = np.random.default_rng(0).random((50, domain.n_coords)).astype(np.float32)
     whole = decode(relaxed, domain, 2345, np.random.default_rng(5))
-    monkeypatch.setattr(encoding_module, "_DECODE_CHUNK_ROWS", 100)
+    monkeypatch.setattr(decoding_module, "_DECODE_CHUNK_ROWS", 100)
     chunked = decode(relaxed, domain, 2345, np.random.default_rng(5))
     assert chunked.equals(whole) and chunked.height == 2345
     assert decode(relaxed, domain, 0, np.random.default_rng(5)).schema == whole.schema

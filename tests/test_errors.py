@@ -9,7 +9,7 @@ import pytest
 
 import polars_rap as pr
 from polars_rap import DataError, ParameterError, ParameterTypeError, ProjectionConfig
-from polars_rap.config import ConfigError
+from polars_rap.cli.config import ConfigError
 
 FAST = dict(relaxed_rows=8, rounds_lt=1, n_linear_thresholds=8, projection=ProjectionConfig(max_steps=2),
             progress=False, seed=0, backend="cpu")
@@ -107,7 +107,7 @@ def test_domain_constructors_raise_parameter_errors():
 def test_settings_beyond_the_machine_s_memory_are_refused_by_name_before_any_work() -> None:
     """A count check_int accepts (up to 2**62) can still need more memory than any machine
     has; the OS would kill the process rather than raise. check_memory refuses it first."""
-    from polars_rap.parameters import check_memory
+    from polars_rap.pipeline.arguments import check_memory
 
     fits = dict(relaxed_rows=1000, n_coords=50, n_numeric=2, n_columns=10, rows=10_000,
                 n_linear_thresholds=20_000, n_mixed_marginals=2_000)

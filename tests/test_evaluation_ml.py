@@ -1,4 +1,4 @@
-"""Tests for polars_rap.evaluation.ml_utility (train on one table, score on another)."""
+"""Tests for polars_rap.quality.evaluation.ml_utility (train on one table, score on another)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.datasets import TaskData, load_task, train_test_split
-from polars_rap.evaluation import ml_utility
+from polars_rap.io.datasets import TaskData, load_task, train_test_split
+from polars_rap.quality.evaluation import ml_utility
 
 def _signal_frame(n_rows: int, seed: int) -> pl.DataFrame:
     """A hand-made table whose label is a clear linear function of x and colour."""

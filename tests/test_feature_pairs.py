@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
-from polars_rap.feature_pairs import feature_pairs
-from polars_rap.independence_prior import unmeasured_marginals
-from polars_rap.queries import CLASS_CODES
-from polars_rap.strategy import PlannedStrategy
+from polars_rap.schema.domain import Domain
+from polars_rap.fit.feature_pairs import feature_pairs
+from polars_rap.fit.independence_prior import unmeasured_marginals
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.fit.strategy import PlannedStrategy
 
 import small_annealed as small  # tests/small_annealed.py
 

@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 import polars_rap as pr
 from polars_rap import DataError, ParameterError, ProjectionConfig
-from polars_rap.source import DataSource
+from polars_rap.io.source import DataSource
 
 EXAMPLES = int(os.environ.get("POLARS_RAP_FUZZ_EXAMPLES", "60"))
 LOG = os.environ.get("POLARS_RAP_FUZZ_LOG")

@@ -1,4 +1,4 @@
-"""Histogram margins (polars_rap.histogram_margins, ``PlannedStrategy(histogram_match=Z)``): the
+"""Histogram margins (polars_rap.decode.histogram_margins, ``PlannedStrategy(histogram_match=Z)``): the
 move toward a released histogram against a NumPy count, the band, ranks and nulls kept, the
 margins read from a run's record, and saved models that decode as the run did."""
 
@@ -12,12 +12,13 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 from polars_rap.errors import DataError, ParameterError
-from polars_rap.histogram_margins import HistogramMargins, check_histogram_match, monotone
-from polars_rap.model import FORMAT_VERSION, SyntheticModel
-from polars_rap.strategy import PlannedStrategy
-from polars_rap.transforms import from_unit, to_unit
+from polars_rap.decode.histogram_margins import HistogramMargins, monotone
+from polars_rap.fit.strategy_checks import check_histogram_match
+from polars_rap.pipeline.model import FORMAT_VERSION, SyntheticModel
+from polars_rap.fit.strategy import PlannedStrategy
+from polars_rap.schema.transforms import from_unit, to_unit
 
 MAPPING = {"y": ["n", "p"], "k": {"bounds": (1, 10), "integer": True, "nullable": True}}
 

@@ -13,14 +13,14 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
-from polars_rap.histogram_nodes import histogram_node_groups, node_groups_of
+from polars_rap.schema.domain import Domain
+from polars_rap.fit.histogram_nodes import histogram_node_groups, node_groups_of
 from polars_rap.kernels import get_backend
-from polars_rap.numeric_histograms import histogram_groups, histogram_runs, histogram_tree
-from polars_rap.queries import CLASS_CODES, QuerySet
-from polars_rap.report import interval_halfwidth
-from polars_rap.source import DataSource, exact_answers
-from polars_rap.strategy import PlannedStrategy, resolve_strategy
+from polars_rap.fit.numeric_histograms import histogram_groups, histogram_runs, histogram_tree
+from polars_rap.workload.queries import CLASS_CODES, QuerySet
+from polars_rap.privacy.report import interval_halfwidth
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.fit.strategy import PlannedStrategy, resolve_strategy
 
 from histogram_runs import recorded_histogram_run  # tests/histogram_runs.py
 from plans import OUTRIGHT  # tests/plans.py
@@ -127,7 +127,7 @@ def test_the_node_groups_join_the_workload_only_when_asked() -> None:
     """The prefix fit (the default) adds no node group; ``"nodes"`` adds one per node and label
     block, never a step of their own (they are fitted, not measured); a bad value is a
     ParameterError naming the setting."""
-    from polars_rap.planning import workload_and_plan
+    from polars_rap.fit.planning import workload_and_plan
 
     domain = Domain.from_mapping(_frame(10, 0).schema, DECLARED, ["y"])
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,

@@ -13,20 +13,12 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 from polars_rap.kernels import get_backend
-from polars_rap.numeric_histograms import (
-    MAX_TREE_CELLS,
-    TREE_BRANCHINGS,
-    HistogramTree,
-    histogram_groups,
-    histogram_prefixes,
-    histogram_runs,
-    histogram_tree,
-)
-from polars_rap.report import subgaussian_halfwidth
-from polars_rap.source import DataSource, exact_answers
-from polars_rap.strategy import PlannedStrategy, resolve_strategy
+from polars_rap.fit.numeric_histograms import MAX_TREE_CELLS, TREE_BRANCHINGS, HistogramTree, histogram_groups, histogram_prefixes, histogram_runs, histogram_tree
+from polars_rap.privacy.report import subgaussian_halfwidth
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.fit.strategy import PlannedStrategy, resolve_strategy
 
 from histogram_runs import recorded_histogram_run  # tests/histogram_runs.py
 from plans import OUTRIGHT  # tests/plans.py
@@ -202,7 +194,7 @@ def test_the_strategy_validates_and_describes_the_branching() -> None:
     """None or "flat" (the defaults' before bench/results/ablation_histogram_trees.md), "auto" (the
     default, carried by the plan's NH step) or an int >= 2; anything else is a ParameterError
     naming the setting."""
-    from polars_rap.planning import workload_and_plan
+    from polars_rap.fit.planning import workload_and_plan
 
     assert PlannedStrategy().histogram_branching == "auto"
     domain = Domain.from_mapping(_frame(10, 0).schema, DECLARED, ["y"])

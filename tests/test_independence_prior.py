@@ -1,4 +1,4 @@
-"""The independence prior for unmeasured CM tables (polars_rap.independence_prior) and its
+"""The independence prior for unmeasured CM tables (polars_rap.fit.independence_prior) and its
 use in the loop: its math, which tables it covers, that it is post-processing, and its public
 variant (``public_use=["interactions"]``: the public table's odds ratios raked to the relaxed
 margins)."""
@@ -13,20 +13,10 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import rounds
-from polars_rap.independence_prior import (
-    PriorSettings,
-    conditional_independence,
-    conditional_mutual_information,
-    independence_targets,
-    mediated_interaction,
-    mediated_targets,
-    public_strength,
-    raked_interaction,
-    unmeasured_marginals,
-)
-from polars_rap.queries import QueryClass
-from polars_rap.strategy import PlannedStrategy
+from polars_rap.fit import rounds
+from polars_rap.fit.independence_prior import PriorSettings, conditional_independence, conditional_mutual_information, independence_targets, mediated_interaction, mediated_targets, public_strength, raked_interaction, unmeasured_marginals
+from polars_rap.workload.queries import QueryClass
+from polars_rap.fit.strategy import PlannedStrategy
 
 from plans import OUTRIGHT  # tests/plans.py
 
@@ -110,7 +100,7 @@ def test_unmeasured_marginals_are_the_cm_groups_left() -> None:
     threshold groups never, whatever was measured."""
     frame = _adult_like(200)
     domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
-    from polars_rap.planning import workload_and_plan
+    from polars_rap.fit.planning import workload_and_plan
 
     queries, _, counts = workload_and_plan(
         domain, PlannedStrategy(base_share=0.1), np.random.default_rng(0), rounds_cm=None, rounds_lt=2,
@@ -221,7 +211,7 @@ def test_bad_settings_are_named() -> None:
 @pytest.fixture(scope="module")
 def marginals_only():
     """The CM workload of the Adult-like domain (6 tables: 4 features x income), no thresholds."""
-    from polars_rap.planning import workload_and_plan
+    from polars_rap.fit.planning import workload_and_plan
 
     frame = _adult_like(200)
     domain = polars_rap.Domain.from_mapping(frame.schema, ADULT_DOMAIN, ["income"])
@@ -240,7 +230,7 @@ def test_raking_keeps_the_public_odds_ratios_and_takes_the_relaxed_margins(monke
     public table's cross-product ratios p[a,b,c] p[a',b',c] / (p[a,b',c] p[a',b,c]) (the
     maximum-entropy table with those margins and that association); with the floor, the margins
     still hold and the ratios move by about the floor's 1%."""
-    from polars_rap import independence_prior
+    from polars_rap.fit import independence_prior
 
     shape = (4, 3, 2)
     public, table = _positive_table(shape, 1), _positive_table(shape, 2)
@@ -364,7 +354,7 @@ def test_the_public_strength_is_what_the_measured_tables_support(marginals_only)
 def test_strength_scales_the_log_odds_ratios(monkeypatch) -> None:
     """raked_interaction at strength s has the public log odds ratios times s (no floor, IPF to
     convergence); s = 0 is the independence fit."""
-    from polars_rap import independence_prior
+    from polars_rap.fit import independence_prior
 
     shape = (3, 3, 2)
     public, table = _positive_table(shape, 21), _positive_table(shape, 22)
@@ -495,8 +485,8 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> No
     (independence given the label where nothing mediates), recomputed here from those rows;
     some table is mediated in the run; the ledger closes at the budget. With a gate only the
     measured tables :func:`significant_links` keeps link two features."""
-    from polars_rap.independence_prior import significant_links
-    from polars_rap.independence_prior import unmeasured_marginals
+    from polars_rap.fit.independence_prior import significant_links
+    from polars_rap.fit.independence_prior import unmeasured_marginals
     from polars_rap.kernels import resolve_backend
 
     calls = []
@@ -543,8 +533,8 @@ def test_significant_links_keep_the_tables_whose_interaction_outweighs_their_noi
     measurements combined by inverse variance: a strong interaction measured with little noise
     links, independence plus noise does not, and two measurements of a table count as one of
     their combined std. Only CM groups are considered."""
-    from polars_rap.independence_prior import significant_links
-    from polars_rap.loop_record import LoopRecord
+    from polars_rap.fit.independence_prior import significant_links
+    from polars_rap.fit.loop_record import LoopRecord
 
     queries = marginals_only
     cm = np.flatnonzero(queries.group_class == QueryClass.CATEGORICAL_MARGINAL)

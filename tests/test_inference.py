@@ -14,18 +14,10 @@ from scipy import stats
 
 import polars_rap as pr
 from polars_rap import ProjectionConfig
-from polars_rap.domain import Categorical, Domain, Numeric
-from polars_rap.encoding import encode
-from polars_rap.inference import (
-    InferenceRequest,
-    _infer_from_values,
-    _magnitude_bins,
-    _threshold_for_rate,
-    infer_declarations,
-    inference_requests,
-    magnitude_bin_edges,
-)
-from polars_rap.privacy import PrivacyLedger, split_budget
+from polars_rap.schema.domain import Categorical, Domain, Numeric
+from polars_rap.schema.encoding import encode
+from polars_rap.privacy.inference import InferenceRequest, _infer_from_values, _magnitude_bins, _threshold_for_rate, infer_declarations, inference_requests, magnitude_bin_edges
+from polars_rap.privacy.ledger import PrivacyLedger, split_budget
 
 SCHEMA = {"age": pl.Int64, "income": pl.Float64, "city": pl.String, "flag": pl.Boolean,
           "kind": pl.Enum(["a", "b"])}
@@ -430,7 +422,7 @@ def test_a_thin_tail_spread_over_bins_is_kept_rather_than_clipped():
 
 
 def test_thin_tail_extension_stops_at_the_first_bin_under_its_threshold():
-    from polars_rap.bounds import _EDGES, _extend_through_thin_tails, threshold_for_rate
+    from polars_rap.privacy.bounds import _EDGES, _extend_through_thin_tails, threshold_for_rate
 
     sigma = 10.0
     tail = threshold_for_rate(sigma, 0.05)
@@ -455,7 +447,7 @@ def test_search_finds_exact_edges_without_noise_and_keeps_the_bin_edge_when_it_s
     """With almost no noise the search returns the last edge with at most ``threshold`` rows;
     an array that never exceeds it gives 2**depth - 1 (the caller keeps the bin's edge); one
     that always does gives 0."""
-    from polars_rap.bounds import noisy_prefix_search
+    from polars_rap.privacy.bounds import noisy_prefix_search
 
     prefix = np.array([0, 0, 0, 3, 9, 9, 20, 40, 40])  # depth 3
     ledger = PrivacyLedger(1e12)

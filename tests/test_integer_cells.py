@@ -14,12 +14,12 @@ import pytest
 from scipy import stats
 
 import polars_rap
-from polars_rap.domain import Domain
-from polars_rap.encoding import encode, row_offsets, spread_integer_cells
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import encode, row_offsets, spread_integer_cells
 from polars_rap.kernels import get_backend
-from polars_rap.source import DataSource, exact_answers
-from polars_rap.transforms import from_unit
-from polars_rap.workload import build_workload, half_integer_threshold, mixed_marginals
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.schema.transforms import from_unit
+from polars_rap.workload.builders import build_workload, half_integer_threshold, mixed_marginals
 
 DECLARED = {"age": {"bounds": (17, 96), "nullable": True}, "hours": {"bounds": (0, 99), "atoms": [40]},
             "income": (0.0, 1e5), "job": ["a", "b", "c"], "y": ["no", "yes"]}

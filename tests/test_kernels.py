@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from polars_rap.kernels import BACKENDS, cpu, get_backend, reference
-from polars_rap.queries import QueryClass, QuerySet
+from polars_rap.workload.queries import QueryClass, QuerySet
 
 FAST_BACKENDS = ["cpu"]
 ALL_BACKENDS = ["reference", *FAST_BACKENDS]

@@ -29,8 +29,8 @@ if not cuda.is_available():
 
 from polars_rap.kernels import cuda as cuda_kernels  # noqa: E402
 from polars_rap.kernels import cuda_config, reference  # noqa: E402
-from polars_rap.projection import ProjectionConfig, RelaxedParams, project  # noqa: E402
-from polars_rap.queries import QueryClass, QuerySet  # noqa: E402
+from polars_rap.fit.projection import ProjectionConfig, RelaxedParams, project  # noqa: E402
+from polars_rap.workload.queries import QueryClass, QuerySet  # noqa: E402
 
 # Tiny grids are the point here; on a real GPU numba would warn about each one.
 pytestmark = pytest.mark.filterwarnings("ignore:Grid size .* under-utilization")

@@ -26,7 +26,7 @@ if numba.config.ENABLE_CUDASIM or not cuda.is_available():
 from polars_rap.kernels import cpu, cuda_config  # noqa: E402
 from polars_rap.kernels import cuda as cuda_kernels  # noqa: E402
 from polars_rap.kernels import cuda_exact  # noqa: E402
-from polars_rap.projection import ProjectionConfig, RelaxedParams, project  # noqa: E402
+from polars_rap.fit.projection import ProjectionConfig, RelaxedParams, project  # noqa: E402
 
 N_REL = 10_000
 N_QUERIES = 100_000

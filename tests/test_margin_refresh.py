@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import planning
-from polars_rap.base_marginals import unheld_margins
+from polars_rap.fit import planning
+from polars_rap.fit.base_marginals import unheld_margins
 from polars_rap.errors import DataError
-from polars_rap.queries import CLASS_CODES
-from polars_rap.strategy import PlannedStrategy
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.fit.strategy import PlannedStrategy
 
 import small_annealed as small  # tests/small_annealed.py
 

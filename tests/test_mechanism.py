@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 
 import polars_rap
-import polars_rap.mechanism as mechanism
-import polars_rap.planning as planning
-from polars_rap.projection import ProjectionConfig
-from polars_rap.samplers import SecureRandom
+import polars_rap.pipeline.synthesis as mechanism
+import polars_rap.fit.planning as planning
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.privacy.samplers import SecureRandom
 
 from plans import OUTRIGHT  # tests/plans.py
 
@@ -57,7 +57,7 @@ def test_output_values_stay_inside_the_public_domain(result, task):
 
 def test_ledger_spends_exactly_the_budget_from_epsilon_delta(result):
     report = result.report
-    assert report.rho_budget == polars_rap.privacy.rho_from_epsilon_delta(1.0, 1e-7)
+    assert report.rho_budget == polars_rap.privacy.ledger.rho_from_epsilon_delta(1.0, 1e-7)
     assert math.fsum(e.rho for e in report.events) == report.rho_spent
     assert report.rho_spent <= report.rho_budget
     assert report.rho_spent == pytest.approx(report.rho_budget, rel=1e-12)
@@ -71,7 +71,7 @@ def test_each_round_selects_k_groups_and_measures_them(result):
     assert rounds["group"].max() <= 10
     assert report.measurements["group"].n_unique() == sum(1 for e in report.events if e.mechanism == "gaussian")
     # NR: 3 CM selection rounds may miss JWMNP's null indicator and FER/ESP, so their null
-    # rates are measured outright (polars_rap.null_rates)
+    # rates are measured outright (polars_rap.fit.null_rates)
     assert set(report.measurements["query_class"]) == {"CM", "LT", "MM", "NR"}
 
 

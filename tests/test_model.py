@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 import polars_rap
-from polars_rap import datasets
-from polars_rap.model import FORMAT_VERSION, SyntheticModel, coordinate_names
-from polars_rap.projection import ProjectionConfig
-from polars_rap.report import PrivacyReport
+from polars_rap.io import datasets
+from polars_rap.pipeline.model import FORMAT_VERSION, SyntheticModel, coordinate_names
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.privacy.report import PrivacyReport
 
 FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5), progress=False)
@@ -212,7 +212,7 @@ def test_report_from_dict_names_unknown_and_missing_keys(result):
 
 def test_report_files_round_trip_empty_tables(result):
     """A report with no charge and no rows keeps its tables' columns and dtypes on disk."""
-    from polars_rap.report_files import report_files, report_from_files
+    from polars_rap.privacy.report_files import report_files, report_from_files
 
     frames = {f.name: getattr(result.report, f.name).clear() for f in dataclasses.fields(PrivacyReport)
               if isinstance(getattr(result.report, f.name), pl.DataFrame)}

@@ -15,11 +15,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.domain import Domain
-from polars_rap.encoding import decode, encode
+from polars_rap.schema.domain import Domain
+from polars_rap.decode.decoding import decode
+from polars_rap.schema.encoding import encode
 from polars_rap.kernels import cpu, reference
-from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QueryClass, QuerySet
-from polars_rap.workload import build_workload, linear_thresholds
+from polars_rap.workload.queries import EXACT_NULLABLE_PER_HALFSPACE, QueryClass, QuerySet
+from polars_rap.workload.builders import build_workload, linear_thresholds
 
 BACKENDS = {"reference": reference, "cpu": cpu}
 

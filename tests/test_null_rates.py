@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import datasets
-from polars_rap.domain import Domain
-from polars_rap.planning import workload_and_plan
-from polars_rap.null_rates import NULL_RATE_SHARE, nullable_blocks
-from polars_rap.privacy import split_budget
-from polars_rap.strategy import resolve_strategy
+from polars_rap.io import datasets
+from polars_rap.schema.domain import Domain
+from polars_rap.fit.planning import workload_and_plan
+from polars_rap.fit.null_rates import NULL_RATE_SHARE, nullable_blocks
+from polars_rap.privacy.ledger import split_budget
+from polars_rap.fit.strategy import resolve_strategy
 
 from plans import OUTRIGHT  # tests/plans.py
 
@@ -143,7 +143,7 @@ def test_selected_cm_rounds_get_a_null_rate_step_for_what_they_may_miss() -> Non
 def test_null_rate_groups_are_block_by_label_marginals() -> None:
     """A feature's block times each label; a nullable label, or any block when there is no
     label, alone. Cells sum to 1 on any table, so each group holds the block's null rate."""
-    from polars_rap.workload import null_rate_marginals
+    from polars_rap.workload.builders import null_rate_marginals
 
     schema = {"x": pl.Float64, "c": pl.String, "y": pl.String, "z": pl.String}
     declared = {"x": {"bounds": (0, 1), "nullable": True}, "c": ["a", "b", None], "y": ["p", "q", None], "z": ["u", "v"]}

@@ -1,4 +1,4 @@
-"""Numeric coupling at decoding (polars_rap.numeric_coupling): "label" permutes each numeric
+"""Numeric coupling at decoding (polars_rap.decode.numeric_coupling): "label" permutes each numeric
 column within each label value, keeps every per-label distribution, null pattern and category."""
 
 import numpy as np
@@ -6,14 +6,15 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.blocks import sample_block
-from polars_rap.domain import Domain
-from polars_rap.encoding import decode
+from polars_rap.io.blocks import sample_block
+from polars_rap.schema.domain import Domain
+from polars_rap.decode.decoding import decode
 from polars_rap.errors import ParameterError
-from polars_rap.model import SyntheticModel
-from polars_rap.numeric_coupling import check_numeric_coupling, decouple_numerics
-from polars_rap.public_labels import LabelModel, _n_features
-from polars_rap.strategy import PaperStrategy, PlannedStrategy
+from polars_rap.pipeline.model import SyntheticModel
+from polars_rap.fit.strategy_checks import check_numeric_coupling
+from polars_rap.decode.numeric_coupling import decouple_numerics
+from polars_rap.public.labels import LabelModel, _n_features
+from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy
 
 SCHEMA = {"y": pl.String, "z": pl.String, "a": pl.Float64, "b": pl.Int64}
 DECLARED = {"y": ["n", "p", "q"], "z": ["u", "v"], "a": (0.0, 1.0), "b": {"bounds": (0, 50), "nullable": True}}

@@ -14,15 +14,15 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 from polars_rap.kernels import get_backend
-from polars_rap.numeric_histograms import histogram_edges, histogram_groups, histogram_runs
-from polars_rap.privacy import split_budget
-from polars_rap.queries import QueryClass
-from polars_rap.report import interval_halfwidth, simultaneous_halfwidth, subgaussian_halfwidth
-from polars_rap.source import DataSource, exact_answers
-from polars_rap.strategy import PlannedStrategy, resolve_strategy
-from polars_rap.transforms import to_unit
+from polars_rap.fit.numeric_histograms import histogram_edges, histogram_groups, histogram_runs
+from polars_rap.privacy.ledger import split_budget
+from polars_rap.workload.queries import QueryClass
+from polars_rap.privacy.report import interval_halfwidth, simultaneous_halfwidth, subgaussian_halfwidth
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.fit.strategy import PlannedStrategy, resolve_strategy
+from polars_rap.schema.transforms import to_unit
 
 from histogram_runs import recorded_histogram_run  # tests/histogram_runs.py
 from plans import OUTRIGHT  # tests/plans.py
@@ -198,7 +198,7 @@ def test_sums_of_discrete_gaussians_stay_inside_the_prefix_intervals() -> None:
     than 5% (binomial bound at 1e-6 false alarms on 20,000 sums per k)."""
     from fractions import Fraction
 
-    from polars_rap.samplers import discrete_gaussian, seeded_words
+    from polars_rap.privacy.samplers import discrete_gaussian, seeded_words
 
     words = seeded_words(np.random.default_rng(0))
     draws = discrete_gaussian(Fraction(49, 100), 20_000 * 50, words).reshape(20_000, 50)
@@ -235,7 +235,7 @@ def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last
     thresholds' share, last, a tenth of the weight: bench/results/ablation_tree_share_seeds.md)
     closes the plan with one outright NH step of 20% of the loop's budget, the other classes
     keeping theirs; ``"first"`` puts it first (after the null rates)."""
-    from polars_rap.planning import workload_and_plan
+    from polars_rap.fit.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
                     n_linear_thresholds=50, max_marginal_cells=None)
@@ -262,7 +262,7 @@ def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last
 def test_the_last_position_appends_the_step_with_its_loss_scale(domain) -> None:
     """``histogram_position="last"``: the NH step closes the plan with the same share of the
     loop's budget, carrying ``histogram_weight`` as its loss scale; the other steps keep 1."""
-    from polars_rap.planning import workload_and_plan
+    from polars_rap.fit.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
                     n_linear_thresholds=50, max_marginal_cells=None)
@@ -279,7 +279,7 @@ def test_loss_scales_multiply_the_inverse_variance_weights() -> None:
     """A group's loss scale multiplies its answers' 1/std^2 (or 1 without inverse variance)
     before the weights are scaled to mean 1; with every scale 1 and no inverse variance the
     loss is unweighted (None)."""
-    from polars_rap.loop_record import LoopRecord
+    from polars_rap.fit.loop_record import LoopRecord
 
     record = LoopRecord(params=None)
     record.add(0, 0, np.zeros(2), 0.5)

@@ -1,5 +1,5 @@
 """The numeric metric (issue #14): per numeric column, the Kolmogorov–Smirnov distance and the
-decile error between real and synthetic, in ``polars_rap.evaluation`` and in the benchmark's
+decile error between real and synthetic, in ``polars_rap.quality.evaluation`` and in the benchmark's
 rows (one KS implementation, shared with the quality report)."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.domain import Domain
-from polars_rap.evaluation import numeric_errors, numeric_summary, quality_report
+from polars_rap.schema.domain import Domain
+from polars_rap.quality.evaluation import numeric_errors, numeric_summary
+from polars_rap.quality.report import quality_report
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not of the package

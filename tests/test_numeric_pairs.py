@@ -1,4 +1,4 @@
-"""Numeric pairs (``tie_numeric_bins``, :mod:`polars_rap.numeric_pairs`): the tie tables by the
+"""Numeric pairs (``tie_numeric_bins``, :mod:`polars_rap.decode.numeric_pairs`): the tie tables by the
 bins of earlier numeric columns, their sums and sensitivity in the ties' release, the test of
 the relaxed rows' pairing against them, the decoding that follows the kept pairs, saved models
 and synthesize's wiring."""
@@ -12,12 +12,12 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 from polars_rap.errors import ParameterError
-from polars_rap.numeric_coupling import decouple_numerics
-from polars_rap.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_deviations, pair_evidence, pair_ties
-from polars_rap.numeric_ties import TIE_QUANTUM, NumericTies, layout_of, tie_layout, tie_sums
-from polars_rap.planned_strategy import PlannedStrategy
+from polars_rap.decode.numeric_coupling import decouple_numerics
+from polars_rap.decode.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_deviations, pair_evidence, pair_ties
+from polars_rap.decode.numeric_ties import TIE_QUANTUM, NumericTies, layout_of, tie_layout, tie_sums
+from polars_rap.fit.planned_strategy import PlannedStrategy
 from tie_rows import one_hot_relaxed, pair_domain, pair_rows, paired_frame_and_domain, worst_replacement
 
 
@@ -200,7 +200,7 @@ def test_each_tested_pair_is_logged_with_its_evidence_and_the_decision(caplog) -
     codes, numerics = pair_rows(domain, 4_000, rng)  # the rows of the keep / drop test above
     shuffled = decouple_numerics(codes, numerics, domain, rng)
     layout, exact = _release(domain, codes, numerics)
-    with caplog.at_level("INFO", logger="polars_rap.numeric_pairs"):
+    with caplog.at_level("INFO", logger="polars_rap.decode.numeric_pairs"):
         fitted_ties(one_hot_relaxed(domain, codes, numerics), domain, layout, exact, 0.01)
         fitted_ties(one_hot_relaxed(domain, codes, shuffled), domain, layout, exact, 0.01)
     kept, dropped = (record.getMessage() for record in caplog.records)

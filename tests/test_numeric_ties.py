@@ -1,4 +1,4 @@
-"""Numeric ties (:mod:`polars_rap.numeric_ties`): the tables, their sensitivity and release, the
+"""Numeric ties (:mod:`polars_rap.decode.numeric_ties`): the tables, their sensitivity and release, the
 fit and the decoding that follows it, saved models and synthesize's wiring."""
 
 from __future__ import annotations
@@ -11,18 +11,16 @@ import pytest
 from scipy import stats
 
 import polars_rap
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 from polars_rap.errors import ParameterError
-from polars_rap.numeric_ties import (
-    TIE_QUANTUM, NumericTies, TieScores, TieSums, release_ties, tie_layout, tie_noise_std, tie_sums,
-)
-from polars_rap.tie_ridge import fit_ties
-from polars_rap.planned_strategy import PlannedStrategy
-from polars_rap.privacy import PrivacyEvent, PrivacyLedger
-from polars_rap.encoding import encode
+from polars_rap.decode.numeric_ties import TIE_QUANTUM, NumericTies, TieScores, TieSums, release_ties, tie_layout, tie_noise_std, tie_sums
+from polars_rap.decode.tie_ridge import fit_ties
+from polars_rap.fit.planned_strategy import PlannedStrategy
+from polars_rap.privacy.ledger import PrivacyEvent, PrivacyLedger
+from polars_rap.schema.encoding import encode
 from polars_rap.kernels import get_backend
-from polars_rap.source import DataSource, exact_answers
-from polars_rap.workload import build_workload
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.workload.builders import build_workload
 from tie_rows import one_hot_relaxed, worst_replacement  # tests/tie_rows.py
 
 
@@ -266,7 +264,7 @@ def test_synthesize_charges_the_ties_once_before_the_loop_and_saves_them(frame, 
 
 
 def test_a_decoding_backfits_once_whatever_its_chunks(frame, monkeypatch) -> None:
-    from polars_rap import encoding
+    from polars_rap.schema import encoding
 
     model = _fit(frame, 0.2).model
     backfits = []

@@ -10,14 +10,14 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 from polars_rap.errors import ParameterError
-from polars_rap.histogram_margins import HistogramMargins
-from polars_rap.numeric_histograms import histogram_edges
-from polars_rap.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_evidence
-from polars_rap.numeric_ties import TIE_QUANTUM, TieLayout, tie_layout, tie_sums
-from polars_rap.planned_strategy import PlannedStrategy
-from polars_rap.transforms import to_unit
+from polars_rap.decode.histogram_margins import HistogramMargins
+from polars_rap.fit.numeric_histograms import histogram_edges
+from polars_rap.decode.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_evidence
+from polars_rap.decode.numeric_ties import TIE_QUANTUM, TieLayout, tie_layout, tie_sums
+from polars_rap.fit.planned_strategy import PlannedStrategy
+from polars_rap.schema.transforms import to_unit
 from tie_rows import one_hot_relaxed, pair_domain, pair_rows, paired_frame_and_domain  # tests/tie_rows.py
 
 
@@ -147,7 +147,7 @@ def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch,
                                                                      passed) -> None:
     """The default passes the decoding's histogram margins; without them (``histogram_match``
     None) the same released histograms, read from the loop; ``"relaxed"`` none."""
-    import polars_rap.mechanism as mechanism
+    import polars_rap.pipeline.synthesis as mechanism
 
     seen = []
     original = mechanism.fitted_ties

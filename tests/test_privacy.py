@@ -1,4 +1,4 @@
-"""Tests for polars_rap.privacy: epsilon/delta <-> rho, the ledger, Gaussian and Gumbel top-k."""
+"""Tests for polars_rap.privacy.ledger: epsilon/delta <-> rho, the ledger, Gaussian and Gumbel top-k."""
 
 from __future__ import annotations
 
@@ -14,21 +14,10 @@ from hypothesis import strategies as st
 from mpmath import mp, mpf
 from scipy import stats
 
-from polars_rap import accounting, privacy
+from polars_rap.privacy import accounting
+from polars_rap.privacy import ledger as privacy
 from polars_rap.errors import ParameterError
-from polars_rap.privacy import (
-    BudgetExceededError,
-    PrivacyEvent,
-    PrivacyLedger,
-    delta_from_rho_epsilon,
-    epsilon_from_rho_delta,
-    gaussian_mechanism,
-    gaussian_noise_std,
-    gumbel_scale,
-    gumbel_top_k,
-    rho_from_epsilon_delta,
-    rho_from_epsilon_delta_loose,
-)
+from polars_rap.privacy.ledger import BudgetExceededError, PrivacyEvent, PrivacyLedger, delta_from_rho_epsilon, epsilon_from_rho_delta, gaussian_mechanism, gaussian_noise_std, gumbel_scale, gumbel_top_k, rho_from_epsilon_delta, rho_from_epsilon_delta_loose
 
 EPSILONS = [0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0]
 DELTAS = [1e-12, 1e-9, 1e-6, 1e-3]
@@ -583,7 +572,7 @@ def test_invalid_rng_raises_type_error_and_charges_nothing() -> None:
     """An rng that is neither a SecureRandom nor a Generator (e.g. a seed) is refused before
     anything is charged."""
     ledger = _ledger()
-    with pytest.raises(TypeError, match="'rng' parameter must be a polars_rap.samplers.SecureRandom"):
+    with pytest.raises(TypeError, match="'rng' parameter must be a polars_rap.privacy.samplers.SecureRandom"):
         gaussian_mechanism(np.zeros(2), 1.0, 0.1, ledger, 42)  # type: ignore[arg-type]
     assert ledger.events == ()
 
@@ -597,13 +586,13 @@ def test_error_message_format_matches_style_guide() -> None:
 
 @pytest.mark.parametrize("module", [privacy, accounting], ids=lambda m: m.__name__)
 def test_module_doctests(module) -> None:
-    """The docstring examples of polars_rap.privacy and polars_rap.accounting run and pass."""
+    """The docstring examples of polars_rap.privacy.ledger and polars_rap.privacy.accounting run and pass."""
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
 
 
 def test_privacy_re_exports_the_accounting_names() -> None:
-    """Every public name of polars_rap.accounting is importable from polars_rap.privacy as the
+    """Every public name of polars_rap.privacy.accounting is importable from polars_rap.privacy.ledger as the
     same object (existing imports keep working), and listed in its __all__."""
     for name in accounting.__all__:
         assert getattr(privacy, name) is getattr(accounting, name), name

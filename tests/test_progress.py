@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import cli
-from polars_rap.loop_record import fit_figures
+from polars_rap.cli import commands as cli
+from polars_rap.fit.loop_record import fit_figures
 
 from plans import OUTRIGHT  # tests/plans.py
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from polars_rap.kernels import get_backend
-from polars_rap.projection import ProjectionConfig, RelaxedParams, project
-from polars_rap.queries import QuerySet
+from polars_rap.fit.projection import ProjectionConfig, RelaxedParams, project
+from polars_rap.workload.queries import QuerySet
 
 from plans import OUTRIGHT  # tests/plans.py
 
@@ -108,7 +108,7 @@ def test_a_warm_projection_runs_the_last_warm_doublings_plus_one_stages():
     """``warm_doublings = k``: a warm projection runs stages max_doublings - k .. max_doublings
     (k beyond the schedule: all of it); a cold one, or k None, the whole schedule; without
     annealing, or without thresholds, one stage as before."""
-    from polars_rap.projection import temperature_stages
+    from polars_rap.fit.projection import temperature_stages
 
     config = ProjectionConfig(max_steps=5, max_doublings=3, warm_doublings=1)
     assert temperature_stages(config, True, warm=True) == [2, 3]
@@ -132,7 +132,7 @@ def test_a_warm_projection_runs_the_last_warm_doublings_plus_one_stages():
 def test_compiled_softmax_and_adam_step_match_plain_numpy():
     """The Numba row kernels equal the obvious NumPy formulas (softmax per block, the
     softmax chain rule, Adam with bias correction, numerics clipped to [0, 1])."""
-    from polars_rap.projection import _adam_step
+    from polars_rap.fit.projection import _adam_step
 
     rng = np.random.default_rng(5)
     params = RelaxedParams.random(6, BLOCKS, N_NUMERIC, rng)
@@ -168,7 +168,7 @@ def test_the_loop_projects_warm_after_its_first_threshold_projection():
     import polars as pl
 
     import polars_rap
-    from polars_rap import rounds
+    from polars_rap.fit import rounds
 
     rng = np.random.default_rng(0)
     frame = pl.DataFrame({"age": rng.integers(18, 90, 500), "sex": rng.choice(["F", "M"], 500).tolist(),
@@ -198,8 +198,8 @@ def test_every_projection_but_the_last_takes_max_steps_between():
     import polars as pl
 
     import polars_rap
-    from polars_rap import rounds
-    from polars_rap.plan_steps import Step
+    from polars_rap.fit import rounds
+    from polars_rap.fit.plan_steps import Step
 
     with pytest.raises(ValueError, match="max_steps_between"):
         ProjectionConfig(max_steps_between=0)
@@ -226,7 +226,7 @@ def test_every_projection_but_the_last_takes_max_steps_between():
 
     assert steps_per_call(config) == [2, 2, 2, 4]
     assert steps_per_call(ProjectionConfig(max_steps=4)) == [4, 4, 4, 4]
-    from polars_rap import mechanism
+    from polars_rap.pipeline import synthesis as mechanism
 
     original_plan = mechanism.run_plan
 
@@ -246,9 +246,9 @@ def test_stage_length_is_the_strategys_unless_the_run_sets_it():
     import polars as pl
 
     import polars_rap
-    from polars_rap import rounds
-    from polars_rap.projection import PAPER_MAX_STEPS
-    from polars_rap.strategy import PlannedStrategy
+    from polars_rap.fit import rounds
+    from polars_rap.fit.projection import PAPER_MAX_STEPS
+    from polars_rap.fit.strategy import PlannedStrategy
 
     assert ProjectionConfig().stage_steps == PAPER_MAX_STEPS == 60 and ProjectionConfig(max_steps=7).stage_steps == 7
     assert PlannedStrategy().max_steps == 30
@@ -294,7 +294,7 @@ def _with_nullable_threshold():
 def test_numeric_queries_kept_off_the_categories_split_the_gradient_exactly():
     """With ``numeric_moves_categories=False`` the gradient is the categorical queries' plus the
     threshold queries' on numerics and null codes only; the loss is the whole sum."""
-    from polars_rap.projection import _categories_from_categorical_queries
+    from polars_rap.fit.projection import _categories_from_categorical_queries
 
     module = get_backend("reference")
     rng = np.random.default_rng(11)
@@ -380,7 +380,7 @@ def test_noise_floor_setting_reaches_the_projection_as_the_noise_loss(monkeypatc
     """``ProjectionConfig.noise_floor`` times ``sum_i w_i std_i**2`` is the floor that
     ``rounds.fit_measurements`` passes; a bad value names the parameter (the device loop's
     floor: tests/test_kernels_cuda.py)."""
-    from polars_rap import rounds
+    from polars_rap.fit import rounds
 
     for bad in (-0.5, float("inf"), True, "1"):
         with pytest.raises(ValueError, match="noise_floor"):

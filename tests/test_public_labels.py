@@ -10,29 +10,13 @@ from scipy.optimize import minimize
 
 import polars_rap
 from polars_rap import DataError, ProjectionConfig
-from polars_rap.blocks import sample_block
-from polars_rap.domain import Domain
-from polars_rap.encoding import EncodedData
-from polars_rap.model import FORMAT_VERSION
-from polars_rap.public_labels import (
-    FULL_SHARE_STD,
-    NUMERIC_CELLS,
-    RIDGE_PER_NOISE_VARIANCE,
-    LabelModel,
-    _fit,
-    _logits,
-    _n_features,
-    _objective,
-    _design,
-    check_label_use,
-    feature_index,
-    fit_label_model,
-    label_noise_std,
-    redraw_share,
-    tilt_ridge,
-)
-from polars_rap.queries import CLASS_CODES
-from polars_rap.workload import build_workload
+from polars_rap.io.blocks import sample_block
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import EncodedData
+from polars_rap.pipeline.model import FORMAT_VERSION
+from polars_rap.public.labels import FULL_SHARE_STD, NUMERIC_CELLS, RIDGE_PER_NOISE_VARIANCE, LabelModel, _fit, _logits, _n_features, _objective, _design, check_label_use, feature_index, fit_label_model, label_noise_std, redraw_share, tilt_ridge
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.workload.builders import build_workload
 
 FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
             projection=ProjectionConfig(max_steps=8), progress=False)
@@ -59,7 +43,7 @@ def domain():
 
 
 def encoded(frame, domain):
-    from polars_rap.encoding import encode
+    from polars_rap.schema.encoding import encode
 
     return encode(frame.select(domain.names), domain)
 
@@ -203,7 +187,7 @@ def test_the_ridge_comes_from_the_measured_label_marginals_noise(domain):
 
 
 def reads_label_of(queries, domain, group):
-    from polars_rap.public_prior import touches_columns
+    from polars_rap.public.prior import touches_columns
 
     flags = np.zeros(len(domain.blocks), dtype=bool)
     flags[domain.block_index("y")] = True
@@ -293,7 +277,7 @@ def test_every_sampling_path_applies_the_model_and_saved_models_keep_it(released
                            margins=model.histogram_margins)
     assert not without.equals(expected) and without.select("a", "b").equals(expected.select("a", "b"))
     # saved again without a label model over the same folder: the old file goes
-    from polars_rap.model import SyntheticModel
+    from polars_rap.pipeline.model import SyntheticModel
 
     SyntheticModel(model.relaxed, model.domain, model.report).save(saved, overwrite=True)
     assert not (saved / "label_model.arrow").exists() and polars_rap.load(saved).label_model is None
@@ -309,14 +293,14 @@ def test_a_label_model_that_does_not_fit_the_domain_is_a_data_error(released, do
 
 
 def test_a_large_public_table_is_fitted_on_a_sample(monkeypatch, domain, caplog):
-    from polars_rap import public_labels
-    from polars_rap.public_prior import open_public, read_public
+    from polars_rap.public import labels as public_labels
+    from polars_rap.public.prior import open_public, read_public
 
     table = read_public(open_public(additive_table(3000, 12), None, domain.names), domain)
     relaxed = np.full((4, domain.n_coords), 0.5, dtype=np.float32)
     monkeypatch.setattr(public_labels, "PUBLIC_FIT_ROWS", 500)
     monkeypatch.setattr(public_labels, "FIT_ROWS", 400)
-    with caplog.at_level("INFO", logger="polars_rap.public_labels"):
+    with caplog.at_level("INFO", logger="polars_rap.public.labels"):
         model = public_labels.label_model_for_release(table, domain, relaxed, 0.05, np.random.default_rng(0))
     assert "fitted on 500 of the public table's 3000 rows" in caplog.text
     again = public_labels.label_model_for_release(table, domain, relaxed, 0.05, np.random.default_rng(0))

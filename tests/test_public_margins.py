@@ -9,18 +9,16 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap import DataError, privacy, public_margins
-from polars_rap.domain import Domain
-from polars_rap.encoding import encode
-from polars_rap.privacy import PrivacyLedger, gaussian_noise_std, split_budget
-from polars_rap.public_margins import (
-    FIRST_CHECK_TABLES, FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS,
-    NUMERIC_WEIGHT, UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio,
-    margin_names, margins_share, measured_candidate, own_margins_row, release_margins,
-)
-from polars_rap.public_prior import open_public, read_public
-from polars_rap.public_reweight import CHECK_SHARE, margin_cells, rake, reweighted_candidate
-from polars_rap.public_shrinkage import measured_margins
+from polars_rap import DataError
+from polars_rap.privacy import ledger as privacy
+from polars_rap.public import margins as public_margins
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import encode
+from polars_rap.privacy.ledger import PrivacyLedger, gaussian_noise_std, split_budget
+from polars_rap.public.margins import FIRST_CHECK_TABLES, FIRST_PART, LABEL_WEIGHT, LOOP_RESERVE, MARGIN_STD, MAX_SHARE, MIN_SHARE, NUMERIC_CELLS, NUMERIC_WEIGHT, UNHELD_Z, MarginCounts, candidate_weights, check_margins, combined, independent_rows, loop_ratio, margin_names, margins_share, measured_candidate, own_margins_row, release_margins
+from polars_rap.public.prior import open_public, read_public
+from polars_rap.public.reweight import CHECK_SHARE, margin_cells, rake, reweighted_candidate
+from polars_rap.public.shrinkage import measured_margins
 
 import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
 from public_rows import run
@@ -213,8 +211,8 @@ def test_margins_charge_their_stages_before_the_loop_and_the_report_records_them
 
 def test_the_independent_row_answers_a_categorical_marginal_with_the_product_of_margins(private, domain):
     from polars_rap.kernels import cpu
-    from polars_rap.queries import CLASS_CODES
-    from polars_rap.workload import build_workload
+    from polars_rap.workload.queries import CLASS_CODES
+    from polars_rap.workload.builders import build_workload
 
     encoded = encode(private, domain)
     counts = MarginCounts(domain)
@@ -290,7 +288,7 @@ def test_the_loop_ratio_is_the_dry_runs_error_over_independences_on_the_rows_own
     that gives back their margins, every column independent, 1; the dry run gets the rows'
     answers as counts over n, and the rho it is given."""
     from polars_rap.kernels import cpu
-    from polars_rap.workload import build_workload
+    from polars_rap.workload.builders import build_workload
 
     table = read_public(open_public(private, declared, COLUMNS), domain)
     n = private.height
@@ -336,8 +334,8 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
     it: they take less, or nothing; the run then goes as without them instead of refusing the
     rows (at 1,500 rows and epsilon 0.4 the plan needs about a fifth of the budget, so the
     margins, which would take 80%, stop at what leaves the loop LOOP_RESERVE times that)."""
-    from polars_rap.planning import loop_rho_needed
-    from polars_rap import public_release
+    from polars_rap.fit.planning import loop_rho_needed
+    from polars_rap.public import release as public_release
 
     seen = {}
     original = public_release.public_first_margins
@@ -354,7 +352,7 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
         return floors["floor"]
 
     with mock.patch.object(public_release, "public_first_margins", spy), \
-            mock.patch("polars_rap.mechanism.loop_rho_needed", needed):
+            mock.patch("polars_rap.pipeline.synthesis.loop_rho_needed", needed):
         result = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
     budget = result.report.rho_budget
     tie_share = result.report.parameters["strategy"].get("tie_share", 0.0)
@@ -362,7 +360,7 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
     assert 0.1 * budget < floor < 0.4 * budget
     left = (seen["remaining"] - seen["check"]) * (1 - CHECK_SHARE) - LOOP_RESERVE * floor
     assert seen["rho"] == left < MAX_SHARE * (seen["remaining"] - seen["check"])
-    with mock.patch("polars_rap.mechanism.loop_rho_needed", lambda *args: budget):  # the loop needs it all
+    with mock.patch("polars_rap.pipeline.synthesis.loop_rho_needed", lambda *args: budget):  # the loop needs it all
         skipped = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
     assert skipped.report.public_data["margins_rho"] == 0.0
     assert not any(e.description.startswith("public margins") for e in skipped.report.events)
@@ -375,7 +373,7 @@ def test_the_first_check_scores_the_quarter_of_tables_its_candidates_dispute_and
     where the public rows and the independent rows differ most (its sensitivity: 2 counts each of
     those), the dry run's ratio is taken on the same tables, and the report says how many; where
     the margins' share is under MAX_SHARE (epsilon 10 here) it scores every CM table."""
-    from polars_rap.queries import CLASS_CODES
+    from polars_rap.workload.queries import CLASS_CODES
 
     seen = {}
     originals = public_margins.choose_release, public_margins.loop_ratio, public_margins.disputed_groups

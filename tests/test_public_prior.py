@@ -9,20 +9,15 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import DataError, ParameterError, ProjectionConfig, cli, evaluation, kernels
-from polars_rap.domain import Domain
-from polars_rap.model import FORMAT_VERSION, SyntheticModel
-from polars_rap.public_prior import (
-    DEFAULT_PUBLIC_USES,
-    check_public_use,
-    fit_to_public,
-    open_public,
-    read_public,
-    touches_columns,
-)
-from polars_rap.public_targets import PublicPrior, james_stein_toward
-from polars_rap.queries import QueryClass
-from polars_rap.workload import build_workload
+from polars_rap import DataError, ParameterError, ProjectionConfig, kernels
+from polars_rap.cli import commands as cli
+from polars_rap.quality import evaluation
+from polars_rap.schema.domain import Domain
+from polars_rap.pipeline.model import FORMAT_VERSION, SyntheticModel
+from polars_rap.public.prior import DEFAULT_PUBLIC_USES, check_public_use, fit_to_public, open_public, read_public, touches_columns
+from polars_rap.fit.public_targets import PublicPrior, james_stein_toward
+from polars_rap.workload.queries import QueryClass
+from polars_rap.workload.builders import build_workload
 
 import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
 from plans import OUTRIGHT  # tests/plans.py
@@ -77,7 +72,7 @@ def test_a_public_table_without_rows_or_shared_columns_is_refused(private, decla
 
 
 def test_a_subset_of_columns_is_filled_from_the_domain_and_logged(private, public, declared, caplog):
-    with caplog.at_level(logging.INFO, logger="polars_rap.public_prior"):
+    with caplog.at_level(logging.INFO, logger="polars_rap.public.prior"):
         result = run(private, declared, public=public.drop("MAR", "AGEP"))
     assert "columns ['AGEP', 'MAR'] are missing from it and filled from the domain uniformly" in caplog.text
     record = result.report.public_data
@@ -256,7 +251,7 @@ def test_fit_moves_the_relaxed_rows_toward_the_public_answers(public, domain):
     backend = kernels.get_backend("cpu")
     table = read_public(open_public(public, None, COLUMNS), domain)
     answers = table.answers(queries, domain, backend)
-    from polars_rap.projection import RelaxedParams
+    from polars_rap.fit.projection import RelaxedParams
 
     start = RelaxedParams.random(80, domain.block_sizes, 1, np.random.default_rng(0))
     fitted = fit_to_public(start, queries, answers, backend, ProjectionConfig(max_steps=30))

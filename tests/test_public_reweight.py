@@ -11,18 +11,14 @@ import pytest
 
 import polars_rap
 from polars_rap import DataError
-from polars_rap.domain import Domain
-from polars_rap.encoding import block_slices
-from polars_rap.privacy import PrivacyLedger
-from polars_rap.public_prior import open_public, read_public
-from polars_rap.public_reweight import (
-    CHECK_SHARE, MARGIN_SETS, NUMERIC_CELLS, SAMPLING_CELLS, charge_check, check_groups, choose_release,
-    crossed_cells, crossed_margins, disputed_groups, error_scale, margin_cells, rake, raking_targets,
-    relaxed_margins, reweighted_candidate, sampling_order,
-)
-from polars_rap.queries import CLASS_CODES
-from polars_rap.selection_scores import selection_scores
-from polars_rap.workload import build_workload, group_sensitivities
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import block_slices
+from polars_rap.privacy.ledger import PrivacyLedger
+from polars_rap.public.prior import open_public, read_public
+from polars_rap.public.reweight import CHECK_SHARE, MARGIN_SETS, NUMERIC_CELLS, SAMPLING_CELLS, charge_check, check_groups, choose_release, crossed_cells, crossed_margins, disputed_groups, error_scale, margin_cells, rake, raking_targets, relaxed_margins, reweighted_candidate, sampling_order
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.privacy.selection_scores import selection_scores
+from polars_rap.workload.builders import build_workload, group_sensitivities
 
 import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
 from public_rows import LABELS, run
@@ -174,10 +170,10 @@ def test_the_checks_score_moves_by_at_most_its_sensitivity_when_one_row_is_repla
     another drawn from a pool, the exact total L1 error over the check's groups moves by at most
     the sum of those groups' L1 sensitivities (2 counts a marginal table or a numeric histogram's
     prefix), for two candidates."""
-    from polars_rap.encoding import encode
+    from polars_rap.schema.encoding import encode
     from polars_rap.kernels import cpu
-    from polars_rap.numeric_histograms import histogram_groups
-    from polars_rap.queries import QuerySet
+    from polars_rap.fit.numeric_histograms import histogram_groups
+    from polars_rap.workload.queries import QuerySet
 
     workload = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"), n_linear_thresholds=50,
                               n_mixed_marginals=10)
@@ -208,7 +204,7 @@ def test_the_checks_score_moves_by_at_most_its_sensitivity_when_one_row_is_repla
 
 
 def test_the_check_picks_the_candidate_whose_tables_are_right_when_the_gap_is_wide(private, domain):
-    from polars_rap.encoding import encode
+    from polars_rap.schema.encoding import encode
     from polars_rap.kernels import cpu
 
     queries = build_workload(domain, np.random.default_rng(0), classes=("CM", "MM", "LT"), n_linear_thresholds=50,
@@ -245,7 +241,7 @@ def test_a_scaled_error_favours_its_candidate_and_never_raises_the_sensitivity(p
     exactly, in rationals, on totals up to that bound."""
     from fractions import Fraction
 
-    from polars_rap.encoding import encode
+    from polars_rap.schema.encoding import encode
     from polars_rap.kernels import cpu
 
     n = private.height
@@ -297,11 +293,11 @@ def test_the_final_check_sees_the_numeric_columns(private, domain):
     categorical tables exact) and the same rows with SEX drawn at random (their ages exact). On
     the categorical tables alone the first wins; with the numeric histograms' prefixes pooled in
     (as many groups kept as half the tables) the check sees the ages and keeps the second."""
-    from polars_rap.encoding import encode
+    from polars_rap.schema.encoding import encode
     from polars_rap.kernels import cpu, get_backend
-    from polars_rap.numeric_histograms import histogram_groups
-    from polars_rap.public_reweight import checked_release, public_relaxed
-    from polars_rap.queries import QuerySet
+    from polars_rap.fit.numeric_histograms import histogram_groups
+    from polars_rap.public.reweight import checked_release, public_relaxed
+    from polars_rap.workload.queries import QuerySet
 
     data = encode(private, domain)
     n = private.height

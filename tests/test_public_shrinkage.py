@@ -1,4 +1,4 @@
-"""Each measured margin estimated alone (``polars_rap.public_shrinkage``, issue 19): the
+"""Each measured margin estimated alone (``polars_rap.public.shrinkage``, issue 19): the
 empirical-Bayes shrinkage toward the public table's margin, a feature x label table's
 association prior and its agreement with the label's margin, against their formulas."""
 
@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from polars_rap import public_shrinkage
-from polars_rap.public_margins import MarginCounts, margin_names
-from polars_rap.public_shrinkage import shrunk_margin
+from polars_rap.public import shrinkage as public_shrinkage
+from polars_rap.public.margins import MarginCounts, margin_names
+from polars_rap.public.shrinkage import shrunk_margin
 
 import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
 

@@ -1,13 +1,13 @@
-"""The public rows' weights fitted to every released margin at once (polars_rap.public_tilt)."""
+"""The public rows' weights fitted to every released margin at once (polars_rap.public.tilt)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from polars_rap.public_reweight import rake
-from polars_rap.public_shrinkage import shrunk_margin
-from polars_rap.public_tilt import TAU2_FLOOR, prior_variance, tilt_objective, tilted_weights
+from polars_rap.public.reweight import rake
+from polars_rap.public.shrinkage import shrunk_margin
+from polars_rap.public.tilt import TAU2_FLOOR, prior_variance, tilt_objective, tilted_weights
 
 
 def reference_objective(theta, index, target, precision, penalty):
@@ -102,13 +102,13 @@ def test_a_cell_no_public_row_holds_gets_no_weight():
 
 
 def test_a_fit_stopped_short_of_the_mode_says_so(monkeypatch, caplog):
-    import polars_rap.public_tilt as public_tilt
+    import polars_rap.public.tilt as public_tilt
 
     monkeypatch.setattr(public_tilt, "MAX_ITERATIONS", 1)
     rng = np.random.default_rng(4)
     cells = [rng.integers(0, 3, 1000), rng.integers(0, 4, 1000)]
     released = [(np.array([0.5, 0.3, 0.2]), 0.01), (np.array([0.1, 0.2, 0.3, 0.4]), 0.01)]
-    with caplog.at_level("INFO", logger="polars_rap.public_tilt"):
+    with caplog.at_level("INFO", logger="polars_rap.public.tilt"):
         weights = tilted_weights(cells, released)
     assert weights.sum() == pytest.approx(1.0)
     assert "short of the mode" in caplog.text

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import evaluation
-from polars_rap.quality import QualityReport
+from polars_rap.quality import evaluation
+from polars_rap.quality.report import QualityReport
 
 SMALL_WORKLOAD = {"n_mixed_marginals": 20, "n_linear_thresholds": 50}
 
@@ -94,9 +94,9 @@ def test_workload_errors_do_not_depend_on_how_the_answers_are_chunked(monkeypatc
     """The real rows' workload answers are counted over chunks of encoded batches
     (ANSWER_CHUNK_ROWS); any chunking, down to one batch of 97 rows per call, gives the same
     errors to the bit."""
-    from polars_rap import quality_stats
+    from polars_rap.quality import stats as quality_stats
 
-    task = polars_rap.datasets.load_task("acs-income-CA")
+    task = polars_rap.io.datasets.load_task("acs-income-CA")
     real, synthetic = task.frame.head(1_500), task.frame.slice(1_500, 400)
     options = dict(domain=task.domain, labels=task.labels, n_mixed_marginals=50, n_linear_thresholds=300,
                    batch_rows=97, backend="cpu")

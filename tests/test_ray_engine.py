@@ -24,15 +24,16 @@ import ray.data  # noqa: E402
 
 import polars_rap  # noqa: E402
 import ray_flaky_backend  # noqa: E402  (tests/ is on sys.path: pytest's rootdir-relative import)
-from polars_rap import cli  # noqa: E402
-from polars_rap.blocks import write_parquet  # noqa: E402
+from polars_rap.cli import commands as cli  # noqa: E402
+from polars_rap.io.blocks import write_parquet  # noqa: E402
 from polars_rap.errors import DataError  # noqa: E402
 from polars_rap.kernels import get_backend  # noqa: E402
-from polars_rap.model import SyntheticModel  # noqa: E402
-from polars_rap.projection import ProjectionConfig  # noqa: E402
-from polars_rap.ray_engine import RaySource  # noqa: E402
-from polars_rap.source import DataSource, exact_answers, open_source  # noqa: E402
-from polars_rap.workload import build_workload  # noqa: E402
+from polars_rap.pipeline.model import SyntheticModel  # noqa: E402
+from polars_rap.fit.projection import ProjectionConfig  # noqa: E402
+from polars_rap.io.ray_engine import RaySource  # noqa: E402
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.io.engines import open_source  # noqa: E402
+from polars_rap.workload.builders import build_workload  # noqa: E402
 
 SRC = Path(polars_rap.__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -201,7 +202,7 @@ def test_numeric_ties_on_ray_equal_the_in_process_ones(flaky_dir, task):
     """The ties' sums are read per block beside the counts and merged on the driver: the same
     release, the same fitted ties and the same rows as in this process (no noise cap, so that
     the CA task's ties are measured at these settings)."""
-    from polars_rap.planned_strategy import PlannedStrategy
+    from polars_rap.fit.planned_strategy import PlannedStrategy
 
     arguments = dict(epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=3,
                      strategy=PlannedStrategy(tie_share=0.2, tie_noise_cap=None), **FAST)
@@ -311,7 +312,7 @@ def test_ray_writers_apply_a_public_label_model(flaky_dir, task, tmp_path):
 
 def test_cli_synthesizes_on_ray_and_samples_parts(flaky_dir, task, parquet_folder, tmp_path, capsys):
     config = tmp_path / "ca.toml"
-    config.write_text(polars_rap.config.config_text(task) + "\n[options]\nrelaxed_rows = 50\nrounds_cm = 1\n"
+    config.write_text(polars_rap.cli.config.config_text(task) + "\n[options]\nrelaxed_rows = 50\nrounds_cm = 1\n"
                       "rounds_lt = 1\nn_linear_thresholds = 50\n\n[projection]\nmax_steps = 3\n")
     common = ["--epsilon", "1", "--delta", "1e-9", "--config", str(config), "--seed", "0", "--rows", "500",
               "--quiet"]

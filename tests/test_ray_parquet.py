@@ -1,4 +1,4 @@
-"""Parquet inputs cut into pieces of row groups for Ray tasks (polars_rap.ray_parquet), without
+"""Parquet inputs cut into pieces of row groups for Ray tasks (polars_rap.io.ray_parquet), without
 Ray: the plan partitions the row groups, pieces stream their rows in batches of the asked size,
 hive partition columns are read, and inputs of different columns are refused by name."""
 
@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from polars_rap.errors import DataError, ParameterError
-from polars_rap.ray_parquet import describe_piece, piece_frames, plan_pieces
+from polars_rap.io.ray_parquet import describe_piece, piece_frames, plan_pieces
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 import polars_rap as pr
-from polars_rap.projection import ProjectionConfig
-from polars_rap.queries import QueryClass
-from polars_rap.release import bonferroni_answers
-from polars_rap.report import simultaneous_halfwidth
-from polars_rap.strategy import Step
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.workload.queries import QueryClass
+from polars_rap.pipeline.release import bonferroni_answers
+from polars_rap.privacy.report import simultaneous_halfwidth
+from polars_rap.fit.strategy import Step
 
 DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
           "y": ["0", "1"]}

@@ -10,16 +10,11 @@ import pytest
 from scipy import stats
 
 import polars_rap as pr
-import polars_rap.mechanism as mechanism
-from polars_rap import ProjectionConfig, datasets, kernels
-from polars_rap.encoding import encode
-from polars_rap.report import (
-    PrivacyReport,
-    SelectionRecord,
-    interval_halfwidth,
-    simultaneous_halfwidth,
-    unmeasured_error_bounds,
-)
+import polars_rap.pipeline.synthesis as mechanism
+from polars_rap import ProjectionConfig, kernels
+from polars_rap.io import datasets
+from polars_rap.schema.encoding import encode
+from polars_rap.privacy.report import PrivacyReport, SelectionRecord, interval_halfwidth, simultaneous_halfwidth, unmeasured_error_bounds
 
 
 @pytest.mark.parametrize(("confidence", "m"), [(0.95, 1), (0.95, 500), (0.9, 20_000)])

@@ -1,4 +1,4 @@
-"""The exact samplers (polars_rap.samplers): the discrete Gaussian's law, on both word sources,
+"""The exact samplers (polars_rap.privacy.samplers): the discrete Gaussian's law, on both word sources,
 against its exact pmf; the Bernoulli primitives; the constants' rigorous bounds; the tail
 and variance facts the rest of the code relies on.
 
@@ -17,17 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from polars_rap.samplers import (
-    RandomWords,
-    SecureRandom,
-    bernoulli_exp,
-    discrete_gaussian,
-    discrete_gaussian_variance,
-    inverse_e_bounds,
-    log2_bounds,
-    seeded_words,
-    words_from,
-)
+from polars_rap.privacy.samplers import RandomWords, SecureRandom, bernoulli_exp, discrete_gaussian, discrete_gaussian_variance, inverse_e_bounds, log2_bounds, seeded_words, words_from
 
 SIGMAS = (0.5, 3.0, 50.0, 1e4)
 DRAWS = 20_000

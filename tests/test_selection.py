@@ -1,5 +1,5 @@
-"""Exact top-k selection (polars_rap.selection) and the exact selection scores of the loop
-(polars_rap.selection_scores.selection_scores).
+"""Exact top-k selection (polars_rap.privacy.selection) and the exact selection scores of the loop
+(polars_rap.privacy.selection_scores.selection_scores).
 
 The sampler's law is checked against the Plackett-Luce law (k peeling exponential
 mechanisms = one-shot Gumbel top-k) on both word sources; the scores' exactness and
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from polars_rap.selection_scores import selection_scores
-from polars_rap.samplers import SecureRandom, seeded_words
-from polars_rap.selection import exponential_top_k, selection_epsilon
+from polars_rap.privacy.selection_scores import selection_scores
+from polars_rap.privacy.samplers import SecureRandom, seeded_words
+from polars_rap.privacy.selection import exponential_top_k, selection_epsilon
 from laws import plackett_luce  # tests/laws.py
 
 ALPHA = {"seeded": 1e-4, "secure": 1e-6}

@@ -1,4 +1,4 @@
-"""James-Stein shrinkage of noisy marginals (polars_rap.shrinkage) and its use in the loop."""
+"""James-Stein shrinkage of noisy marginals (polars_rap.fit.shrinkage) and its use in the loop."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import polars_rap
-from polars_rap import rounds
-from polars_rap.shrinkage import interaction_dof, shrink_marginal
+from polars_rap.fit import rounds
+from polars_rap.fit.shrinkage import interaction_dof, shrink_marginal
 
 from plans import OUTRIGHT  # tests/plans.py
 

@@ -10,14 +10,14 @@ import pyarrow as pa
 import pytest
 
 import polars_rap
-from polars_rap import source
-from polars_rap.domain import Domain
-from polars_rap.encoding import encode
-from polars_rap.inference import inference_requests
+from polars_rap.io import source
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import encode
+from polars_rap.privacy.inference import inference_requests
 from polars_rap.kernels import get_backend
-from polars_rap.projection import ProjectionConfig
-from polars_rap.source import DataSource, default_batch_rows, exact_answers
-from polars_rap.workload import build_workload
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.io.source import DataSource, default_batch_rows, exact_answers
+from polars_rap.workload.builders import build_workload
 
 FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
             n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5, max_doublings=1),
@@ -320,7 +320,7 @@ def test_synthesize_reads_a_csv_with_its_declared_types(tmp_path):
 def test_the_ray_engine_without_ray_names_the_extra(task, tmp_path, monkeypatch, capsys):
     """Without Ray installed (hidden here), engine='ray' is an ImportError naming the extra,
     from the library and, as a usage error (exit 2), from the command line; nothing is read."""
-    from polars_rap import cli
+    from polars_rap.cli import commands as cli
 
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails, find_spec finds nothing
     path = tmp_path / "ca.parquet"

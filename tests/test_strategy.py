@@ -1,4 +1,4 @@
-"""Strategies and their plans (polars_rap.strategy), and what a planned run charges."""
+"""Strategies and their plans (polars_rap.fit.strategy), and what a planned run charges."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import rounds, selection_scores
-from polars_rap.privacy import split_budget
-from polars_rap.queries import CLASS_CODES
-from polars_rap.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
+from polars_rap.fit import loop, rounds
+from polars_rap.privacy import selection_scores
+from polars_rap.privacy.ledger import split_budget
+from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
 
 from plans import OUTRIGHT, OUTRIGHT_KEYWORDS  # tests/plans.py
 
@@ -185,8 +186,8 @@ def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task)
 def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
     """The row-count check takes the least share any group gets: 1/G for an even outright
     step, the smallest group's ``cells ** exponent`` share otherwise; 1/K for LT rounds."""
-    from polars_rap import planning
-    from polars_rap.domain import Domain
+    from polars_rap.fit import planning
+    from polars_rap.schema.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
     strategy = PlannedStrategy(size_exponent=exponent, **OUTRIGHT_KEYWORDS)
@@ -241,14 +242,14 @@ def test_threshold_rounds_default_to_the_strategy_s(task, monkeypatch, keywords,
     """``rounds_lt=None`` plans the strategy's threshold rounds; the run is stopped once
     planned, before any row is read (the plan's LT steps are the point)."""
     asked = []
-    plan_for_real = polars_rap.mechanism.workload_and_plan
+    plan_for_real = polars_rap.pipeline.synthesis.workload_and_plan
 
     def stop(*args, **kwargs):
         _, plan, _ = plan_for_real(*args, **kwargs)
         asked.append(sum(step.query_class == "LT" for step in plan))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(polars_rap.mechanism, "workload_and_plan", stop)
+    monkeypatch.setattr(polars_rap.pipeline.synthesis, "workload_and_plan", stop)
     with pytest.raises(KeyboardInterrupt):
         polars_rap.synthesize(task.frame.head(500), epsilon=1.0, delta=1e-8, domain=task.domain,
                               labels=task.labels, seed=1, progress=False, **keywords)
@@ -290,7 +291,7 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
     whole counts, exactly; the Gumbel charge and its sensitivity are unchanged (the shift is
     public)."""
     seen: dict[bool, list] = {False: [], True: []}
-    real = rounds.gumbel_top_k
+    real = loop.gumbel_top_k
 
     rows = task.frame.sample(2_000, seed=6)
     for aware in (False, True):
@@ -298,15 +299,15 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
             seen[aware].append((np.array(scores), k, l1, rho))
             return real(scores, k, l1, rho, ledger, rng, **kwargs)
 
-        monkeypatch.setattr(rounds, "gumbel_top_k", spy)
+        monkeypatch.setattr(loop, "gumbel_top_k", spy)
         polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels, seed=3,
                               rounds_cm=2, queries_per_round=5,
                               strategy={**OUTRIGHT, "noise_aware": aware}, **FAST)
     plain, aware = seen[False][0], seen[True][0]  # the first round: same state, same candidates
     assert plain[1:] == aware[1:]
-    from polars_rap import planning
-    from polars_rap.domain import Domain
-    from polars_rap.workload import group_sensitivities
+    from polars_rap.fit import planning
+    from polars_rap.schema.domain import Domain
+    from polars_rap.workload.builders import group_sensitivities
 
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
     queries, plan, _ = planning.workload_and_plan(
@@ -344,8 +345,8 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     """base_share = 0.1 (no margin refresh: tests/test_margin_refresh.py): one outright BM step
     first, one Gaussian event per feature block x label, each exactly 0.1 rho / groups; the rest of the plan shares the other 0.9 as before;
     no null-rate step (every block is measured); the ledger closes to the last float."""
-    from polars_rap.base_marginals import feature_blocks
-    from polars_rap.domain import Domain
+    from polars_rap.fit.base_marginals import feature_blocks
+    from polars_rap.schema.domain import Domain
 
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
@@ -369,12 +370,12 @@ def test_base_marginals_budget_can_follow_their_cells(task) -> None:
     """base_size_exponent = 2/3: the BM step's 0.1 rho is split over its groups in proportion
     to cells ** (2/3), in group order, each event's rho to the last float of that share; the
     ledger still closes; the run's noise check takes the step's own split (its thinnest group)."""
-    from polars_rap.base_marginals import feature_blocks
-    from polars_rap.domain import Domain
-    from polars_rap.planning import smallest_share
-    from polars_rap.plan_steps import Step, group_shares
-    from polars_rap.queries import QueryClass
-    from polars_rap.workload import null_rate_marginals
+    from polars_rap.fit.base_marginals import feature_blocks
+    from polars_rap.schema.domain import Domain
+    from polars_rap.fit.planning import smallest_share
+    from polars_rap.fit.plan_steps import Step, group_shares
+    from polars_rap.workload.queries import QueryClass
+    from polars_rap.workload.builders import null_rate_marginals
 
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
@@ -407,8 +408,8 @@ def test_base_share_is_checked() -> None:
 def _class_weights(task, **settings) -> tuple[list, dict[str, float]]:
     """The plan of acs-income-CA's domain under ``PlannedStrategy(**settings)`` (4 LT rounds,
     no MM) and each class's share of its weight (BM, CM, LT, NH)."""
-    from polars_rap import planning
-    from polars_rap.domain import Domain
+    from polars_rap.fit import planning
+    from polars_rap.schema.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
     _, plan, _ = planning.workload_and_plan(

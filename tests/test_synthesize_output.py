@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import mechanism, release
+from polars_rap.pipeline import synthesis as mechanism
+from polars_rap.pipeline import release
 
 DOMAIN = {"age": {"bounds": (18, 90), "integer": True}, "sex": ["F", "M"], "y": ["no", "yes"]}
 SETTINGS = dict(epsilon=1.0, delta=1e-6, domain=DOMAIN, labels=["y"], relaxed_rows=20, rounds_lt=2,

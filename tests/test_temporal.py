@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import temporal
-from polars_rap.config import read_config
-from polars_rap.domain import Domain, Numeric
-from polars_rap.encoding import encode
-from polars_rap.source import csv_dtype
+from polars_rap.schema import temporal
+from polars_rap.cli.config import read_config
+from polars_rap.schema.domain import Domain, Numeric
+from polars_rap.schema.encoding import encode
+from polars_rap.io.source import csv_dtype
 
 DATE_BOUNDS = (dt.date(1990, 1, 1), dt.date(2025, 12, 31))
 TIME_BOUNDS = (dt.datetime(1990, 1, 1), dt.datetime(2025, 12, 31, 23, 59))

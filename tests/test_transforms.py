@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 import polars_rap
 from polars_rap import kernels
-from polars_rap.datasets import domain_from_tables
-from polars_rap.domain import Domain, Numeric
-from polars_rap.encoding import encode
-from polars_rap.transforms import LOG_RANGE, atom_width, equal_bin, from_unit, to_unit
-from polars_rap.workload import describe_queries, mixed_marginals
+from polars_rap.io.datasets import domain_from_tables
+from polars_rap.schema.domain import Domain, Numeric
+from polars_rap.schema.encoding import encode
+from polars_rap.schema.transforms import LOG_RANGE, atom_width, equal_bin, from_unit, to_unit
+from polars_rap.workload.builders import describe_queries, mixed_marginals
 
 
 def _spec(scale: str = "linear", atoms=(), bounds=(0, 1000), dtype=pl.Float64):

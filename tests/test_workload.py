@@ -7,18 +7,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.domain import Domain
-from polars_rap.encoding import encode
+from polars_rap.schema.domain import Domain
+from polars_rap.schema.encoding import encode
 from polars_rap.kernels import reference
-from polars_rap.queries import QueryClass
-from polars_rap.workload import (
-    build_workload,
-    categorical_marginals,
-    describe_queries,
-    group_sensitivities,
-    linear_thresholds,
-    mixed_marginals,
-)
+from polars_rap.workload.queries import QueryClass
+from polars_rap.workload.builders import build_workload, categorical_marginals, describe_queries, group_sensitivities, linear_thresholds, mixed_marginals
 
 
 @pytest.fixture

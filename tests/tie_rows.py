@@ -8,8 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from polars_rap.domain import Domain
-from polars_rap.numeric_ties import TieLayout, tie_sums
+from polars_rap.schema.domain import Domain
+from polars_rap.decode.numeric_ties import TieLayout, tie_sums
 
 
 def one_hot_relaxed(domain: Domain, codes: np.ndarray, numerics: np.ndarray) -> np.ndarray:

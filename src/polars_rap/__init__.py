@@ -8,15 +8,15 @@ Importing the package registers the ``dp`` namespace on Polars frames::
 """
 
 from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
-from polars_rap.config import Config, read_config
-from polars_rap.domain import Categorical, Domain, Numeric
+from polars_rap.cli.config import Config, read_config
+from polars_rap.schema.domain import Categorical, Domain, Numeric
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
-from polars_rap.mechanism import synthesize
-from polars_rap.model import SyntheticModel, load
-from polars_rap.privacy import BudgetExceededError
-from polars_rap.projection import ProjectionConfig
-from polars_rap.report import PrivacyReport
-from polars_rap.result import SynthesisResult
+from polars_rap.pipeline.synthesis import synthesize
+from polars_rap.pipeline.model import SyntheticModel, load
+from polars_rap.privacy.ledger import BudgetExceededError
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.privacy.report import PrivacyReport
+from polars_rap.pipeline.result import SynthesisResult
 
 __all__ = [
     "synthesize",

@@ -12,8 +12,8 @@
   data, so it never enters a release.
 
 All are ``ValueError`` subclasses, so ``except ValueError`` keeps working; the command line
-maps them to distinct exit statuses (:mod:`polars_rap.cli`). A charge over the privacy budget
-is neither: :class:`polars_rap.privacy.BudgetExceededError`.
+maps them to distinct exit statuses (:mod:`polars_rap.cli.commands`). A charge over the privacy budget
+is neither: :class:`polars_rap.privacy.ledger.BudgetExceededError`.
 
 >>> import polars as pl, polars_rap
 >>> try:
@@ -24,6 +24,8 @@ ParameterError | The 'epsilon' parameter must be a finite float > 0. Got -1.0
 """
 
 from __future__ import annotations
+
+import difflib
 
 __all__ = ["ParameterError", "ParameterTypeError", "DataError"]
 
@@ -39,3 +41,13 @@ class ParameterTypeError(ParameterError, TypeError):
 class DataError(ValueError):
     """Data that do not fit their declared domain, or that cannot be read (the message is
     for the curator and never released)."""
+
+def did_you_mean(unknown: list[str], valid) -> str:
+    """``"; did you mean 'x'?"`` for the valid names closest to the unknown ones (difflib),
+    or ``""`` when none is close.
+
+    >>> did_you_mean(["rounds_tl"], ["rounds_lt", "rounds_mm", "seed"])
+    "; did you mean 'rounds_lt'?"
+    """
+    close = [match for name in unknown for match in difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)]
+    return f"; did you mean {' or '.join(repr(name) for name in dict.fromkeys(close))}?" if close else ""

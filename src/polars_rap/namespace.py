@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from polars_rap.mechanism import synthesize
-from polars_rap.result import SynthesisResult
+from polars_rap.pipeline.synthesis import synthesize
+from polars_rap.pipeline.result import SynthesisResult
 
 __all__ = ["DataFrameDP", "LazyFrameDP"]
 

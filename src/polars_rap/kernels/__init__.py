@@ -9,7 +9,7 @@ Every backend module defines::
 Halfspaces over nullable numeric columns (``QuerySet.null_coord >= 0``) are relaxed as the
 expectation over the columns' null indicators, as decoding realises them (a null reads as
 scaled 0): a sum over null patterns weighted by the null-code probabilities of the row, with
-gradients to the numerics and to those probabilities (``polars_rap.queries`` has the formula;
+gradients to the numerics and to those probabilities (``polars_rap.workload.queries`` has the formula;
 exact over the first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns of a halfspace, further
 ones at their expected value). Exact answers are unchanged: a null row is encoded at 0
 already.

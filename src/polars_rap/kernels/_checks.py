@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from polars_rap.errors import ParameterError, ParameterTypeError
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 _QUERY_DTYPES = {
     "cat_offsets": np.int64,
@@ -41,7 +41,7 @@ kernels thousands of times on one set, and checking it each time cost a fifth of
 
 def checked(queries: QuerySet, what: str) -> bool:
     """Whether ``what`` (``"queries"``, or a backend's own structural check) passed on this
-    very query set before (query sets are immutable: :class:`~polars_rap.queries.QuerySet`)."""
+    very query set before (query sets are immutable: :class:`~polars_rap.workload.queries.QuerySet`)."""
     return what in _CHECKED.get(queries, ())
 
 
@@ -145,7 +145,7 @@ def check_queries(queries: QuerySet) -> None:
 def _check_nullable_numerics(queries: QuerySet) -> None:
     """``null_coord`` points at code 1 of a distinct two-code block per nullable column, and
     the halfspaces over nullable columns keep the independence the relaxation's product form
-    assumes (see ``polars_rap.queries``): each nullable column in at most one halfspace of a
+    assumes (see ``polars_rap.workload.queries``): each nullable column in at most one halfspace of a
     query, and never beside a coordinate of its own null-indicator block. Costs nothing when
     no numeric column is nullable."""
     null_coord = queries.null_coord
@@ -175,7 +175,7 @@ def _check_nullable_numerics(queries: QuerySet) -> None:
         msg = (
             "queries.null_coord must point at code 1 (null) of a two-code null-indicator block, "
             "a different block for each nullable numeric column (build the queries with "
-            "polars_rap.workload, which reads the layout off the domain)"
+            "polars_rap.workload.builders, which reads the layout off the domain)"
         )
         raise ParameterError(msg)
     # (query, nullable column) of every theta entry over a nullable column

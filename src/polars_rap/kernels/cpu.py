@@ -21,7 +21,7 @@ checks its inputs once on the host, transposes the data so that rows are the con
   product of the other factors from prefix and suffix products (never a division).
 
 A halfspace over nullable numeric columns is the expectation over their null indicators
-(``polars_rap.queries``): ``_halfspace_value`` sums the null patterns of its first
+(``polars_rap.workload.queries``): ``_halfspace_value`` sums the null patterns of its first
 ``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns (further ones at their expected value
 ``(1 - q) x``), leaving each pattern's s and probability in a scratch that the backward
 pass's ``_null_halfspace_grad`` reads (derivatives with respect to the numerics and to the
@@ -40,7 +40,7 @@ from polars_rap.kernels._checks import check_queries, check_real_data, check_rel
 from polars_rap.kernels.cpu_exact import _exact_counts
 from polars_rap.kernels.cpu_halfspaces import _plan  # noqa: F401  (tests read the plan here)
 from polars_rap.kernels.cpu_relaxed import _relaxed
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 __all__ = ["answers_exact", "answers_relaxed", "loss_and_grad"]
 

@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from polars_rap.kernels.cpu_halfspaces import _EXACT_ROW_BLOCK, _halfspace_dot, _n_chunks, _plan
 from polars_rap.kernels.distinct_rows import distinct_rows, footprint_plan
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 # --------------------------------------------------------------------------- exact answers
 @njit(parallel=True, cache=True)

@@ -15,7 +15,7 @@ from numba import njit
 
 from polars_rap.errors import ParameterError
 from polars_rap.kernels._checks import checked, mark_checked
-from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
+from polars_rap.workload.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 #: Rows per block in the relaxed kernels (float64 scratch vectors of this length).
 _RELAXED_ROW_BLOCK = 128
@@ -350,7 +350,7 @@ def _plan(queries: QuerySet, sigma: np.ndarray | None, structured: bool):
             msg = (
                 f"marginal group {bad} does not match its group_columns: a marginal group must "
                 "hold every cell of its columns, in row-major order, all sharing the halfspaces "
-                "of its first query; build it with polars_rap.workload or leave its "
+                "of its first query; build it with polars_rap.workload.builders or leave its "
                 "group_columns empty"
             )
             raise ParameterError(msg)

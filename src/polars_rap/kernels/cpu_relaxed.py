@@ -32,7 +32,7 @@ from polars_rap.kernels.cpu_halfspaces import (
     _scale,
     _walk_order,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 # ------------------------------------------------------------------------- relaxed answers
 @njit(parallel=True, cache=True, fastmath=_REDUCTION_FASTMATH)

@@ -1,6 +1,6 @@
 """CUDA device functions and the kernels that need no compile-time sizes (design.md §6).
 
-The halfspace margin and its null-pattern parts (``polars_rap.queries``: a halfspace over
+The halfspace margin and its null-pattern parts (``polars_rap.workload.queries``: a halfspace over
 nullable columns is the expectation over their null indicators), one Adam update, the slice
 sum of the gradient, the block softmax and the projection's stage control; used by
 :mod:`polars_rap.kernels.cuda_relaxed` (the relaxed kernels), :mod:`~polars_rap.kernels.cuda_exact`
@@ -17,7 +17,7 @@ import numba
 from numba import cuda
 
 from polars_rap.kernels import cuda_config
-from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE
+from polars_rap.workload.queries import EXACT_NULLABLE_PER_HALFSPACE
 
 _SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 #: Nullable columns of a halfspace summed over their null patterns (a compile-time constant).

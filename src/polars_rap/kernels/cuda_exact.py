@@ -41,9 +41,9 @@ from numba import cuda
 from polars_rap.errors import ParameterError
 from polars_rap.kernels import cuda_config
 from polars_rap.kernels.cpu_halfspaces import _plan
-from polars_rap.kernels.cuda import _blocks, _threads_per_block, _upload
+from polars_rap.kernels.cuda_host import _blocks, _threads_per_block, _upload
 from polars_rap.kernels.cuda_device import _SIMULATED, _gpu_mul_rn
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 #: Cells of the shared-memory histogram (int32 each), a compile-time constant of the kernel.
 _HISTOGRAM_CELLS = int(cuda_config.EXACT_HISTOGRAM_CELLS)

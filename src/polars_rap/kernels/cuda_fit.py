@@ -1,5 +1,5 @@
 """The projection's Adam loop on the device, as primitives (CUDA): parameters, Adam moments, the
-best iterate and a small stop state stay on the device; :func:`polars_rap.projection.project`
+best iterate and a small stop state stay on the device; :func:`polars_rap.fit.projection.project`
 drives the schedule (its temperature stages and best-by-exact-loss rule) with them.
 
 One step on the device: softmax -> relaxed sums -> residuals (loss partials) -> gradient
@@ -8,7 +8,7 @@ the partial sums in order and sets a stop flag on a plateau, a small gradient no
 stage's last step, as the host loop decides. :meth:`DeviceFit.run_steps` launches steps and
 reads the state once (steps launched after a stop do nothing), so the trajectory is the host
 loop's up to floating-point rounding, with one host round trip per ``check_every`` steps.
-Knows the query contract (:class:`~polars_rap.queries.QuerySet`) and Adam's arithmetic only.
+Knows the query contract (:class:`~polars_rap.workload.queries.QuerySet`) and Adam's arithmetic only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from numba import cuda
 from polars_rap.errors import ParameterError
 from polars_rap.kernels import cuda_config
 from polars_rap.kernels._checks import check_queries, check_targets, check_weights
-from polars_rap.kernels.cuda import (
+from polars_rap.kernels.cuda_host import (
     _blocks,
     _DeviceQueries,
     _encode_sigma,
@@ -37,7 +37,7 @@ from polars_rap.kernels.cuda_device import (
     _softmax_kernel,
     _stage_control_kernel,
 )
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 __all__ = ["DeviceFit"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from polars_rap.queries import QuerySet, _ranges
+from polars_rap.workload.queries import QuerySet, _ranges
 
 __all__ = ["Footprint", "distinct_rows", "footprint_plan"]
 

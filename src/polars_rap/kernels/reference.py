@@ -1,13 +1,13 @@
 """Reference kernels: plain NumPy, one query at a time, written to be obviously right.
 
 Used by the tests as the definition the fast backends are checked against; speed is
-irrelevant here. The formulas are those of ``polars_rap.queries`` (design.md §3):
+irrelevant here. The formulas are those of ``polars_rap.workload.queries`` (design.md §3):
 
     exact:    q(x) = prod_{c in C_q} 1[code_c]  * prod_{h in H_q} 1[theta_h . x <= tau_h]
     relaxed:  q(x) = prod_{c in C_q} x_c        * prod_{h in H_q} s(sigma_q (tau_h - theta_h . x))
 
 A halfspace over nullable numeric columns is relaxed as the expectation over their null
-indicators (``polars_rap.queries``): a sum over null patterns ``S`` (bit masks over the
+indicators (``polars_rap.workload.queries``): a sum over null patterns ``S`` (bit masks over the
 halfspace's nullable entries) of ``pi_S * s(sigma (tau - theta . x|S))``, where ``x|S`` zeroes
 the null entries and ``pi_S = prod_{S} q_j prod_{not S} (1 - q_j)``. Patterns run over the
 first ``EXACT_NULLABLE_PER_HALFSPACE`` nullable entries; further ones enter every pattern's dot
@@ -28,7 +28,7 @@ from polars_rap.kernels._checks import (
     check_relaxed_call,
     check_weights,
 )
-from polars_rap.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
+from polars_rap.workload.queries import EXACT_NULLABLE_PER_HALFSPACE, QuerySet
 
 __all__ = ["answers_exact", "answers_relaxed", "loss_and_grad"]
 

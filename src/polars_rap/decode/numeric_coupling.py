@@ -1,0 +1,119 @@
+"""Numeric coupling at decoding: whether a decoded row's numeric values stay together.
+
+A relaxed row holds label probabilities and one value per numeric column; decoding gives it
+about ``n_rows / n_relaxed`` output rows that all carry those values. Within a label value the
+output's numeric joint distribution is then a mixture of a thousand points whose pairing the
+fit barely constrains: the projection places each relaxed row's numerics to serve every label
+in proportion to its probability of it, so that rows which are partly of one label and partly
+of another carry values typical of both in *every* numeric column, a dependence between the
+numeric columns within each label that the real rows need not have. On acs-income-CA and
+Adult the fitted pairing answered the suite's class-conditional thresholds and mixed marginals
+worse than no pairing at all (``bench/results/ablation_numeric_coupling.md``).
+
+Two couplings:
+
+- ``"fitted"``: each output row keeps its relaxed row's numeric values together (the paper's).
+- ``"label"``: each numeric column's values are permuted among the output rows of the same
+  label value(s) (and, for a nullable column, among its non-null rows), each column by its own
+  permutation. Every column's distribution within each label value, its null pattern and
+  everything categorical are unchanged; the numeric columns become independent of each other,
+  and of the categorical features, given the labels. Tables without a label keep ``"fitted"``
+  (there is nothing to condition on).
+
+Either is post-processing of the released relaxed rows (the permutation reads no private
+data), so neither changes the privacy guarantee.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polars_rap.schema.domain import Domain
+
+from polars_rap.fit.strategy_checks import NUMERIC_COUPLINGS, check_numeric_coupling
+
+__all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics", "label_groups", "redrawn_pools"]
+
+
+
+
+def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
+                      rng: np.random.Generator, pool_codes: np.ndarray | None = None) -> np.ndarray:
+    """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, one column per numeric
+    column of ``domain``) with each column permuted within the groups of rows sharing their
+    label codes (``codes``: int32[n, n_blocks]) and, for a nullable column, its null indicator:
+    the ``"label"`` coupling. Unchanged (the same array) without labels or numeric columns.
+
+    ``pool_codes`` (int32[n, n_blocks], the rows' codes before a public label model redrew their
+    labels): each label group's values are then drawn from the rows that held that label
+    *before* the redraw (without replacement while they last, then with), so that every numeric
+    column's distribution within each label stays the one the projection fitted, whichever rows
+    now carry the label (:func:`redrawn_pools`).
+
+    >>> import polars as pl
+    >>> domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64, "b": pl.Float64},
+    ...                              {"y": ["n", "p"], "a": (0.0, 1.0), "b": (0.0, 1.0)}, labels=["y"])
+    >>> codes = np.array([[0], [0], [0], [1], [1], [1]], dtype=np.int32)
+    >>> numerics = np.array([[0.1, 0.1], [0.2, 0.2], [0.3, 0.3], [0.7, 0.7], [0.8, 0.8], [0.9, 0.9]])
+    >>> out = decouple_numerics(codes, numerics, domain, np.random.default_rng(0))
+    >>> [sorted(out[:3, j]) == [0.1, 0.2, 0.3] and sorted(out[3:, j]) == [0.7, 0.8, 0.9] for j in range(2)]
+    [True, True]
+    """
+    labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
+    n_rows = numerics.shape[0]
+    if not labels or numerics.shape[1] == 0 or n_rows < 2:
+        return numerics
+    if pool_codes is not None:
+        return redrawn_pools(codes, pool_codes, numerics, domain, labels, rng)
+    label_group = label_groups(codes, labels)
+    out = numerics.copy()
+    for j, spec in enumerate(domain.numeric_columns):
+        group = _with_null_state(label_group, codes, domain, spec)
+        by_group = np.argsort(group, kind="stable")
+        shuffled = np.lexsort((rng.random(n_rows), group))  # the same groups, each in a random order
+        out[by_group, j] = numerics[shuffled, j]
+    return out
+
+
+def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarray, domain: Domain,
+                  labels: list[int], rng: np.random.Generator) -> np.ndarray:
+    """float64[n, n_numeric]: :func:`decouple_numerics` after a label redraw. For each numeric
+    column and each group of rows sharing their labels (``codes``, after the redraw) and null
+    indicator, values drawn from the group's *pool*: the rows that held those labels before the
+    redraw (``pool_codes``) and the same null indicator (the redraw moves labels only). A pool
+    gives each value once, in a random order, then (where the group outgrew its pool) draws with
+    replacement; a group whose pool is empty keeps its rows' own values."""
+    n_rows = numerics.shape[0]
+    _, label_group = np.unique(np.concatenate([codes[:, labels], pool_codes[:, labels]]), axis=0,
+                               return_inverse=True)
+    label_group = label_group.reshape(-1).astype(np.int64)
+    after, before = label_group[:n_rows], label_group[n_rows:]
+    out = numerics.copy()
+    for j, spec in enumerate(domain.numeric_columns):
+        group_after = _with_null_state(after, codes, domain, spec)  # the redraw moves labels only:
+        group_before = _with_null_state(before, codes, domain, spec)  # the null indicators are the same
+        for group in np.unique(group_after):
+            targets = np.flatnonzero(group_after == group)
+            pool = np.flatnonzero(group_before == group)
+            if len(pool) == 0:
+                continue
+            drawn = rng.permutation(pool)[:len(targets)]
+            if len(targets) > len(pool):
+                drawn = np.concatenate([drawn, rng.choice(pool, len(targets) - len(pool))])
+            out[targets, j] = numerics[drawn, j]
+    return out
+
+
+def label_groups(codes: np.ndarray, labels: list[int]) -> np.ndarray:
+    """int64[n]: a group id per row of ``codes`` (int32[n, n_blocks]) shared by the rows of the
+    same codes in every block of ``labels`` (block indices)."""
+    _, group = np.unique(codes[:, labels], axis=0, return_inverse=True)
+    return group.reshape(-1).astype(np.int64)
+
+
+def _with_null_state(label_group: np.ndarray, codes: np.ndarray, domain: Domain, spec) -> np.ndarray:
+    """int64[n]: each row's label group, split by its null indicator for a nullable numeric
+    column ``spec`` (nulls stay where they are: their rows form groups of their own)."""
+    if not spec.nullable:
+        return label_group
+    return label_group * 2 + (codes[:, domain.block_index(spec.name, indicator=True)] == 1)

@@ -1,0 +1,176 @@
+"""Strategies: how a run spends its zCDP budget over query classes and rounds (a plan).
+
+A plan is a list of :class:`~polars_rap.fit.plan_steps.Step` (selection rounds, outright steps,
+annealed steps; :mod:`polars_rap.fit.plan_steps`), each with a weight fixing its share of the
+loop's budget. Plans depend only on public values (group counts, rounds, K): never on the data.
+
+Two strategies ship:
+
+- :class:`PaperStrategy` (``strategy="paper"``): the paper's algorithm, rounds of every class
+  interleaved evenly, an equal share each, each paying half its budget for its Gumbel
+  selection, projection weighing every measurement alike, categories decoded independently.
+- :class:`~polars_rap.fit.planned_strategy.PlannedStrategy` (``strategy="planned"``, the default;
+  its own module, its settings' checks in :mod:`polars_rap.fit.strategy_checks`): a budget per query class,
+  classes whose rounds would measure all their groups anyway measured outright first,
+  measurements weighed by their inverse noise variance in the projection (the maximum-likelihood
+  fit under Gaussian noise), controlled decoding (:func:`polars_rap.decode.decoding.decode`) and numeric
+  columns decoupled within each label (:mod:`polars_rap.decode.numeric_coupling`).
+  Its parts are switches, so that each can be measured on its own (``bench/results/ablation_*``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from polars_rap.errors import ParameterError
+from polars_rap.fit.plan_steps import Step, add_outright_step, capped_rounds, group_shares, interleave
+from polars_rap.fit.planned_strategy import DEFAULT_CLASS_SHARES, PlannedStrategy
+
+__all__ = ["DEFAULT_CLASS_SHARES", "PaperStrategy", "PlannedStrategy", "Step", "Strategy", "add_outright_step",
+           "group_shares", "resolve_strategy", "STRATEGIES"]
+
+
+class Strategy(Protocol):
+    """What the select/measure/project loop (:mod:`polars_rap.fit.rounds`) asks of a strategy."""
+
+    name: str
+    rounds_lt: int
+    """Linear-threshold rounds of a run whose ``synthesize`` is given no ``rounds_lt``."""
+    inverse_variance: bool
+    """Weigh each measured answer by ``1 / noise_std**2`` in the projection loss."""
+    decoding: str
+    """``"independent"`` or ``"controlled"`` (see :func:`polars_rap.decode.decoding.decode`)."""
+    shrinkage: bool
+    """Project onto categorical marginals shrunk toward conditional independence
+    (:mod:`polars_rap.fit.shrinkage`) instead of the noisy answers themselves."""
+    selection_share: float
+    """Part of a selection round's budget its Gumbel top-K spends (the rest measures), unless
+    ``synthesize`` is given one."""
+    size_exponent: float
+    """A step splits its measurement budget over its groups in proportion to
+    ``cells ** size_exponent`` (0: evenly; see :func:`group_shares`)."""
+    base_share: float
+    """Part of the loop's budget for the base marginals (every feature block x label, measured
+    outright first: :mod:`polars_rap.fit.base_marginals`); 0 measures none."""
+    noise_aware: bool
+    """A selection round scores each candidate group by its L1 error minus the L1 norm its
+    measurement noise would be expected to have (AIM's score), so that large groups are not
+    picked for their noise."""
+
+    histogram_share: float
+    """Part of the loop's budget for the numeric histograms (every numeric column's one-way
+    distribution x label, measured outright: :mod:`polars_rap.fit.numeric_histograms`); 0
+    measures none."""
+    histogram_bins: int
+    """Cells of a numeric histogram at most (:func:`polars_rap.fit.numeric_histograms.histogram_edges`)."""
+    histogram_position: str
+    """``"first"`` or ``"last"``: where the numeric histograms' step goes in the plan."""
+    histogram_weight: float
+    """Factor on the histograms' inverse-variance weights in the projection loss (1: none)."""
+
+    warm_doublings: int | None
+    """The projection schedule of threshold rounds after the first, unless the run's
+    :class:`~polars_rap.fit.projection.ProjectionConfig` sets its own: the last ``warm_doublings
+    + 1`` temperature stages (None: the whole schedule every round)."""
+
+    max_steps: int | None
+    """Adam steps a temperature stage may run, unless the run's
+    :class:`~polars_rap.fit.projection.ProjectionConfig` sets its own (None: the paper's 60)."""
+
+    independence_prior: bool | str
+    """Fit the categorical marginals not measured (yet) toward conditional independence given
+    the label (True), or given a third feature and the label where two measured tables link
+    them (``"mediated"``) (:mod:`polars_rap.fit.independence_prior`; post-processing)."""
+    mediator_gate: float | None
+    """With ``independence_prior="mediated"``: how far a measured table's interaction must
+    stand out of its noise to link two features (None: any measured table links)."""
+    base_from: str | None
+    """The query class whose share pays for the base marginals (None: every class's)."""
+
+    numeric_coupling: str
+    """``"fitted"`` or ``"label"``: whether decoded rows keep their relaxed row's numeric values
+    together or each numeric column is permuted within each label value
+    (:mod:`polars_rap.decode.numeric_coupling`; post-processing)."""
+
+    integer_cells: bool
+    """Spread integer columns over their rounding cells in the pass over the real rows
+    (:func:`polars_rap.schema.encoding.spread_integer_cells`), so that decoding's rounding keeps
+    what the projection fitted."""
+
+    def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
+        """The steps, from the number of workload groups per class (``group_counts``), the
+        rounds asked per class and the groups per round ``k``: public values only."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The strategy's settings, for the report's parameters."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PaperStrategy:
+    """RAP++ as in the paper (Alg. 2): ``T = sum(rounds)`` interleaved rounds, ``rho / T``
+    each, every round a Gumbel selection of ``k`` groups (unless it would pick all left)."""
+
+    name: str = field(default="paper", init=False)
+    rounds_lt: int = field(default=50, init=False)
+    inverse_variance: bool = field(default=False, init=False)
+    decoding: str = field(default="independent", init=False)
+    shrinkage: bool = field(default=False, init=False)
+    selection_share: float = field(default=0.5, init=False)
+    size_exponent: float = field(default=0.0, init=False)
+    noise_aware: bool = field(default=False, init=False)
+    base_share: float = field(default=0.0, init=False)
+    histogram_share: float = field(default=0.0, init=False)
+    histogram_bins: int = field(default=200, init=False)
+    histogram_position: str = field(default="first", init=False)
+    histogram_weight: float = field(default=1.0, init=False)
+    integer_cells: bool = field(default=False, init=False)
+    numeric_coupling: str = field(default="fitted", init=False)
+    warm_doublings: int | None = field(default=None, init=False)
+    max_steps: int | None = field(default=None, init=False)
+    independence_prior: bool = field(default=False, init=False)
+    mediator_gate: float | None = field(default=None, init=False)
+    base_from: str | None = field(default=None, init=False)
+
+    def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
+        return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
+_PROTOCOL = ("name", "rounds_lt", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
+             "noise_aware", "base_share", "base_from", "histogram_share", "histogram_bins", "histogram_position",
+             "histogram_weight", "integer_cells", "numeric_coupling", "warm_doublings", "max_steps",
+             "independence_prior", "mediator_gate", "plan", "describe")
+
+
+def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
+    """A strategy from its name (``"planned"``, ``"paper"``), a mapping of a name and its
+    settings (``{"name": "planned", "outright": False}``, as in a config file), or itself."""
+    if isinstance(strategy, str):
+        spec: dict[str, Any] = {"name": strategy}
+    elif isinstance(strategy, Mapping):
+        spec = dict(strategy)
+    elif hasattr(strategy, "plan") and hasattr(strategy, "inverse_variance"):
+        missing = [a for a in _PROTOCOL if not hasattr(strategy, a)]
+        if missing:
+            msg = f"the strategy object {strategy!r} lacks {', '.join(missing)} (see polars_rap.fit.strategy.Strategy)"
+            raise ParameterError(msg)
+        return strategy
+    else:
+        msg = f"The 'strategy' parameter must be 'planned', 'paper' or a strategy object. Got {strategy!r}"
+        raise ParameterError(msg)
+    name = spec.pop("name", "planned")
+    if name not in STRATEGIES:
+        msg = f"unknown strategy {name!r}; choose one of {', '.join(repr(s) for s in STRATEGIES)}"
+        raise ParameterError(msg)
+    try:
+        return STRATEGIES[name](**spec)
+    except TypeError as error:
+        msg = f"bad settings for strategy {name!r}: {error}"
+        raise ParameterError(msg) from None

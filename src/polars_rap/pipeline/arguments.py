@@ -1,0 +1,121 @@
+"""Checks of :func:`polars_rap.synthesize`'s keyword parameters, before any data is read.
+
+Each refusal is a :class:`~polars_rap.errors.ParameterError` (a value out of range) or a
+:class:`~polars_rap.errors.ParameterTypeError` (a value of the wrong type) whose message names
+the parameter, the rule and the value (:mod:`polars_rap.checks`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from polars_rap.checks import check_int, check_positive_finite, check_share
+from polars_rap.errors import ParameterError, ParameterTypeError
+from polars_rap.fit.projection import ProjectionConfig
+
+__all__ = ["check_synthesis_parameters", "check_memory"]
+
+
+def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:
+    """A column name or a sequence of column names (``True``/``False`` too when allowed)."""
+    if isinstance(value, str) or (allow_bool and isinstance(value, bool)):
+        return
+    if not isinstance(value, Sequence) or not all(isinstance(item, str) for item in value):
+        rule = "True, False, a column name or a list of them" if allow_bool else "a column name or a list of them"
+        msg = f"The {name!r} parameter must be {rule}. Got {value!r}"
+        raise ParameterTypeError(msg)
+
+
+def _listed(names: str | Sequence[str] | bool) -> list[str]:
+    """Checked names as a list: one name alone, a sequence, or none for ``True``/``False``."""
+    return [] if isinstance(names, bool) else [names] if isinstance(names, str) else list(names)
+
+
+MAX_EPSILON = 1e6
+"""The largest ``epsilon`` synthesize takes: the zCDP conversion and the noise's inverse variances
+stay finite far past it (the fuzz tests found overflows only near 1.8e308)."""
+
+
+def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels: Any, infer_domain: Any,
+                               inference_share: Any, rows: Any, seed: Any, relaxed_rows: Any,
+                               queries_per_round: Any, rounds_cm: Any, rounds_lt: Any, rounds_mm: Any,
+                               n_linear_thresholds: Any, n_mixed_marginals: Any, max_marginal_cells: Any,
+                               projection: Any, drop: Any = ()) -> None:
+    """Refuse any of ``synthesize``'s parameters that it could not run with (``strategy`` and
+    ``selection_share`` are checked where the strategy is resolved)."""
+    check_positive_finite("epsilon", epsilon)
+    if epsilon > MAX_EPSILON:
+        msg = (f"The 'epsilon' parameter must be at most {MAX_EPSILON:g}: far beyond any meaningful guarantee (a few "
+               f"dozen is already vacuous), and near the largest floats the accounting overflows. Got {epsilon!r}")
+        raise ParameterError(msg)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0.0 < delta < 1.0:
+        msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
+        raise ParameterError(msg)
+    for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
+                             ("rounds_mm", rounds_mm, 0),
+                             ("n_linear_thresholds", n_linear_thresholds, 0),
+                             ("n_mixed_marginals", n_mixed_marginals, 0)):
+        check_int(name, value, low)
+    for name, value, low in (("rounds_cm", rounds_cm, 0), ("rounds_lt", rounds_lt, 0), ("rows", rows, 1),
+                             ("max_marginal_cells", max_marginal_cells, 0)):
+        if value is not None:
+            check_int(name, value, low)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        msg = f"The 'seed' parameter must be None or an int >= 0. Got {seed!r}"
+        raise ParameterError(msg)
+    check_share("inference_share", inference_share)
+    if domain is not None and not isinstance(domain, Mapping):
+        msg = f"The 'domain' parameter must be a mapping of column names to declarations. Got {domain!r}"
+        raise ParameterTypeError(msg)
+    _check_names("labels", labels)
+    _check_names("infer_domain", infer_domain, allow_bool=True)
+    _check_names("drop", drop)
+    named = {*(domain or {}), *_listed(labels), *_listed(infer_domain)}
+    kept = [name for name in _listed(drop) if name in named]
+    if kept:
+        msg = (f"The 'drop' parameter names columns that domain=, labels or infer_domain also name: {kept}. A dropped "
+               "column is left out of the synthesis: remove it from drop to synthesize it, or from the others to "
+               "leave it out")
+        raise ParameterError(msg)
+
+    if projection is not None and not isinstance(projection, ProjectionConfig):
+        msg = f"The 'projection' parameter must be a polars_rap.ProjectionConfig. Got {projection!r}"
+        raise ParameterTypeError(msg)
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory of this machine (0 when the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_memory(*, relaxed_rows: int, n_coords: int, n_numeric: int, n_columns: int, rows: int | None,
+                 n_linear_thresholds: int, n_mixed_marginals: int, available: int | None = None) -> None:
+    """Refuse, before any work, a setting whose arrays alone would need more than half of the
+    machine's memory (``available`` bytes; physical memory by default), naming the parameter:
+    a count that passes :func:`check_int` (up to 2**62) can still be far beyond any machine, and
+    the OS would kill the process instead of raising. Estimates, in bytes: the relaxed data
+    with its gradient, Adam's two moments and the best iterate (5 float32 copies of
+    ``relaxed_rows x n_coords``); a linear threshold's weights, indices and offsets
+    (``16 n_numeric + 64``); a mixed marginal group's queries (~ 1 KiB); the output frame
+    (8 bytes per value, ``rows x n_columns``)."""
+    available = physical_memory() if available is None else int(available)
+    if available <= 0:
+        return
+    needs = {
+        "relaxed_rows": 20 * relaxed_rows * max(n_coords, 1),
+        "n_linear_thresholds": n_linear_thresholds * (16 * n_numeric + 64),
+        "n_mixed_marginals": 1024 * n_mixed_marginals,
+        "rows": 8 * (rows or 0) * max(n_columns, 1),
+    }
+    for name, need in needs.items():
+        if need > available / 2:
+            msg = (f"The {name!r} parameter would need about {need / 2**30:.3g} GiB of memory, more than "
+                   f"half of this machine's {available / 2**30:.3g} GiB; lower it")
+            raise ParameterError(msg)

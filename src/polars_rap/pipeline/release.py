@@ -1,0 +1,146 @@
+"""The privacy report of a synthesis, assembled from what the loop released.
+
+Post-processing only: the noisy answers and their noise scales (from
+:class:`polars_rap.fit.loop_record.LoopRecord`), confidence intervals built from them (the
+simultaneous ones corrected for the most answers the public plan can measure), the last
+Gumbel selection of each class (bounds on the groups never measured), and the returned
+rows' answers on the workload. The true answers never reach this module.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from polars_rap.fit.loop_record import LoopRecord
+from polars_rap.fit.plan_steps import Step
+from polars_rap.workload.queries import CLASS_CODES, QueryClass, QuerySet
+from polars_rap.privacy.report import PrivacyReport, interval_halfwidth, simultaneous_halfwidth, subgaussian_halfwidth, unmeasured_error_bounds
+from polars_rap.io.source import DataSource, exact_answers
+from polars_rap.workload.builders import describe_queries
+
+__all__ = ["bonferroni_answers", "build_report"]
+
+
+def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
+    """The most answers ``plan`` can measure on ``queries``: the count the simultaneous
+    intervals are corrected for.
+
+    Per class, an outright step measures all its groups and a selection step at most its
+    ``k`` largest; the sum is capped at the class's answers. An annealed step may measure a
+    group again, so its rounds (at most T0 = ``annealed_rounds``) of at most the ``k``
+    largest groups each (among its class's and those of the classes it joins,
+    :attr:`~polars_rap.fit.plan_steps.Step.joined`) are added beyond that cap. It reads only public values (the
+    plan and the workload's group sizes), never which groups the noisy selections picked, so
+    the correction cannot depend on the data: with M fixed in advance and at least as many
+    as measured, a union bound over the measured answers gives at most ``measured * alpha /
+    M <= alpha``. A count taken after the selections would not.
+    """
+    total = 0
+    for name, code in CLASS_CODES.items():
+        sizes = np.sort(queries.group_sizes[queries.group_class == code])[::-1].astype(np.int64)
+        steps = [step for step in plan if step.query_class == name]
+        most = sum(int(sizes.sum()) if step.outright else int(sizes[:step.k].sum())
+                   for step in steps if not step.annealed)
+        again = sum(step.annealed_rounds * _largest_sizes(queries, (name, *step.joined), step.k)
+                    for step in steps if step.annealed)
+        total += min(most, int(sizes.sum())) + again
+    return total
+
+
+def _largest_sizes(queries: QuerySet, classes: tuple[str, ...], k: int) -> int:
+    """Answers of the ``k`` largest groups of ``classes`` in ``queries`` (public sizes)."""
+    sizes = queries.group_sizes[np.isin(queries.group_class, [CLASS_CODES[c] for c in classes])]
+    return int(np.sort(sizes)[::-1][:k].astype(np.int64).sum())
+
+
+def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],
+                 record: LoopRecord, synthetic_frame: pl.DataFrame, backend_module,
+                 confidence: float, parameters: dict, public_data: dict | None = None,
+                 integer_cells: bool = False) -> PrivacyReport:
+    """The :class:`~polars_rap.privacy.report.PrivacyReport` of a run: the ledger's events, one row
+    per measured answer (noisy answer, std, intervals, the returned rows' answer, error
+    bound) and the unmeasured groups' bounds. ``parameters`` gains ``bonferroni_answers``
+    (see :func:`bonferroni_answers`); ``public_data`` is the public table's record, if any
+    (:meth:`polars_rap.public.prior.PublicTable.record`). ``integer_cells``: the returned
+    rows' answers are taken as the sensitive pass took the real ones
+    (:func:`polars_rap.io.source.exact_answers`)."""
+    groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
+    stds, selections = record.noise_stds, record.selections
+    query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
+    sizes = queries.group_sizes[groups] if groups else np.zeros(0, dtype=np.int64)
+    noisy = np.concatenate(noisy_parts) if noisy_parts else np.zeros(0)
+    std = np.repeat(np.asarray(stds, dtype=np.float64), sizes)
+    # The noise is discrete Gaussian on counts: intervals widen by one count (1/n); a
+    # histogram's prefix sums several draws and takes the sub-Gaussian bound instead.
+    summed = np.repeat(np.asarray(record.noise_draws, dtype=np.int64), sizes) > 1
+    n_bonferroni = bonferroni_answers(plan, queries)
+    halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence),
+                         interval_halfwidth(std, confidence, lattice_step=1.0 / n_rows))
+    joint_halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence, n_bonferroni),
+                               simultaneous_halfwidth(std, confidence, n_bonferroni, lattice_step=1.0 / n_rows))
+    # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
+    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module,
+                                     integer_cells=integer_cells)
+
+    def synthetic_answers(group_ids) -> np.ndarray:
+        return all_synthetic[queries.group_query_indices(np.asarray(group_ids, dtype=np.int64))]
+
+    synthetic = synthetic_answers(groups)
+    measurements = pl.DataFrame({
+        "round": np.repeat(np.asarray(rounds, dtype=np.int64), sizes),
+        "query_class": [QueryClass.SHORT[c] for c in queries.query_class[query_index]],
+        "group": np.repeat(np.asarray(groups, dtype=np.int64), sizes),
+        "query": query_index,
+        "description": describe_queries(queries, domain, query_index),
+        "noisy_answer": noisy,
+        "noise_std": std,
+        "ci_low": noisy - halfwidth,
+        "ci_high": noisy + halfwidth,
+        "ci_low_simultaneous": noisy - joint_halfwidth,
+        "ci_high_simultaneous": noisy + joint_halfwidth,
+        "synthetic_answer": synthetic,
+        "error_bound": np.abs(synthetic - noisy) + halfwidth,
+    }, schema_overrides={"query_class": pl.String, "description": pl.String})
+    unmeasured, note = _unmeasured_bounds(queries, domain, selections, synthetic_answers, confidence,
+                                          measured=groups)
+    return PrivacyReport(
+        epsilon=budget.epsilon, delta=budget.delta, rho_budget=budget.rho,
+        rho_spent=ledger.rho_spent, n_rows=n_rows, events=ledger.events,
+        measurements=measurements, confidence=confidence,
+        parameters={**parameters, "bonferroni_answers": n_bonferroni},
+        conversion_delta=budget.conversion_delta, approximate_delta=budget.approximate_delta,
+        unmeasured=unmeasured, unmeasured_note=note, public_data=public_data,
+    )
+
+
+def _unmeasured_bounds(queries: QuerySet, domain, selections, synthetic_answers, confidence, measured=()):
+    """The unmeasured groups' error bounds (a frame) and a note on which have none, and why.
+
+    A candidate the last selection passed over but an earlier round measured (annealed rounds
+    select among every group of their class, measured or not: :mod:`polars_rap.fit.annealing`)
+    has its measurement's interval instead, so it is left out (``measured``: group ids)."""
+    parts = []
+    for record in selections.values():
+        bounds = unmeasured_error_bounds(record, queries.group_sizes,
+                                         synthetic_answers(record.candidates), confidence)
+        groups = record.candidates[record.unmeasured]
+        never = ~np.isin(groups, np.asarray(measured, dtype=np.int64))
+        bounds, groups = bounds[never], groups[never]
+        first_query = queries.group_offsets[groups]
+        parts.append(pl.DataFrame({
+            "query_class": [QueryClass.SHORT[c] for c in queries.group_class[groups]],  # joined classes too
+            "group": groups,
+            "description": describe_queries(queries, domain, first_query),
+            "round": np.full(len(groups), record.round, dtype=np.int64),
+            "error_bound": bounds,
+        }, schema_overrides={"query_class": pl.String, "description": pl.String}))
+    schema = {"query_class": pl.String, "group": pl.Int64, "description": pl.String,
+              "round": pl.Int64, "error_bound": pl.Float64}
+    frame = pl.concat(parts) if parts else pl.DataFrame(schema=schema)
+    note = (
+        "Bounds cover the workload's groups never measured, from the last selection each "
+        "competed in; queries outside the workload (e.g. marginals over max_marginal_cells "
+        "cells, classes with no rounds) have none."
+    )
+    return frame.cast(schema), note
