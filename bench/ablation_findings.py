@@ -487,7 +487,7 @@ FINDINGS["numeric_coupling"] = [
     "error there is the numerics' per-label margins' and their pairing's: with the real rows' per-label margins "
     "and no pairing (each numeric column permuted within each label) MM is 0.0005, with the synthetic rows' own "
     "margins and no pairing 0.0075, with their fitted pairing 0.0089. The fitted pairing within a label comes "
-    "from relaxed rows that are partly of each label (polars_rap.numeric_coupling), so it was tested against none. "
+    "from relaxed rows that are partly of each label (polars_rap.decode.numeric_coupling), so it was tested against none. "
     "3 seeds, both datasets, eps 0.25 and 1, against the default:",
     "numerics permuted within each label (numeric_coupling='label'): kept (the default since). LT -36/-45% on CA "
     "(eps 0.25/1; every seed 0.50-0.69x) and -10/-6% on Adult (0.86-0.97x); MM -12/-9% on CA (0.83-0.95x), "

@@ -146,7 +146,7 @@ STEPS["cm_anneal"] = [
      "and projects; rounds start at 1/T0 of the share (T0 = the CM tables) and a round whose "
      "measurement moved the synthetic answers by less than the noise's expected L1 norm quadruples "
      "the next round's budget, so the number of tables measured follows the noise level "
-     "(polars_rap.annealing)"),
+     "(polars_rap.fit.annealing)"),
 ]
 STEPS["class_shares"] = [
     ("planned default", {}, "the default planned strategy then: CM and LT get equal shares (the headline "
@@ -175,7 +175,7 @@ STEPS["warm"] = [
     ("+ warm rounds run the last 3 stages", {"projection": {"warm_doublings": 2}},
      "every threshold round after the first projects at sigma 128, 256 and 512 only (the warm start "
      "is already sharp), a fit-time cut: LT rounds are most of the fit and each re-annealed from "
-     "sigma 8 (polars_rap.projection.temperature_stages)"),
+     "sigma 8 (polars_rap.fit.projection.temperature_stages)"),
     ("+ warm rounds run the last 2 stages", {"projection": {"warm_doublings": 1}},
      "the same, shorter still: sigma 256 and 512 only (instead of the step above, not on top of it); "
      "the default since 2026-11-24"),
@@ -195,7 +195,7 @@ STEPS["numeric"] = [
      {"domain_updates": {"adult": ADULT_LOG, "acs-income-CA": {"JWMNP": {"scale": "sqrt"}}}},
      "Adult's capital-gain, capital-loss and fnlwgt on the log scale, CA's JWMNP (commute "
      "minutes, 1-200) on the square-root scale: the threshold workload and the projection follow "
-     "the declared map, so thresholds land where the rows are (polars_rap.transforms)"),
+     "the declared map, so thresholds land where the rows are (polars_rap.schema.transforms)"),
     ("+ atoms at 0 (Adult)",
      {"domain_updates": {"adult": {**ADULT_LOG, **ADULT_ATOMS}}},
      "capital-gain and capital-loss also declare the atom 0 (held by about 92% and 95% of the "
@@ -207,7 +207,7 @@ STEPS["integer_cells"] = [
     ("+ integer cells", {"strategy": {**PLANNED, "integer_cells": True}},
      "each whole value of an integer column spread over its rounding cell [x - 1/2, x + 1/2] by a "
      "hash of its row before the real rows are counted, so that decoding's rounding to the nearest "
-     "integer keeps the cell masses the projection fitted (polars_rap.encoding.spread_integer_cells)"),
+     "integer keeps the cell masses the projection fitted (polars_rap.schema.encoding.spread_integer_cells)"),
 ]
 AIM_LOOP = {**PLANNED, "base_share": 0.1, "cm_anneal": True, "cm_anneal_selection_share": 0.1}
 STEPS["independence_prior"] = [
@@ -219,7 +219,7 @@ STEPS["independence_prior"] = [
      "noise-aware score, paying AIM's 0.1 of the round for it) instead of measuring every table outright"),
     ("+ independence prior", {"strategy": {**AIM_LOOP, "independence_prior": True}},
      "the projection fits every CM table not measured (yet) toward the conditional independence of its two "
-     "features given the label, from the relaxed data's own margins (polars_rap.independence_prior; "
+     "features given the label, from the relaxed data's own margins (polars_rap.fit.independence_prior; "
      "post-processing), as AIM's graphical model infers the tables it never measures"),
     ("+ annealing from a quarter", {"strategy": {**AIM_LOOP, "independence_prior": True, "cm_anneal_start": 0.25}},
      "T0 four times the CM tables: the annealed rounds start at a quarter of an outright step's budget per table "
@@ -235,11 +235,11 @@ STEPS["mediated_prior"] = [
     ("+ mediated prior", {"strategy": {**AIM_LOOP, "independence_prior": "mediated"}},
      "an unmeasured table (a, b, label) whose features each share a measured table with a third feature c "
      "is fitted toward a and b independent given (c, label), the maximum-entropy table given those two "
-     "(through the c of strongest association; polars_rap.independence_prior.mediated_targets), as AIM's "
+     "(through the c of strongest association; polars_rap.fit.independence_prior.mediated_targets), as AIM's "
      "graphical model infers a table through the cliques it measured"),
     ("+ mediator gate 1", {"strategy": {**AIM_LOOP, "independence_prior": "mediated", "mediator_gate": 1.0}},
      "a measured table links two features only where its interaction's energy is more than twice its noise's, "
-     "||y - m(y)||^2 > 2 cells sigma^2 (polars_rap.independence_prior.significant_links): at low eps a table "
+     "||y - m(y)||^2 > 2 cells sigma^2 (polars_rap.fit.independence_prior.significant_links): at low eps a table "
      "measured mostly as noise otherwise passes its noise on to the tables it mediates"),
     ("+ every table where precise (L1 0.15)",
      {"strategy": {**AIM_LOOP, "independence_prior": "mediated", "mediator_gate": 1.0, "cm_outright_l1": 0.15}},
@@ -263,7 +263,7 @@ STEPS["cm_prefixes"] = [
      "columns as the thresholds fitted them"),
     ("+ categorical prefixes", {"strategy": {"name": "planned", "cm_anneal_last": True, "cm_prefixes": CM_PREFIXES}},
      "on top of the step before: every feature x label x numeric prefix x_j <= t (t at 1/8, 1/4, 1/2, 3/4 of the "
-     "mapped range, half-integers on integer columns; polars_rap.categorical_prefixes) joins the CM loop's "
+     "mapped range, half-integers on integer columns; polars_rap.fit.categorical_prefixes) joins the CM loop's "
      "candidates, so its noise-aware selection can measure how a numeric column moves with a feature, as AIM's "
      "3-way marginals of binned numerics do (nothing in the workload tied them before)"),
     ("+ categorical prefixes, a step of their own last (10%)",
@@ -460,7 +460,7 @@ STEPS["numeric_coupling"] = [
      "#20 (CA MM 0.56x the best peer's at eps = 0.25, #20 asks for half): a probe of the default's rows with "
      "their numeric columns permuted within each label value (each column on its own) lowered CA's MM 6-16% and "
      "LT 31-49% at eps 0.25 and 1: the fitted pairing of numerics within a label is worse than none "
-     "(polars_rap.numeric_coupling says why); null patterns stay in place"),
+     "(polars_rap.decode.numeric_coupling says why); null patterns stay in place"),
 ]
 STEPS["lt_rounds_off"] = [
     ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28): 50 threshold rounds, "
@@ -583,7 +583,7 @@ STEPS["numeric_ties"] = [
      "(numeric_ties.md, 'each numeric shuffled'); each numeric column's sums by feature x label released (10% of "
      "the loop's budget, before it, where their noise std per cell is at most 0.01: eps >= 1 on both datasets) and "
      "decoding hands each column's values out within each label to follow them, shrunk by a Bayesian ridge where "
-     "the noise hides them (polars_rap.numeric_ties)"),
+     "the noise hides them (polars_rap.decode.numeric_ties)"),
 ]
 STEPS["tie_numeric_bins"] = [
     ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-28f): numeric ties by "
@@ -595,7 +595,7 @@ STEPS["tie_numeric_bins"] = [
      "noisy (tie_bins_released.md); taken from the relaxed rows everywhere they won on cps1988 (MM 0.41x at eps 1) "
      "and lost on CA (LT 1.14-1.27x: tie_pairs_everywhere.md). Here the ties' release also holds each numeric "
      "column's sums by 8 bins of every earlier numeric, and a pair keeps the relaxed rows' pairing only where "
-     "those sums are more than e times as likely under it as under none (polars_rap.numeric_pairs)"),
+     "those sums are more than e times as likely under it as under none (polars_rap.decode.numeric_pairs)"),
 ]
 STEPS["tie_pair_counts"] = [
     ("planned default", {}, "the default (headline rap++ rows since the rerun of 2026-11-29): the numeric pairs' test "

@@ -3,9 +3,9 @@
 No query class of the benchmark suite pairs a numeric column with a categorical feature (CM is
 categorical only, MM two numeric prefixes x the label, LT numeric halfspaces x the label), and
 below the numeric ties' noise cap decoding permutes each numeric column within each label
-(:mod:`polars_rap.numeric_coupling`). This probe reads what the suite cannot: for every pair of
+(:mod:`polars_rap.decode.numeric_coupling`). This probe reads what the suite cannot: for every pair of
 a numeric column and a categorical column, the quality report's correlation ratio (eta) on the
-real training rows and on the synthetic ones (:func:`polars_rap.quality.quality_report`), and
+real training rows and on the synthetic ones (:func:`polars_rap.quality.report.quality_report`), and
 reports per dataset, ε and strategy
 
 - ``eta_error``: the mean of ``|eta_real - eta_synthetic|`` over those pairs;
@@ -59,7 +59,7 @@ def main() -> int:
     import polars as pl
 
     import polars_rap
-    from polars_rap.quality import quality_report
+    from polars_rap.quality.report import quality_report
 
     from bench.run import prepare_dataset, table_markdown
 

@@ -6,7 +6,7 @@ A new user's run: ``synthesize(..., infer_domain=True)`` at ε = 1 (δ = 1e-5), 
 ``inference_share`` of 10% of ρ split evenly over every column of the table (categorical ones
 included, as ``infer_declarations`` splits it), so each numeric column's bounds get
 ``0.1 ρ / n_columns``. For every numeric column of the shared NIST excerpts and CPS 1988,
-:func:`polars_rap.bounds.infer_bounds` runs with ``N_DRAWS`` seeded generators, with and
+:func:`polars_rap.privacy.bounds.infer_bounds` runs with ``N_DRAWS`` seeded generators, with and
 without the thin-tail extension of the coarse bounds (``bounds._extend_through_thin_tails``),
 and the table gives the mean and worst share of the column's non-null values outside the
 inferred bounds (clipped), and how often a bound lies more than one bin beyond the data
@@ -26,9 +26,9 @@ import numpy as np
 import polars as pl
 
 from bench.host import SHARED_DATA, cpu_model, git_commit
-from polars_rap import bounds
-from polars_rap.accounting import split_budget
-from polars_rap.privacy import PrivacyLedger
+from polars_rap.privacy import bounds
+from polars_rap.privacy.accounting import split_budget
+from polars_rap.privacy.ledger import PrivacyLedger
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_DRAWS = 200

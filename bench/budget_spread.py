@@ -25,7 +25,7 @@ def errors_at(state: str, epsilons: Sequence[float], seed: int) -> pl.DataFrame:
     """One row per ε: CM, MM, LT mean errors (:func:`~bench.public_margins_probe.suite_errors`) of the
     default run without a public table on ``state``'s training rows at that ε and ``seed``."""
     import polars_rap
-    from polars_rap.domain import Domain
+    from polars_rap.schema.domain import Domain
 
     from bench.other_state_check import state_split
     from bench.public_margins_probe import suite_errors

@@ -35,8 +35,8 @@ METRICS = ("CM_mean_error", "MM_mean_error", "LT_mean_error", "macro_f1")
 def fit_and_decode(condition: str, epsilon: float, seed: int, decodes: int) -> list[dict]:
     """One row per decoding (0: the run's own rows) of one fit of ``condition``."""
     import polars_rap
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     from bench.mechanisms import _projection_config
     from bench.public_prior import public_table

@@ -77,9 +77,9 @@ def _suite_workload(train: pl.DataFrame, task, classes: tuple[str, ...]):
     """(domain, CPU backend, the suite's evaluation workload of ``classes``, its true answers on
     ``train``): what the diagnostics of the relaxed rows compare against."""
     from polars_rap import kernels
-    from polars_rap.domain import Domain
-    from polars_rap.encoding import encode
-    from polars_rap.evaluation import _benchmark_workload
+    from polars_rap.schema.domain import Domain
+    from polars_rap.schema.encoding import encode
+    from polars_rap.quality.evaluation import _benchmark_workload
 
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     cpu = kernels.get_backend("cpu")
@@ -90,8 +90,8 @@ def _suite_workload(train: pl.DataFrame, task, classes: tuple[str, ...]):
 
 def null_semantics(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
     """MM/LT errors of the relaxed rows' expected answers, kernel vs decoded semantics."""
-    from polars_rap.encoding import block_slices
-    from polars_rap.evaluation import _errors_by_class
+    from polars_rap.schema.encoding import block_slices
+    from polars_rap.quality.evaluation import _errors_by_class
 
     domain, cpu, queries, true = _suite_workload(train, task, ("MM", "LT"))
     X = np.asarray(relaxed, dtype=np.float32)
@@ -123,7 +123,7 @@ def numeric_columns(train: pl.DataFrame, synthetic: pl.DataFrame, relaxed: np.nd
     """One row per numeric column: KS distance, the ``worst`` values where the real and
     synthetic CDFs differ most (value, real CDF, synthetic CDF), the ``top`` most common values
     of each (value, share), and the share of relaxed rows at each bound (mapped 0 or 1)."""
-    from polars_rap.domain import Domain
+    from polars_rap.schema.domain import Domain
 
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     rows = []
@@ -153,9 +153,9 @@ def numeric_columns(train: pl.DataFrame, synthetic: pl.DataFrame, relaxed: np.nd
 def rounding_cost(train: pl.DataFrame, relaxed: np.ndarray, task) -> pl.DataFrame:
     """CM/MM/LT errors of the relaxed rows' expected answers, as fitted and with integer columns
     rounded as decoding rounds them: what rounding alone costs."""
-    from polars_rap.encoding import decoded_values
-    from polars_rap.evaluation import _errors_by_class
-    from polars_rap.transforms import to_unit
+    from polars_rap.decode.decoding import decoded_values
+    from polars_rap.quality.evaluation import _errors_by_class
+    from polars_rap.schema.transforms import to_unit
 
     domain, cpu, queries, true = _suite_workload(train, task, ("CM", "MM", "LT"))
     rounded = np.array(relaxed, dtype=np.float64)
@@ -174,7 +174,7 @@ def mediation_oracle(train: pl.DataFrame, task) -> pl.DataFrame:
     """One row per (feature a, feature b): cells and the mean cell error of conditional
     independence given the label, of the mediated table through the rule's c, through the
     best c (oracle), and the mutual information I(a; b | label) (nats), all from true tables."""
-    from polars_rap.independence_prior import conditional_mutual_information, mediated_interaction
+    from polars_rap.fit.independence_prior import conditional_mutual_information, mediated_interaction
 
     label = task.labels[0]
     features = [k for k, v in task.domain.items() if k != label and not isinstance(v, (tuple, dict))]
@@ -204,7 +204,7 @@ def mediation_oracle(train: pl.DataFrame, task) -> pl.DataFrame:
 
 def conditional_independence_of(cube: np.ndarray) -> np.ndarray:
     """float64[a, b, r]: the independence fit of ``cube``'s first two axes given the third."""
-    from polars_rap.independence_prior import conditional_independence
+    from polars_rap.fit.independence_prior import conditional_independence
 
     return conditional_independence(cube.ravel(), cube.shape).reshape(cube.shape)
 
@@ -260,8 +260,8 @@ def write_ties(names: Sequence[str], seeds: Sequence[int] = (0, 1, 2)) -> Path:
     within each label value (their ties to the categorical features broken), each numeric
     column shuffled alone, and each categorical feature shuffled alone (mean over ``seeds``)."""
     from bench.run import RESULTS
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     lines = ["# What the ties between columns are worth to the suite's classifier (bench.diagnostics ties)", "",
              "Macro F1 of logistic regression trained on the real training rows, some columns shuffled within "

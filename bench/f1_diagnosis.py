@@ -6,7 +6,7 @@
     python -m bench.f1_diagnosis acs-income-CA --peer-data aim=PATH.parquet   # a peer's saved rows
 
 The suite's classifier (logistic regression on one-hot categories and scaled numerics,
-:func:`polars_rap.evaluation.ml_utility`) reads a table through how the label depends on the
+:func:`polars_rap.quality.evaluation.ml_utility`) reads a table through how the label depends on the
 features. A table built as *naive Bayes* (every column drawn on its own given the label) keeps
 exactly the feature x label margins and nothing of the features' interactions, so comparing a
 synthetic table with naive-Bayes tables splits its F1 gap to the real rows in two:
@@ -59,8 +59,8 @@ class Task:
     """One dataset's split, label, column roles and the suite's F1 on a frame."""
 
     def __init__(self, name: str):
-        from polars_rap.domain import Domain
-        from polars_rap.evaluation import _feature_matrix, _union_levels
+        from polars_rap.schema.domain import Domain
+        from polars_rap.quality.evaluation import _feature_matrix, _union_levels
 
         self.name = name
         self.train, self.test, task = prepare_dataset(name, None)
@@ -74,7 +74,7 @@ class Task:
         self.y = self.train[self.label].to_numpy()
 
     def f1(self, frame: pl.DataFrame) -> float:
-        from polars_rap.evaluation import ml_utility_for_domain
+        from polars_rap.quality.evaluation import ml_utility_for_domain
 
         return float(ml_utility_for_domain(frame, self.test, self.label, self.domain)["macro_f1"])
 

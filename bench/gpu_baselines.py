@@ -21,7 +21,7 @@ from numba import cuda
 
 from bench.gpu_common import SIGMA, make_workload, relaxed_matrix, time_wall  # puts src/ on the path
 from polars_rap.kernels import cuda as cuda_kernels
-from polars_rap.queries import QuerySet
+from polars_rap.workload.queries import QuerySet
 
 
 def _dense_problem(queries: QuerySet):

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import numba  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from polars_rap.queries import QueryClass, QuerySet, _offsets  # noqa: E402
+from polars_rap.workload.queries import QueryClass, QuerySet, _offsets  # noqa: E402
 
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 

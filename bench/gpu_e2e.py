@@ -7,7 +7,7 @@ The GPU half runs on the GPU machine (``bench/gpu_session.sh``: ``bench/gpu_kern
 writes the synthetic tables to ``e2e_synthetic.parquet``. This script runs the CPU half here
 and scores every table the same way (the suite's evaluation workload on the whole 295,243-row
 input: all class-conditional 3-way categorical marginals, 20,000 mixed marginals, 200,000
-linear thresholds; ``polars_rap.evaluation.workload_errors``)::
+linear thresholds; ``polars_rap.quality.evaluation.workload_errors``)::
 
     python bench/gpu_e2e.py --cpu-seeds 0 1 2 \\
         --gpu-record bench/results/gpu_nvidia_h100_80gb_hbm3.json \\
@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import polars_rap  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
-from polars_rap import evaluation  # noqa: E402
-from polars_rap.domain import Domain  # noqa: E402
+from polars_rap.quality import evaluation  # noqa: E402
+from polars_rap.schema.domain import Domain  # noqa: E402
 
 WORK = ROOT / "bench" / ".gpu-e2e"
 EPSILON, DELTA = 1.0, 1e-9
@@ -51,7 +51,7 @@ def load_all_acs(data_dir: Path):
     """All ACS person files, preprocessed exactly as the acs-income-CA task, with its domain."""
     import polars as pl
 
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     files = sorted(data_dir.glob("acs2018_1yr_person_*.parquet"))
     if not files:
@@ -190,7 +190,7 @@ def main(argv=None) -> None:
         summary["speedup_cuda_over_cpu"] = summary["cpu"]["seconds"] / summary["cuda"]["seconds"]
     record = {"task": task.name, "rows": frame.height, "files": n_files, "epsilon": EPSILON,
               "delta": DELTA, "runs": runs, "summary": summary,
-              "evaluation": "polars_rap.evaluation.workload_errors(real=all rows, seed=0)"}
+              "evaluation": "polars_rap.quality.evaluation.workload_errors(real=all rows, seed=0)"}
     out = args.out
     out.write_text(json.dumps(record, indent=2, default=str) + "\n")
     print(json.dumps(summary, indent=2))

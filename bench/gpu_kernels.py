@@ -72,7 +72,7 @@ from numba import cuda  # noqa: E402
 
 from polars_rap.kernels import cuda as cuda_kernels  # noqa: E402
 from polars_rap.kernels import cuda_config, cuda_exact  # noqa: E402
-from polars_rap.queries import QuerySet  # noqa: E402
+from polars_rap.workload.queries import QuerySet  # noqa: E402
 
 from bench.gpu_baselines import bench_baselines  # noqa: E402
 from bench.gpu_common import (  # noqa: E402
@@ -156,7 +156,7 @@ def _check_against(backend: str, workspace, XT, sigma, targets, X, queries) -> d
 def _time_projection_steps(queries: QuerySet, X: np.ndarray, rng, sizes: dict) -> dict:
     """Seconds per Adam step of the device projection: wall time of ``project`` with S and
     3S steps (one stage, no early stop), difference over 2S (setup and exact losses cancel)."""
-    from polars_rap.projection import ProjectionConfig, RelaxedParams, project
+    from polars_rap.fit.projection import ProjectionConfig, RelaxedParams, project
 
     sizes_of_blocks = [int(k) for k in queries.column_sizes]
     params = RelaxedParams.random(X.shape[0], sizes_of_blocks, queries.n_numeric, rng)

@@ -36,7 +36,7 @@ import numpy as np
 
 from polars_rap.kernels import cpu, reference
 from polars_rap.kernels._checks import check_queries, check_real_data, check_relaxed, check_sigma
-from polars_rap.queries import QuerySet, _offsets
+from polars_rap.workload.queries import QuerySet, _offsets
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -40,7 +40,7 @@ PUBLIC_RIDGES = (1e-2, 1e-1)
 
 def design(frame: pl.DataFrame, domain, label: str) -> tuple[np.ndarray, np.ndarray]:
     """(float64[n, 1 + d] intercept and one-hot features, int[n] label codes) of ``frame``."""
-    from polars_rap.encoding import encode
+    from polars_rap.schema.encoding import encode
 
     encoded = encode(frame.select(domain.names), domain)
     blocks, y = [], None
@@ -78,8 +78,8 @@ def run(dataset: str, epsilon: float, seeds: Sequence[int], self_ridges: Sequenc
     from sklearn.linear_model import LogisticRegression
 
     import polars_rap
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     from bench.public_prior import public_table
     from bench.run import prepare_dataset
@@ -186,7 +186,7 @@ here, and `run('adult', 1.0, [0])` from here reproduces its rows bit for bit; se
   kept.
 
 Since then: the `public` variant is the library's `public_use="labels"`
-(`polars_rap.public_labels`: fitted on 100,000 rows decoded from the relaxed rows and applied
+(`polars_rap.public.labels`: fitted on 100,000 rows decoded from the relaxed rows and applied
 to every decoded block, in process, in Parquet parts and on Ray writers, kept by saved
 models), its ridge 150 s² from the measured label marginals' noise std s, measured in
 `public_labels.md` (`bench/public_prior.py`, the mismatched table too).

@@ -35,7 +35,7 @@ from bench.run import RESULTS
 
 
 def _errors(train: pl.DataFrame, frame: pl.DataFrame, domain) -> dict[str, float]:
-    from polars_rap.evaluation import workload_errors
+    from polars_rap.quality.evaluation import workload_errors
 
     table = workload_errors(train, frame, domain, seed=0, classes=("MM", "LT"))
     return {row["query_class"]: row["mean_error"] for row in table.iter_rows(named=True)}
@@ -67,8 +67,8 @@ def independent_given_label(train: pl.DataFrame, label: str, columns: Sequence[s
 def margin_gaps(train: pl.DataFrame, result, domain) -> list[dict]:
     """Per numeric column: mean |released prefix - real| and |synthetic prefix - real| over
     its histogram's edges (weighed by cell width) and label values."""
-    from polars_rap.encoding import encode
-    from polars_rap.numeric_histograms import histogram_edges
+    from polars_rap.schema.encoding import encode
+    from polars_rap.fit.numeric_histograms import histogram_edges
 
     label_block = next(i for i, block in enumerate(domain.blocks) if block.is_label)
     n_values = len(domain[domain.blocks[label_block].source].categories)
@@ -100,7 +100,7 @@ def margin_gaps(train: pl.DataFrame, result, domain) -> list[dict]:
 
 def diagnose(dataset: str, epsilon: float, seed: int) -> list[str]:
     """The markdown section of one fit."""
-    from polars_rap.domain import Domain
+    from polars_rap.schema.domain import Domain
 
     train, task, result = fit(dataset, epsilon, seed)
     label = task.labels[0]

@@ -308,8 +308,8 @@ def independent(train, task_domain, labels, epsilon, delta, seed, settings, *,
     ``settings["bins"]`` equal-width bins over the public bounds) measured with the Gaussian
     mechanism, the tight ρ(ε, δ) split evenly over the columns; each column sampled on its
     own from its clipped, renormalised noisy histogram. ``ledger`` (a fresh
-    :class:`~polars_rap.privacy.PrivacyLedger` of ρ(ε, δ) by default) is for tests."""
-    from polars_rap.privacy import PrivacyLedger, gaussian_mechanism, rho_from_epsilon_delta
+    :class:`~polars_rap.privacy.ledger.PrivacyLedger` of ρ(ε, δ) by default) is for tests."""
+    from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, rho_from_epsilon_delta
 
     started = time.perf_counter()
     bins = int(settings.get("bins", 20))

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from polars_rap.histogram_margins import monotone
+from polars_rap.decode.histogram_margins import monotone
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "probe_numeric_margins.csv"
@@ -97,8 +97,8 @@ def matched(synthetic: pl.DataFrame, prefixes: pl.DataFrame, band: float | None,
 
 def run(dataset: str, epsilon: float, seeds: Sequence[int], bands: Sequence[float] = BANDS) -> list[dict]:
     import polars_rap
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     from bench.run import prepare_dataset
 
@@ -175,7 +175,7 @@ the runs shared the 2 cores with short unit tests):
   0.98x at 0.25) and `band 0.5` (KS 0.52x, MM 0.87x, LT 0.93x at eps 1; KS 1.04x, MM 0.96x at
   0.25) keep most of it.
 
-Since then: `PlannedStrategy(histogram_match=Z)` (`polars_rap.histogram_margins`, applied to
+Since then: `PlannedStrategy(histogram_match=Z)` (`polars_rap.decode.histogram_margins`, applied to
 every decoded block and kept by saved models), measured through the library in
 `ablation_histogram_match.md`.
 """

@@ -34,7 +34,7 @@ OUT = RESULTS / "other_state_check.csv"
 def state_split(state: str) -> tuple[object, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(the ACS income task, ``state``'s training and test rows, every other state's rows): the
     check's private table (80/20 split, seed 0) and public table."""
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     task = datasets.load_task("acs-income-CA")  # its domain (TOML) holds every state's codes
     frame = state_tables(task.frame.columns, only=state, what=f"{state}'s table")
@@ -50,8 +50,8 @@ def run(state: str, epsilons: Sequence[float], seed: int, public_use: Sequence[s
     import contextlib
 
     import polars_rap
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     task, train, test, public = state_split(state)
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)

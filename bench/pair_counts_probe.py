@@ -3,10 +3,10 @@
     python -m bench.pair_counts_probe                  # cps1988, CA, Adult; eps 1 and 5; seeds 0-2
     python -m bench.pair_counts_probe --table-only
 
-The test (:mod:`polars_rap.numeric_pairs`) predicts each released pair sum as a cell's count
+The test (:mod:`polars_rap.decode.numeric_pairs`) predicts each released pair sum as a cell's count
 times a mean: the relaxed rows' mean of ``x_j`` in the cell (their pairing) or the label's (none).
 This probe fits the default (``rap++``, the benchmark's split and budget) and reads the inputs
-the fit hands to :func:`~polars_rap.numeric_pairs.fitted_ties` (relaxed rows, released sums and
+the fit hands to :func:`~polars_rap.decode.numeric_pairs.fitted_ties` (relaxed rows, released sums and
 std) and the released histograms, then, per pair table:
 
 - ``count_error_*``: the summed absolute error, over the table's cells, of the counts the test
@@ -40,7 +40,7 @@ RULES = ("drop", "keep", "test_relaxed_counts", "test_released_counts", "test_re
 def _fit_inputs(dataset: str, epsilon: float, seed: int) -> tuple[dict, pl.DataFrame]:
     """The inputs the default's fit hands to ``fitted_ties`` (keys relaxed, domain, layout,
     noisy, std, histograms) and the training rows."""
-    import polars_rap.mechanism as mechanism
+    import polars_rap.pipeline.synthesis as mechanism
 
     from bench.mechanisms import MECHANISMS
 
@@ -63,8 +63,8 @@ def _fit_inputs(dataset: str, epsilon: float, seed: int) -> tuple[dict, pl.DataF
 
 def probe(dataset: str, epsilon: float, seed: int) -> list[dict]:
     """One row per pair table the fit tested (none where the ties were not measured)."""
-    from polars_rap.encoding import encode
-    from polars_rap.numeric_pairs import _cell_counts, _evidence, _pair_cells, _pair_name, pair_deviations
+    from polars_rap.schema.encoding import encode
+    from polars_rap.decode.numeric_pairs import _cell_counts, _evidence, _pair_cells, _pair_name, pair_deviations
 
     seen, train = _fit_inputs(dataset, epsilon, seed)
     if not seen or not seen["layout"].bins:
@@ -95,7 +95,7 @@ def probe(dataset: str, epsilon: float, seed: int) -> list[dict]:
 
 def summary(results: pl.DataFrame) -> pl.DataFrame:
     """Per dataset and ε: mean count errors and each rule's summed loss over pairs and seeds."""
-    from polars_rap.numeric_pairs import PAIR_EVIDENCE
+    from polars_rap.decode.numeric_pairs import PAIR_EVIDENCE
 
     tested = results.filter(pl.col("pair").is_not_null())
 

@@ -81,10 +81,10 @@ def pair_errors(real: pl.DataFrame, synthetic: pl.DataFrame, sizes: Mapping[str,
 
 def macro_f1(train: pl.DataFrame, test: pl.DataFrame, task_domain: Mapping, labels: Sequence[str],
              features: Sequence[str] | None = None) -> float:
-    """The headline suite's classifier (:func:`polars_rap.evaluation.ml_utility_for_domain`)
+    """The headline suite's classifier (:func:`polars_rap.quality.evaluation.ml_utility_for_domain`)
     trained on ``train`` and scored on ``test``; ``features`` keeps only those columns."""
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     keep = list(train.columns) if features is None else [*features, *labels]
     train, test = train.select(keep), test.select(keep)

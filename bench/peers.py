@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_rap.domain import Domain
+from polars_rap.schema.domain import Domain
 
 try:
     from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
@@ -324,7 +324,7 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
                "--delta", repr(float(delta)), "--seed", str(int(seed)), "--rows", str(int(rows)),
                "--out", str(out_path)]
     if is_opendp or "-replace-one" in mechanism:
-        from polars_rap.privacy import rho_from_epsilon_delta
+        from polars_rap.privacy.ledger import rho_from_epsilon_delta
 
         command += ["--rho", repr(rho_from_epsilon_delta(float(epsilon), float(delta)))]
     if also_fixed_sampler and not mechanism.endswith("-fixed-sampler"):
@@ -383,7 +383,7 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
 
 def _sanity(data: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, parsed: Domain) -> dict:
     """LR macro F1 on the real test rows, and a correlation figure for spurious dependence."""
-    from polars_rap import evaluation
+    from polars_rap.quality import evaluation
 
     label = parsed.labels[0]
     out = {"macro_f1": round(evaluation.ml_utility_for_domain(data, test, label, parsed)["macro_f1"], 4)}
@@ -395,7 +395,7 @@ def _sanity(data: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, parsed:
 
 def _demo(mechanism: str, bins: int, epsilon: float, seed: int, cap: float, n_rows: int | None,
           save: Path | None) -> int:
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     task = datasets.load_task("acs-income-CA")
     train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)

@@ -78,7 +78,7 @@ def kernel_parts(call, repeats: int) -> list[tuple[str, int, int, float, float]]
     """Per part of the workload: (part, groups or queries, cells, answers ms, gradient ms)."""
     from polars_rap.kernels import cpu_relaxed
     from polars_rap.kernels.cpu_halfspaces import _plan
-    from polars_rap.queries import CLASS_CODES
+    from polars_rap.workload.queries import CLASS_CODES
 
     X, queries, sigma, targets, _ = call
     groups, csr = _plan(queries, sigma, True)

@@ -29,8 +29,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def score(synthetic: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, task) -> dict:
     """The suite's metrics of ``synthetic`` against CA's training rows (and its test rows)."""
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)
     errors = evaluation.workload_errors(train, synthetic, domain, seed=0)
@@ -41,8 +41,8 @@ def score(synthetic: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, task
 
 
 def main() -> int:
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     train, test, task = prepare_dataset(DATASET, None)
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)

@@ -4,13 +4,13 @@ The margins' CM at ε = 0.25 stayed above half the run without a public table. T
 another split of the same budget, or other margins, would get there: CA's true margins get the
 Gaussian noise a release at a share of the ε = 0.25 budget would add (δ = 1/n², L2 sensitivity
 sqrt(2)/n a margin, margin i at ``rho_i``), each is pulled toward the public rows' own by the
-library's :func:`~polars_rap.public_shrinkage.shrunk_margin`, the other states' rows are raked to
-them and n are drawn along :func:`~polars_rap.public_reweight.sampling_order`, and the suite's
+library's :func:`~polars_rap.public.shrinkage.shrunk_margin`, the other states' rows are raked to
+them and n are drawn along :func:`~polars_rap.public.reweight.sampling_order`, and the suite's
 evaluation scores them (3 noise draws each). The splits:
 
 - the library's: ``rho_i`` in proportion to its weights (1 a categorical feature,
-  :data:`~polars_rap.public_margins.LABEL_WEIGHT` a label, :data:`~polars_rap.public_margins.NUMERIC_WEIGHT`
-  a numeric column on :data:`~polars_rap.public_margins.NUMERIC_CELLS` cells and a null cell);
+  :data:`~polars_rap.public.margins.LABEL_WEIGHT` a label, :data:`~polars_rap.public.margins.NUMERIC_WEIGHT`
+  a numeric column on :data:`~polars_rap.public.margins.NUMERIC_CELLS` cells and a null cell);
 - a categorical feature's weight in proportion to the square root of its cells (the split that
   minimises the summed noise energy ``sum k_i sigma_i^2`` of margins that differ from the public
   ones beyond their noise), normalised to the same mean;
@@ -43,7 +43,7 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results"
 DRAWS = 3
 SHARE = 0.8
-"""Of the ε = 0.25 budget, as :data:`~polars_rap.public_margins.MAX_SHARE` gives on CA."""
+"""Of the ε = 0.25 budget, as :data:`~polars_rap.public.margins.MAX_SHARE` gives on CA."""
 
 
 def water_fill(cells: np.ndarray, deviation: np.ndarray, n: int, total: float) -> np.ndarray:
@@ -66,10 +66,10 @@ def water_fill(cells: np.ndarray, deviation: np.ndarray, n: int, total: float) -
 def main() -> int:
     import polars as pl
 
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.margins import LABEL_WEIGHT, NUMERIC_CELLS, NUMERIC_WEIGHT
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import shrunk_margin
 
     from bench.public_margins_probe import drawn_scores, probe_setup
     from bench.public_rake_oracle import _codes

@@ -2,7 +2,7 @@
 
 ``public_use="margins"`` leaves CA's CM at ε = 0.25 near 0.54x of the run without a public table;
 the other states' rows raked to CA's true margins exactly score 0.34x (``public_margins_joint.md``).
-This splits that gap: the library's fit (:func:`~polars_rap.public_tilt.tilted_weights`, told the
+This splits that gap: the library's fit (:func:`~polars_rap.public.tilt.tilted_weights`, told the
 releases' stds as always) is given some margins' *true* values in place of their noisy releases,
 group by group, and then all of them. Whatever a group's noise costs shows as the fall from the
 all-noisy row; what is left with every margin true is the prior's shrinking of deviations it
@@ -10,7 +10,7 @@ cannot tell from noise at those stds.
 
 The simulation is :mod:`bench.public_margins_joint`'s: CA's true margins as the library measures
 them with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn
-along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite; the same noise
+along :func:`~polars_rap.public.reweight.sampling_order` and scored by the suite; the same noise
 and draw seeds for every row.
 
 No release: the noise is simulated on CA's true margins.
@@ -36,8 +36,8 @@ FINDINGS = (
 
 
 def main() -> int:
-    from polars_rap.public_margins import margin_names
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.public.margins import margin_names
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
 

@@ -5,9 +5,9 @@ closer prior for the margins.
 and ``public_margins_alternatives.md`` found no split of the margins' budget that gets there.
 This asks two other questions, in the same simulation (CA's true margins get the Gaussian noise
 of a release at their share of the ε = 0.25 budget, δ = 1/n², L2 sensitivity sqrt(2)/n a
-table; each is pulled toward its prior by :func:`~polars_rap.public_shrinkage.shrunk_margin`; the
+table; each is pulled toward its prior by :func:`~polars_rap.public.shrinkage.shrunk_margin`; the
 other states' rows are raked to them, n drawn along
-:func:`~polars_rap.public_reweight.sampling_order` and scored by the suite, 3 noise draws):
+:func:`~polars_rap.public.reweight.sampling_order` and scored by the suite, 3 noise draws):
 
 - **The loop's budget on the raked rows' worst tables** (PMW-pub, Liu et al. 2021): the margins
   take 80% as the library's do, then the 18% the loop would have spends itself on feature pair x
@@ -38,7 +38,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DRAWS = 3
 EPSILON = 0.25
 MARGINS_SHARE = 0.8
-"""Of the ε budget, as :data:`~polars_rap.public_margins.MAX_SHARE` gives on CA at ε = 0.25."""
+"""Of the ε budget, as :data:`~polars_rap.public.margins.MAX_SHARE` gives on CA at ε = 0.25."""
 LOOP_SHARE = 0.18
 """What the loop would have had: the rest less the final check's 2%."""
 FINDINGS = (
@@ -59,7 +59,7 @@ def public_states(height: int) -> np.ndarray:
     matched public table's rows comes from, in :func:`~bench.public_prior.public_table`'s order."""
     import polars as pl
 
-    from polars_rap.datasets import preprocess_acs_income
+    from polars_rap.io.datasets import preprocess_acs_income
 
     from bench.public_prior import PRIVATE_STATE, data_dir
 
@@ -76,9 +76,9 @@ def one_way_weights(domain) -> dict:
     """{column: budget weight} of every one-way margin, the library's split before a binary
     feature's margin was split by the label (2026-11-29, ``public_margins_split.md``), which these
     probes simulate: a categorical feature's in proportion to the square root of its codes,
-    averaging 1 over the features; :data:`~polars_rap.public_margins.LABEL_WEIGHT` for the
-    label's, :data:`~polars_rap.public_margins.NUMERIC_WEIGHT` for a numeric column's."""
-    from polars_rap.public_margins import LABEL_WEIGHT, NUMERIC_WEIGHT
+    averaging 1 over the features; :data:`~polars_rap.public.margins.LABEL_WEIGHT` for the
+    label's, :data:`~polars_rap.public.margins.NUMERIC_WEIGHT` for a numeric column's."""
+    from polars_rap.public.margins import LABEL_WEIGHT, NUMERIC_WEIGHT
 
     blocks = [block for block in domain.blocks if not block.indicator]
     scale = float(np.mean([np.sqrt(block.n_codes) for block in blocks if not block.is_label]))
@@ -130,10 +130,10 @@ def mixture(margins: list[np.ndarray], noisy: list[np.ndarray], stds: list[float
 
 
 def main() -> int:
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import NUMERIC_CELLS
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.margins import NUMERIC_CELLS
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import shrunk_margin
 
     from bench.public_margins_probe import drawn_scores, probe_setup, shares
     from bench.public_rake_oracle import _codes

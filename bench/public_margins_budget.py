@@ -11,8 +11,8 @@ only other measurements or a closer public table get there.
 
 The simulation is :mod:`bench.public_margins_joint`'s: the private state's true margins as the
 library measures them (binary features split by the label), Gaussian noise at their weights' share,
-:func:`~polars_rap.public_tilt.tilted_weights`, n rows drawn along
-:func:`~polars_rap.public_reweight.sampling_order` and scored by the suite; 8 draws, the same noise
+:func:`~polars_rap.public.tilt.tilted_weights`, n rows drawn along
+:func:`~polars_rap.public.reweight.sampling_order` and scored by the suite; 8 draws, the same noise
 and draw seeds for every row.
 
 No release: the noise is simulated on the private state's true margins.
@@ -71,8 +71,8 @@ def crossing(budgets: np.ndarray, cm: np.ndarray, epsilon_of) -> str:
 def main(argv: list[str] | None = None) -> int:
     import polars as pl
 
-    from polars_rap.accounting import epsilon_from_rho_delta, rho_from_epsilon_delta
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.privacy.accounting import epsilon_from_rho_delta, rho_from_epsilon_delta
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
     from bench.run import table_markdown

@@ -9,7 +9,7 @@ run in six failed and kept the loop's rows, CM 1.03x against about 0.72x (`other
 A prediction of that gain from released values and public rows alone (post-processing): take
 the drawn public rows as if they were the private table, release their own margins with simulated
 noise at the first tenth's stds and at the combined stds of all the margins (one normal draw,
-scaled twice), fit the public rows to each release (:func:`~polars_rap.public_margins.candidate_weights`),
+scaled twice), fit the public rows to each release (:func:`~polars_rap.public.margins.candidate_weights`),
 draw, and score both against those rows: ``d_sim = E_first - E_full`` on the categorical
 marginals, in counts. It is set against the gain on CA itself (``d_true``: the public rows fitted
 to a first tenth and to all of simulated releases of CA's margins, scored against CA's rows).
@@ -52,8 +52,8 @@ FINDINGS = (
 def cm_counts_error(held: dict, rows: np.ndarray, truth: np.ndarray) -> float:
     """Total L1 error in counts of relaxed ``rows`` on the CM groups against ``truth`` (float64
     shares of those groups' queries), as the check computes it."""
-    from polars_rap.queries import CLASS_CODES
-    from polars_rap.selection_scores import selection_scores
+    from polars_rap.workload.queries import CLASS_CODES
+    from polars_rap.privacy.selection_scores import selection_scores
 
     queries, n = held["queries"], held["n_rows"]
     groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
@@ -64,7 +64,7 @@ def cm_counts_error(held: dict, rows: np.ndarray, truth: np.ndarray) -> float:
 
 def cm_truth(held: dict, rows: np.ndarray | None = None) -> np.ndarray:
     """float64 shares of the CM groups' queries: CA's (``rows`` None) or relaxed ``rows``'."""
-    from polars_rap.queries import CLASS_CODES
+    from polars_rap.workload.queries import CLASS_CODES
 
     queries = held["queries"]
     groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
@@ -75,8 +75,8 @@ def cm_truth(held: dict, rows: np.ndarray | None = None) -> np.ndarray:
 
 def fitted_rows(held: dict, table, released, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(int64 drawn public rows, their relaxed rows): ``size`` rows fitted to ``released``."""
-    from polars_rap.public_margins import candidate_weights
-    from polars_rap.public_reweight import drawn_rows, public_relaxed
+    from polars_rap.public.margins import candidate_weights
+    from polars_rap.public.reweight import drawn_rows, public_relaxed
 
     weights = candidate_weights(table, released, held["domain"])
     drawn = drawn_rows(table.codes, table.numerics, weights, held["size"], held["domain"], rng)
@@ -86,8 +86,8 @@ def fitted_rows(held: dict, table, released, rng: np.random.Generator) -> tuple[
 def offset_draw(held: dict, table, draw: int) -> dict:
     """One noise draw: the public rows' CM error in counts at the first tenth and at all the
     margins on CA (``E_first``, ``E_full``), and the simulated gain on the first rows (``d_sim``)."""
-    from polars_rap.privacy import PrivacyLedger
-    from polars_rap.public_margins import FIRST_PART, _cells, combined, release_margins
+    from polars_rap.privacy.ledger import PrivacyLedger
+    from polars_rap.public.margins import FIRST_PART, _cells, combined, release_margins
 
     n, rho, domain = held["n_rows"], held["rho"], held["domain"]
     ledger = PrivacyLedger(rho_budget=1.0)

@@ -12,7 +12,7 @@ rule would decide:
 - ``r̂``: the CM error of ``synthesize`` (no public table, the suite's settings, seed 0) on n
   public rows drawn by the check's weights (one simulated first tenth of CA's margins), over
   the CM error of the same rows with every column shuffled apart (independence with their own
-  margins), both scored against those rows (:func:`polars_rap.evaluation.workload_errors`);
+  margins), both scored against those rows (:func:`polars_rap.quality.evaluation.workload_errors`);
 - beside it CA's own ratio: the run without a public table over CA's rows shuffled apart;
 - the pass probability the rule would give, from the check's resolution
   (``public_margins_check_rows.csv``: the logit of the pass probability over ``1 - ratio``) and
@@ -43,12 +43,12 @@ FINDINGS = (
     "(0.42x against 0.41x). κ = 1.2 stops less at ε = 0.25 (New Mexico 0.86, Hawaii 0.49). One dry run per table "
     "and ε (seed 0): r̂ carries the loop's seed noise. The expected CMs take the check's resolution and the "
     "released and failed rows from the other probes, not runs of the rule itself. Taken into the library with "
-    "κ = 1 (`polars_rap.public_margins.loop_ratio`; through the pipeline: `public_margins_rival.md`).")
+    "κ = 1 (`polars_rap.public.margins.loop_ratio`; through the pipeline: `public_margins_rival.md`).")
 
 
 def cm_error(truth, synthetic, domain) -> float:
     """The suite's CM mean error of ``synthetic`` against ``truth`` (Polars frames)."""
-    from polars_rap import evaluation
+    from polars_rap.quality import evaluation
 
     from bench.run import SUITES
 
@@ -77,9 +77,9 @@ def loop_ratio(setup, frame, epsilon: float) -> float:
 def dry_run_frame(setup, frame, table, held) -> object:
     """n rows of the public ``frame`` (encoded: ``table``) drawn by the check's weights for one
     simulated first tenth of CA's margins (the check's inputs ``held``)."""
-    from polars_rap.privacy import PrivacyLedger
-    from polars_rap.public_margins import FIRST_PART, candidate_weights, release_margins
-    from polars_rap.public_reweight import sampling_order
+    from polars_rap.privacy.ledger import PrivacyLedger
+    from polars_rap.public.margins import FIRST_PART, candidate_weights, release_margins
+    from polars_rap.public.reweight import sampling_order
 
     from bench.public_margins_probe import systematic_draw
 

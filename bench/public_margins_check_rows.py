@@ -1,14 +1,14 @@
 """The margins' check: which margins its independent rows should hold, offline (issue 19).
 
 ``public_use="margins"`` releases a first tenth of the margins, draws public rows fitted to them
-(:func:`~polars_rap.public_margins.measured_candidate`) and asks the exponential mechanism
+(:func:`~polars_rap.public.margins.measured_candidate`) and asks the exponential mechanism
 whether those rows beat every column independent on the workload's categorical marginals (L1
 error in counts, sensitivity 2 a table). Until now the independent row held each margin shrunk
-alone toward the *public* table's (:func:`~polars_rap.public_shrinkage.measured_margins`), while
+alone toward the *public* table's (:func:`~polars_rap.public.shrinkage.measured_margins`), while
 the candidate's margins come from the joint fit: the check weighed the two fits' margins as
 well as the public rows' associations, and the worse the public table's margins, the worse
 the independent row it was compared with. Built from the fitted rows' own margins instead
-(:func:`~polars_rap.public_margins.check_margins`), the two differ in their associations alone,
+(:func:`~polars_rap.public.margins.check_margins`), the two differ in their associations alone,
 which is what the check is for; but where no public row falls in a cell, the release's share
 stays in the independent row, so that what the public rows cannot hold still counts against them.
 
@@ -45,7 +45,7 @@ FINDINGS = (
     "the margins), but it is what fails a public table that lacks a category the private rows hold "
     "(`tests/test_public_margins.py`). The raw release projected onto the simplex is too noisy at a tenth of "
     "the margins (CM 0.0042 at ε = 0.1) and passes nearly every table. Kept: `fitted` "
-    "(`polars_rap.public_margins.check_margins`). Whether passing pays: `public_margins_check_stakes.md`.")
+    "(`polars_rap.public.margins.check_margins`). Whether passing pays: `public_margins_check_stakes.md`.")
 
 
 class _Captured(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -53,18 +53,18 @@ class _Captured(Exception):  # noqa: N818 - a control-flow signal, not an error
 
 
 def captured_inputs(setup, epsilon: float) -> dict:
-    """The keyword inputs of :func:`~polars_rap.public_margins.public_first_margins` in a
+    """The keyword inputs of :func:`~polars_rap.public.margins.public_first_margins` in a
     ``synthesize`` run on CA's training rows at ``epsilon`` (δ = 1/n², seed 0) with the other
     states' table; the run is stopped there."""
     return captured(setup.train, setup.task.domain, setup.task.labels, setup.public, epsilon)
 
 
 def captured(train, domain, labels, public, epsilon: float) -> dict:
-    """The inputs of :func:`~polars_rap.public_margins.public_first_margins`, by name, in
+    """The inputs of :func:`~polars_rap.public.margins.public_first_margins`, by name, in
     ``synthesize`` on ``train`` (``domain``, ``labels``) at ``epsilon`` (δ = 1/n², seed 0) with
     the ``public`` table; the run stops there, before any release."""
     import polars_rap
-    from polars_rap import public_release
+    from polars_rap.public import release as public_release
 
     names = ("counts", "public_table", "domain", "queries", "true_answers", "l1_sensitivity", "n_rows", "check_rho",
              "rho", "ledger", "backend", "rng", "size", "candidate_rng", "dry_run")
@@ -87,7 +87,7 @@ def captured(train, domain, labels, public, epsilon: float) -> dict:
 def stakes_tables(setup) -> tuple[dict, dict]:
     """({name: frame}, {name: encoded public table}) for the public tables of
     :data:`bench.public_margins_check_stakes.TABLES`: the other states', Puerto Rico's and single states'."""
-    from polars_rap.public_prior import open_public, read_public
+    from polars_rap.public.prior import open_public, read_public
 
     from bench.public_margins_check_stakes import TABLES
     from bench.public_prior import public_table, state_tables
@@ -110,15 +110,13 @@ def simplex(noisy: np.ndarray) -> np.ndarray:
 def check_draw(held: dict, table, draw: int) -> dict:
     """One noise draw of the check for public ``table`` (encoded): each candidate's total L1 error
     in counts and the pass probability against either independent row."""
-    from polars_rap.privacy import PrivacyLedger
-    from polars_rap.public_margins import (
-        FIRST_PART, candidate_weights, check_margins, independent_rows, release_margins,
-    )
-    from polars_rap.public_reweight import reweighted_candidate
-    from polars_rap.public_shrinkage import measured_margins
-    from polars_rap.queries import CLASS_CODES
-    from polars_rap.selection import selection_epsilon
-    from polars_rap.selection_scores import selection_scores
+    from polars_rap.privacy.ledger import PrivacyLedger
+    from polars_rap.public.margins import FIRST_PART, candidate_weights, check_margins, independent_rows, release_margins
+    from polars_rap.public.reweight import reweighted_candidate
+    from polars_rap.public.shrinkage import measured_margins
+    from polars_rap.workload.queries import CLASS_CODES
+    from polars_rap.privacy.selection import selection_epsilon
+    from polars_rap.privacy.selection_scores import selection_scores
 
     queries, domain, n = held["queries"], held["domain"], held["n_rows"]
     ledger = PrivacyLedger(rho_budget=1.0)
@@ -148,7 +146,7 @@ def check_draw(held: dict, table, draw: int) -> dict:
 def main() -> int:
     import polars as pl
 
-    from polars_rap.public_prior import open_public, read_public
+    from polars_rap.public.prior import open_public, read_public
 
     from bench.public_margins_probe import RESULTS, probe_setup, write_markdown
     from bench.public_prior import public_table, state_tables

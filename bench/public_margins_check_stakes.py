@@ -49,7 +49,8 @@ def checks_forced() -> Iterator[None]:
     """Within it, both of ``public_use="margins"``' checks choose the public rows: the margins' first
     check passes and the final check releases its last candidate (the public rows). Bench only: no
     library path does this."""
-    from polars_rap import public_margins, public_reweight
+    from polars_rap.public import margins as public_margins
+    from polars_rap.public import reweight as public_reweight
 
     with mock.patch.object(public_margins, "choose_release", lambda *args, **kwargs: 0), \
             mock.patch.object(public_reweight, "choose_release", lambda answers, *args, **kwargs: len(answers) - 1):

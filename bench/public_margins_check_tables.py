@@ -7,7 +7,7 @@ where the public rows are about independent adds 2 counts of sensitivity and not
 and on a small private table the check is coarse: on Florida's commuters (14,217 rows) it passed
 the other states' rows in 2-4 runs of 5 though every release of them paid
 (``public_task_check.md``). The final check already scores only the half of its tables where its
-candidates disagree most (:func:`~polars_rap.public_reweight.disputed_groups`, public: it reads
+candidates disagree most (:func:`~polars_rap.public.reweight.disputed_groups`, public: it reads
 the candidates alone). This asks what the same choice gives the first check.
 
 For each private table (acs-income-CA, with the public tables of ``public_margins_check_stakes``;
@@ -60,12 +60,10 @@ def group_errors(backend, rows, scored, truth_counts: np.ndarray, starts: np.nda
 
 def table_rows(held: dict, table, draws: int) -> list[dict]:
     """Per draw: per CM group, the two candidates' answers and errors, and the rival's dry-run errors."""
-    from polars_rap.privacy import PrivacyLedger
-    from polars_rap.public_margins import (
-        FIRST_PART, candidate_weights, check_margins, independent_rows, own_margins_row, release_margins,
-    )
-    from polars_rap.public_reweight import reweighted_candidate
-    from polars_rap.queries import CLASS_CODES
+    from polars_rap.privacy.ledger import PrivacyLedger
+    from polars_rap.public.margins import FIRST_PART, candidate_weights, check_margins, independent_rows, own_margins_row, release_margins
+    from polars_rap.public.reweight import reweighted_candidate
+    from polars_rap.workload.queries import CLASS_CODES
 
     queries, domain, n, backend = held["queries"], held["domain"], held["n_rows"], held["backend"]
     groups = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
@@ -99,7 +97,7 @@ def pass_probability(draw: dict, share: float, rate: float, rival_on_all: bool =
     """(P(pass), public / independent error) scoring the ``share`` most disputed tables, the
     rival's scale from the dry run on the same tables (or on every table: ``rival_on_all``);
     ``rate``: ``eps'`` over 2 (the per-table sensitivity, 2 counts, is multiplied in here)."""
-    from polars_rap.public_reweight import disputed_groups
+    from polars_rap.public.reweight import disputed_groups
 
     kept = disputed_groups([draw["pub"], draw["ind"]], draw["sizes"], share)
     loop, independent = draw["dry"]
@@ -113,8 +111,8 @@ def pass_probability(draw: dict, share: float, rate: float, rival_on_all: bool =
 def main() -> int:
     import polars as pl
 
-    from polars_rap.public_prior import open_public, read_public
-    from polars_rap.selection import selection_epsilon
+    from polars_rap.public.prior import open_public, read_public
+    from polars_rap.privacy.selection import selection_epsilon
 
     from bench import public_task_check as florida
     from bench.public_margins_check_rows import captured, stakes_tables

@@ -2,14 +2,14 @@
 offline (issue 19).
 
 The library's prior on a measured margin's deviations from the public table's shares ``p`` is
-``d_c ~ N(0, tau^2 p_c)``, ``tau^2`` by moments (:mod:`polars_rap.public_tilt`). This asks whether
+``d_c ~ N(0, tau^2 p_c)``, ``tau^2`` by moments (:mod:`polars_rap.public.tilt`). This asks whether
 ``d_c ~ N(0, tau^2 p_c^a)`` with another ``a``, or ``tau^2`` fitted otherwise, does better:
 
 - how the ACS states' deviations from their pooled table grow with the share, within a margin
   (the slope of ``log E[d_c^2]`` on ``log p_c``, each state's own sampling variance taken off,
   a margin's mean removed; the other states only), and CA's from the other states' (the figure
   the prior is for; not used to choose);
-- the library's fit (:func:`~polars_rap.public_tilt.tilted_weights`' kernel) under each prior, on
+- the library's fit (:func:`~polars_rap.public.tilt.tilted_weights`' kernel) under each prior, on
   :mod:`bench.public_margins_joint`'s simulation (CA's true margins as the library measures them
   with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn and
   scored by the suite), the same noise and draw seeds for every row. ``tau^2`` by moments
@@ -79,13 +79,13 @@ def share_slope(cells: list[np.ndarray], sizes: list[int], group: np.ndarray | N
 
 def prior_variance(noisy: np.ndarray, std: float, public: np.ndarray, estimate: str, exponent: float) -> float:
     """``tau^2`` of one margin under ``d_c ~ N(0, tau^2 public_c^exponent)``, at least
-    :data:`~polars_rap.public_tilt.TAU2_FLOOR`: by moments (``max(0, |noisy - public|^2 - k std^2) /
+    :data:`~polars_rap.public.tilt.TAU2_FLOOR`: by moments (``max(0, |noisy - public|^2 - k std^2) /
     sum public^exponent``) or by the maximum of the release's marginal likelihood
     (``noisy_c - public_c ~ N(0, tau^2 public_c^exponent + std^2)``; bounded Brent in ``log tau^2``
     up to ``max_c gap_c^2 / public_c^exponent``, above which no cell's own maximum lies)."""
     from scipy.optimize import minimize_scalar
 
-    from polars_rap.public_tilt import TAU2_FLOOR
+    from polars_rap.public.tilt import TAU2_FLOOR
 
     gap2, shape = np.square(noisy - public), public**exponent
     if estimate != "likelihood":
@@ -107,8 +107,8 @@ def label_centres(released: list[tuple[np.ndarray, float]], publics: list[np.nda
                   label: int) -> list[np.ndarray]:
     """Per margin, what :data:`LABEL_CENTRED` measures its gap from: the public shares, a table
     split by the label (margins ``split``, label fastest) with each label's column scaled to the
-    label's (margin ``label``) release shrunk by :func:`~polars_rap.public_shrinkage.shrunk_margin`."""
-    from polars_rap.public_shrinkage import shrunk_margin
+    label's (margin ``label``) release shrunk by :func:`~polars_rap.public.shrinkage.shrunk_margin`."""
+    from polars_rap.public.shrinkage import shrunk_margin
 
     shrunk = shrunk_margin(*released[label], publics[label])
     centres = list(publics)
@@ -121,13 +121,13 @@ def label_centres(released: list[tuple[np.ndarray, float]], publics: list[np.nda
 
 def prior_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, float]], estimate: str,
                   exponent: float, centres: list[np.ndarray] | None = None) -> np.ndarray:
-    """float64[public rows] summing to 1: :func:`~polars_rap.public_tilt.tilted_weights` with the
+    """float64[public rows] summing to 1: :func:`~polars_rap.public.tilt.tilted_weights` with the
     prior ``d_c ~ N(0, tau^2 p_c^exponent)`` (log-factor precision ``p^(2 - exponent) / tau^2``,
     :func:`prior_variance` of each release's gap from its ``centres`` entry, the public shares
     unless given) in place of the library's (``exponent`` 1, moments from the public shares). The
-    library's kernel and mode (:func:`~polars_rap.public_tilt.mode_weights`); no margin here is
+    library's kernel and mode (:func:`~polars_rap.public.tilt.mode_weights`); no margin here is
     released exactly."""
-    from polars_rap.public_tilt import mode_weights, tilt_arrays
+    from polars_rap.public.tilt import mode_weights, tilt_arrays
 
     index, target, precision, publics = tilt_arrays(cells, released)
     centres = publics if centres is None else centres
@@ -139,7 +139,7 @@ def prior_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, floa
 def main() -> int:
     from bench.public_margins_beyond import public_states, scored, write_report
 
-    from polars_rap.public_margins import margin_names
+    from polars_rap.public.margins import margin_names
 
     sim = simulation()
     setup, sizes = sim.setup, [len(t) for t in sim.true]

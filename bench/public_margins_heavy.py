@@ -1,6 +1,6 @@
 """The joint fit's prior with heavy tails, offline and through the pipeline (issue 19): dropped.
 
-:func:`~polars_rap.public_tilt.tilted_weights` puts a Gaussian prior on each measured cell's
+:func:`~polars_rap.public.tilt.tilted_weights` puts a Gaussian prior on each measured cell's
 log-factor, its variance the margin's moment estimate. Where California differs from the other
 states it differs by much in a few cells (the foreign-born by birthplace and race): a Gaussian of
 one variance a margin shrinks those large deviations as it shrinks the small ones' noise. This
@@ -12,7 +12,7 @@ raked to them exactly (``public_margins_joint.md``: CM 0.34x).
 
 The simulation is :mod:`bench.public_margins_joint`'s: CA's true margins as the library measures
 them with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn
-along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite; the same noise
+along :func:`~polars_rap.public.reweight.sampling_order` and scored by the suite; the same noise
 and draw seeds for every prior.
 
 No release: the noise is simulated on CA's true margins.
@@ -31,20 +31,20 @@ PRIORS = {"Gaussian (the library's)": (np.inf, 1.0, 1.0), "t, 5 degrees": (5.0, 
           "t, 3 degrees, half the variance": (3.0, 0.5, 1.0), "t, 3 degrees, twice the variance": (3.0, 2.0, 1.0),
           "Gaussian, CA's true margins as the releases": (np.inf, 1.0, 0.0),
           "t, 3 degrees, CA's true margins as the releases": (3.0, 1.0, 0.0)}
-"""Each prior's (degrees of freedom, factor on :func:`~polars_rap.public_tilt.prior_variance`,
+"""Each prior's (degrees of freedom, factor on :func:`~polars_rap.public.tilt.prior_variance`,
 noise: 1, or 0 to release CA's true margins, the fit told their stds)."""
 
 def t_weights(cells: list[np.ndarray], released: list[tuple[np.ndarray, float]], df: float,
               factor: float = 1.0) -> np.ndarray:
-    """float64[public rows] summing to 1: :func:`~polars_rap.public_tilt.tilted_weights` with a
+    """float64[public rows] summing to 1: :func:`~polars_rap.public.tilt.tilted_weights` with a
     Student-t prior of ``df`` (> 2) degrees on each log-factor instead of the Gaussian, its
-    variance ``factor`` times the library's (:func:`~polars_rap.public_tilt.prior_variance`):
+    variance ``factor`` times the library's (:func:`~polars_rap.public.tilt.prior_variance`):
     ``0.5 (df + 1) log(1 + penalty theta^2 / df)`` a cell, ``penalty = p df / ((df - 2) tau^2)``.
     The data term is the library's kernel's (no penalty there); L-BFGS on ``theta`` scaled by the
     diagonal curvature at 0 (1 where it is 0), as the library's. No margin here is released exactly."""
     from scipy.optimize import minimize
 
-    from polars_rap.public_tilt import prior_variance, tilt_arrays, tilt_objective
+    from polars_rap.public.tilt import prior_variance, tilt_arrays, tilt_objective
 
     index, target, precision, publics = tilt_arrays(cells, released)
     penalty = np.concatenate([df / (df - 2.0) * public / (factor * prior_variance(noisy, std, public))
@@ -83,7 +83,7 @@ FINDINGS = (
 def main() -> int:
     import polars as pl
 
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
     from bench.run import table_markdown

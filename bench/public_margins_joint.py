@@ -1,18 +1,18 @@
 """Every margin at once: the public rows' weights as one posterior mode, offline (issue 19).
 
 Until 2026-11-29 ``public_use="margins"`` estimated each released margin alone
-(:func:`~polars_rap.public_shrinkage.measured_margins`: pulled toward the public table's by an
+(:func:`~polars_rap.public.shrinkage.measured_margins`: pulled toward the public table's by an
 empirical-Bayes factor per cell, a binary feature's table toward the public association) and
-raked the public rows to the estimates. :func:`~polars_rap.public_tilt.tilted_weights` fits the
+raked the public rows to the estimates. :func:`~polars_rap.public.tilt.tilted_weights` fits the
 rows' weights to every release at once instead (an exponential tilt of the public rows, the same
 prior on each margin's deviation), so that the public rows' associations carry each release to
 the margins they go with.
 
 Both read the same simulated releases: CA's true margins as the library measures them
-(:func:`~polars_rap.public_margins._cells`, the binary features split by the label) with the
-Gaussian noise of their weights' share (:func:`~polars_rap.public_margins._weights`) of 80% of
+(:func:`~polars_rap.public.margins._cells`, the binary features split by the label) with the
+Gaussian noise of their weights' share (:func:`~polars_rap.public.margins._weights`) of 80% of
 the ε = 0.25 budget (δ = 1/n², L2 sensitivity sqrt(2)/n), 8 draws, n rows drawn along
-:func:`~polars_rap.public_reweight.sampling_order` and scored by the suite. The rows raked to CA's
+:func:`~polars_rap.public.reweight.sampling_order` and scored by the suite. The rows raked to CA's
 true margins are the floor no estimate of them passes.
 
 No release: the noise is simulated on CA's true margins.
@@ -38,12 +38,12 @@ FINDINGS = (
 
 
 def library_margins(setup) -> tuple[object, list[np.ndarray], list[np.ndarray]]:
-    """(the public rows encoded, :class:`~polars_rap.public_prior.PublicTable`; their cell per row
+    """(the public rows encoded, :class:`~polars_rap.public.prior.PublicTable`; their cell per row
     of each margin the library measures, int64[rows] per margin; CA's true shares of each,
     float64[cells] per margin) for ``setup`` (:func:`~bench.public_margins_probe.probe_setup`):
-    :func:`~polars_rap.public_margins._cells`, the binary features split by the label."""
-    from polars_rap import public_margins as pm
-    from polars_rap.public_prior import open_public, read_public
+    :func:`~polars_rap.public.margins._cells`, the binary features split by the label."""
+    from polars_rap.public import margins as pm
+    from polars_rap.public.prior import open_public, read_public
 
     train, domain = setup.train, setup.domain
     public, private = (read_public(open_public(frame, setup.task.domain, list(train.columns)), domain)
@@ -89,11 +89,11 @@ class Simulation(NamedTuple):
 def simulation(draws: int = DRAWS, state: str = "CA") -> Simulation:
     """The private rows' true margins (CA's unless ``state`` says,
     :func:`~bench.public_margins_probe.probe_setup`) as the library measures them, with the Gaussian
-    noise of their weights' share (:func:`~polars_rap.public_margins._weights`) of
+    noise of their weights' share (:func:`~polars_rap.public.margins._weights`) of
     :data:`MARGINS_SHARE` of the ε = :data:`EPSILON` budget (δ = 1/n², L2 sensitivity sqrt(2)/n a
     margin): ``draws`` draws from seed 100, margin by margin within a draw."""
-    from polars_rap import public_margins as pm
-    from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.public import margins as pm
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
 
     from bench.public_margins_probe import probe_setup
 
@@ -121,9 +121,9 @@ def private_state(argv: list[str] | None, description: str) -> str:
 def main() -> int:
     import polars as pl
 
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import measured_margins
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import measured_margins
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
     from bench.public_margins_probe import drawn_scores

@@ -1,14 +1,14 @@
 """The joint fit's settings, offline (issue 19): budget weights, prior scale, a pooled prior, share.
 
-:func:`~polars_rap.public_tilt.tilted_weights` took the two-stage estimate's settings as they were
+:func:`~polars_rap.public.tilt.tilted_weights` took the two-stage estimate's settings as they were
 (``public_margins_joint.md``). This asks whether the joint fit wants others, in the same
 simulation and on the same noise draws (CA's true margins as the library measures them with the
 Gaussian noise of their share of the ε = 0.25 budget, 8 draws, n rows drawn and scored by the
 suite): the label's and the numeric margins' budget weights
-(:data:`~polars_rap.public_margins.LABEL_WEIGHT`, :data:`~polars_rap.public_margins.NUMERIC_WEIGHT`),
+(:data:`~polars_rap.public.margins.LABEL_WEIGHT`, :data:`~polars_rap.public.margins.NUMERIC_WEIGHT`),
 the prior variance scaled, the prior variance pooled over the categorical margins (each margin's
 moment estimate blended with the margins' mean, ``k0`` pseudo-cells), and the margins' share of the
-budget (the library caps it at :data:`~polars_rap.public_margins.MAX_SHARE`, 80%).
+budget (the library caps it at :data:`~polars_rap.public.margins.MAX_SHARE`, 80%).
 
 No release: the noise is simulated on CA's true margins.
 
@@ -48,9 +48,9 @@ def run(variants: tuple, name: str, title: str, findings) -> int:
     MM, LT] as ratios to the run without a public table]}`` that writes it), the per-draw CM last."""
     import polars as pl
 
-    from polars_rap import public_margins as pm
-    from polars_rap import public_tilt
-    from polars_rap.accounting import rho_from_epsilon_delta
+    from polars_rap.public import margins as pm
+    from polars_rap.public import tilt as public_tilt
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
 
     from bench.public_margins_beyond import EPSILON, scored, write_report
     from bench.public_margins_joint import library_margins

@@ -10,7 +10,7 @@ rows drops the margins the attribution found cheap (their noise cost nothing) an
 to the rest.
 
 The simulation is :mod:`bench.public_margins_joint`'s (CA's true margins with the Gaussian noise of
-their share of 80% of the ε = 0.25 budget, :func:`~polars_rap.public_tilt.tilted_weights`, n rows
+their share of 80% of the ε = 0.25 budget, :func:`~polars_rap.public.tilt.tilted_weights`, n rows
 drawn and scored by the suite), except that each table's noise is drawn from a seed of (draw, its
 name), so that every variant shares the noise of the margins it leaves alone.
 
@@ -54,9 +54,9 @@ def noise(draw: int, name: str, size: int) -> np.ndarray:
 
 
 def main() -> int:
-    from polars_rap import public_margins as pm
-    from polars_rap.public_prior import open_public, read_public
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.public import margins as pm
+    from polars_rap.public.prior import open_public, read_public
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
 

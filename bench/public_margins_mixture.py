@@ -7,7 +7,7 @@ table's associations: if the two were independent, a mixture (a share ``alpha`` 
 rows from the public candidate, the rest from the loop's rows) would answer every query with a
 convex combination of the two answers and could beat both. This runs
 :func:`bench.run.run_one` on the matched public table (``bench.public_prior``'s
-``matched/margins``) with :func:`polars_rap.public_release.checked_release` wrapped to release
+``matched/margins``) with :func:`polars_rap.public.release.checked_release` wrapped to release
 that mixture whenever it released the public rows (post-processing of released rows: no budget),
 at each ``alpha`` and seed, and writes ``bench/results/public_margins_mixture.md``. A probe, not
 a use: the library releases ``alpha = 1``.
@@ -49,7 +49,7 @@ def mixed(rows: np.ndarray, loop_rows: np.ndarray, alpha: float, rng: np.random.
 def main() -> int:
     import polars as pl
 
-    import polars_rap.public_release as public_release
+    import polars_rap.public.release as public_release
 
     from bench.public_prior import plan
     from bench.run import run_one

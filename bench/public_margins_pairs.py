@@ -6,8 +6,8 @@ against a target of 0.5x; raked to CA's *true* one-way margins the other states'
 (``public_margins_alternatives.md``, ``_beyond.md``, ``_priors.md``). This asks, in the same
 simulation (CA's true margins get the Gaussian noise of their share, 80% of the ε = 0.25 budget,
 δ = 1/n², L2 sensitivity sqrt(2)/n a table; each is pulled toward its prior by
-:func:`~polars_rap.public_shrinkage.shrunk_margin`; the other states' rows are raked to them, n
-drawn along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite, 3 noise
+:func:`~polars_rap.public.shrinkage.shrunk_margin`; the other states' rows are raked to them, n
+drawn along :func:`~polars_rap.public.reweight.sampling_order` and scored by the suite, 3 noise
 draws):
 
 - **Where the raked rows' CM error is:** each feature pair x label table's L1 error when the
@@ -19,7 +19,7 @@ draws):
   measured, sharing the margins' 80% (weight the square root of their cells, as a margin's),
   each shrunk toward the public table's two-way table raked to the two features' shrunk margins
   and then raked to those margins itself, so that the raking's targets agree (both rakings
-  :func:`~polars_rap.public_shrinkage.association_prior`'s two-way IPF).
+  :func:`~polars_rap.public.shrinkage.association_prior`'s two-way IPF).
 - **A balanced draw:** after the systematic draw, swaps of a drawn row for one drawn by weight
   are kept when they lower the summed L1 distance between the drawn rows' and the weighted
   rows' feature pair x label tables (and the numeric columns' cells x label): post-processing of
@@ -77,9 +77,9 @@ def balanced(drawn, cells, target, counts, cumulative, proposals, seed):  # prag
 def main() -> int:  # noqa: C901 - one probe's steps in order
     import polars as pl
 
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import association_prior, shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import association_prior, shrunk_margin
 
     from bench.public_margins_beyond import one_way_weights, public_states, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, scores_of, shares, systematic_draw

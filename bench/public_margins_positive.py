@@ -1,6 +1,6 @@
 """The margins' estimate: the posterior mean clipped at 0 or truncated at 0, offline (issue 19); dropped.
 
-:func:`~polars_rap.public_shrinkage.shrunk_margin` pulls each released margin toward the public
+:func:`~polars_rap.public.shrinkage.shrunk_margin` pulls each released margin toward the public
 table's. Its posterior mean can fall below 0 in a cell whose share is within the noise; clipped,
 that category leaves the margin, and the public rows raked to it drop the category. Truncated
 (:func:`truncated_margin`), each cell the public table holds gets its posterior's mean truncated
@@ -33,7 +33,7 @@ RULES = {"clipped everywhere (the library's)": (), "truncated on the categorical
 
 
 def truncated_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarray:
-    """float64[cells] summing to 1: :func:`~polars_rap.public_shrinkage.shrunk_margin`'s estimate
+    """float64[cells] summing to 1: :func:`~polars_rap.public.shrinkage.shrunk_margin`'s estimate
     with each cell the public table holds at its posterior ``N(public + f gap, f std^2)``'s mean
     truncated at 0, ``m + s phi(m / s) / Phi(m / s)``, instead of the mean clipped."""
     from scipy.special import log_ndtr
@@ -56,9 +56,9 @@ def truncated_margin(noisy: np.ndarray, std: float, public: np.ndarray) -> np.nd
 
 
 def main() -> int:
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import shrunk_margin
 
     from bench.public_margins_beyond import one_way_weights, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares

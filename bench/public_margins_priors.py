@@ -7,8 +7,8 @@ rest is the margins' noise. ``public_margins_beyond.md`` found that a convex mix
 is no closer a prior where CM's error is (OCCP, COW, JWTR). This asks, in the same simulation (CA's
 true margins get the Gaussian noise of their share, 80% of the ε = 0.25 budget with the library's
 weights, δ = 1/n²; each is pulled toward its prior by
-:func:`~polars_rap.public_shrinkage.shrunk_margin`; the other states' rows are raked to them, drawn
-along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite, 3 noise draws):
+:func:`~polars_rap.public.shrinkage.shrunk_margin`; the other states' rows are raked to them, drawn
+along :func:`~polars_rap.public.reweight.sampling_order` and scored by the suite, 3 noise draws):
 
 - **A prior that may leave the states' hull:** the pooled margins plus the top ``k`` principal
   directions of the states' deviations from them (all margins side by side, each state weighted
@@ -17,14 +17,14 @@ along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite
 - **Raking from the states closest to CA:** IPF from base weights in proportion to a state
   mixture's weight per row (:func:`~bench.public_margins_beyond.mixture`, fitted to the releases
   or to the true margins), raised to a power (1: the mixture; 0: equal weights), instead of equal
-  weights (:func:`~polars_rap.public_reweight.rake`'s ``start``; 50 sweeps, tolerance 1e-7): if
+  weights (:func:`~polars_rap.public.reweight.rake`'s ``start``; 50 sweeps, tolerance 1e-7): if
   the closest states' rows carry CA's associations, the raked rows would too.
 - **Binary features' margins split by the label:** each 2-category feature measured as a
   feature x label table (4 cells) in place of its one-way margin, budget weight in proportion to
   the square root of its cells like every feature's, shrunk toward the pooled public table's;
   then, as the library does since (``public_margins_split.md``), toward the public table's
   association carried onto the measured margins
-  (:func:`~polars_rap.public_shrinkage.association_prior`) and rescaled to the label's margin, for
+  (:func:`~polars_rap.public.shrinkage.association_prior`) and rescaled to the label's margin, for
   the binary features and for more of them (3 codes or fewer, 5 or fewer, every feature); and
   with the prior raked to the table's feature shares shrunk as a one-way margin first instead of
   its raw sums.
@@ -81,9 +81,9 @@ def subspace_prior(directions: np.ndarray, pooled: np.ndarray, noisy: np.ndarray
 
 
 def main() -> int:
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import _label_scaled, association_prior, shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import _label_scaled, association_prior, shrunk_margin
 
     from bench.public_margins_beyond import mixture, one_way_weights, public_states, scored, write_report
     from bench.public_margins_probe import drawn_scores, probe_codes, probe_setup, shares

@@ -1,15 +1,15 @@
 """What raking the other states' rows to *measured* one-way margins can reach on CA (issue 19).
 
-The offline study behind ``public_use="margins"`` (:mod:`polars_rap.public_margins`): CA's
+The offline study behind ``public_use="margins"`` (:mod:`polars_rap.public.margins`): CA's
 true one-way margins (every categorical column, each numeric column on equal cells of its
 bounds plus a null cell) get Gaussian noise as a release spending a share of the ε budget would
 (δ = 1/n², replace-one: L2 sensitivity sqrt(2)/n a margin, margin i at ``rho * w_i / sum(w)``),
 each is pulled toward the public rows' margin by one James-Stein factor per margin (the
 library's rule before 2026-11-29), by the library's empirical-Bayes factor per cell
-(:func:`~polars_rap.public_shrinkage.shrunk_margin`), or not at all, the public rows are raked to
+(:func:`~polars_rap.public.shrinkage.shrunk_margin`), or not at all, the public rows are raked to
 them, n rows are drawn by weight, and the suite's evaluation scores them (CM, MM, LT, macro F1;
 three noise draws each; drawn systematically along
-:func:`~polars_rap.public_reweight.sampling_order`, as the library draws). Which numeric cells,
+:func:`~polars_rap.public.reweight.sampling_order`, as the library draws). Which numeric cells,
 numeric weight, label weight and share to measure with are chosen here; an attribution puts one
 column's true margin in place of its measurement at a time (which margin's noise costs most);
 and the draw's order is compared with the table's own and a random one. A last table asks
@@ -64,7 +64,7 @@ def _james_stein(noisy: np.ndarray, std: float, public: np.ndarray) -> np.ndarra
 def systematic_draw(weights: np.ndarray, along: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """int64[n]: row indices drawn by ``weights`` (float64[rows], summing to 1) systematically
     along ``along`` (row indices in the order drawn; one uniform offset from ``rng``), as the
-    library draws (:func:`~polars_rap.public_reweight.reweighted_candidate`)."""
+    library draws (:func:`~polars_rap.public.reweight.reweighted_candidate`)."""
     cumulative = np.cumsum(weights[along])
     return along[np.minimum(np.searchsorted(cumulative, (rng.random() + np.arange(n)) / n, side="right"),
                             len(along) - 1)]
@@ -73,7 +73,7 @@ def systematic_draw(weights: np.ndarray, along: np.ndarray, n: int, rng: np.rand
 def suite_errors(synthetic, train, domain) -> dict[str, float]:
     """{query class: mean error} of the ``synthetic`` rows (a Polars frame): the suite's headline
     evaluation against ``train`` (``SUITES["headline"]["eval"]``, seed 0)."""
-    from polars_rap import evaluation
+    from polars_rap.quality import evaluation
 
     from bench.run import SUITES
 
@@ -84,7 +84,7 @@ def suite_errors(synthetic, train, domain) -> dict[str, float]:
 def scores_of(synthetic, train, test, domain, label: str) -> list[float]:
     """[CM, MM, LT, macro F1] of the ``synthetic`` rows (a Polars frame): :func:`suite_errors`
     against ``train``, logistic regression's macro F1 on ``test``."""
-    from polars_rap import evaluation
+    from polars_rap.quality import evaluation
 
     errors = suite_errors(synthetic, train, domain)
     f1 = evaluation.ml_utility_for_domain(synthetic, test, label, domain)["macro_f1"]
@@ -106,7 +106,7 @@ class ProbeSetup:
     the task's ``train``/``test`` split and ``task``, its ``label``, ``categorical`` and
     ``numeric`` column names (``columns`` both, categorical first), ``n`` training rows, the
     encoded ``domain``, the other states' rows ``public`` (a Polars frame), their draw ``order``
-    (:func:`~polars_rap.public_reweight.sampling_order`, as the library draws) and ``none``: the
+    (:func:`~polars_rap.public.reweight.sampling_order`, as the library draws) and ``none``: the
     headline's CM, MM and LT mean errors without a public table at the probe's ε (3 seeds)."""
 
     train: object
@@ -130,9 +130,9 @@ def probe_setup(epsilon: float, state: str = "CA") -> ProbeSetup:
     that check's runs without a public table at ``epsilon`` (the latest per seed)."""
     import polars as pl
 
-    from polars_rap.domain import Domain
-    from polars_rap.public_prior import open_public, read_public
-    from polars_rap.public_reweight import sampling_order
+    from polars_rap.schema.domain import Domain
+    from polars_rap.public.prior import open_public, read_public
+    from polars_rap.public.reweight import sampling_order
 
     from bench.other_state_check import state_split
     from bench.public_prior import DATASET, public_table
@@ -163,9 +163,9 @@ def probe_setup(epsilon: float, state: str = "CA") -> ProbeSetup:
 
 def probe_codes(setup: ProbeSetup) -> tuple[dict, dict]:
     """(CA's training rows, the public rows) as ``{column: (int cell per row, number of cells)}``:
-    categories by index, numerics on :data:`~polars_rap.public_margins.NUMERIC_CELLS` equal cells
+    categories by index, numerics on :data:`~polars_rap.public.margins.NUMERIC_CELLS` equal cells
     of their bounds and a null cell (:func:`~bench.public_rake_oracle._codes`)."""
-    from polars_rap.public_margins import NUMERIC_CELLS
+    from polars_rap.public.margins import NUMERIC_CELLS
 
     from bench.public_rake_oracle import _codes
 
@@ -192,9 +192,9 @@ def shares(cells: np.ndarray, size: int, weights: np.ndarray | None = None) -> n
 def main() -> int:
     import polars as pl
 
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import shrunk_margin
 
     from bench.public_prior import public_table
     from bench.public_rake_oracle import _codes

@@ -1,6 +1,6 @@
 """Each margin's prior variance taken from what its own tilt must explain, offline (issue 19). Dropped.
 
-:func:`~polars_rap.public_tilt.tilted_weights` estimated each margin's ``tau^2`` from its release's
+:func:`~polars_rap.public.tilt.tilted_weights` estimated each margin's ``tau^2`` from its release's
 gap to the public table's margin. But in the joint fit a margin's own log-factors need explain only
 the gap to the margin the *other* margins' tilts give it: CA's birthplace margin lies far from the
 other states' (its ``tau^2`` was large, its noise kept), yet the race and citizenship releases
@@ -12,7 +12,7 @@ so this probe runs at ``22aebf6`` only.
 
 The simulation is :mod:`bench.public_margins_joint`'s: CA's true margins as the library measures
 them with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn
-along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite; the same noise and
+along :func:`~polars_rap.public.reweight.sampling_order` and scored by the suite; the same noise and
 draw seeds for every row.
 
 No release: the noise is simulated on CA's true margins.
@@ -42,7 +42,7 @@ FINDINGS = (
 def main(argv: list[str] | None = None) -> int:
     import polars as pl
 
-    from polars_rap import public_tilt
+    from polars_rap.public import tilt as public_tilt
 
     from bench.public_margins_beyond import scored, write_report
     from bench.run import table_markdown

@@ -10,7 +10,7 @@ off). This water-fills the categorical features' part of the budget on that spre
 (:func:`~bench.public_margins_alternatives.water_fill`; the label's and the numeric columns'
 parts as the library's), and on CA's true deviations for reference, in the probes' simulation
 (CA's true margins with the Gaussian noise of their share of 80% of the ε = 0.25 budget, δ =
-1/n², shrunk by :func:`~polars_rap.public_shrinkage.shrunk_margin`, the other states' rows raked to
+1/n², shrunk by :func:`~polars_rap.public.shrinkage.shrunk_margin`, the other states' rows raked to
 them, n drawn and scored by the suite). The noise is drawn alike for every split (the same
 standard normal draws scaled by each margin's std), so that the splits compare draw by draw.
 
@@ -39,9 +39,9 @@ FINDINGS = (
 def main() -> int:
     import polars as pl
 
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import rake
-    from polars_rap.public_shrinkage import shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import rake
+    from polars_rap.public.shrinkage import shrunk_margin
 
     from bench.public_margins_alternatives import water_fill
     from bench.public_margins_beyond import one_way_weights, public_states, scored, write_report

@@ -3,7 +3,7 @@
 The public table is fifty tables: every state but CA, each with its own associations. CA is not
 their pooled mix; the rows of states whose margins go CA's way (many born in Asia and Latin
 America, many not citizens) might carry associations closer to CA's. So here the tilt
-(:func:`~polars_rap.public_tilt.mode_weights`) gets one more log-factor per row, its state's,
+(:func:`~polars_rap.public.tilt.mode_weights`) gets one more log-factor per row, its state's,
 measured by nothing (precision 0) and held by a prior ``theta_s ~ N(0, v / p_s)``, ``p_s`` the
 state's share of the public rows: the fit may then move weight between states where that explains
 the releases better than the one-way factors alone. The library would need a column naming each
@@ -12,7 +12,7 @@ public row's source for it; the benchmark rebuilds it from the files' order
 
 The simulation is :mod:`bench.public_margins_joint`'s: CA's true margins as the library measures
 them, with the Gaussian noise of their share of 80% of the ε = 0.25 budget, 8 draws, n rows drawn
-along :func:`~polars_rap.public_reweight.sampling_order` and scored by the suite; the same noise
+along :func:`~polars_rap.public.reweight.sampling_order` and scored by the suite; the same noise
 and draw seeds for every row.
 
 No release: the noise is simulated on CA's true margins.
@@ -38,7 +38,7 @@ FINDINGS = (
 def state_factor_weights(sim, states: np.ndarray, released: list, variance: float | None) -> np.ndarray:
     """float64[public rows] summing to 1: the library's joint fit of ``released`` (``variance``
     None) or the same with each row's state factor (``states``, prior variance ``variance``)."""
-    from polars_rap.public_tilt import mode_weights, prior_variance, tilt_arrays, tilted_weights
+    from polars_rap.public.tilt import mode_weights, prior_variance, tilt_arrays, tilted_weights
 
     if variance is None:
         return tilted_weights(sim.cells, released)

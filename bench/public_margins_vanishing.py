@@ -1,17 +1,17 @@
 """Does a rare code of a feature split by the label survive its noise? Offline (issue 19).
 
 ``public_use="margins"`` measures each binary feature as a feature x label table
-(:func:`~polars_rap.public_shrinkage.measured_margins`) and shrinks it toward the public table's
+(:func:`~polars_rap.public.shrinkage.measured_margins`) and shrinks it toward the public table's
 association raked to the feature's margin. Until 2026-11-29 that margin was the released
 table's raw sums over the label, a negative sum clipped to 0: a code whose share is within the
 noise (a disability flag, 1-2% of CA's rows) then had a prior of 0 and left the released rows.
-Since, it is those sums shrunk toward the public table's (:func:`~polars_rap.public_shrinkage._feature_shares`).
+Since, it is those sums shrunk toward the public table's (:func:`~polars_rap.public.shrinkage._feature_shares`).
 
 For each binary feature of acs-income-CA, CA's true feature x label table gets the Gaussian noise
-the library's weights give it (:func:`~polars_rap.public_margins._weights`, 80% of the budget less
+the library's weights give it (:func:`~polars_rap.public.margins._weights`, 80% of the budget less
 the checks' 2%, δ = 1/n²), the label's margin likewise (shrunk toward the other states'); the
 table is estimated both ways and rescaled to the label's estimate as the library does
-(:func:`~polars_rap.public_shrinkage.label_consistent`'s rule). Counted over 2,000 draws: how
+(:func:`~polars_rap.public.shrinkage.label_consistent`'s rule). Counted over 2,000 draws: how
 often the rare code's estimated share falls below a quarter of its true share (it has left the
 rows), and the table's mean L1 error. At ε = 0.1 and 0.25 on CA's 27,540 training rows, and at
 ε = 0.5 on 7,061 rows (Washington's size) with CA's shares.
@@ -33,16 +33,16 @@ DRAWS = 2000
 SETTINGS = ((0.1, None), (0.25, None), (0.5, 7061))
 """(ε, rows; None: CA's training rows)."""
 SHARE = 0.8 * 0.98
-"""The margins' share of the budget at these ε on CA (:data:`~polars_rap.public_margins.MAX_SHARE`),
+"""The margins' share of the budget at these ε on CA (:data:`~polars_rap.public.margins.MAX_SHARE`),
 after the margins' check."""
 
 
 def main() -> int:
     import polars as pl
 
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_margins import _split_by_label, _weights, margin_names
-    from polars_rap.public_shrinkage import _feature_shares, _label_scaled, association_prior, shrunk_margin
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.margins import _split_by_label, _weights, margin_names
+    from polars_rap.public.shrinkage import _feature_shares, _label_scaled, association_prior, shrunk_margin
 
     from bench.public_margins_probe import probe_codes, probe_setup, shares
     from bench.run import table_markdown

@@ -1,8 +1,8 @@
 """The label's and the numeric margins' budget weights against the features', offline (issue 19).
 
 The features' margins get about half of the margins' budget on acs-income-CA: the label's weight
-(:data:`~polars_rap.public_margins.LABEL_WEIGHT`, 8) and the two numeric columns'
-(:data:`~polars_rap.public_margins.NUMERIC_WEIGHT`, 4 each) take 16 of about 31. CM reads the
+(:data:`~polars_rap.public.margins.LABEL_WEIGHT`, 8) and the two numeric columns'
+(:data:`~polars_rap.public.margins.NUMERIC_WEIGHT`, 4 each) take 16 of about 31. CM reads the
 features' margins most, MM and LT the label's and the numerics'. This scans the two weights together
 on :mod:`bench.public_margins_joint_variants`' simulation (the same noise draws for every row, the
 library's prior and fit, 80% of the ε = 0.25 budget).

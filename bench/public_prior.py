@@ -9,7 +9,7 @@
 
 Private: the ``acs-income-CA`` task's training rows (``bench.run``'s 80/20 split with seed 0,
 δ = 1/n_train², the headline suite's evaluation workload, logistic-regression macro F1 on the
-test rows). Public: the same preprocessing (:func:`polars_rap.datasets.preprocess_acs_income`)
+test rows). Public: the same preprocessing (:func:`polars_rap.io.datasets.preprocess_acs_income`)
 of the ACS 2018 person tables in ``../shared/data`` (``--data-dir``):
 
 - ``matched``: the 50 other states' and Puerto Rico's rows (260,818), a table like CA's;
@@ -379,10 +379,10 @@ def data_dir() -> Path:
 
 def state_tables(columns: Sequence[str], *, only: str | None = None, but: str | None = None,
                  what: str = "the table") -> pl.DataFrame:
-    """The ACS income task's preprocessing (:func:`polars_rap.datasets.preprocess_acs_income`)
+    """The ACS income task's preprocessing (:func:`polars_rap.io.datasets.preprocess_acs_income`)
     of the person tables in :func:`data_dir`, ``columns`` in order: state ``only``'s, or every
     state's but ``but``'s. ``what`` names the table in the error for a folder without them."""
-    from polars_rap.datasets import preprocess_acs_income
+    from polars_rap.io.datasets import preprocess_acs_income
 
     folder = data_dir()
     files = [f for f in sorted(folder.glob("acs2018_1yr_person_*.parquet"))

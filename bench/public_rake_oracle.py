@@ -71,8 +71,8 @@ def _greedy_subsets(columns: list[str], true_error, measured) -> list[str]:
 
 
 def main() -> int:
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import rake
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import rake
 
     from bench.public_prior import DATASET, public_table
     from bench.run import prepare_dataset

@@ -1,7 +1,7 @@
 """The order the public rows are drawn along, offline (issue 19): many-code columns first?
 
 The fitted public rows are released as ``n`` rows drawn by weight systematically along
-:func:`~polars_rap.public_reweight.sampling_order`: the labels, then each numeric column's cell,
+:func:`~polars_rap.public.reweight.sampling_order`: the labels, then each numeric column's cell,
 then the other categorical columns, fewest codes first. Systematic sampling balances the leading
 keys best, and the workload's CM mean is over cells, most of them in the tables of the columns with
 the most codes (OCCP, SCHL). This puts the categorical columns first, most codes first, and the
@@ -30,8 +30,8 @@ FINDINGS = (
 
 
 def main() -> int:
-    from polars_rap.public_reweight import SAMPLING_CELLS, margin_cells
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.public.reweight import SAMPLING_CELLS, margin_cells
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.public_margins_beyond import scored, write_report
     from bench.public_margins_probe import drawn_scores

@@ -11,7 +11,7 @@ The ACS income task's preprocessing, workload and label are not used.
 
 For each ε and seed: ``synthesize`` without a public table (``none``) and with it
 (``public_use=["margins"]``); the CM, MM and LT mean errors on the training rows
-(:func:`polars_rap.evaluation.workload_errors`, its defaults), what the margins' check decided
+(:func:`polars_rap.quality.evaluation.workload_errors`, its defaults), what the margins' check decided
 and what the final check released. Appends to ``bench/results/public_task_check.csv``
 (resumable: rows already there for the same commit are skipped) and writes its ``.md``.
 
@@ -19,7 +19,7 @@ and what the final check released. Appends to ``bench/results/public_task_check.
 Boston-area PUMAs; 80% drawn as training rows, seed 1); public, NIST's national excerpt (27,111 rows
 of 20 PUMAs in 16 other states; ``margins``), or one of its PUMAs alone, the Bronx's (1,109 rows, 65%
 Hispanic, 7% above $50,000; ``margins-Bronx``, a table of another population). Columns and domain
-are the ``sdnist-national`` task's (:mod:`polars_rap.datasets`, from SDNist's data dictionary)
+are the ``sdnist-national`` task's (:mod:`polars_rap.io.datasets`, from SDNist's data dictionary)
 without PUMA, whose codes the two tables do not share; the label is PINCP > 50000. The CSV's
 ``state`` is ``MA-sdnist``.
 
@@ -86,7 +86,7 @@ def sdnist_tables() -> tuple[pl.DataFrame, dict[str, pl.DataFrame], dict]:
     """(Boston's training rows, {variant: public table}: ``margins``, NIST's national excerpt;
     ``margins-Bronx``, its Bronx PUMA alone; the domain): the ``sdnist-national`` task's columns,
     preprocessing and domain without PUMA, for NIST's Massachusetts excerpt as the private table."""
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     from bench.public_prior import data_dir
 
@@ -121,7 +121,7 @@ def run_one(train: pl.DataFrame, publics: dict[str, pl.DataFrame], epsilon: floa
             state: str = PRIVATE_STATE, domain: dict = DOMAIN, label: str = "MIG") -> dict:
     """One synthesis and its evaluation, as a CSV row (``variant``: ``none`` or a key of ``publics``)."""
     import polars_rap
-    from polars_rap import evaluation
+    from polars_rap.quality import evaluation
 
     public = publics.get(variant)
     extra = {} if public is None else {"public": public, "public_use": ["margins"]}

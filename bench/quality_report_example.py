@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 import polars_rap
-from polars_rap import datasets, evaluation
+from polars_rap.io import datasets
+from polars_rap.quality import evaluation
 
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "quality-report.png"
 

@@ -5,10 +5,10 @@ On the Parquet file of :mod:`bench.streaming` (``build_input``: rows resampled f
 ACS state tables), each stage in a fresh process:
 
 ``inprocess``
-    :func:`polars_rap.source.exact_answers` of the default workload over the file, in this
+    :func:`polars_rap.io.source.exact_answers` of the default workload over the file, in this
     process: seconds, rows/s, peak RSS;
 ``ray``
-    the same pass with :class:`polars_rap.ray_engine.RaySource` on a local Ray with
+    the same pass with :class:`polars_rap.io.ray_engine.RaySource` on a local Ray with
     ``--workers`` CPUs: seconds, rows/s, the driver's peak RSS, and the largest RSS any Ray
     worker process reached (sampled every 50 ms with psutil); the answers must equal the
     in-process ones bit for bit (their checksums are compared);
@@ -92,7 +92,7 @@ def _start_ray(workers: int):
 
 def stage_inprocess(path: Path) -> dict:
     from polars_rap import kernels
-    from polars_rap.source import DataSource, exact_answers
+    from polars_rap.io.source import DataSource, exact_answers
 
     task, data_source, domain, queries = _task_domain_and_workload(path)
     backend = kernels.get_backend("cpu")
@@ -107,8 +107,8 @@ def stage_inprocess(path: Path) -> dict:
 
 def stage_ray(path: Path, workers: int) -> dict:
     from polars_rap import kernels
-    from polars_rap.ray_engine import RaySource
-    from polars_rap.source import exact_answers
+    from polars_rap.io.ray_engine import RaySource
+    from polars_rap.io.source import exact_answers
 
     _start_ray(workers)
     task, _, domain, queries = _task_domain_and_workload(path)
@@ -126,7 +126,7 @@ def stage_ray(path: Path, workers: int) -> dict:
 
 def stage_write(rows: int, workers: int) -> dict:
     import polars_rap
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     _start_ray(workers)
     task = datasets.load_task("acs-income-CA")

@@ -26,10 +26,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def margins(relaxed, domain, public, kind: str):
     """(public cells per margin, relaxed targets per margin) for ``kind``: a margin set of
-    :func:`polars_rap.public_reweight.raking_targets` (``one-way``, ``x-label``), ``both``, or
+    :func:`polars_rap.public.reweight.raking_targets` (``one-way``, ``x-label``), ``both``, or
     ``top<K>`` (the ``K`` one-way margins where the relaxed rows differ most, in L1, from the
     public rows)."""
-    from polars_rap.public_reweight import raking_targets
+    from polars_rap.public.reweight import raking_targets
 
     targets = raking_targets(public, relaxed, domain)
     if kind in targets:
@@ -62,12 +62,12 @@ def write_table(jsonl: Path) -> str:
 def check_power(folder: Path, shares=(1.0, 0.5, 0.25, 0.1)) -> str:
     """How often the check would release each candidate, per fit saved in ``folder``
     (``--per-group``) and per share of its tables scored (those where the candidates disagree
-    most, :func:`polars_rap.public_reweight.disputed_groups`): the exponential mechanism's
+    most, :func:`polars_rap.public.reweight.disputed_groups`): the exponential mechanism's
     exact probabilities at the check's eps' (2% of rho(eps, 1/n**2), n the fit's rows), from each
     candidate's L1 error per table (saved with ``--kinds one-way x-label``: the columns are the
     loop's rows and those two). Reads saved scores; runs nothing."""
-    from polars_rap.accounting import rho_from_epsilon_delta
-    from polars_rap.public_reweight import CHECK_SHARE, disputed_groups
+    from polars_rap.privacy.accounting import rho_from_epsilon_delta
+    from polars_rap.public.reweight import CHECK_SHARE, disputed_groups
 
     lines = ["| eps | seed | tables scored | P(loop) | P(one-way) | P(x-label) | best on all tables |",
              "|---|---|---|---|---|---|---|"]
@@ -107,11 +107,11 @@ def main(argv=None) -> int:
         return 0
 
     import polars_rap
-    import polars_rap.public_release as public_release  # where synthesize draws the candidates, checks them
-    from polars_rap import evaluation
+    import polars_rap.public.release as public_release  # where synthesize draws the candidates, checks them
+    from polars_rap.quality import evaluation
     from polars_rap.kernels import cpu
-    from polars_rap.public_reweight import check_groups, rake, reweighted_candidate
-    from polars_rap.selection_scores import selection_scores
+    from polars_rap.public.reweight import check_groups, rake, reweighted_candidate
+    from polars_rap.privacy.selection_scores import selection_scores
 
     from bench.public_prior import public_table
     from bench.run import SUITES, prepare_dataset

@@ -10,7 +10,7 @@ Each run (dataset × mechanism × parameters × ε × seed) executes in a fresh 
 row to the results CSV at once. A rerun skips the runs already there with status ok or
 timeout (``--no-resume`` starts the file over, keeping the old one as ``<out>.bak``).
 
-Datasets: the task's public domain from its committed TOML (:mod:`polars_rap.datasets`), an
+Datasets: the task's public domain from its committed TOML (:mod:`polars_rap.io.datasets`), an
 80/20 split with ``train_test_split(seed=0)``, δ = 1/n_train². Every mechanism is scored on
 the same benchmark workload (``workload_errors(train, synthetic, domain, seed=0)``), by the
 numeric metric (``numeric_summary``: the mean over numeric columns of the Kolmogorov–Smirnov
@@ -148,7 +148,7 @@ FLOAT_COLUMNS = ("epsilon", "delta", "CM_mean_error", "CM_max_error", "MM_mean_e
                  "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "macro_f1",
                  "accuracy", "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start")
 NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
-"""Issue #14's numeric metric (``polars_rap.evaluation.numeric_summary``), in every row."""
+"""Issue #14's numeric metric (``polars_rap.quality.evaluation.numeric_summary``), in every row."""
 DONE_STATUSES = ("ok", "timeout")
 ERROR_CLASSES = ("CM", "MM", "LT")
 
@@ -319,7 +319,7 @@ def machine() -> str:
 def prepare_dataset(name: str, train_rows: int | None):
     """(train, test, task): the task's split 80/20 with seed 0; ``train_rows`` keeps a
     fixed-seed sample of the training rows (quick suite)."""
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     data_dir = None  # bundled tasks read their bundled copy; the others $POLARS_RAP_DATA_DIR, else ../shared/data
     if name in datasets.TASKS and not datasets.TASKS[name].bundled and not os.environ.get(datasets.DATA_DIR_ENV):
@@ -365,8 +365,8 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Run one mechanism once in this process and return its results rows: one, or more when
     the same fit also gave another mechanism's data (a peer's fixed-sampler row)."""
     import polars_rap
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
 
     from bench.mechanisms import MECHANISMS
 

@@ -32,8 +32,8 @@ def micro() -> dict:
 
     import numpy as np
 
-    from polars_rap.samplers import SecureRandom, discrete_gaussian, seeded_words
-    from polars_rap.selection import exponential_top_k, selection_epsilon
+    from polars_rap.privacy.samplers import SecureRandom, discrete_gaussian, seeded_words
+    from polars_rap.privacy.selection import exponential_top_k, selection_epsilon
 
     out = {}
     scores = np.random.default_rng(0).gamma(2.0, 300.0, 20_000)  # L1 errors in counts
@@ -61,7 +61,8 @@ def main() -> None:
         return
 
     import polars_rap
-    from polars_rap import datasets, rounds
+    from polars_rap.io import datasets
+    from polars_rap.fit import rounds
 
     task = datasets.load_task("acs-income-CA")
     frame = task.frame

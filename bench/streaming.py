@@ -8,7 +8,7 @@ the person records of the 51 ACS 2018 state tables (``acs2018_1yr_person_*.parqu
 process, it measures:
 
 ``answers``
-    the single streaming pass of exact answers (:func:`polars_rap.source.exact_answers`) of the
+    the single streaming pass of exact answers (:func:`polars_rap.io.source.exact_answers`) of the
     default synthesis workload over the file: seconds, rows/s, query-row evaluations/s, and
     the process's peak RSS;
 ``synthesize``
@@ -49,7 +49,7 @@ import pyarrow.parquet as pq
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.host import SHARED_DATA, cpu_model, git_commit, own_peak_rss_mib  # noqa: E402
-from polars_rap.quality import ML_ROWS  # noqa: E402  (quality_report's default, against a million)
+from polars_rap.quality.evaluation import ML_ROWS  # noqa: E402  (quality_report's default, against a million)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASK = "acs-income-CA"
@@ -76,7 +76,7 @@ NOTES = [
 
 # ------------------------------------------------------------------------------ input file
 def _state_files() -> list[Path]:
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     folder = Path(os.environ.get(datasets.DATA_DIR_ENV) or SHARED_DATA)
     files = sorted(folder.glob("acs2018_1yr_person_*.parquet"))
@@ -89,9 +89,9 @@ def _state_files() -> list[Path]:
 
 def preprocess_acs_income(raw: pl.DataFrame) -> pl.DataFrame:
     """The ``acs-income-CA`` task's per-row preprocessing of raw ACS person records, built from
-    :mod:`polars_rap.datasets`' own helpers (``_load_acs_income_ca`` inlines the same steps
+    :mod:`polars_rap.io.datasets`' own helpers (``_load_acs_income_ca`` inlines the same steps
     around reading the bundled file). Returns the task's columns in spec order."""
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     frame = datasets._nan_to_null(raw).with_columns(
         (pl.col("PINCP") > 50_000).alias("PINCP_gt_50000"),
@@ -107,7 +107,7 @@ def build_input(path: Path, n_rows: int, seed: int = 0) -> dict:
     """Write ``n_rows`` rows drawn with replacement from all 51 state tables to ``path``
     (zstd Parquet, row groups of ``ROW_GROUP_ROWS``), in chunks so that the sample itself is
     never held whole. Returns facts about the file."""
-    from polars_rap import datasets
+    from polars_rap.io import datasets
 
     task = datasets.load_task(TASK)
     if not preprocess_acs_income(pl.read_parquet(_bundled_ca())).equals(task.frame):
@@ -149,10 +149,10 @@ def _task_domain_and_workload(path: Path):
     """The task, its Domain on the file's schema, and the workload a default ``synthesize``
     builds (categorical marginals and 20,000 linear thresholds; mixed marginals are off by
     default)."""
-    from polars_rap import datasets
-    from polars_rap.domain import Domain
-    from polars_rap.source import DataSource
-    from polars_rap.workload import build_workload
+    from polars_rap.io import datasets
+    from polars_rap.schema.domain import Domain
+    from polars_rap.io.source import DataSource
+    from polars_rap.workload.builders import build_workload
 
     task = datasets.load_task(TASK)
     data_source = DataSource.from_input(path)
@@ -165,8 +165,8 @@ def stage_answers(path: Path) -> dict:
     """Time the streaming exact-answers pass over ``path``, then (for the breakdown) a pass
     that only reads and one that reads and encodes."""
     from polars_rap import kernels
-    from polars_rap.encoding import encode
-    from polars_rap.source import DataSource, default_batch_rows, exact_answers
+    from polars_rap.schema.encoding import encode
+    from polars_rap.io.source import DataSource, default_batch_rows, exact_answers
 
     task, data_source, domain, queries = _task_domain_and_workload(path)
     backend = kernels.get_backend("cpu")
@@ -196,14 +196,14 @@ def stage_answers(path: Path) -> dict:
 
 
 def stage_quality(path: Path, options: dict | None = None) -> dict:
-    """Time :func:`polars_rap.evaluation.quality_report` of the file against the bundled task's
+    """Time :func:`polars_rap.quality.report.quality_report` of the file against the bundled task's
     rows standing in for a synthetic table, with the task's labels (so the benchmark
     workload's exact answers run: 220,000 queries by default), on the CPU backend. With
     ``options["ml_rows"]``, the task's rows are split (``train_test_split``, seed 0): the
     train part stands in for the synthetic table and the test part is the held-out rows of
     the ML utility, whose reference classifiers train on ``ml_rows`` rows each."""
-    from polars_rap.datasets import train_test_split
-    from polars_rap.evaluation import quality_report
+    from polars_rap.io.datasets import train_test_split
+    from polars_rap.quality.report import quality_report
 
     options = options or {}
     task, _, _, _ = _task_domain_and_workload(path)
@@ -261,7 +261,7 @@ class BackgroundSampler:
 
 class _PhaseMeter(BackgroundSampler):
     """Seconds and peak RSS of named phases of ``synthesize``: wraps module-level functions
-    that ``polars_rap.mechanism`` calls, while a thread samples VmRSS every 20 ms. Only for
+    that ``polars_rap.pipeline.synthesis`` calls, while a thread samples VmRSS every 20 ms. Only for
     attributing memory; the overall peak is ``ru_maxrss``."""
 
     def __init__(self) -> None:
@@ -298,7 +298,9 @@ def stage_synthesize(path: Path, options: dict) -> dict:
     seconds and sampled peak RSS of its phases: the streaming exact answers, the projections,
     decoding, and the report (which encodes the synthetic rows)."""
     import polars_rap
-    from polars_rap import datasets, mechanism, rounds
+    from polars_rap.io import datasets
+    from polars_rap.pipeline import synthesis as mechanism
+    from polars_rap.fit import rounds
 
     task = datasets.load_task(TASK)
     n_rows = pq.ParquetFile(path).metadata.num_rows  # public under replace-one
@@ -326,9 +328,9 @@ def stage_decode(rows_out: int) -> dict:
     """Time and peak RSS of decoding ``rows_out`` synthetic rows from a 1,000-row relaxed
     matrix of the task's domain: the part of ``synthesize`` whose memory grows with the
     output, not the input."""
-    from polars_rap import datasets
-    from polars_rap.domain import Domain
-    from polars_rap.encoding import decode
+    from polars_rap.io import datasets
+    from polars_rap.schema.domain import Domain
+    from polars_rap.decode.decoding import decode
 
     task = datasets.load_task(TASK)
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)

@@ -46,7 +46,8 @@ def machine() -> dict:
 def run_one(task_name: str, epsilon: float, seed: int, quick: bool) -> dict:
     """Synthesize once in this process and measure it."""
     import polars_rap
-    from polars_rap import datasets, evaluation
+    from polars_rap.io import datasets
+    from polars_rap.quality import evaluation
 
     task = datasets.load_task(task_name)
     train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)

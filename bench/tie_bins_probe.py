@@ -5,10 +5,10 @@
 
 The default decodes each numeric column permuted within each label (the label coupling), which
 drops every tie of a numeric column, to the categorical features and to the other numeric
-columns; the numeric ties (:mod:`polars_rap.numeric_ties`) hand the values out again to follow
+columns; the numeric ties (:mod:`polars_rap.decode.numeric_ties`) hand the values out again to follow
 released sums. This probe bounds what that can restore: the real training rows themselves,
 their numerics permuted within each label (``label``), then handed out by ties fitted
-(:func:`polars_rap.tie_ridge.fit_ties`, the real rows as one-hot relaxed rows) to the *exact* tie
+(:func:`polars_rap.decode.tie_ridge.fit_ties`, the real rows as one-hot relaxed rows) to the *exact* tie
 sums with 0 (``ties 0``: the default's tables), 8 or 16 bins of each earlier numeric column.
 Each row: the suite's MM / LT mean errors against the real rows (CM is unchanged: the
 categories are the real ones) and the macro F1 of its logistic regression on the held-out rows.
@@ -34,7 +34,7 @@ METRICS = ("MM_mean_error", "LT_mean_error", "macro_f1")
 def _with_numerics(train: pl.DataFrame, numerics: np.ndarray, domain) -> pl.DataFrame:
     """``train`` with its numeric columns decoded from ``numerics`` (float64[n, n_numeric],
     mapped units), nulls where they were."""
-    from polars_rap.encoding import decoded_values
+    from polars_rap.decode.decoding import decoded_values
 
     columns = []
     for j, spec in enumerate(domain.numeric_columns):
@@ -46,12 +46,12 @@ def _with_numerics(train: pl.DataFrame, numerics: np.ndarray, domain) -> pl.Data
 
 def probe(dataset: str, permutation: int) -> list[dict]:
     """One row per way (``real``, ``label``, ``ties B``) for one permutation of one dataset."""
-    from polars_rap import evaluation
-    from polars_rap.domain import Domain
-    from polars_rap.encoding import encode
-    from polars_rap.numeric_coupling import decouple_numerics
-    from polars_rap.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
-    from polars_rap.tie_ridge import fit_ties
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
+    from polars_rap.schema.encoding import encode
+    from polars_rap.decode.numeric_coupling import decouple_numerics
+    from polars_rap.decode.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
+    from polars_rap.decode.tie_ridge import fit_ties
 
     train, test, task = prepare_dataset(dataset, None)
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)

@@ -3,7 +3,7 @@
     python -m bench.ties_decoding                      # CA and Adult, eps 1, seeds 0-2, 500,000 rows
     python -m bench.ties_decoding --table-only
 
-Decoding works in chunks of 100,000 rows. The ties (:mod:`polars_rap.numeric_ties`) hand each
+Decoding works in chunks of 100,000 rows. The ties (:mod:`polars_rap.decode.numeric_ties`) hand each
 numeric column's values out within each label in the order of latent scores backfitted so that
 each tie cell's mean meets its target: ``BACKFIT_SWEEPS`` times the column's tie tables
 assignments, each an argsort of the chunk. Fitted on every chunk, that made sampling a million
@@ -53,7 +53,7 @@ class _Forgetful(dict):
 
 
 class _RefitEveryChunk:
-    """A :class:`~polars_rap.numeric_ties.TieScores` stand-in that keeps nothing, so that every
+    """A :class:`~polars_rap.decode.numeric_ties.TieScores` stand-in that keeps nothing, so that every
     chunk backfits its own scores."""
 
     def __init__(self) -> None:
@@ -62,8 +62,8 @@ class _RefitEveryChunk:
 
 def tie_error(frame: pl.DataFrame, real_sums: np.ndarray, domain, layout) -> float:
     """Mean |tie sum per row| difference of ``frame`` from the real rows' (mapped units)."""
-    from polars_rap.encoding import encode
-    from polars_rap.numeric_ties import TIE_QUANTUM, tie_sums
+    from polars_rap.schema.encoding import encode
+    from polars_rap.decode.numeric_ties import TIE_QUANTUM, tie_sums
 
     encoded = encode(frame, domain)
     sums = tie_sums(encoded.codes, np.nan_to_num(encoded.numerics), domain, layout) / (TIE_QUANTUM * frame.height)
@@ -73,10 +73,11 @@ def tie_error(frame: pl.DataFrame, real_sums: np.ndarray, domain, layout) -> flo
 def fit_and_decode(dataset: str, epsilon: float, seed: int, rows: int) -> list[dict]:
     """One row per way of decoding one fit."""
     import polars_rap
-    import polars_rap.numeric_ties as ties_module
-    from polars_rap import encoding, evaluation
-    from polars_rap.domain import Domain
-    from polars_rap.numeric_ties import TIE_QUANTUM, tie_sums
+    import polars_rap.decode.numeric_ties as ties_module
+    from polars_rap.schema import encoding
+    from polars_rap.quality import evaluation
+    from polars_rap.schema.domain import Domain
+    from polars_rap.decode.numeric_ties import TIE_QUANTUM, tie_sums
 
     train, test, task = prepare_dataset(dataset, None)
     domain = Domain.from_mapping(train.schema, task.domain, task.labels)

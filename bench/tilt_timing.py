@@ -1,4 +1,4 @@
-"""Seconds per joint fit of the public rows' weights (``polars_rap.public_tilt.tilted_weights``).
+"""Seconds per joint fit of the public rows' weights (``polars_rap.public.tilt.tilted_weights``).
 
 ``public_use="margins"`` fits the public rows' weights twice a synthesis (for the public table's
 check and for the candidate). This times one fit on acs-income-CA's setting: the other states'
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     import numba
     from scipy import optimize
 
-    from polars_rap.public_tilt import tilted_weights
+    from polars_rap.public.tilt import tilted_weights
 
     from bench.host import git_commit
     from bench.public_margins_joint import simulation
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
         iterations.append(int(found.nit))
         return found
 
-    import polars_rap.public_tilt as public_tilt
+    import polars_rap.public.tilt as public_tilt
     public_tilt.minimize = counted
     tilted_weights(cells, released)  # compiles or loads the kernel
     load_before = os.getloadavg()[0]
