@@ -331,11 +331,11 @@ def test_help_exits_0(capsys):
     assert "synthesize" in capsys.readouterr().out
 
 
-def test_readme_config_example_is_a_valid_config(tmp_path):
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
-    (tmp_path / "readme.toml").write_text(example)
-    config = cli._read_config(str(tmp_path / "readme.toml"))
+def test_the_documented_config_example_is_a_valid_config(tmp_path):
+    page = (Path(__file__).parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")  # CLI and config files
+    example = page.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "example.toml").write_text(example)
+    config = cli._read_config(str(tmp_path / "example.toml"))
     assert config.labels == ["PINCP_gt_50000"] and config.privacy == {"epsilon": 1.0, "delta": 1e-9}
     assert config.domain == {
         "AGEP": (17, 99), "PINCP": {"bounds": (0, 1500000), "scale": "log", "atoms": [0]},
