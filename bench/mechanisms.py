@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ import polars as pl
 
 __all__ = [
     "MECHANISMS", "MechanismRun", "PEER_MECHANISMS", "bin_column", "bin_frame",
-    "final_sigma", "independent", "unbin_column", "unbin_frame",
+    "final_sigma", "independent", "public_table", "unbin_column", "unbin_frame",
 ]
 
 
@@ -221,13 +222,36 @@ def rap_plus_plus_fixed_sigma(train, task_domain, labels, epsilon, delta, seed, 
     return dataclasses.replace(run, parameters=details)
 
 
+PRIVATE_STATE = "CA"
+MISMATCHED_STATE = "PR"
+
+
+@lru_cache(maxsize=2)
+def _public_frame(kind: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    from bench.harness import acs_state_tables
+
+    if kind == "matched":
+        return acs_state_tables(columns, but=PRIVATE_STATE)
+    if kind == "mismatched":
+        return acs_state_tables(columns, only=MISMATCHED_STATE)
+    if kind.startswith("state:"):
+        return acs_state_tables(columns, only=kind.removeprefix("state:"))
+    msg = f"unknown public table {kind!r}; choose 'matched', 'mismatched' or 'state:<ST>' (one state's rows)"
+    raise ValueError(msg)
+
+
+def public_table(kind: str, columns: Sequence[str]) -> pl.DataFrame:
+    """A public table for the ``acs-income-CA`` task, preprocessed as the task
+    (:func:`bench.harness.acs_state_tables`), ``columns`` in order: ``"matched"`` (every ACS
+    state table but CA's: 50 states' and Puerto Rico's rows, a table like CA's), ``"mismatched"``
+    (Puerto Rico's 1,608 rows alone, a very different table) or ``"state:<ST>"`` (one state's)."""
+    return _public_frame(kind, tuple(columns))
+
+
 def rap_plus_plus_public(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
     """polars-rap's default with a public table as a prior (issue 19): ``settings["public"]``
-    names the table (:func:`bench.public_prior.public_table`: ``"matched"``, the other states;
-    ``"mismatched"``, a very different one) and ``settings["public_use"]`` its uses."""
+    names the table (:func:`public_table`) and ``settings["public_use"]`` its uses."""
     import dataclasses
-
-    from bench.public_prior import public_table
 
     public = public_table(settings["public"], train.columns)
     run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0,

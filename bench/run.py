@@ -43,13 +43,10 @@ PNG plots in ``bench/results/plots/`` (``plots/quick/`` for the quick suite).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -58,11 +55,12 @@ from typing import Any
 
 import polars as pl
 
-from bench.host import SHARED_DATA, cpu_model, git_commit, own_peak_rss_mib
-
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
-RESULTS = BENCH_DIR / "results"
+from bench.harness import (  # noqa: F401  (the harness's names, as bench.run has always offered them)
+    BENCH_DIR, COLUMNS, DONE_STATUSES, ERROR_CLASSES, FLOAT_COLUMNS, NUMERIC_METRICS, REPO_ROOT, RESULTS,
+    append_row, canonical_json, completed_keys, execute, machine, read_results, run_key, spec_key,
+    table_markdown, utc_now, write_results,
+)
+from bench.host import SHARED_DATA, git_commit, own_peak_rss_mib
 
 ALL_MECHANISMS = ("rap++", "rap++paper", "rap++mm", "rap-binned", "independent", "rap++fixed-sigma",
                   "aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
@@ -137,59 +135,9 @@ SUITES: dict[str, dict[str, Any]] = {
     },
 }
 
-COLUMNS = (
-    "dataset", "mechanism", "parameters", "epsilon", "delta", "seed", "n_train", "status",
-    "message", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
-    "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "macro_f1", "accuracy",
-    "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start", "details",
-    "machine", "version", "commit", "date",
-)
-FLOAT_COLUMNS = ("epsilon", "delta", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
-                 "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "macro_f1",
-                 "accuracy", "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start")
-NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
-"""Issue #14's numeric metric (``polars_rap.quality.evaluation.numeric_summary``), in every row."""
-DONE_STATUSES = ("ok", "timeout")
-ERROR_CLASSES = ("CM", "MM", "LT")
-
-
 # ============================================================================================
 # Planning and resuming
 # ============================================================================================
-
-
-def canonical_json(value: Any) -> str:
-    """The one JSON spelling of ``value`` (sorted keys, no spaces): the parameters key."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def run_key(dataset: str, mechanism: str, parameters: str | dict, epsilon: float, seed: int) -> tuple:
-    """Identity of a run: (dataset, mechanism, canonical parameters JSON, ε, seed)."""
-    if isinstance(parameters, str):
-        parameters = json.loads(parameters)
-    return (str(dataset), str(mechanism), canonical_json(parameters), float(epsilon), int(seed))
-
-
-def read_results(path: Path) -> pl.DataFrame:
-    """The results CSV as a frame with the harness's columns and dtypes (empty if absent)."""
-    schema = {c: (pl.Float64 if c in FLOAT_COLUMNS else pl.Int64 if c in ("seed", "n_train") else pl.String)
-              for c in COLUMNS}
-    if not Path(path).is_file() or Path(path).stat().st_size == 0:
-        return pl.DataFrame(schema=schema)
-    frame = pl.read_csv(path, infer_schema=False)
-    for column in COLUMNS:
-        if column not in frame.columns:
-            frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(column))
-    return frame.select(COLUMNS).with_columns(
-        pl.col(c).str.strip_chars().replace("", None).cast(dtype) for c, dtype in schema.items()
-    )
-
-
-def completed_keys(results: pl.DataFrame) -> set[tuple]:
-    """Keys of the runs whose rows say ok or timeout; errors are retried."""
-    done = results.filter(pl.col("status").is_in(DONE_STATUSES))
-    return {run_key(r["dataset"], r["mechanism"], r["parameters"], r["epsilon"], r["seed"])
-            for r in done.iter_rows(named=True)}
 
 
 def mechanism_parameters(suite: dict[str, Any], mechanism: str, bins: int | None,
@@ -311,11 +259,6 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
 # ============================================================================================
 
 
-def machine() -> str:
-    """CPU model and core count, e.g. ``AMD EPYC 7B13 x2``."""
-    return f"{cpu_model() or platform.processor() or 'unknown CPU'} x{os.cpu_count()}"
-
-
 def prepare_dataset(name: str, train_rows: int | None):
     """(train, test, task): the task's split 80/20 with seed 0; ``train_rows`` keeps a
     fixed-seed sample of the training rows (quick suite)."""
@@ -374,8 +317,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
     row: dict[str, Any] = {c: None for c in COLUMNS}
     row.update(dataset=spec["dataset"], mechanism=spec["mechanism"], parameters=canonical_json(parameters),
                epsilon=float(spec["epsilon"]), seed=int(spec["seed"]), machine=machine(),
-               version=polars_rap.__version__, commit=git_commit(),
-               date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               version=polars_rap.__version__, commit=git_commit(), date=utc_now(),
                load_1m_at_start=os.getloadavg()[0])  # other work on the machine, for honest timings
     train, test, task = prepare_dataset(spec["dataset"], parameters.get("train_rows"))
     delta = 1.0 / train.height**2
@@ -427,72 +369,6 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
 # ============================================================================================
 
 
-def append_row(path: Path, row: dict[str, Any]) -> None:
-    """Append one row to the results CSV (header first when the file is new). A file written
-    before a column was added is first rewritten with the current header, its old rows empty
-    in the new columns, so that every line has the header's fields."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    is_new = not path.is_file() or path.stat().st_size == 0
-    if not is_new:
-        with path.open(newline="") as handle:
-            header = next(csv.reader(handle), [])
-        if header != list(COLUMNS):
-            write_results(path, read_results(path))
-    with path.open("a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-        if is_new:
-            writer.writeheader()
-        writer.writerow({c: _csv_cell(row.get(c)) for c in COLUMNS})
-
-
-def write_results(path: Path, results: pl.DataFrame) -> None:
-    """Write ``results`` (the harness's columns, as :func:`read_results` gives them) as the
-    results CSV at ``path``, header first, replacing the file."""
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        for row in results.iter_rows(named=True):
-            writer.writerow({c: _csv_cell(row[c]) for c in COLUMNS})
-
-
-def _csv_cell(value: Any) -> Any:
-    return "" if value is None else value
-
-
-def _child_timeout(spec: dict[str, Any]) -> float | None:
-    cap = spec["parameters"].get("time_cap_s")
-    return None if cap is None else 2.0 * float(cap) + 1800.0  # peer setup and evaluation on top
-
-
-def execute(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run ``spec`` in a fresh ``python -m bench.run --one`` process and return its rows; a
-    crash becomes an error row carrying the tail of its stderr."""
-    command = [sys.executable, "-m", "bench.run", "--one", json.dumps(spec)]
-    started = time.perf_counter()
-    base = {c: None for c in COLUMNS}
-    base.update(dataset=spec["dataset"], mechanism=spec["mechanism"],
-                parameters=canonical_json(spec["parameters"]), epsilon=spec["epsilon"],
-                seed=spec["seed"], machine=machine(), commit=git_commit(),
-                date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
-                              timeout=_child_timeout(spec))
-    except subprocess.TimeoutExpired:
-        base.update(status="timeout", seconds=time.perf_counter() - started,
-                    message="the run's process outlived the harness's limit and was killed")
-        return [base]
-    lines = done.stdout.strip().splitlines()
-    if done.returncode == 0 and lines:
-        try:
-            return list(json.loads(lines[-1]))
-        except json.JSONDecodeError:
-            pass
-    tail = " | ".join(done.stderr.strip().splitlines()[-6:])
-    base.update(status="error", seconds=time.perf_counter() - started,
-                message=f"child exited with {done.returncode}: {tail}")
-    return [base]
-
-
 def run_suite(plan: Callable[[dict[tuple[str, str], int]], list[dict]], out: Path, resume: bool,
               quiet: bool, required_bins: dict[str, Sequence[int]]) -> list[dict]:
     """Execute, one by one, the planned runs not yet done, appending each row as it comes;
@@ -511,9 +387,7 @@ def run_suite(plan: Callable[[dict[tuple[str, str], int]], list[dict]], out: Pat
         skip = completed_keys(results) | attempted
         chosen = choose_bins(results, required_bins)
         runs = plan(chosen)
-        todo = [(spec, key) for spec in runs
-                if (key := run_key(spec["dataset"], spec["mechanism"], spec["parameters"], spec["epsilon"],
-                                   spec["seed"])) not in skip]
+        todo = [(spec, key) for spec in runs if (key := spec_key(spec)) not in skip]
         total = len(plan(_any_choice(plan, chosen)))  # waiting runs count as one bins value each
         waiting = total - len(runs)  # runs that cannot be planned yet for want of a bins choice
         if bar is None:
@@ -716,74 +590,6 @@ def targets_table(results: pl.DataFrame) -> pl.DataFrame:
             .sort("dataset", "epsilon", "mechanism")
             .select("dataset", "epsilon", pl.col("mechanism").alias("polars_rap"), *TARGETS, "met",
                     "CM_vs_AIM_add_remove", "AIM_timeouts"))
-
-
-def table_markdown(table: pl.DataFrame, title: str = "") -> str:
-    """``table`` as a GitHub Markdown table (floats to 4 significant digits)."""
-    def cell(value: Any) -> str:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "–"
-        if isinstance(value, float):
-            return f"{value:.4g}"
-        return str(value).replace("|", "\\|")
-
-    lines = [f"# {title}", ""] if title else []
-    lines.append("| " + " | ".join(table.columns) + " |")
-    lines.append("|" + "|".join("---" for _ in table.columns) + "|")
-    lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in table.iter_rows())
-    return "\n".join(lines) + "\n"
-
-
-NOTES_HEADING = "## What it showed"
-
-
-def done_keys(path: Path, columns: Sequence[str]) -> set[tuple]:
-    """The ``columns`` tuples of a probe's CSV rows (empty when it does not exist yet): what a
-    rerun skips."""
-    if not path.exists():
-        return set()
-    return {tuple(row[c] for c in columns) for row in pl.read_csv(path).iter_rows(named=True)}
-
-
-def append_rows(path: Path, rows: list[dict]) -> None:
-    """Append ``rows`` to a probe's CSV (columns the file lacks are added, empty in its old rows)."""
-    frame = pl.DataFrame(rows)
-    if path.exists():
-        frame = pl.concat([pl.read_csv(path), frame], how="diagonal_relaxed")
-    frame.write_csv(path)
-
-
-def run_resumable(out: Path, columns: Sequence[str], keys, run: Callable[..., list[dict]],
-                  line: Callable[[tuple, list[dict], float], dict]) -> None:
-    """A resumable probe's runs: for each key tuple of ``keys`` (the values of ``columns`` in
-    ``out``'s rows) not yet in ``out``, ``rows = run(*key)`` appended to ``out``, then ``line(key,
-    rows, seconds)`` printed as one JSON line (``seconds``: the run's wall time)."""
-    done = done_keys(out, columns)
-    for key in keys:
-        if key in done:
-            continue
-        started = time.perf_counter()
-        rows = run(*key)
-        append_rows(out, rows)
-        print(json.dumps(line(key, rows, time.perf_counter() - started)), flush=True)
-
-
-def report_table(out: Path, write_outputs: Callable[[Path], Path]) -> int:
-    """A probe's exit code after its runs: 1 (said on stderr) without rows in ``out``, else 0
-    once ``write_outputs(out)`` wrote the table (its path printed)."""
-    if not out.exists():
-        print(f"no rows in {out}", file=sys.stderr)
-        return 1
-    print(f"table -> {write_outputs(out)}")
-    return 0
-
-
-def kept_notes(path: Path) -> str:
-    """The hand-written section of an earlier ``path`` (from :data:`NOTES_HEADING` on), kept
-    when the tables are rewritten; empty when there is none."""
-    text = path.read_text() if path.exists() else ""
-    at = text.find(NOTES_HEADING)
-    return "" if at < 0 else "\n" + text[at:]
 
 
 def _seed_stats(frame: pl.DataFrame, column: str, by: Sequence[str] = ("variant", "epsilon")) -> pl.DataFrame:

@@ -4,7 +4,6 @@ rows (one KS implementation, shared with the quality report)."""
 
 from __future__ import annotations
 
-import json
 import datetime as dt
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not of the package
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench import ablations, run  # noqa: E402
+from bench import run  # noqa: E402
 
 
 def _domain(schema, declared):
@@ -132,55 +131,3 @@ def test_domain_updates_change_only_polars_raps_synthesis_domain():
     assert "domain_updates" not in run.mechanism_parameters(suite, "aim", 20, 60.0)
     assert "domain_updates" not in run.mechanism_parameters(run.SUITES["quick"], "rap++", None, 60.0)
 
-
-def test_the_numeric_ablation_builds_its_commands_and_finds_its_rows():
-    steps = ablations.STEPS["numeric"]
-    commands = [ablations.step_command("numeric", step, (1.0,), (0, 1, 2)) for _, step, _ in steps]
-    default, scales, atoms = commands
-    assert default is None  # the headline rap++ rows, rerun with the numeric metric
-    assert scales[scales.index("--datasets") + 1:scales.index("--epsilons")] == list(ablations.DATASETS)
-    updates = scales[scales.index("--domain-updates") + 1]
-    assert '"capital-gain": {"scale": "log"}' in updates and '"JWMNP": {"scale": "sqrt"}' in updates
-    assert atoms[atoms.index("--datasets") + 1:atoms.index("--epsilons")] == ["adult"]  # CA has no atom
-    assert '"atoms": [0]' in atoms[atoms.index("--domain-updates") + 1]
-    assert ablations.step_command("strategy", {}, (1.0,), (0,)) is None  # old ablations: headline rows
-    # a row's parameters name its step
-    for label, step, _ in steps:
-        suite = {**run.SUITES["headline"], "domain_updates": step.get("domain_updates", {})}
-        parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
-        assert ablations._step_of(run.canonical_json(parameters), "numeric") == label
-    assert "numeric_ks_mean" in ablations.metrics("numeric") and "numeric_ks_mean" not in ablations.metrics("strategy")
-
-
-def test_a_projection_step_reaches_bench_run_and_its_rows_name_it():
-    """A step's ``"projection"`` keywords become ``--projection`` (not synthesize keywords),
-    bench.run merges them over the suite's, and a row run so is found as that step."""
-    (base_label, base, _), (label, step, _) = ablations.STEPS["warm"][:2]
-    explicit = ablations.step_command("warm", base, (1.0,), (0,))  # the whole schedule, by keyword
-    assert "--projection" not in explicit
-    assert json.loads(explicit[explicit.index("--synthesize") + 1])["strategy"]["warm_doublings"] is None
-    command = ablations.step_command("warm", step, (1.0,), (0,))
-    assert json.loads(command[command.index("--projection") + 1]) == {"warm_doublings": 2}
-    assert "--synthesize" not in command
-    suite = {**run.SUITES["headline"], "projection": {**run.SUITES["headline"]["projection"], **step["projection"]}}
-    parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
-    assert parameters["projection"] == {"warm_doublings": 2}
-    assert ablations._step_of(run.canonical_json(parameters), "warm") == label
-    plain = run.mechanism_parameters(run.SUITES["headline"], "rap++", None, 1800.0)
-    assert ablations._step_of(run.canonical_json(plain), "warm") is None  # today's default: headline rows
-    suite = {**run.SUITES["headline"], "synthesize": base}
-    parameters = run.mechanism_parameters(suite, "rap++", None, 1800.0)
-    assert ablations._step_of(run.canonical_json(parameters), "warm") == base_label
-
-
-def test_steps_runs_only_the_steps_named_and_refuses_an_unknown_label(monkeypatch):
-    """``--steps`` runs the steps of those labels only (one candidate at more seeds), and a
-    label the ablation lacks stops the run, naming the labels it has."""
-    ran = []
-    monkeypatch.setattr(ablations.subprocess, "run", lambda command, check: ran.append(command))
-    monkeypatch.setattr(ablations, "write_table", lambda name: Path("table.md"))  # not the committed table
-    ablations.main(["--run", "lt_rounds_off", "--seeds", "3", "--steps", "10 threshold rounds"])
-    assert [json.loads(c[c.index("--synthesize") + 1]) for c in ran] == [{"rounds_lt": 10}]
-    assert ran[0][ran[0].index("--seeds") + 1:ran[0].index("--out")] == ["3"]
-    with pytest.raises(SystemExit, match="has no step 'ten rounds'; its steps are"):
-        ablations.run("lt_rounds_off", (1.0,), (3,), ["ten rounds"])

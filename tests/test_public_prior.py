@@ -342,31 +342,3 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
     record = json.loads(capsys.readouterr().out)["public_data"]
     assert record["uses"] == ["margins"] and record["margins_check_rho"] > 0 and record["margins_rho"] > 0
     assert isinstance(record["margins_check_passed"], bool)
-
-
-# ------------------------------------------------------------------ the benchmark's public tables
-def test_the_benchmarks_public_tables_take_the_task_preprocessing_and_fit_its_domain(tmp_path, monkeypatch, task):
-    import importlib.resources
-    import sys
-    from pathlib import Path
-
-    monkeypatch.setattr(sys, "path", [str(Path(__file__).resolve().parents[1]), *sys.path])  # bench/: not a package
-    from bench import public_prior as bench
-
-    resource = importlib.resources.files("polars_rap") / "data" / "acs2018_1yr_person_CA.parquet"
-    with importlib.resources.as_file(resource) as path:
-        raw = pl.read_parquet(path)
-    for state, rows in (("CA", raw.head(40)), ("NY", raw.slice(40, 30)), ("PR", raw.slice(70, 20))):
-        rows.write_parquet(tmp_path / f"acs2018_1yr_person_{state}.parquet")
-    monkeypatch.setenv(bench.DATA_ENV, str(tmp_path))
-    bench._public_frame.cache_clear()
-    domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-    matched = bench.public_table("matched", task.frame.columns)
-    mismatched = bench.public_table("mismatched", task.frame.columns)
-    bench._public_frame.cache_clear()
-    assert matched.height == 50 and mismatched.height == 20  # every state but CA; PR alone
-    assert matched.columns == task.frame.columns and matched.schema == task.frame.schema
-    assert read_public(open_public(matched, task.domain, task.frame.columns), domain).filled_columns == ()
-    names = [bench.condition_of(json.dumps(spec["parameters"]))
-             for spec in bench.plan(list(bench.CONDITIONS), [0.25], [0], smoke=True)]
-    assert names == list(bench.CONDITIONS)
