@@ -50,12 +50,13 @@ from polars_rap import kernels
 from polars_rap.fit import annealing
 from polars_rap.privacy import bounds
 from polars_rap.privacy import inference
+from polars_rap.pipeline import fitting as fitting_stage
 from polars_rap.pipeline import synthesis as mechanism
 from polars_rap.fit import numeric_histograms
 from polars_rap.decode import numeric_ties
 from polars_rap.privacy import ledger as privacy
 from polars_rap.pipeline import release
-from polars_rap.fit import rounds
+from polars_rap.fit import loop, rounds
 from polars_rap.io import source
 from polars_rap.privacy.ledger import BudgetExceededError, PrivacyEvent, PrivacyLedger, delta_from_rho_epsilon, gaussian_mechanism, gumbel_scale, gumbel_top_k, split_budget
 from laws import plackett_luce  # tests/laws.py
@@ -594,7 +595,7 @@ def recorded() -> Iterator[Recording]:
     transparent wrappers that record arguments, outputs and the ledger's event count."""
     recording = Recording()
     copy_pair = lambda out: (np.array(out[0], copy=True), out[1])  # noqa: E731
-    real_exact, real_log = mechanism.exact_answers, source._log_clipped
+    real_exact, real_log = fitting_stage.exact_answers, source._log_clipped
 
     def exact_answers(source_, domain, queries, backend, **kwargs):
         answers, n_rows = real_exact(source_, domain, queries, backend, **kwargs)
@@ -608,7 +609,7 @@ def recorded() -> Iterator[Recording]:
     patches = [
         mock.patch.object(rounds, "gaussian_mechanism", _recorder(
             recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
-        mock.patch.object(rounds, "gumbel_top_k", _recorder(
+        mock.patch.object(loop, "gumbel_top_k", _recorder(
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
         mock.patch.object(numeric_histograms, "gaussian_mechanism", _recorder(  # the default's histograms
             recording, "rap", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
@@ -626,7 +627,7 @@ def recorded() -> Iterator[Recording]:
         mock.patch.object(inference, "_infer_from_values", _recorder(
             recording, "inference", "_infer_from_values", inference._infer_from_values,
             "gaussian_threshold", lambda out: out)),
-        mock.patch.object(mechanism, "exact_answers", exact_answers),  # the real rows
+        mock.patch.object(fitting_stage, "exact_answers", exact_answers),  # the real rows
         mock.patch.object(release, "exact_answers", exact_answers),  # the returned rows
         mock.patch.object(source, "_log_clipped", log_clipped),
     ]

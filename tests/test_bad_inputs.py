@@ -125,12 +125,12 @@ def test_drop_names_are_checked(frame, overrides, error, pattern):
 
 def test_undeclared_columns_are_refused_before_private_inference_reads_rows(frame, monkeypatch):
     from polars_rap.privacy import inference
-    from polars_rap.pipeline import synthesis as mechanism
+    from polars_rap.pipeline import inputs as inputs_stage
 
     def no_reading(*args, **kwargs):
         raise AssertionError("the inference pass ran before the domain check")
 
-    monkeypatch.setattr(mechanism, "infer_declarations", no_reading)
+    monkeypatch.setattr(inputs_stage, "infer_declarations", no_reading)
     assert inference.infer_declarations is not no_reading
     with pytest.raises(ValueError, match="column 'age' \\(Int64\\) has no public domain"):
         synthesize(frame, domain={"sex": "categorical", "y": [0, 1]})

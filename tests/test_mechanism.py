@@ -11,8 +11,11 @@ import polars as pl
 import pytest
 
 import polars_rap
-import polars_rap.pipeline.synthesis as mechanism
 import polars_rap.fit.planning as planning
+import polars_rap.pipeline.decoding as decoding_stage
+import polars_rap.pipeline.fitting as fitting_stage
+import polars_rap.pipeline.inputs as inputs_stage
+import polars_rap.pipeline.streams as streams
 from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.privacy.samplers import SecureRandom
 
@@ -174,8 +177,8 @@ def test_more_rounds_than_groups_strand_no_budget(task, strategy):
 # ---------------------------------------------------------------- randomness: where each stream comes from
 TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
                "t": (0.0, 10.0), "s": "numeric", "y": ["0", "1"]}
-STREAM_CONSUMERS = {"build_workload": (planning, 1), "infer_declarations": (mechanism, 5),
-                    "run_plan": (mechanism, 9), "decode": (mechanism, 3)}
+STREAM_CONSUMERS = {"build_workload": (planning, 1), "infer_declarations": (inputs_stage, 5),
+                    "run_plan": (fitting_stage, 9), "decode": (decoding_stage, 3)}
 """The functions of a run that receive a generator: the module that calls each, and the
 generator's position among its arguments."""
 STATES_BEFORE_EXACT_SAMPLERS = "dc5c73356b3337bd850573e0047f44e07aa197c5b49d8e5dde47a70a843a5013"
@@ -259,7 +262,7 @@ def test_release_noise_reads_the_os_cryptographic_source(monkeypatch):
         assert isinstance(seen[name][0], np.random.Generator)
 
     made = []
-    monkeypatch.setattr(mechanism, "SecureRandom", lambda: made.append(1))
+    monkeypatch.setattr(streams, "SecureRandom", lambda: made.append(1))
     _, seen = _run_capturing_streams(monkeypatch, seed=3)
     assert made == []
     assert seen["run_plan"][0].bit_generator.seed_seq.spawn_key == (2,)

@@ -147,16 +147,16 @@ def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch,
                                                                      passed) -> None:
     """The default passes the decoding's histogram margins; without them (``histogram_match``
     None) the same released histograms, read from the loop; ``"relaxed"`` none."""
-    import polars_rap.pipeline.synthesis as mechanism
+    import polars_rap.pipeline.decoding as decoding_stage
 
     seen = []
-    original = mechanism.fitted_ties
+    original = decoding_stage.fitted_ties
 
     def spy(*args, histograms=None, **keywords):
         seen.append(histograms)
         return original(*args, histograms=histograms, **keywords)
 
-    monkeypatch.setattr(mechanism, "fitted_ties", spy)
+    monkeypatch.setattr(decoding_stage, "fitted_ties", spy)
     data, domain = paired_frame_and_domain()
     result = polars_rap.synthesize(
         data, epsilon=8.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False, relaxed_rows=40,

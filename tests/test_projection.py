@@ -226,14 +226,14 @@ def test_every_projection_but_the_last_takes_max_steps_between():
 
     assert steps_per_call(config) == [2, 2, 2, 4]
     assert steps_per_call(ProjectionConfig(max_steps=4)) == [4, 4, 4, 4]
-    from polars_rap.pipeline import synthesis as mechanism
+    from polars_rap.pipeline import fitting as fitting_stage
 
-    original_plan = mechanism.run_plan
+    original_plan = fitting_stage.run_plan
 
     def plan_ending_empty(plan, *args, **kwargs):  # a last step whose class has no group left
         return original_plan([*plan, Step("CM", 1e-9, None)], *args, **kwargs)
 
-    with mock.patch.object(mechanism, "run_plan", plan_ending_empty):
+    with mock.patch.object(fitting_stage, "run_plan", plan_ending_empty):
         calls = steps_per_call(config)
     assert calls[-1] == 4 and calls[:-1] == [2] * (len(calls) - 1)
 

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.pipeline import synthesis as mechanism
+from polars_rap.pipeline import fitting as fitting_stage
 from polars_rap.pipeline import release
 
 DOMAIN = {"age": {"bounds": (18, 90), "integer": True}, "sex": ["F", "M"], "y": ["no", "yes"]}
@@ -74,7 +74,7 @@ def test_a_folder_in_use_is_refused_before_any_row_is_read(frame, tmp_path, kind
     else:
         target.mkdir()
         (target / ("notes.txt" if kind == "foreign files" else "part-000000.parquet")).write_text("x")
-    with mock.patch.object(mechanism, "exact_answers", side_effect=AssertionError("read the rows")), \
+    with mock.patch.object(fitting_stage, "exact_answers", side_effect=AssertionError("read the rows")), \
             pytest.raises(FileExistsError, match="cannot write partitioned Parquet to .*out"):
         polars_rap.synthesize(frame, output=target, **SETTINGS)
 

@@ -26,6 +26,9 @@ ParameterError | The 'epsilon' parameter must be a finite float > 0. Got -1.0
 from __future__ import annotations
 
 import difflib
+import sys
+import warnings
+from pathlib import Path
 
 __all__ = ["ParameterError", "ParameterTypeError", "DataError"]
 
@@ -51,3 +54,16 @@ def did_you_mean(unknown: list[str], valid) -> str:
     """
     close = [match for name in unknown for match in difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)]
     return f"; did you mean {' or '.join(repr(name) for name in dict.fromkeys(close))}?" if close else ""
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn with ``message``, attributed to the first caller outside polars-rap (the user's line
+    that called ``synthesize``, however deep inside the pipeline the warning arises)."""
+    level, frame = 2, sys._getframe(1)  # level 2: warn_caller's caller
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)
+

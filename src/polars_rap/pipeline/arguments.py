@@ -1,4 +1,5 @@
-"""Checks of :func:`polars_rap.synthesize`'s keyword parameters, before any data is read.
+"""Checks of :func:`polars_rap.synthesize`'s keyword parameters, before any data is read, and
+the run's settings they give (:class:`RunSettings`, the first stage of the pipeline).
 
 Each refusal is a :class:`~polars_rap.errors.ParameterError` (a value out of range) or a
 :class:`~polars_rap.errors.ParameterTypeError` (a value of the wrong type) whose message names
@@ -9,15 +10,91 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from polars_rap import kernels
 from polars_rap.checks import check_int, check_positive_finite, check_share
 from polars_rap.errors import ParameterError, ParameterTypeError
 from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.fit.strategy import Strategy, resolve_strategy
+from polars_rap.io.blocks import check_folder
+from polars_rap.public.prior import check_public_use
 
-__all__ = ["check_synthesis_parameters", "check_memory"]
+__all__ = ["RunSettings", "check_arguments", "check_synthesis_parameters", "check_memory"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """:func:`~polars_rap.synthesize`'s keyword parameters, checked and resolved: the strategy an
+    object, the labels and dropped columns lists, the projection with the strategy's schedule,
+    the backend a kernel module. Public values only: nothing here has seen a row."""
+
+    epsilon: float
+    delta: float
+    domain: Mapping[str, Any] | None
+    labels: list[str]
+    infer_domain: bool | Sequence[str]
+    inference_share: float
+    rows: int | None
+    seed: int | None
+    backend: ModuleType
+    relaxed_rows: int
+    queries_per_round: int
+    rounds_cm: int | None
+    rounds_lt: int | None
+    rounds_mm: int
+    n_linear_thresholds: int
+    n_mixed_marginals: int
+    max_marginal_cells: int | None
+    selection_share: float
+    confidence: float
+    projection: ProjectionConfig
+    strategy: Strategy
+    progress: bool | None
+    engine: str
+    public_use: Sequence[str] | None
+    """As given: None lets the public table's columns choose (:func:`~polars_rap.public.prior.default_public_uses`)."""
+    public_uses: tuple[str, ...]
+    """The uses checked against ``public``; the public table's defaults once its schema is read."""
+    output: Any
+    output_block_rows: int
+    drop: list[str]
+
+
+def check_arguments(*, public: Any, **keywords: Any) -> RunSettings:
+    """The run's settings from ``synthesize``'s keywords (all but ``data``), each refused by name
+    before any row is read; ``public`` is looked at only to check ``public_use`` against it."""
+    check_synthesis_parameters(**{name: keywords[name] for name in _CHECKED})
+    strategy = resolve_strategy(keywords["strategy"])
+    selection_share = keywords["selection_share"]
+    if selection_share is None:
+        selection_share = strategy.selection_share
+    check_share("selection_share", selection_share)
+    labels, drop = keywords["labels"], keywords["drop"]
+    projection = keywords["projection"] or ProjectionConfig()
+    if projection.warm_doublings is None and strategy.warm_doublings is not None:  # the strategy's schedule
+        projection = replace(projection, warm_doublings=strategy.warm_doublings)
+    if projection.max_steps is None and strategy.max_steps is not None:  # the strategy's stage length
+        projection = replace(projection, max_steps=strategy.max_steps)
+    backend = kernels.resolve_backend(keywords["backend"])
+    public_uses = check_public_use(public, keywords["public_use"])
+    if keywords["output"] is not None:
+        check_int("output_block_rows", keywords["output_block_rows"], 1)
+        check_folder(keywords["output"])  # before any row is read: a fit is never lost to a folder in use
+    settings = {**keywords, "strategy": strategy, "selection_share": selection_share, "projection": projection,
+                "backend": backend, "public_uses": public_uses,
+                "labels": [labels] if isinstance(labels, str) else list(labels),
+                "drop": [drop] if isinstance(drop, str) else list(drop)}
+    return RunSettings(**settings)
+
+
+_CHECKED = ("epsilon", "delta", "domain", "labels", "infer_domain", "inference_share", "rows", "seed", "relaxed_rows",
+            "queries_per_round", "rounds_cm", "rounds_lt", "rounds_mm", "n_linear_thresholds", "n_mixed_marginals",
+            "max_marginal_cells", "projection", "drop")
 
 
 def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:

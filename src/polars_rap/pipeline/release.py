@@ -9,6 +9,8 @@ rows' answers on the workload. The true answers never reach this module.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
@@ -18,8 +20,60 @@ from polars_rap.workload.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.privacy.report import PrivacyReport, interval_halfwidth, simultaneous_halfwidth, subgaussian_halfwidth, unmeasured_error_bounds
 from polars_rap.io.source import DataSource, exact_answers
 from polars_rap.workload.builders import describe_queries
+from polars_rap.fit.public_targets import PublicPrior
+from polars_rap.pipeline.arguments import RunSettings
+from polars_rap.pipeline.decoding import Decoded
+from polars_rap.pipeline.fitting import Fitted, Workload
+from polars_rap.pipeline.inputs import Inputs
+from polars_rap.public.labels import LabelModel
+from polars_rap.public.prior import PublicTable
 
-__all__ = ["bonferroni_answers", "build_report"]
+__all__ = ["bonferroni_answers", "build_report", "release_report"]
+
+
+def release_report(inputs: Inputs, workload: Workload, fitted: Fitted, decoded: Decoded,
+                   run: RunSettings) -> PrivacyReport:
+    """The run's :class:`~polars_rap.privacy.report.PrivacyReport`: its ledger, the loop's
+    measurements with their intervals, the returned rows' answers, the settings as they ran
+    and the public table's record. Post-processing of released values only."""
+    strategy, projection = run.strategy, run.projection
+    described = strategy.describe()
+    if "numeric_coupling" in described:  # the strategy's settings as they ran: with released public rows, "fitted"
+        described["numeric_coupling"] = decoded.numeric_coupling
+    steps_run = {c: sum(1 for s in workload.plan if s.query_class == c) for c in workload.group_counts}  # "NR" too
+    steps_run.update(fitted.record.class_rounds)  # an annealed class: the rounds it ran (released)
+    parameters = dict(
+        relaxed_rows=run.relaxed_rows, queries_per_round=run.queries_per_round, rounds=steps_run,
+        n_linear_thresholds=run.n_linear_thresholds, n_mixed_marginals=run.n_mixed_marginals,
+        max_marginal_cells=run.max_marginal_cells, selection_share=run.selection_share,
+        inferred_columns=[r.name for r in inputs.requests],
+        inference_share=run.inference_share if inputs.requests else 0.0,
+        labels=list(inputs.domain.labels), rows=fitted.out_rows, backend=run.backend.__name__.rsplit(".", 1)[-1],
+        strategy=described, decoding=strategy.decoding, numeric_coupling=decoded.numeric_coupling,
+        warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps, dropped_columns=run.drop,
+    )
+    public_data = _public_record(inputs.public_table, inputs.public_uses, fitted.prior, decoded.label_model,
+                                 fitted.reweight)
+    return build_report(inputs.budget, inputs.ledger, fitted.n_rows, workload.queries, inputs.domain, workload.plan,
+                        fitted.record, decoded.frame, run.backend, run.confidence,
+                        integer_cells=strategy.integer_cells, parameters=parameters, public_data=public_data)
+
+
+def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
+                   label_model: LabelModel | None, reweight: dict | None = None) -> dict | None:
+    """The report's record of the public table (:meth:`PublicTable.record`), with the mean
+    James-Stein factor per class when its answers were targets and the label model's ridge
+    and share of redrawn rows when it drew the labels; None without one."""
+    if public_table is None:
+        return None
+    record = public_table.record(uses)
+    if prior is not None and prior.targets:
+        record["target_factors"] = dict(prior.factors)
+    if label_model is not None:
+        record.update(label_ridge=label_model.ridge, label_share=label_model.share)
+    if reweight is not None:
+        record.update(reweight)
+    return record
 
 
 def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:

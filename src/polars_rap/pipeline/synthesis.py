@@ -1,18 +1,14 @@
-"""RAP++ (paper Alg. 2, design.md §4): plan, select, measure, project; then decode.
+"""RAP++ (paper Alg. 2): :func:`synthesize`, the one place the pipeline's stages are wired, in order.
 
-:func:`synthesize` wires the named parts together:
-
-1. *inputs*: check the parameters, read the schema, privately infer the domains asked for
-   (:mod:`polars_rap.privacy.inference`, charged first), build the public domain and the workload,
-   and read the public table when one is given (:mod:`polars_rap.public.prior`; free);
-2. *plan* (:mod:`polars_rap.fit.planning`): the strategy (:mod:`polars_rap.fit.strategy`) turns public counts into steps, each
-   with its share of the budget (``strategy="paper"``: the paper's even split over
-   interleaved rounds; ``"planned"``, the default: a budget per query class), and a first
-   step measures the null rates the plan would leave unmeasured (:mod:`polars_rap.fit.null_rates`);
-3. *answers*: one streaming pass over the real rows (:mod:`polars_rap.io.source`);
-4. *loop*: select, measure, project over the plan (:mod:`polars_rap.fit.rounds`);
-5. *decode* the relaxed data (:mod:`polars_rap.schema.encoding`) and assemble the *report*
-   (:mod:`polars_rap.pipeline.release`).
+1. check the arguments (:mod:`polars_rap.pipeline.arguments`): public values, nothing read;
+2. the inputs (:mod:`polars_rap.pipeline.inputs`): the schema, the domains inferred privately
+   (charged first), the public domain and the public table;
+3. the plan (:mod:`polars_rap.fit.planning`): the workload and the strategy's steps, each with its
+   share of the budget, from public values only;
+4. one pass over the sensitive rows, then the fit on its answers (:mod:`polars_rap.pipeline.fitting`):
+   the public table's check, the numeric ties, and select / measure / project over the plan;
+5. decoding (:mod:`polars_rap.pipeline.decoding`) and the report (:mod:`polars_rap.pipeline.release`),
+   post-processing of released values.
 
 Selection scores use the *expected* answers of the decoded data: hard thresholds on the
 relaxed rows, i.e. the mean over all decodings, rather than one random draw whose sampling
@@ -22,52 +18,25 @@ post-processing of released values; only the true answers make the scores privat
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import os
-import sys
-import warnings
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import polars as pl
 
-from polars_rap import kernels
-from polars_rap.io.blocks import DEFAULT_BLOCK_ROWS, check_folder, write_relaxed
-from polars_rap.schema.domain import Domain, check_declared
-from polars_rap.decode.decoding import decode
-from polars_rap.errors import DataError
-from polars_rap.decode.histogram_margins import histogram_margins
-from polars_rap.fit.independence_prior import PriorSettings
-from polars_rap.privacy.inference import infer_declarations, inference_requests, needs_approximate_delta
-from polars_rap.decode.numeric_pairs import fitted_ties
-from polars_rap.decode.numeric_ties import TieSums, release_ties, tie_layout, tie_noise_std
-from polars_rap.checks import check_int, check_share
-from polars_rap.pipeline.arguments import check_memory, check_synthesis_parameters
-from polars_rap.fit.planning import check_rows_against_noise, loop_rho_needed, smallest_share, workload_and_plan
-from polars_rap.privacy.ledger import PrivacyLedger, split_budget
-from polars_rap.fit.projection import ProjectionConfig, RelaxedParams
-from polars_rap.public.labels import LabelModel, check_label_use, label_model_for_release, label_noise_std
-from polars_rap.public.prior import PublicTable, check_public_use, default_public_uses, fit_to_public, open_public, read_public
-from polars_rap.public.release import PublicRelease
-from polars_rap.public.reweight import candidate_rows, check_columns
-from polars_rap.fit.public_targets import PublicPrior
-from polars_rap.workload.queries import QuerySet
-from polars_rap.pipeline.release import build_report
+from polars_rap.fit.planning import workload_and_plan
+from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.fit.strategy import Strategy
+from polars_rap.io.blocks import DEFAULT_BLOCK_ROWS
+from polars_rap.pipeline.arguments import check_arguments
+from polars_rap.pipeline.decoding import decode_release
+from polars_rap.pipeline.fitting import Workload, answer_workload, fit_relaxed
+from polars_rap.pipeline.inputs import open_inputs
+from polars_rap.pipeline.release import release_report
 from polars_rap.pipeline.result import SynthesisResult
-from polars_rap.fit.loop import run_plan
-from polars_rap.privacy.samplers import SecureRandom
-from polars_rap.io.source import RowStatistics, exact_answers, without_columns
-from polars_rap.io.engines import open_source
-from polars_rap.fit.strategy import Strategy, resolve_strategy
-from polars_rap.workload.builders import group_sensitivities
+from polars_rap.pipeline.streams import RandomStreams
 
 __all__ = ["synthesize", "SynthesisResult"]
 
-logger = logging.getLogger(__name__)
-
-_APPROXIMATE_DELTA_SHARE = 0.5
-"""Part of delta given to thresholded category inference when a run uses it."""
 
 def synthesize(
     data: pl.DataFrame | pl.LazyFrame | str | os.PathLike,
@@ -273,241 +242,22 @@ def synthesize(
     >>> res.model.sample(1000, seed=0).height  # more rows, no privacy cost
     1000
     """
-    check_synthesis_parameters(
+    run = check_arguments(
         epsilon=epsilon, delta=delta, domain=domain, labels=labels, infer_domain=infer_domain,
-        inference_share=inference_share, rows=rows, seed=seed, relaxed_rows=relaxed_rows,
+        inference_share=inference_share, rows=rows, seed=seed, backend=backend, relaxed_rows=relaxed_rows,
         queries_per_round=queries_per_round, rounds_cm=rounds_cm, rounds_lt=rounds_lt, rounds_mm=rounds_mm,
         n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
-        max_marginal_cells=max_marginal_cells, projection=projection, drop=drop,
-    )
-    strategy = resolve_strategy(strategy)
-    if selection_share is None:
-        selection_share = strategy.selection_share
-    check_share("selection_share", selection_share)
-    if isinstance(labels, str):
-        labels = [labels]
-    drop = [drop] if isinstance(drop, str) else list(drop)
-    projection = projection or ProjectionConfig()
-    if projection.warm_doublings is None and strategy.warm_doublings is not None:  # the strategy's schedule
-        projection = dataclasses.replace(projection, warm_doublings=strategy.warm_doublings)
-    if projection.max_steps is None and strategy.max_steps is not None:  # the strategy's stage length
-        projection = dataclasses.replace(projection, max_steps=strategy.max_steps)
-    backend_module = kernels.resolve_backend(backend)
-    public_uses = check_public_use(public, public_use)
-    if output is not None:
-        check_int("output_block_rows", output_block_rows, 1)
-        check_folder(output)  # before any row is read: a fit is never lost to a folder in use
-
-    # 1. inputs: schema, private domain inference (charged first), public domain, workload
-    source = open_source(data, domain, engine)  # a CSV's dtypes come from the domain, never its rows
-    public_source = None if public is None else open_public(public, domain, list(source.schema), drop)
-    source = without_columns(source, drop, present_only=public is not None)  # open_public checked the names
-    if not source.schema:
-        msg = "the data has no columns; synthesize needs at least one, with a declared domain"
-        raise DataError(msg)
-    declared, requests = inference_requests(source.schema, domain, infer_domain, labels=labels)
-    check_declared(source.schema, declared, labels, pending=[r.name for r in requests])  # before any row is read
-    if public_source is not None and public_use is None:
-        public_uses = default_public_uses(labels or (), list(public_source.schema))
-    if "labels" in public_uses:  # from the public table's schema: before a row of either table is read
-        check_label_use(labels or (), list(public_source.schema))
-    checked_uses = [use for use in ("reweight", "margins") if use in public_uses]  # public rows may be released
-    if checked_uses:  # likewise: released public rows must hold every column
-        check_columns([name for name in source.schema if name not in public_source.schema], checked_uses[0])
-    approximate_share = _APPROXIMATE_DELTA_SHARE if needs_approximate_delta(requests) else 0.0
-    budget = split_budget(epsilon, delta, approximate_share)
-    ledger = PrivacyLedger(budget.rho, budget.approximate_delta)
-    # the ties' noise has a stream of its own, so that with a seed the loop's noise is the same with and without them
-    workload_rng, init_rng, noise_rng, decode_rng, inference_rng, label_rng, reweight_rng, tie_rng = (
-        np.random.default_rng(seed).spawn(8))
-    if seed is None:  # a release: the noise reads the OS's cryptographic source, no seed at all
-        noise_rng, inference_rng, tie_rng = SecureRandom(), SecureRandom(), SecureRandom()
-    if requests:  # one private pass over the inferred columns, charged before the domain exists
-        declared.update(infer_declarations(
-            source.inference_counts(requests), source.schema,
-            requests, inference_share * budget.rho, ledger, inference_rng,
-        ))
-    public_domain = Domain.from_mapping(source.schema, declared, labels)
-    check_memory(relaxed_rows=relaxed_rows, n_coords=public_domain.n_categorical_coords
-                 + len(public_domain.numeric_columns), n_numeric=len(public_domain.numeric_columns),
-                 n_columns=len(public_domain.columns), rows=rows, n_linear_thresholds=n_linear_thresholds,
-                 n_mixed_marginals=n_mixed_marginals)
-    # the public table, read freely (no charge) and checked before the pass over the sensitive rows
-    public_table = None if public_source is None else read_public(
-        public_source, public_domain, integer_cells=strategy.integer_cells)
-
-    # 2. workload and plan: public values only
-    queries, plan, group_counts = workload_and_plan(
-        public_domain, strategy, workload_rng, rounds_cm=rounds_cm, rounds_lt=rounds_lt,
-        rounds_mm=rounds_mm, queries_per_round=queries_per_round, n_mixed_marginals=n_mixed_marginals,
-        n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
-    )
-
-    # 3. the one pass over the real rows (streamed in batches; the numeric ties' sums read in it); it raises
-    # for an empty input
-    tie_share = getattr(strategy, "tie_share", 0.0)
-    # with each row's fitted numerics kept ("fitted") nothing would follow the ties: they are not measured
-    layout = None
-    if tie_share > 0.0 and strategy.numeric_coupling == "label":  # with the numeric pairs' tables by bins
-        layout = tie_layout(public_domain, getattr(strategy, "tie_numeric_bins", 0))
-    tie_totals = None if layout is None else TieSums(public_domain, layout)
-    public_release = PublicRelease.for_uses(public_uses, public_table, public_domain)  # rows it may release
-    statistics = [part for part in (tie_totals, public_release.counts) if part is not None]
-    true_answers, n_rows = exact_answers(source, public_domain, queries, backend_module,
-                                         integer_cells=strategy.integer_cells,
-                                         statistic=RowStatistics(tuple(statistics)) if statistics else None)
-    out_rows = n_rows if rows is None else int(rows)
-    l1_sensitivity, l2_sensitivity = group_sensitivities(queries, n_rows)
-    # "margins" measured (where the budget is small) and the public check charged: before the loop
-    thinnest = smallest_share(plan, queries, queries_per_round, strategy.size_exponent)
-    loop_floor = loop_rho_needed(n_rows, plan, thinnest, selection_share) / (1.0 - tie_share)  # the ties come first
-
-    def dry_run(answers: np.ndarray, rho: float, rng: np.random.Generator) -> np.ndarray:
-        """The loop's plan on ``answers`` as if they were the private table's, at ``rho`` with a
-        ledger of its own: what the margins' check weighs the public rows against."""
-        start = RelaxedParams.random(relaxed_rows, public_domain.block_sizes, len(public_domain.numeric_columns), rng)
-        return run_plan(plan, queries, answers, l1_sensitivity, l2_sensitivity, PrivacyLedger(rho), start,
-                        backend_module, projection, rng, n_rows=n_rows, selection_share=selection_share,
-                        inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
-                        size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware,
-                        independence=_prior_settings(strategy), progress=False).params.relaxed()
-
-    public_release.before_loop(queries, true_answers, l1_sensitivity, n_rows, candidate_rows(out_rows, relaxed_rows),
-                               loop_floor, ledger, backend_module, noise_rng, reweight_rng, dry_run)
-    tie_release, tie_rho = None, tie_share * ledger.rho_remaining
-    cap = getattr(strategy, "tie_noise_cap", None)
-    if layout is not None:
-        tie_std = tie_noise_std(layout, n_rows, tie_rho)  # public values
-        if cap is None or tie_std <= cap:
-            # released now, fitted to the loop's rows after it
-            tie_release = release_ties(tie_totals.totals, n_rows, layout, tie_rho, ledger, tie_rng)
-        else:
-            logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
-                        tie_std, cap)
-    check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, queries_per_round,
-                              selection_share, epsilon)
-    if delta >= 1.0 / n_rows:
-        warnings.warn(
-            f"delta={delta:g} is at least 1/n = {1.0 / n_rows:.3g}: at that level a mechanism "
-            "could publish a whole row and still meet (epsilon, delta)-DP. Use delta well "
-            f"below 1/n, e.g. 1/n^2 = {1.0 / n_rows**2:.3g}",
-            UserWarning, stacklevel=2,
-        )
-
-    # 4. select, measure, project
-    params, prior = _starting_point(public_table, public_uses, public_domain, queries, relaxed_rows,
-                                    backend_module, projection, init_rng)
-    record = run_plan(
-        plan, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, params,
-        backend_module, projection, noise_rng, n_rows=n_rows, selection_share=selection_share,
-        inverse_variance=strategy.inverse_variance, shrinkage=strategy.shrinkage,
-        size_exponent=strategy.size_exponent, noise_aware=strategy.noise_aware, prior=prior,
-        independence=_prior_settings(strategy), progress=sys.stderr.isatty() if progress is None else progress,
-    )
-    relaxed = record.params.relaxed()
-    # the public rows raked to the loop's or the measured margins, released if the check prefers them
-    relaxed, reweight_record = public_release.after_loop(relaxed, queries, true_answers, l1_sensitivity, n_rows,
-                                                         backend_module, noise_rng, reweight_rng)
-    del true_answers
-
-    # 5. decode (here, or block by block into ``output``; labels from the public table's model) and report
-    label_model = None if "labels" not in public_uses else label_model_for_release(
-        public_table, public_domain, relaxed, label_noise_std(record.groups, record.noise_stds, queries, public_domain),
-        label_rng)
-    # Numerics permuted within each label and moved toward its released histograms keep each label's measured
-    # numerics; after a public label model's redraw they act on the new labels, whose rows otherwise carry the
-    # other label's numerics (MM 1.4x, LT 2.1x at eps 1: public_labels_fitted.md). Released public rows ("reweight",
-    # when its check chose them) stay as they are; when it kept the loop's rows, those decode as without a public table.
-    keeps_rows = (reweight_record or {}).get("reweight_released", "synthetic rows") != "synthetic rows"
-    numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
-    margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
-    ties = None
-    if tie_release is not None and numeric_coupling == "label":
-        # the numeric pairs' test reads each earlier column's counts by bin from its released histogram (any band)
-        histograms = None if getattr(strategy, "tie_pair_counts", "relaxed") != "histograms" else (
-            margins if margins is not None else histogram_margins(record, queries, 0.0))
-        ties = fitted_ties(relaxed, public_domain, layout, *tie_release, histograms=histograms,
-                           separation=getattr(strategy, "tie_pair_separation", 0.0))
-    files = None
-    if output is None:
-        synthetic_frame = decode(relaxed, public_domain, out_rows, decode_rng, method=strategy.decoding,
-                                 labels=label_model, numeric_coupling=numeric_coupling, margins=margins,
-                                 ties=ties)
-    else:  # from Ray tasks when the pass ran on Ray
-        from polars_rap.io.ray_engine import RaySource  # no Ray import: it is read lazily
-
-        files = write_relaxed(relaxed, public_domain, output, out_rows, decoding=strategy.decoding,
-                              seed=None if seed is None else int(decode_rng.integers(2**63)),
-                              block_rows=output_block_rows,
-                              engine="ray" if isinstance(source, RaySource) else "polars", labels=label_model,
-                              numeric_coupling=numeric_coupling, margins=margins, ties=ties)
-        synthetic_frame = pl.scan_parquet(files)
-    described = strategy.describe()
-    if "numeric_coupling" in described:  # the strategy's settings as they ran: with released public rows, "fitted"
-        described["numeric_coupling"] = numeric_coupling
-    steps_run = {c: sum(1 for s in plan if s.query_class == c) for c in group_counts}  # "NR" when added
-    steps_run.update(record.class_rounds)  # an annealed class: the rounds it ran (released)
-    report = build_report(
-        budget, ledger, n_rows, queries, public_domain, plan, record, synthetic_frame,
-        backend_module, confidence, integer_cells=strategy.integer_cells,
-        parameters=dict(
-            relaxed_rows=relaxed_rows, queries_per_round=queries_per_round, rounds=steps_run,
-            n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
-            max_marginal_cells=max_marginal_cells, selection_share=selection_share,
-            inferred_columns=[r.name for r in requests], inference_share=inference_share if requests else 0.0,
-            labels=list(public_domain.labels), rows=out_rows, backend=backend_module.__name__.rsplit(".", 1)[-1],
-            strategy=described, decoding=strategy.decoding, numeric_coupling=numeric_coupling,
-            warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps,
-            dropped_columns=drop,
-        ),
-        public_data=_public_record(public_table, public_uses, prior, label_model, reweight_record),
-    )
-    return SynthesisResult(synthetic_frame, report, public_domain, relaxed, files, label_model, margins, ties)
-
-
-# ---------------------------------------------------------------- helpers
-def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domain: Domain, queries: QuerySet,
-                    relaxed_rows: int, backend, projection: ProjectionConfig,
-                    rng: np.random.Generator) -> tuple[RelaxedParams, PublicPrior | None]:
-    """The relaxed rows the loop starts from (uniformly random, or from the public table) and
-    the public answers the loop uses (None without ``"targets"``, ``"selection"`` or
-    ``"interactions"``).
-    Public values only: nothing here reads the sensitive rows or charges the budget."""
-    if public_table is not None and "init" in uses:
-        params = public_table.relaxed_params(relaxed_rows, domain, rng)
-    else:
-        params = RelaxedParams.random(relaxed_rows, domain.block_sizes, len(domain.numeric_columns), rng)
-    if public_table is None or not {"fit", "targets", "selection", "interactions"} & set(uses):
-        return params, None
-    answers = public_table.answers(queries, domain, backend)
-    if "fit" in uses:
-        params = fit_to_public(params, queries, answers, backend, projection)
-    if not {"targets", "selection", "interactions"} & set(uses):
-        return params, None
-    return params, PublicPrior(answers, targets="targets" in uses, selection="selection" in uses,
-                               interactions="interactions" in uses)
-
-
-def _prior_settings(strategy: Strategy) -> PriorSettings | None:
-    """The independence prior's settings from the strategy's (None: no prior)."""
-    if not strategy.independence_prior:
-        return None
-    mediated = strategy.independence_prior == "mediated"
-    return PriorSettings(mediated=mediated, mediator_gate=strategy.mediator_gate if mediated else None)
-
-
-def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
-                   label_model: LabelModel | None, reweight: dict | None = None) -> dict | None:
-    """The report's record of the public table (:meth:`PublicTable.record`), with the mean
-    James-Stein factor per class when its answers were targets and the label model's ridge
-    and share of redrawn rows when it drew the labels; None without one."""
-    if public_table is None:
-        return None
-    record = public_table.record(uses)
-    if prior is not None and prior.targets:
-        record["target_factors"] = dict(prior.factors)
-    if label_model is not None:
-        record.update(label_ridge=label_model.ridge, label_share=label_model.share)
-    if reweight is not None:
-        record.update(reweight)
-    return record
+        max_marginal_cells=max_marginal_cells, selection_share=selection_share, confidence=confidence,
+        projection=projection, strategy=strategy, progress=progress, engine=engine, public=public,
+        public_use=public_use, output=output, output_block_rows=output_block_rows, drop=drop)
+    streams = RandomStreams.from_seed(seed)
+    inputs = open_inputs(data, public, run, streams)
+    workload = Workload(*workload_and_plan(
+        inputs.domain, run.strategy, streams.workload, rounds_cm=run.rounds_cm, rounds_lt=run.rounds_lt,
+        rounds_mm=run.rounds_mm, queries_per_round=run.queries_per_round, n_mixed_marginals=run.n_mixed_marginals,
+        n_linear_thresholds=run.n_linear_thresholds, max_marginal_cells=run.max_marginal_cells))
+    fitted = fit_relaxed(inputs, workload, answer_workload(inputs, workload, run), run, streams)
+    decoded = decode_release(inputs, workload, fitted, run, streams)
+    report = release_report(inputs, workload, fitted, decoded, run)
+    return SynthesisResult(decoded.frame, report, inputs.domain, fitted.relaxed, decoded.files, decoded.label_model,
+                           decoded.margins, decoded.ties)

@@ -39,7 +39,6 @@ nulls is itself private, so it is not asked.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +49,7 @@ import polars as pl
 from polars_rap.privacy.bounds import BoundCounts, _magnitude_bins, infer_bounds, magnitude_bin_edges  # noqa: F401
 from polars_rap.privacy.bounds import threshold_for_rate as _threshold_for_rate
 from polars_rap.schema.domain import Categorical, Numeric
-from polars_rap.errors import DataError, ParameterError
+from polars_rap.errors import DataError, ParameterError, warn_caller
 from polars_rap.privacy.ledger import PrivacyEvent, PrivacyLedger, discrete_gaussian_noise, gaussian_mechanism, gaussian_noise_std
 from polars_rap.privacy.samplers import words_from
 from polars_rap.schema.temporal import is_temporal, to_internal
@@ -279,7 +278,7 @@ def _warn_all_null(name: str, threshold: float) -> None:
         "per value at this budget), so every synthetic value of it will be null. Declare its "
         "categories from public documentation, or raise epsilon or inference_share"
     )
-    warnings.warn(msg, UserWarning, stacklevel=5)  # the caller of synthesize
+    warn_caller(msg)  # at the caller of synthesize
 
 
 def _sort_key(value: Any) -> tuple:

@@ -1,0 +1,203 @@
+"""The pipeline's private stages: the one pass over the sensitive rows, then everything that
+reads its answers — the public table's check (when its rows may be released), the numeric ties'
+release and the select / measure / project loop (:func:`polars_rap.fit.loop.run_plan`).
+
+:func:`answer_workload` is the only place the true answers are computed, and :func:`fit_relaxed`
+the only one that holds them: it returns released values only (:class:`Fitted`), so nothing
+downstream can reach the answers. Every read of them goes through a charged mechanism of
+:mod:`polars_rap.privacy`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from polars_rap.decode.numeric_ties import TieLayout, TieSums, release_ties, tie_layout, tie_noise_std
+from polars_rap.errors import warn_caller
+from polars_rap.fit.independence_prior import PriorSettings
+from polars_rap.fit.loop import run_plan
+from polars_rap.fit.loop_record import LoopRecord
+from polars_rap.fit.plan_steps import Step
+from polars_rap.fit.planning import check_rows_against_noise, loop_rho_needed, smallest_share
+from polars_rap.fit.projection import ProjectionConfig, RelaxedParams
+from polars_rap.fit.public_targets import PublicPrior
+from polars_rap.fit.strategy import Strategy
+from polars_rap.io.source import RowStatistics, exact_answers
+from polars_rap.pipeline.arguments import RunSettings
+from polars_rap.pipeline.inputs import Inputs
+from polars_rap.pipeline.streams import RandomStreams
+from polars_rap.privacy.ledger import PrivacyLedger
+from polars_rap.public.prior import PublicTable, fit_to_public
+from polars_rap.public.release import PublicRelease
+from polars_rap.public.reweight import candidate_rows
+from polars_rap.schema.domain import Domain
+from polars_rap.workload.builders import group_sensitivities
+from polars_rap.workload.queries import QuerySet
+
+__all__ = ["Answers", "Fitted", "Workload", "answer_workload", "fit_relaxed"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The run's ``queries``, its ``plan`` of steps and the workload groups per class
+    (``group_counts``): public values only (:func:`polars_rap.fit.planning.workload_and_plan`)."""
+
+    queries: QuerySet
+    plan: list[Step]
+    group_counts: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """What the one pass read: the workload's ``true`` answers (float64[n_queries], **private**),
+    the public row count ``n_rows`` and the rows to return ``out_rows``, the groups'
+    sensitivities (float64[n_groups] each, answer units), the numeric ties' layout and true
+    sums (None when the ties are not measured) and the public table's release (its own counts
+    read in the same pass)."""
+
+    true: np.ndarray
+    n_rows: int
+    out_rows: int
+    l1_sensitivity: np.ndarray
+    l2_sensitivity: np.ndarray
+    tie_layout: TieLayout | None
+    tie_totals: TieSums | None
+    public_release: PublicRelease
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """Released values only: the loop's ``record`` and final ``relaxed`` rows
+    (float32[relaxed_rows, n_coords]; the public rows' when the check chose them), the public
+    check's record (``reweight``), the public ``prior`` the loop used, the ties' release (None
+    when not measured), the ties' layout and the public row counts."""
+
+    record: LoopRecord
+    relaxed: np.ndarray
+    reweight: dict | None
+    prior: PublicPrior | None
+    tie_release: tuple | None
+    tie_layout: TieLayout | None
+    n_rows: int
+    out_rows: int
+
+
+def answer_workload(inputs: Inputs, workload: Workload, run: RunSettings) -> Answers:
+    """The one pass over the sensitive rows (streamed in batches): the workload's true answers,
+    with the numeric ties' sums and the public table's counts read in the same pass. Raises
+    :class:`~polars_rap.errors.DataError` for an input without rows."""
+    strategy, domain = run.strategy, inputs.domain
+    layout = None
+    # with each row's fitted numerics kept ("fitted") nothing would follow the ties: they are not measured
+    if getattr(strategy, "tie_share", 0.0) > 0.0 and strategy.numeric_coupling == "label":
+        layout = tie_layout(domain, getattr(strategy, "tie_numeric_bins", 0))
+    tie_totals = None if layout is None else TieSums(domain, layout)
+    public_release = PublicRelease.for_uses(inputs.public_uses, inputs.public_table, domain)  # rows it may release
+    statistics = [part for part in (tie_totals, public_release.counts) if part is not None]
+    true, n_rows = exact_answers(inputs.source, domain, workload.queries, run.backend,
+                                 integer_cells=strategy.integer_cells,
+                                 statistic=RowStatistics(tuple(statistics)) if statistics else None)
+    l1_sensitivity, l2_sensitivity = group_sensitivities(workload.queries, n_rows)
+    out_rows = n_rows if run.rows is None else int(run.rows)
+    return Answers(true, n_rows, out_rows, l1_sensitivity, l2_sensitivity, layout, tie_totals, public_release)
+
+
+def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSettings,
+                streams: RandomStreams) -> Fitted:
+    """Spend the rest of the budget on ``answers``, in order: the public table's check (before
+    the loop, so that the loop knows what is left), the numeric ties, then the loop over the
+    plan, and the public rows raked to the loop's after it. Returns released values only."""
+    strategy, domain, queries, plan, ledger = run.strategy, inputs.domain, workload.queries, workload.plan, inputs.ledger
+    n_rows, tie_share = answers.n_rows, getattr(strategy, "tie_share", 0.0)
+    thinnest = smallest_share(plan, queries, run.queries_per_round, strategy.size_exponent)
+    loop_floor = loop_rho_needed(n_rows, plan, thinnest, run.selection_share) / (1.0 - tie_share)  # the ties come first
+
+    def dry_run(true: np.ndarray, rho: float, rng: np.random.Generator) -> np.ndarray:
+        """The loop's plan on ``true`` as if they were the private table's answers, at ``rho``
+        with a ledger of its own: what the margins' check weighs the public rows against."""
+        start = RelaxedParams.random(run.relaxed_rows, domain.block_sizes, len(domain.numeric_columns), rng)
+        return _run_loop(workload, true, answers, PrivacyLedger(rho), start, run, rng, None, False).params.relaxed()
+
+    release = answers.public_release
+    release.before_loop(queries, answers.true, answers.l1_sensitivity, n_rows,
+                        candidate_rows(answers.out_rows, run.relaxed_rows), loop_floor, ledger, run.backend,
+                        streams.noise, streams.reweight, dry_run)
+    tie_release = _release_ties(answers, strategy, tie_share * ledger.rho_remaining, ledger, streams.ties)
+    check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, run.queries_per_round,
+                              run.selection_share, run.epsilon)
+    if run.delta >= 1.0 / n_rows:
+        warn_caller(f"delta={run.delta:g} is at least 1/n = {1.0 / n_rows:.3g}: at that level a mechanism "
+                    "could publish a whole row and still meet (epsilon, delta)-DP. Use delta well "
+                    f"below 1/n, e.g. 1/n^2 = {1.0 / n_rows**2:.3g}")
+    params, prior = _starting_point(inputs.public_table, inputs.public_uses, domain, queries, run.relaxed_rows,
+                                    run.backend, run.projection, streams.init)
+    progress = sys.stderr.isatty() if run.progress is None else run.progress
+    record = _run_loop(workload, answers.true, answers, ledger, params, run, streams.noise, prior, progress)
+    # the public rows raked to the loop's or the measured margins, released if the check prefers them
+    relaxed, reweight = release.after_loop(record.params.relaxed(), queries, answers.true, answers.l1_sensitivity,
+                                           n_rows, run.backend, streams.noise, streams.reweight)
+    return Fitted(record, relaxed, reweight, prior, tie_release, answers.tie_layout, n_rows, answers.out_rows)
+
+
+def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: PrivacyLedger, start: RelaxedParams,
+              run: RunSettings, rng, prior: PublicPrior | None, progress: bool) -> LoopRecord:
+    """:func:`~polars_rap.fit.loop.run_plan` over the run's plan, with the run's settings."""
+    strategy = run.strategy
+    return run_plan(workload.plan, workload.queries, true, answers.l1_sensitivity, answers.l2_sensitivity, ledger,
+                    start, run.backend, run.projection, rng, n_rows=answers.n_rows,
+                    selection_share=run.selection_share, inverse_variance=strategy.inverse_variance,
+                    shrinkage=strategy.shrinkage, size_exponent=strategy.size_exponent,
+                    noise_aware=strategy.noise_aware, prior=prior, independence=_prior_settings(strategy),
+                    progress=progress)
+
+
+def _release_ties(answers: Answers, strategy: Strategy, rho: float, ledger: PrivacyLedger, rng) -> tuple | None:
+    """The numeric ties' sums released at ``rho`` (None when not measured: no layout, or their
+    noise per cell above the strategy's cap, which is decided from public values)."""
+    if answers.tie_layout is None:
+        return None
+    cap = getattr(strategy, "tie_noise_cap", None)
+    tie_std = tie_noise_std(answers.tie_layout, answers.n_rows, rho)  # public values
+    if cap is not None and tie_std > cap:
+        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
+                    tie_std, cap)
+        return None
+    # released now, fitted to the loop's rows after it
+    return release_ties(answers.tie_totals.totals, answers.n_rows, answers.tie_layout, rho, ledger, rng)
+
+
+def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domain: Domain, queries: QuerySet,
+                    relaxed_rows: int, backend, projection: ProjectionConfig,
+                    rng: np.random.Generator) -> tuple[RelaxedParams, PublicPrior | None]:
+    """The relaxed rows the loop starts from (uniformly random, or from the public table) and
+    the public answers the loop uses (None without ``"targets"``, ``"selection"`` or
+    ``"interactions"``). Public values only: nothing here reads the sensitive rows or charges
+    the budget."""
+    if public_table is not None and "init" in uses:
+        params = public_table.relaxed_params(relaxed_rows, domain, rng)
+    else:
+        params = RelaxedParams.random(relaxed_rows, domain.block_sizes, len(domain.numeric_columns), rng)
+    if public_table is None or not {"fit", "targets", "selection", "interactions"} & set(uses):
+        return params, None
+    public_answers = public_table.answers(queries, domain, backend)
+    if "fit" in uses:
+        params = fit_to_public(params, queries, public_answers, backend, projection)
+    if not {"targets", "selection", "interactions"} & set(uses):
+        return params, None
+    return params, PublicPrior(public_answers, targets="targets" in uses, selection="selection" in uses,
+                               interactions="interactions" in uses)
+
+
+def _prior_settings(strategy: Strategy) -> PriorSettings | None:
+    """The independence prior's settings from the strategy's (None: no prior)."""
+    if not strategy.independence_prior:
+        return None
+    mediated = strategy.independence_prior == "mediated"
+    return PriorSettings(mediated=mediated, mediator_gate=strategy.mediator_gate if mediated else None)
