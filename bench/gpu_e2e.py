@@ -39,8 +39,8 @@ if __package__ in (None, ""):
 sys.path.insert(0, str(ROOT / "src"))
 
 import polars_rap  # noqa: E402
+from bench.harness import acs_state_files, acs_state_tables, workload_scores, write_record  # noqa: E402
 from bench.host import cpu_model  # noqa: E402
-from polars_rap.quality import evaluation  # noqa: E402
 from polars_rap.schema.domain import Domain  # noqa: E402
 
 WORK = ROOT / "bench" / ".gpu-e2e"
@@ -49,23 +49,11 @@ EPSILON, DELTA = 1.0, 1e-9
 
 def load_all_acs(data_dir: Path):
     """All ACS person files, preprocessed exactly as the acs-income-CA task, with its domain."""
-    import polars as pl
-
     from polars_rap.io import datasets
 
-    files = sorted(data_dir.glob("acs2018_1yr_person_*.parquet"))
-    if not files:
-        raise FileNotFoundError(f"no acs2018_1yr_person_*.parquet under {data_dir.resolve()}")
     task = datasets.load_task("acs-income-CA")
-    raw = pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")
-    frame = datasets._nan_to_null(raw).with_columns(
-        (pl.col("PINCP") > 50_000).alias("PINCP_gt_50000"),
-        pl.col(*datasets._ACS_INT_CODED, "JWMNP").cast(pl.Int32),
-    )
-    frame = datasets._recode_ranges(frame, "OCCP", datasets.OCCP_GROUPS)
-    frame = datasets._recode_ranges(frame, "POBP", datasets.POBP_AREAS)
-    frame = frame.select(list(task.columns_spec))
-    return frame, task, len(files)
+    frame = acs_state_tables(list(task.columns_spec), data_dir)
+    return frame, task, len(acs_state_files(data_dir))
 
 
 def bench_e2e(data_dir: Path, result: dict, save, backends=("cuda", "cpu"), seeds=(0,),
@@ -143,11 +131,6 @@ def run_cpu(frame: pl.DataFrame, task, seeds) -> dict:
     return timings
 
 
-def score(real: pl.DataFrame, synthetic: pl.DataFrame, domain) -> dict:
-    errors = evaluation.workload_errors(real, synthetic, domain, seed=0)
-    return {f"{row['query_class']}_mean_error": row["mean_error"] for row in errors.iter_rows(named=True)}
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu-seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -168,7 +151,7 @@ def main(argv=None) -> None:
     for seed in args.cpu_seeds:
         row = {"backend": "cpu", "seed": seed, "machine": f"{cpu_model()}, 2 cores",
                **cpu_timings[str(seed)]}
-        row.update(score(frame, pl.read_parquet(WORK / f"cpu_seed{seed}.parquet"), domain))
+        row.update(workload_scores(frame, pl.read_parquet(WORK / f"cpu_seed{seed}.parquet"), domain))
         runs.append(row)
     for seed in gpu_e2e.get("seeds", []):
         seconds = gpu_e2e.get(f"cuda_seed{seed}_seconds")
@@ -177,7 +160,7 @@ def main(argv=None) -> None:
         table = gpu_tables.filter((pl.col("backend") == "cuda") & (pl.col("seed") == seed))
         row = {"backend": "cuda", "seed": seed, "machine": gpu_record["device"]["name"],
                "seconds": seconds}
-        row.update(score(frame, table.drop("backend", "seed"), domain))
+        row.update(workload_scores(frame, table.drop("backend", "seed"), domain))
         runs.append(row)
     summary = {}
     for backend in ("cpu", "cuda"):
@@ -188,11 +171,9 @@ def main(argv=None) -> None:
                                 if all(key in r for r in rows)}
     if "cpu" in summary and "cuda" in summary:
         summary["speedup_cuda_over_cpu"] = summary["cpu"]["seconds"] / summary["cuda"]["seconds"]
-    record = {"task": task.name, "rows": frame.height, "files": n_files, "epsilon": EPSILON,
-              "delta": DELTA, "runs": runs, "summary": summary,
-              "evaluation": "polars_rap.quality.evaluation.workload_errors(real=all rows, seed=0)"}
-    out = args.out
-    out.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    write_record(args.out, "gpu_e2e", task=task.name, rows=frame.height, files=n_files, epsilon=EPSILON,
+                 delta=DELTA, runs=runs, summary=summary,
+                 evaluation="polars_rap.quality.evaluation.workload_errors(real=all rows, seed=0)")
     print(json.dumps(summary, indent=2))
 
 

@@ -7,7 +7,7 @@ tables the large-input benchmarks read.
 - :func:`execute`: one run of a mechanism in a fresh ``python -m bench.run --one`` process;
 - :func:`run_stage`: any other stage in a fresh process (its peak RSS its own), with the load
   the machine carried meanwhile; :func:`write_record`: the JSON record of such stages;
-- :func:`table_markdown`; :func:`acs_state_tables`.
+- :func:`workload_scores` (the suite's errors), :func:`table_markdown`, :func:`acs_state_tables`.
 """
 
 from __future__ import annotations
@@ -233,6 +233,19 @@ def write_record(path: Path, benchmark: str, **payload: Any) -> Path:
 # ============================================================================================
 # Tables and data
 # ============================================================================================
+
+
+def workload_scores(real: pl.DataFrame, synthetic: pl.DataFrame, domain, **evaluation_settings: Any) -> dict:
+    """The suite's scores of ``synthetic`` against ``real``: each query class's mean and max
+    error on the benchmark workload (``workload_errors(..., seed=0)``, its defaults unless
+    ``evaluation_settings`` say otherwise), as ``<class>_mean_error`` / ``<class>_max_error``."""
+    from polars_rap.quality.evaluation import workload_errors
+
+    scores = {}
+    for row in workload_errors(real, synthetic, domain, seed=0, **evaluation_settings).iter_rows(named=True):
+        scores[f"{row['query_class']}_mean_error"] = row["mean_error"]
+        scores[f"{row['query_class']}_max_error"] = row["max_error"]
+    return scores
 
 
 def table_markdown(table: pl.DataFrame, title: str = "") -> str:

@@ -23,9 +23,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -40,7 +38,6 @@ from polars_rap.workload.queries import QuerySet, _offsets
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import cpu_model  # noqa: E402
 
 N_FEATURES = 50
 N_NUMERIC = 6
@@ -239,17 +236,9 @@ def main() -> None:
     )
 
     result = {
-        "benchmark": "kernels_cpu",
-        "machine": {
-            "processor": platform.processor(),
-            "cpu_model": cpu_model(),
-            "machine": platform.machine(),
-            "cpu_count": os.cpu_count(),
+        "threads": {
             "numba_threads": numba.get_num_threads(),
             "numba_threading_layer": numba.threading_layer(),
-            "numba": numba.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
             "load_average_1min_before": load_before,
             "load_average_1min_after": os.getloadavg()[0],
         },
@@ -294,9 +283,9 @@ def main() -> None:
             **exact,
         },
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    from bench.harness import write_record
+
+    print(write_record(args.output, "kernels_cpu", **result).read_text())
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ import argparse
 import itertools
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -43,11 +42,10 @@ import polars as pl
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import git_commit  # noqa: E402
+from bench.harness import RESULTS, git_commit, machine, table_markdown, utc_now  # noqa: E402
 from bench.peers import bin_for_peers, ensure_peer_env, run_peer  # noqa: E402
-from bench.run import machine, prepare_dataset, table_markdown  # noqa: E402
+from bench.run import prepare_dataset  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 BINS = 50
 TIME_CAP_S = 1800.0
 
@@ -116,7 +114,7 @@ def run(train: pl.DataFrame, test: pl.DataFrame, task, f1_real: float, epsilon: 
         errors = pair_errors(real_codes, bin_for_peers(data, task.domain, bins)[0], sizes, result.cliques)
         row[f"f1_{sampler}"] = macro_f1(data, test, task.domain, task.labels)
         row.update({f"tv_{group}_{sampler}": value for group, value in errors.items()})
-    row.update(machine=machine(), commit=git_commit(), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    row.update(machine=machine(), commit=git_commit(), date=utc_now())
     return row
 
 

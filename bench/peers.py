@@ -27,7 +27,7 @@ with their own venv and worker (``bench/peers_opendp.py``, ``bench/peers_opendp_
 and the same binned codes.
 
     python bench/peers.py --ensure                       # build / check the venv only
-    python bench/peers.py --demo mst --bins 10           # one run on acs-income-CA, printed
+    python -m bench.run --suite quick --mechanisms mst   # one scored run through the harness
 """
 
 from __future__ import annotations
@@ -381,59 +381,12 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
                       None if cliques is None else tuple(tuple(c) for c in cliques), summary.get("details"))
 
 
-def _sanity(data: pl.DataFrame, train: pl.DataFrame, test: pl.DataFrame, parsed: Domain) -> dict:
-    """LR macro F1 on the real test rows, and a correlation figure for spurious dependence."""
-    from polars_rap.quality import evaluation
-
-    label = parsed.labels[0]
-    out = {"macro_f1": round(evaluation.ml_utility_for_domain(data, test, label, parsed)["macro_f1"], 4)}
-    for a, b in (("AGEP", "JWMNP"), ("SCHL", "AGEP"), ("SEX", "DEYE")):
-        pair = data.select(pl.col(a).cast(pl.Float64), pl.col(b).cast(pl.Float64)).drop_nulls()
-        out[f"corr_{a}_{b}"] = round(float(pair.select(pl.corr(a, b)).item()), 4)
-    return out
-
-
-def _demo(mechanism: str, bins: int, epsilon: float, seed: int, cap: float, n_rows: int | None,
-          save: Path | None) -> int:
-    from polars_rap.io import datasets
-
-    task = datasets.load_task("acs-income-CA")
-    train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)
-    if n_rows:
-        train = train.head(n_rows)
-    result = run_peer(mechanism, train, task.domain, epsilon, 1.0 / train.height**2, seed, bins,
-                      train.height, cap, BENCH / ".peers-work" / f"{mechanism}-{bins}-{seed}",
-                      also_fixed_sampler=not mechanism.endswith("-fixed-sampler"))
-    row = {"task": task.name, "n_train": train.height, "epsilon": epsilon, "seed": seed, **result.row()}
-    if result.status == "ok":
-        parsed = Domain.from_mapping(train.schema, task.domain, task.labels)
-        row["real"] = _sanity(train, train, test, parsed)
-        row["shipped_sampler" if not mechanism.endswith("-fixed-sampler") else "fixed_sampler"] = \
-            _sanity(result.data, train, test, parsed)
-        if result.fixed_data is not None:
-            row["fixed_sampler"] = _sanity(result.fixed_data, train, test, parsed)
-    print(json.dumps(row))
-    if save:
-        save.write_text(json.dumps(row, indent=1))
-    return 0 if result.status == "ok" else 1
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ensure", action="store_true", help="build or check the peers venv")
-    parser.add_argument("--demo", choices=MECHANISMS, help="one run on acs-income-CA's train split")
-    parser.add_argument("--bins", type=int, default=10)
-    parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cap", type=float, default=900.0, help="time cap in seconds")
-    parser.add_argument("--rows", type=int, default=None, help="use only the first ROWS train rows")
-    parser.add_argument("--save", type=Path, default=None, help="also write the demo's JSON here")
     args = parser.parse_args()
     if args.ensure:
         ensure_peer_env()
-    if args.demo:
-        ensure_env_for(args.demo)
-        return _demo(args.demo, args.bins, args.epsilon, args.seed, args.cap, args.rows, args.save)
     return 0
 
 

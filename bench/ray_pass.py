@@ -37,14 +37,9 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import git_commit, own_peak_rss_mib  # noqa: E402
-from bench.streaming import (  # noqa: E402
-    _task_domain_and_workload,
-    build_input,
-    machine,
-)
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench.harness import RESULTS, run_stage, write_record  # noqa: E402
+from bench.host import own_peak_rss_mib  # noqa: E402
+from bench.streaming import _task_domain_and_workload, build_input  # noqa: E402
 
 
 _METER_LOOP = """
@@ -144,13 +139,6 @@ def stage_write(rows: int, workers: int) -> dict:
             "driver_peak_rss_mib": round(own_peak_rss_mib(), 1), "worker_peak_rss_mib": round(meter.peak_mib, 1)}
 
 
-def _run_stage(*arguments: str) -> dict:
-    """One stage in a fresh process (so that each peak RSS is the stage's own)."""
-    output = subprocess.run([sys.executable, __file__, "--stage", *arguments], check=True,
-                            capture_output=True, text=True).stdout
-    return json.loads(output.strip().splitlines()[-1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the generated input file")
@@ -173,10 +161,10 @@ def main() -> int:
         path = Path(folder) / "acs_income_resampled.parquet"
         input_facts = build_input(path, args.rows)
         print(f"input: {input_facts}", flush=True)
-        runs = [_run_stage("inprocess", str(path)), _run_stage("ray", str(path), str(args.workers))]
+        runs = [run_stage(__file__, "inprocess", path), run_stage(__file__, "ray", path, args.workers)]
         for run in runs:
             print(json.dumps(run), flush=True)
-    runs.append(_run_stage("write", str(args.write_rows), str(args.workers)))
+    runs.append(run_stage(__file__, "write", args.write_rows, args.workers))
     print(json.dumps(runs[-1]), flush=True)
     inprocess, on_ray = runs[0], runs[1]
     findings = {
@@ -187,13 +175,10 @@ def main() -> int:
     print(json.dumps(findings), flush=True)
     if args.quick:
         return 0
-    RESULTS.mkdir(exist_ok=True)
     import ray
 
-    payload = {"benchmark": "ray_pass", "commit": git_commit(), "machine": {**machine(), "ray": ray.__version__},
-               "date": time.strftime("%Y-%m-%d"), "load_average_1min": os.getloadavg()[0],
-               "input": input_facts, "findings": findings, "runs": runs}
-    (RESULTS / f"ray_pass_{args.rows}.json").write_text(json.dumps(payload, indent=1))
+    write_record(RESULTS / f"ray_pass_{args.rows}.json", "ray_pass", ray=ray.__version__,
+                 load_average_1min=os.getloadavg()[0], input=input_facts, findings=findings, runs=runs)
     return 0
 
 

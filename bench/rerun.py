@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from bench.run import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown, write_results
+from bench.harness import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown, write_results
 
 __all__ = ["compare", "splice"]
 

@@ -58,7 +58,7 @@ import polars as pl
 from bench.harness import (  # noqa: F401  (the harness's names, as bench.run has always offered them)
     BENCH_DIR, COLUMNS, DONE_STATUSES, ERROR_CLASSES, FLOAT_COLUMNS, NUMERIC_METRICS, REPO_ROOT, RESULTS,
     append_row, canonical_json, completed_keys, execute, machine, read_results, run_key, spec_key,
-    table_markdown, utc_now, write_results,
+    table_markdown, utc_now, workload_scores, write_results,
 )
 from bench.host import SHARED_DATA, git_commit, own_peak_rss_mib
 
@@ -344,10 +344,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
         item.update(status=result.status, message=result.message, seconds=result.seconds,
                     details=canonical_json(result.parameters))
         if result.status == "ok" and result.data is not None:
-            errors = evaluation.workload_errors(train, result.data, domain, seed=0, **parameters.get("eval", {}))
-            for query_class in errors.iter_rows(named=True):
-                item[f"{query_class['query_class']}_mean_error"] = query_class["mean_error"]
-                item[f"{query_class['query_class']}_max_error"] = query_class["max_error"]
+            item.update(workload_scores(train, result.data, domain, **parameters.get("eval", {})))
             item.update(evaluation.numeric_summary(train, result.data, domain))  # every mechanism
             if result.relaxed is not None:  # what the projection reached, before decoding
                 relaxed_errors = evaluation.relaxed_workload_errors(

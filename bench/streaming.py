@@ -33,25 +33,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pyarrow.parquet as pq
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.host import SHARED_DATA, cpu_model, git_commit, own_peak_rss_mib  # noqa: E402
+from bench.harness import RESULTS, acs_state_files, acs_state_tables, run_stage, write_record  # noqa: E402
+from bench.host import own_peak_rss_mib  # noqa: E402
 from polars_rap.quality.evaluation import ML_ROWS  # noqa: E402  (quality_report's default, against a million)
 
-RESULTS = Path(__file__).resolve().parent / "results"
 TASK = "acs-income-CA"
 ROW_GROUP_ROWS = 100_000
 WRITE_CHUNK_ROWS = 1_000_000
@@ -76,31 +71,12 @@ NOTES = [
 
 # ------------------------------------------------------------------------------ input file
 def _state_files() -> list[Path]:
-    from polars_rap.io import datasets
-
-    folder = Path(os.environ.get(datasets.DATA_DIR_ENV) or SHARED_DATA)
-    files = sorted(folder.glob("acs2018_1yr_person_*.parquet"))
+    """The 51 ACS state files (:func:`bench.harness.acs_state_files`), or an error."""
+    files = acs_state_files()
     if len(files) != 51:
-        msg = (f"expected the 51 files acs2018_1yr_person_<ST>.parquet in {folder.resolve()}, found "
-               f"{len(files)}; set ${datasets.DATA_DIR_ENV} to the folder that holds them")
+        msg = f"expected the 51 files acs2018_1yr_person_<ST>.parquet in {files[0].parent}, found {len(files)}"
         raise FileNotFoundError(msg)
     return files
-
-
-def preprocess_acs_income(raw: pl.DataFrame) -> pl.DataFrame:
-    """The ``acs-income-CA`` task's per-row preprocessing of raw ACS person records, built from
-    :mod:`polars_rap.io.datasets`' own helpers (``_load_acs_income_ca`` inlines the same steps
-    around reading the bundled file). Returns the task's columns in spec order."""
-    from polars_rap.io import datasets
-
-    frame = datasets._nan_to_null(raw).with_columns(
-        (pl.col("PINCP") > 50_000).alias("PINCP_gt_50000"),
-        pl.col(*datasets._ACS_INT_CODED, "JWMNP").cast(pl.Int32),
-    )
-    frame = datasets._recode_ranges(frame, "OCCP", datasets.OCCP_GROUPS)
-    frame = datasets._recode_ranges(frame, "POBP", datasets.POBP_AREAS)
-    task = datasets.TASKS[TASK]
-    return frame.select(*task.features, *task.labels)
 
 
 def build_input(path: Path, n_rows: int, seed: int = 0) -> dict:
@@ -110,10 +86,7 @@ def build_input(path: Path, n_rows: int, seed: int = 0) -> dict:
     from polars_rap.io import datasets
 
     task = datasets.load_task(TASK)
-    if not preprocess_acs_income(pl.read_parquet(_bundled_ca())).equals(task.frame):
-        msg = "preprocess_acs_income no longer matches load_task('acs-income-CA'); update it"
-        raise RuntimeError(msg)
-    pool = preprocess_acs_income(pl.concat([pl.read_parquet(f) for f in _state_files()]))
+    pool = acs_state_tables(list(task.columns_spec), _state_files()[0].parent)
     rng = np.random.default_rng(seed)
     writer = None
     try:
@@ -129,12 +102,6 @@ def build_input(path: Path, n_rows: int, seed: int = 0) -> dict:
     return {"rows": n_rows, "pool_rows": pool.height, "state_files": len(_state_files()),
             "row_group_rows": ROW_GROUP_ROWS, "file_mib": round(path.stat().st_size / 2**20, 1),
             "in_memory_mib": round(pool.estimated_size() / pool.height * n_rows / 2**20, 1)}
-
-
-def _bundled_ca() -> Path:
-    import importlib.resources
-
-    return Path(str(importlib.resources.files("polars_rap") / "data" / "acs2018_1yr_person_CA.parquet"))
 
 
 # ------------------------------------------------------------------------------ measuring
@@ -346,49 +313,6 @@ def stage_decode(rows_out: int) -> dict:
 
 
 # ------------------------------------------------------------------------------ driver
-def machine() -> dict:
-    import numba
-
-    return {"cpu": cpu_model() or platform.processor(), "cores": os.cpu_count(),
-            "python": platform.python_version(), "polars": pl.__version__, "numba": numba.__version__,
-            "numpy": np.__version__, "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
-
-
-def _load_average() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
-def _busy_cpu_seconds() -> float:
-    """CPU seconds all processes have spent busy since boot (``/proc/stat``, all cores)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _run_stage(stage: str, argument, options: dict) -> dict:
-    """Run one stage in a fresh interpreter, so that its peak RSS is its own."""
-    load_before = _load_average()
-    busy, own, started = _busy_cpu_seconds(), _children_cpu_seconds(), time.perf_counter()
-    command = [sys.executable, __file__, "--stage", stage, str(argument), "--options", json.dumps(options)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    other_cores = (_busy_cpu_seconds() - busy - (_children_cpu_seconds() - own)) / wall
-    if done.returncode != 0:
-        print(done.stderr[-3000:], file=sys.stderr)
-        return {"stage": stage, "error": done.stderr.strip().splitlines()[-1:]}
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    # Cores kept busy by other processes while the stage ran (all busy CPU time minus the
-    # stage's own, over its wall time): the 2 cores are shared with other people's jobs.
-    row.update(load_average_1min_before=load_before, load_average_1min_after=_load_average(),
-               other_processes_cores=round(max(other_cores, 0.0), 2))
-    return row
-
-
 def _findings(runs: list[dict], n_rows: int) -> list[str]:
     """Plain statements read off ``runs``: each stage against the 2 GiB peak-RSS target, and
     what decoding as many rows as the input (``synthesize``'s default) would hold."""
@@ -453,15 +377,12 @@ def main() -> int:
             stages += [("decode", rows_out, {}) for rows_out in DECODE_ROWS]
         runs = []
         for stage, argument, options in stages:
-            runs.append(_run_stage(stage, argument, options))
+            runs.append(run_stage(__file__, stage, argument, "--options", json.dumps(options)))
             print(json.dumps(runs[-1]), flush=True)
     if args.quick:
         return 0
-    RESULTS.mkdir(exist_ok=True)
-    payload = {"benchmark": "streaming_cpu", "commit": git_commit(), "machine": machine(),
-               "date": time.strftime("%Y-%m-%d"), "input": input_facts, "notes": NOTES,
-               "findings": _findings(runs, args.rows), "runs": runs}
-    (RESULTS / "streaming_cpu.json").write_text(json.dumps(payload, indent=1))
+    write_record(RESULTS / "streaming_cpu.json", "streaming_cpu", input=input_facts, notes=NOTES,
+                 findings=_findings(runs, args.rows), runs=runs)
     return 0
 
 

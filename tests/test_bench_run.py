@@ -45,13 +45,6 @@ def _toy_frame(n_rows: int = 400, seed: int = 0) -> pl.DataFrame:
 # ------------------------------------------------------------------ resuming
 
 
-def test_run_key_ignores_json_spelling_and_number_types():
-    a = run.run_key("adult", "rap-binned", '{"bins": 20, "eval": {"b": 1, "a": 2}}', 1, 0)
-    b = run.run_key("adult", "rap-binned", {"eval": {"a": 2, "b": 1}, "bins": 20}, 1.0, np.int64(0))
-    assert a == b
-    assert a != run.run_key("adult", "rap-binned", {"eval": {"a": 2, "b": 1}, "bins": 30}, 1.0, 0)
-
-
 def test_completed_keys_skip_ok_and_timeout_and_retry_errors(tmp_path):
     out = tmp_path / "results.csv"
     spec = run.plan_runs(run.SUITES["quick"], ["acs-income-CA"], ["rap++", "independent", "mst"],
