@@ -161,8 +161,9 @@ class PrivacyLedger:
         """What is left, ``rho_budget - rho_spent`` (never negative), as the float that closes it.
 
         Charging exactly this amount is accepted and brings ``rho_spent`` to ``rho_budget`` to
-        the last float, so the last step of a run can take it directly (see
-        :meth:`charge_remaining`). 0.0 once ``rho_spent == rho_budget``.
+        the last float without the exact sum of the charges passing it (:func:`closing_charge`),
+        so the last step of a run can take it directly (see :meth:`charge_remaining`). 0.0 once
+        ``rho_spent == rho_budget``.
         """
         return self._closing_rho()
 
@@ -268,13 +269,15 @@ def closing_charge(charges, budget: float) -> float:
     """The charge that brings ``math.fsum(charges)`` to ``budget`` to the last float (0.0 if
     none fits): the last charge of a ledger, or of one step's part of it.
 
-    The candidates are the correctly rounded ``budget - sum(charges)`` and its neighbours a
-    few floats away. Among those whose fsum with the earlier charges is at most the budget,
-    the preference is: an fsum equal to the budget; then an exact (real-number) total at or
-    below the budget; then the total closest to the budget. An fsum equal to the budget is
-    out of reach only in a rounding tie (the remainder in the budget's binade, the earlier
-    charges ending on half an ulp of it, the budget's last bit odd): it then ends one ulp
-    below the budget.
+    It is the largest float whose *exact* (real-number) sum with the earlier charges is at most
+    ``budget``, so neither that sum nor its fsum (rounding is monotone) exceeds the budget. The
+    candidates are the correctly rounded ``budget - sum(charges)`` and its neighbours a few floats
+    away; the exact sign of each total is that of ``fsum([*charges, rho, -budget])`` (fsum is
+    correctly rounded). The fsum then equals the budget whenever any charge with an exact sum
+    within the budget reaches it; otherwise (the remainder's float steps as coarse as the
+    budget's, the exact totals straddling it) it ends one ulp below. An earlier rule preferred
+    an fsum equal to the budget, which in such cases took a charge whose exact sum lay above the
+    budget by under half an ulp (issue 73).
 
     Parameters
     ----------
@@ -301,16 +304,10 @@ def closing_charge(charges, budget: float) -> float:
             rho = math.nextafter(rho, direction)
             candidates.append(rho)
 
-    def total_with(rho: float) -> float:
-        return math.fsum([*charges, rho])
+    def exact_total_fits(rho: float) -> bool:
+        return math.fsum([*charges, rho, -budget]) <= 0.0  # the exact sign: fsum rounds correctly
 
-    def preference(rho: float) -> tuple[bool, bool, float]:
-        exact_total_fits = math.fsum([*charges, rho, -budget]) <= 0.0  # exact sign
-        closeness = rho if exact_total_fits else -rho
-        return total_with(rho) == budget, exact_total_fits, closeness
-
-    fitting = [rho for rho in candidates if rho > 0.0 and total_with(rho) <= budget]
-    return max(fitting, key=preference, default=0.0)
+    return max((rho for rho in candidates if rho > 0.0 and exact_total_fits(rho)), default=0.0)
 
 
 # ---------------------------------------------------------------- mechanisms
