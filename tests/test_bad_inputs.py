@@ -214,6 +214,18 @@ def test_undeclared_category_in_a_file_read_in_one_batch_does_not_say_reading_st
     assert str(info.value).endswith(f"(found in the batch of input rows 0 to {N_ROWS - 1:,}; nothing was released)")
 
 
+def test_every_column_whose_bounds_cannot_be_inferred_is_named_in_one_error(frame):
+    """Issue 73, item 5: two sparse numeric columns asked as "numeric" are both named in one
+    DataError, each with its declaration, so that the curator fixes them in one go."""
+    sparse = pl.when(pl.int_range(pl.len()) % 400 == 0).then(pl.int_range(pl.len()) % 7).otherwise(None)
+    data = frame.with_columns(visits=sparse, stays=sparse * 3)
+    with pytest.raises(pr.DataError) as info:
+        synthesize(data, domain={**DOMAIN, "visits": "numeric", "stays": "numeric"})
+    message = str(info.value)
+    assert message.startswith("columns 'visits' and 'stays': no value range cleared the privacy threshold")
+    assert "domain={'visits': (lower, upper), 'stays': (lower, upper)}" in message
+
+
 def test_a_column_inferred_to_no_category_warns_naming_it_and_why(frame):
     unique = frame.with_columns(code=pl.format("c{}", pl.int_range(pl.len())))
     with pytest.warns(UserWarning, match="column 'code': no category cleared the privacy threshold "

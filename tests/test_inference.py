@@ -203,6 +203,35 @@ def test_sparse_column_with_no_bin_above_the_threshold_is_an_error_naming_the_fi
     assert [e.mechanism for e in ledger.events] == ["gaussian"] and ledger.rho_spent == 0.01
 
 
+def test_every_sparse_column_is_named_in_one_error_with_its_declaration():
+    """Issue 73, item 5: three sparse numeric columns (a date among them) and a dense one
+    inferred together: one error names all three, each with the declaration to add, instead of
+    stopping at the first; every column's histogram was charged (the run asked for them all) and
+    nothing beyond the inference share was spent."""
+    import datetime
+
+    sparse = _sparse_codes()
+    day = datetime.date(2020, 1, 1)
+    frame = sparse.with_columns(
+        dense=pl.Series(np.arange(5000) % 90, dtype=pl.Int64),
+        other=pl.col("code") * 10,
+        when=pl.when(pl.col("code").is_not_null()).then(pl.lit(day)).otherwise(None),
+    )
+    requests = [InferenceRequest(name, "numeric") for name in ("code", "dense", "other", "when")]
+    ledger = PrivacyLedger(0.04)
+    with pytest.raises(ValueError) as info:
+        infer_declarations(_batches(frame), frame.schema, requests, 0.04, ledger, np.random.default_rng(0))
+    message = str(info.value)
+    assert message.startswith("columns 'code', 'other' and 'when': no value range cleared the privacy threshold")
+    assert "'dense'" not in message
+    assert ("domain={'code': (lower, upper), 'other': (lower, upper), "
+            "'when': (datetime.date(...), datetime.date(...))}") in message
+    assert "raise inference_share or epsilon" in message
+    assert [e.description for e in ledger.events if "histogram" in e.description] == [
+        f"bounds of {name!r} (noisy log-scale histogram)" for name in ("code", "dense", "other", "when")]
+    assert ledger.rho_spent <= 0.04
+
+
 def test_synthesize_refuses_to_invent_bounds_for_a_sparse_column():
     frame = _sparse_codes().with_columns(city=pl.Series(["x", "y"] * 2500))
     with pytest.raises(ValueError, match="column 'code': no value range cleared the privacy threshold"):

@@ -10,8 +10,9 @@ neighbours, n public. Two charged steps over counts of one pass of the data:
    sensitivity sqrt 2, so ``rho_h``-zCDP with ``sigma = 1/sqrt(rho_h)``. The coarse bounds
    are the outer edges of the lowest and highest bins whose noisy count clears ``tau = sigma
    * z + 1`` (:func:`threshold_for_rate`), z such that an empty bin clears it with
-   probability ``1e-3 / n_bins`` (post-processing). If none does, inference stops with an
-   error naming the column: no bound made of pure noise would be plausible. When the search
+   probability ``1e-3 / n_bins`` (post-processing). If none does, no bound made of pure noise
+   would be plausible: the column's inference fails (:class:`UnclearedBounds`), and once the
+   other columns are done one error names every such column with the declaration to add. When the search
    below does not run, the coarse bounds then extend outward one bin at a time while the next
    bin's noisy count clears ``tau_tail = sigma * z_tail + 1`` (z_tail at rate 5%; integer
    columns step over bins that hold no integer), so that a tail spread thinly over several
@@ -60,7 +61,7 @@ from polars_rap.privacy.samplers import discrete_gaussian, words_from
 from polars_rap.schema.temporal import internal_to_bound, is_temporal
 
 __all__ = [
-    "BoundCounts", "comparison_noise_std", "infer_bounds", "magnitude_bin_edges",
+    "BoundCounts", "UnclearedBounds", "comparison_noise_std", "infer_bounds", "magnitude_bin_edges",
     "noisy_prefix_search", "search_threshold", "threshold_for_rate",
 ]  # fmt: skip
 
@@ -133,6 +134,48 @@ class BoundCounts:
         for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
             bin_index, cell_index = divmod(key, _CELLS)
             self.cells.setdefault(bin_index, np.zeros(_CELLS, dtype=np.int64))[cell_index] += count
+
+
+class UnclearedBounds(DataError):
+    """Numeric columns whose noisy histogram had no bin clearing its threshold, so their bounds
+    cannot be inferred (a :class:`~polars_rap.errors.DataError`, for the curator). ``names``,
+    ``thresholds`` (public: the budget and n alone) and ``dtypes`` per column; the message names
+    every one with the declaration to add. :func:`polars_rap.privacy.inference.infer_declarations`
+    gathers one per column of a run into one error."""
+
+    def __init__(self, names: Sequence[str], thresholds: Sequence[float], dtypes: Sequence[pl.DataType]) -> None:
+        self.names, self.thresholds, self.dtypes = list(names), list(thresholds), list(dtypes)
+        super().__init__(self._message())
+
+    def __reduce__(self):
+        return type(self), (self.names, self.thresholds, self.dtypes)
+
+    def _message(self) -> str:
+        lowest, highest = f"{min(self.thresholds):.0f}", f"{max(self.thresholds):.0f}"
+        about = lowest if lowest == highest else f"{lowest} to {highest}"
+        quoted = [repr(name) for name in self.names]
+        declarations = ", ".join(f"{name!r}: {_declaration_hint(dtype)}"
+                                 for name, dtype in zip(self.names, self.dtypes, strict=True))
+        if len(self.names) == 1:
+            which, its, they = f"column {quoted[0]}", "its", "it holds"
+        else:
+            which, its, they = f"columns {', '.join(quoted[:-1])} and {quoted[-1]}", "their", "they hold"
+        return (
+            f"{which}: no value range cleared the privacy threshold (about {about} rows in one bin of "
+            f"the noisy histogram), so {its} bounds cannot be inferred: too few rows hold values, or "
+            f"they are spread thin. Declare {its} bounds in domain=, e.g. domain={{{declarations}}} "
+            "from public documentation, or raise inference_share or epsilon so that the threshold "
+            f"falls below the rows {they}"
+        )
+
+
+def _declaration_hint(dtype: pl.DataType) -> str:
+    """How a column of ``dtype`` declares its bounds in ``domain=`` (a placeholder pair)."""
+    kind = {pl.Date: "datetime.date", pl.Datetime: "datetime.datetime", pl.Duration: "datetime.timedelta"}
+    for temporal, name in kind.items():
+        if isinstance(dtype, temporal) or dtype == temporal:
+            return f"({name}(...), {name}(...))"
+    return "(lower, upper)"
 
 
 def threshold_for_rate(sigma: float, rate: float) -> float:
@@ -244,14 +287,7 @@ def infer_bounds(name: str, counts: BoundCounts, n_rows: int, dtype: pl.DataType
         # The noisiest bin is a draw among ~340 bins of noise: it gave [8.4e6, 1.2e7] for a
         # column of codes 1..6. No fallback made of noisy counts is plausible, so stop here
         # (the charge stays: nothing is released but this fact, post-processing of it).
-        msg = (
-            f"column {name!r}: no value range cleared the privacy threshold (about {tau:.0f} "
-            "rows in one bin of the noisy histogram), so its bounds cannot be inferred: too "
-            "few rows hold values, or they are spread thin. Declare its bounds in domain=, "
-            f"e.g. domain={{{name!r}: (lower, upper)}} from public documentation, or raise "
-            "inference_share or epsilon so that the threshold falls below the rows it holds"
-        )
-        raise DataError(msg)
+        raise UnclearedBounds([name], [tau], [dtype])
     low_bin, high_bin = int(passing[0]), int(passing[-1])
     integer = dtype.is_integer() or is_temporal(dtype)  # temporal: whole days or microseconds
     if not search:

@@ -9,8 +9,8 @@ How a column is asked for:
 
 ``"numeric"`` (or ``infer_domain=True`` on a numeric, date, datetime or duration dtype)
     Bounds from a **noisy log-scale histogram** over fixed bins (rho-zCDP, sensitivity
-    sqrt 2), whose outer bins clearing a threshold give coarse bounds (an error naming the
-    column when none does), refined by a **noisy binary search** inside those bins (Gaussian
+    sqrt 2), whose outer bins clearing a threshold give coarse bounds (when none does, one
+    error after the other columns names every such column and the declaration to add), refined by a **noisy binary search** inside those bins (Gaussian
     counts of sensitivity 1) when the rows are many enough for it to clip at most about 1% of
     them: :mod:`polars_rap.privacy.bounds` has the method and its derivation.
 ``{"candidates": [...]}``
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_rap.privacy.bounds import BoundCounts, _magnitude_bins, infer_bounds, magnitude_bin_edges  # noqa: F401
+from polars_rap.privacy.bounds import BoundCounts, UnclearedBounds, _magnitude_bins, infer_bounds, magnitude_bin_edges  # noqa: F401
 from polars_rap.privacy.bounds import threshold_for_rate as _threshold_for_rate
 from polars_rap.schema.domain import Categorical, Numeric
 from polars_rap.errors import DataError, ParameterError, warn_caller
@@ -315,6 +315,14 @@ def infer_declarations(
     -------
     dict
         ``name -> Categorical | Numeric`` (all nullable), ready for ``domain=``.
+
+    Raises
+    ------
+    UnclearedBounds
+        A :class:`~polars_rap.errors.DataError` naming every numeric column whose noisy
+        histogram had no bin above its threshold, each with the declaration to add, raised
+        after every column's inference has run (and been charged), so that one run names them
+        all.
     """
     if not requests:
         return {}
@@ -339,12 +347,17 @@ def infer_declarations(
             counts.add(batch)
     share = rho / len(requests)
     declarations: dict[str, Categorical | Numeric] = {}
+    uncleared: list[UnclearedBounds] = []
     for request in requests:
         if request.kind == "numeric":
-            result: Categorical | Numeric = infer_bounds(
-                request.name, counts.bounds[request.name], counts.n_rows, schema[request.name],
-                share, ledger, rng,
-            )
+            try:
+                result: Categorical | Numeric = infer_bounds(
+                    request.name, counts.bounds[request.name], counts.n_rows, schema[request.name],
+                    share, ledger, rng,
+                )
+            except UnclearedBounds as error:  # charged; the other columns go on, to be named together
+                uncleared.append(error)
+                continue
         elif request.candidates is not None:
             result = _infer_from_candidates(
                 request.name, counts.values[request.name], request.candidates, share, ledger, rng,
@@ -354,4 +367,8 @@ def infer_declarations(
                 request.name, counts.values[request.name], share, delta_each, ledger, rng,
             )
         declarations[request.name] = result
+    if uncleared:
+        raise UnclearedBounds([name for error in uncleared for name in error.names],
+                              [tau for error in uncleared for tau in error.thresholds],
+                              [dtype for error in uncleared for dtype in error.dtypes])
     return declarations
