@@ -965,6 +965,40 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
 
 
+PUBLIC_COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "JWMNP", "PINCP_gt_50000"]
+
+
+@pytest.mark.parametrize("uses", [["reweight"], ["margins"]])
+def test_the_public_table_s_record_states_what_its_uses_charged(task, uses) -> None:
+    """Issue 73, item 4: with ``public_use`` ``"reweight"`` (the final check) or ``"margins"``
+    (their check, the margins, the final check), the report's public record gives as
+    ``rho_charged`` the fsum of the ledger events its uses made, found here by their labels
+    (descriptions ``"public table check: ..."``, ``"public margins check: ..."`` and ``"public
+    margins: <column>'s margin ..."``), never 0.0 as it once did; the other events are the
+    loop's, and the ledger closes to the budget. Deterministic."""
+    rows_ = task.frame.select(PUBLIC_COLUMNS)
+    declared = {name: task.domain[name] for name in PUBLIC_COLUMNS}
+    result = polars_rap.synthesize(
+        rows_.sample(1500, seed=3), epsilon=1.0, delta=1e-7, domain=declared, labels=["PINCP_gt_50000"],
+        seed=0, public=rows_.sample(1200, seed=11), public_use=uses, relaxed_rows=60, rounds_lt=2,
+        n_linear_thresholds=100, n_mixed_marginals=20, projection=polars_rap.ProjectionConfig(max_steps=8),
+        progress=False)
+    report, record = result.report, result.report.public_data
+    public_events = [e for e in report.events if e.description.startswith(("public table check: ", "public margins"))]
+    assert public_events and {e.mechanism for e in public_events} <= {"exponential", "gaussian"}
+    assert record["rho_charged"] == math.fsum(e.rho for e in public_events) > 0.0
+    if "margins" in uses:
+        assert any(e.description.startswith("public margins: ") for e in public_events)
+        assert record["rho_charged"] == math.fsum([record["margins_check_rho"], record["margins_rho"],
+                                                   record["reweight_check_rho"]])
+    else:
+        assert record["rho_charged"] == record["reweight_check_rho"]
+    others = [e for e in report.events if e not in public_events]  # the loop's (and the numeric ties')
+    assert others and {e.mechanism for e in others} <= {"gaussian", "gumbel_top_k"}
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    assert f"its uses charged rho {record['rho_charged']:.3g}" in report.summary()
+
+
 # ================================================================ 5. no reference to the input
 
 

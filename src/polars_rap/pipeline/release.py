@@ -62,8 +62,10 @@ def release_report(inputs: Inputs, workload: Workload, fitted: Fitted, decoded: 
 def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
                    label_model: LabelModel | None, reweight: dict | None = None) -> dict | None:
     """The report's record of the public table (:meth:`PublicTable.record`), with the mean
-    James-Stein factor per class when its answers were targets and the label model's ridge
-    and share of redrawn rows when it drew the labels; None without one."""
+    James-Stein factor per class when its answers were targets, the label model's ridge
+    and share of redrawn rows when it drew the labels, and the release's record (``reweight``)
+    when its uses released or checked anything, whose ``rho_charged`` (the fsum of the ledger
+    events those uses made) replaces the table's 0.0; None without one."""
     if public_table is None:
         return None
     record = public_table.record(uses)

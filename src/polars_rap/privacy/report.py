@@ -229,9 +229,12 @@ class PrivacyReport:
     public_data : dict or None
         The public table the synthesis used as a prior (``synthesize(public=...)``), or None:
         ``rows``, ``sha256`` (of its content as encoded for the domain), ``columns`` it held,
-        ``filled_columns`` it lacked, ``uses``, ``rho_charged`` (always 0.0: public data is
-        free) and, when its answers were targets, ``target_factors`` (per query class, the
-        mean James-Stein factor: 1 the measurements alone, 0 the public answers); with
+        ``filled_columns`` it lacked, ``uses``, ``rho_charged`` (what its uses charged the
+        ledger, the fsum of their events: the checks and margins of ``"reweight"`` and
+        ``"margins"`` measure the sensitive rows; 0.0 for the other uses, since reading the
+        public table is free) and, when its answers were targets, ``target_factors`` (per
+        query class, the mean James-Stein factor: 1 the measurements alone, 0 the public
+        answers); with
         ``"reweight"``, ``reweight_released`` (``"synthetic rows"`` or ``"reweighted public
         rows"``: the check's release), ``reweight_margins`` (the released public rows' raking
         targets, ``"one-way"`` or ``"x-label"`` (the loop's rows' margins) or ``"measured"``
@@ -393,6 +396,8 @@ def public_data_line(record: Mapping[str, Any]) -> str:
             + ((f"; its margins measured for it charged rho {record['margins_rho']:.3g}"
                 if record["margins_rho"] > 0 else "; its margins were not measured (the loop's budget knows them)")
                if "margins_rho" in record else "")
+            + (f"; its uses charged rho {record['rho_charged']:.3g} of the budget"
+               if record.get("rho_charged", 0.0) > 0 else "")
             + "; reading it charged no budget")
 
 

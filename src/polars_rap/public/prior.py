@@ -218,7 +218,10 @@ class PublicTable:
 
     def record(self, uses: Sequence[str]) -> dict:
         """What a release says of the table: its row count, columns, filled columns, content
-        hash and uses; never a row or a value read from one."""
+        hash and uses; never a row or a value read from one. ``rho_charged`` is 0.0 here:
+        reading the public table is free, and only the uses that measure the sensitive rows
+        for it (``"reweight"``, ``"margins"``) charge the ledger, which the synthesis then
+        records in its place (:class:`~polars_rap.public.release.PublicRelease`)."""
         return {"rows": self.n_rows, "sha256": self.sha256, "columns": list(self.columns),
                 "filled_columns": list(self.filled_columns), "uses": list(uses), "rho_charged": 0.0}
 

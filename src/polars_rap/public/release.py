@@ -24,6 +24,7 @@ to the loop's rows in all 15 runs (``bench/results/public_margins_second_chance.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +47,8 @@ class PublicRelease:
     over the rows when ``"margins"`` is used, else None); filled by :meth:`before_loop`:
     ``size`` (the rows a public candidate draws, :func:`~polars_rap.public.reweight.candidate_rows`),
     ``margins`` (the released margins, or None), ``check_rho`` (the final check's budget, 0
-    without one) and ``record`` (the report's fields)."""
+    without one) and ``record`` (the report's fields, ``rho_charged`` among them: the fsum of
+    the ledger events these uses made, which :meth:`before_loop` makes all of)."""
 
     uses: tuple[str, ...]
     table: object
@@ -72,6 +74,7 @@ class PublicRelease:
         plan runs with, :func:`~polars_rap.fit.planning.loop_rho_needed`, public), then charge the
         final check when a candidate will exist."""
         self.size = size
+        charged = len(ledger.events)  # every charge of the public uses is made below, before the loop
         share = 0.0 if self.counts is None else margins_share(self.domain, n_rows, ledger.rho_remaining)
         margins_check = CHECK_SHARE * ledger.rho_remaining
         rho = min(share * (ledger.rho_remaining - margins_check),  # what the loop may give: both checks, its floor
@@ -92,6 +95,8 @@ class PublicRelease:
         if "reweight" in self.uses or self.margins is not None:  # held out of the loop; drawn after it
             self.check_rho = CHECK_SHARE * ledger.rho_remaining
             charge_check(ledger, self.check_rho)
+        if self.counts is not None or self.check_rho > 0:  # what its uses charged: the sum of their events
+            self.record["rho_charged"] = math.fsum(event.rho for event in ledger.events[charged:])
 
     def after_loop(self, relaxed: np.ndarray, queries: QuerySet, true_answers: np.ndarray,
                    l1_sensitivity: np.ndarray, n_rows: int, backend, noise_rng,
