@@ -13,9 +13,9 @@ from polars_rap.fit import numeric_histograms
 from polars_rap.privacy import ledger as privacy
 
 
-def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy: Mapping):
+def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy):
     """``synthesize`` on ``frame`` (label ``y``, epsilon 1, a few rows and steps) with
-    ``strategy``, and every ``numeric_histograms.gaussian_mechanism`` call it made: dicts of
+    ``strategy`` (a strategy object, or a mapping as ``synthesize`` takes one), and every ``numeric_histograms.gaussian_mechanism`` call it made: dicts of
     the values, L2 sensitivity, rho, noisy output, std, description, n_rows and the rho of the
     ledger events the call charged."""
     calls = []
@@ -33,6 +33,7 @@ def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy: Map
         result = polars_rap.synthesize(
             frame, epsilon=1.0, delta=1e-6, domain=dict(declared), labels=["y"], seed=3, relaxed_rows=100,
             rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
-            projection=polars_rap.ProjectionConfig(max_steps=10), strategy=dict(strategy),
+            projection=polars_rap.ProjectionConfig(max_steps=10),
+            strategy=dict(strategy) if isinstance(strategy, Mapping) else strategy,
         )
     return result, calls

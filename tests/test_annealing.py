@@ -1,4 +1,4 @@
-"""Annealed CM rounds (polars_rap.fit.annealing, ``PlannedStrategy(cm_anneal=True)``): the plan,
+"""Annealed CM rounds (polars_rap.fit.annealing, the planned strategy's CM step): the plan,
 the budget rule to the last float, the annealing test, the noise-aware scores, re-measured
 tables, the report, and default plans left exactly as they were."""
 
@@ -27,17 +27,17 @@ from polars_rap.fit.loop_record import LoopRecord
 from polars_rap.workload.queries import CLASS_CODES
 from polars_rap.privacy.selection_scores import expected_noise_l1, selection_scores
 from polars_rap.io.source import DataSource, exact_answers
-from polars_rap.fit.strategy import PlannedStrategy, Step, resolve_strategy
+from polars_rap.fit.strategy import PlannedStrategy, Step
 from polars_rap.workload.builders import group_sensitivities
 
-from plans import ANNEALED_ONLY, ANNEALED_ONLY_KEYWORDS, OUTRIGHT, OUTRIGHT_KEYWORDS  # tests/plans.py
+from plans import ANNEALED_ONLY, OUTRIGHT  # tests/plans.py
 
 TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
                "t": (0.0, 10.0), "y": ["0", "1"]}
 TINY = dict(epsilon=1.0, delta=1e-7, domain=TINY_DOMAIN, labels=["y"], seed=5, relaxed_rows=40,
             rounds_lt=2, queries_per_round=3, n_linear_thresholds=30, backend="cpu",
             projection=ProjectionConfig(max_steps=5), progress=False)
-# sha256 of _fingerprint on the code before cm_anneal existed (merge-work a3fe068): the CM
+# sha256 of _fingerprint on the code before CM annealing existed (merge-work a3fe068): the CM
 # class measured outright (the default), and CM by two selection rounds of K = 2.
 BEFORE_ANNEALING = {
     "outright": "e56dce3133f7f75f11ca555e6ec84436cf893da2105eadde999abc18cf891c61",
@@ -67,13 +67,13 @@ def _fingerprint(result) -> str:
 
 
 # ------------------------------------------------------------------ default plans unchanged
-EQUAL_SHARES = {**OUTRIGHT, "class_shares": None, "warm_doublings": None}  # the default when hashed: equal shares, whole schedule
+EQUAL_SHARES = OUTRIGHT.but(class_shares=None, warm_doublings=None)  # the default when hashed: equal shares, whole schedule
 
 
 @pytest.mark.parametrize(("kind", "settings"), [("outright", {}),
                                                 ("selection", {"rounds_cm": 2, "queries_per_round": 2})])
 def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(kind, settings) -> None:
-    """With cm_anneal off (and no base marginals), a fixed-seed run releases and returns
+    """With CM not annealed (and no base marginals), a fixed-seed run releases and returns
     exactly what the code before the option did: same relaxed data, events, measurements and
     rows (hashes taken on merge-work a3fe068, whose default gave the classes equal shares)."""
     result = polars_rap.synthesize(_tiny_frame(), strategy=EQUAL_SHARES, **{**TINY, **settings})
@@ -82,32 +82,29 @@ def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(kind, settings
 
 # ------------------------------------------------------------------ the plan
 def test_the_annealed_plan_puts_one_cm_step_first_with_the_class_share() -> None:
-    """cm_anneal: one annealed CM step (K = 1, T0 = the CM groups) in place of the outright
-    step, with the same share; LT's rounds as before. class_k and cm_anneal_rounds set K and T0."""
-    plan = PlannedStrategy(**ANNEALED_ONLY_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)
+    """The annealed CM step (K = 1, T0 = the CM groups) in place of the outright step, with the
+    same share; LT's rounds as before. A step's K and T0 are its own."""
+    plan = ANNEALED_ONLY.plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)
     assert plan[0] == Step("CM", 2.0 / 3.0, 1, 153) and plan[0].kind == "annealed" and not plan[0].outright
     assert [(s.query_class, s.kind, s.k) for s in plan[1:]] == [("LT", "selection", 10)] * 5
-    assert plan[1:] == PlannedStrategy(**OUTRIGHT_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)[1:]
-    set_k = PlannedStrategy(**{**ANNEALED_ONLY_KEYWORDS, "class_k": {"CM": 3}, "cm_anneal_rounds": 40}).plan(
+    assert plan[1:] == OUTRIGHT.plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)[1:]
+    set_k = ANNEALED_ONLY.but(cm_step={"k": 3, "annealed_rounds": 40}).plan(
         {"CM": 153, "LT": 2_000}, {"CM": 1, "LT": 5}, 10)
     assert set_k[0] == Step("CM", 2.0 / 3.0, 3, 40)
-    assert PlannedStrategy(**ANNEALED_ONLY_KEYWORDS).plan({"CM": 153, "LT": 100}, {"CM": 0, "LT": 1}, 10) == [
+    assert ANNEALED_ONLY.plan({"CM": 153, "LT": 100}, {"CM": 0, "LT": 1}, 10) == [
         Step("LT", 1.0, 10)]  # no CM rounds asked: no CM step
     assert Step("CM", 1.0, None).kind == "outright" and Step("LT", 1.0, 5).kind == "selection"
 
 
-def test_the_option_is_checked_described_and_resolved() -> None:
-    strategy = resolve_strategy({"name": "planned", "cm_anneal": True, "cm_anneal_rounds": 12})
-    assert strategy == PlannedStrategy(cm_anneal=True, cm_anneal_rounds=12)
-    described = strategy.describe()
-    assert described["cm_anneal"] is True and described["cm_anneal_rounds"] == 12
-    assert PlannedStrategy().describe()["cm_anneal"] is True  # the default since ablation_mediated_prior
-    assert PlannedStrategy(cm_anneal=False).describe()["cm_anneal"] is False
-    with pytest.raises(ValueError, match="cm_anneal must be True or False. Got 1"):
-        PlannedStrategy(cm_anneal=1)
-    for bad in (0, 2.5, True):
-        with pytest.raises(ValueError, match="cm_anneal_rounds must be an int >= 1 or None"):
-            PlannedStrategy(cm_anneal=True, cm_anneal_rounds=bad)
+def test_the_default_plan_anneals_cm_with_aim_s_selection_share_and_the_outright_cap() -> None:
+    """The planned strategy's annealed CM step: K = 1, T0 = the CM groups, its selection paying
+    CM_ANNEAL_SELECTION_SHARE of each round, measured outright in one round under CM_OUTRIGHT_L1."""
+    from polars_rap.fit.planned_strategy import CM_ANNEAL_SELECTION_SHARE, CM_OUTRIGHT_L1
+
+    step = PlannedStrategy(base_share=0.0).plan({"CM": 153, "LT": 2_000}, {"CM": 18, "LT": 5}, 10)[0]
+    assert step == Step("CM", 2.0 / 3.0, 1, 153, selection_share=CM_ANNEAL_SELECTION_SHARE,
+                        outright_l1=CM_OUTRIGHT_L1)
+    assert (CM_ANNEAL_SELECTION_SHARE, CM_OUTRIGHT_L1) == (0.1, 0.15)
 
 
 def test_null_rates_do_not_count_an_annealed_class_as_covered() -> None:
@@ -124,7 +121,7 @@ def test_bonferroni_counts_every_annealed_round_beyond_the_class_cap() -> None:
     beyond the class's answers; other steps are capped as before."""
     domain = Domain.from_mapping(_tiny_frame().schema, TINY_DOMAIN, ["y"])
     queries, plan, _ = planning.workload_and_plan(
-        domain, PlannedStrategy(**{**ANNEALED_ONLY_KEYWORDS, "class_k": {"CM": 2}, "cm_anneal_rounds": 7}),
+        domain, ANNEALED_ONLY.but(cm_step={"k": 2, "annealed_rounds": 7}),
         np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0, queries_per_round=3,
         n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
     sizes = np.sort(queries.group_sizes[queries.group_class == CLASS_CODES["CM"]])[::-1]
@@ -191,7 +188,7 @@ def categorical_setup():
     domain_spec = {k: v for k, v in TINY_DOMAIN.items() if k != "t"}
     domain = Domain.from_mapping(frame.schema, domain_spec, ["y"])
     queries, plan, _ = planning.workload_and_plan(
-        domain, PlannedStrategy(cm_anneal=True), np.random.default_rng(0), rounds_cm=None, rounds_lt=0,
+        domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0,
         rounds_mm=0, queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
     true_answers, n_rows = exact_answers(DataSource.from_input(frame), domain, queries,
                                          kernels.resolve_backend("cpu"))
@@ -209,8 +206,7 @@ def _run_stub(monkeypatch, setup, fires, *, total_units, step_rho=0.3, budget=1.
         levels.append(levels[-1] + (step if t % 2 == 0 else -step))
     projected, thresholds, selections = [], [], []
 
-    def fake_project(params, measured, targets, backend, config, anneal=True, weights=None, warm=False,
-                     loss_floor=0.0):
+    def fake_project(params, measured, targets, backend, config, anneal=True, weights=None, warm=False):
         projected.append((measured.n_queries, len(targets), weights))
         return _Version(params.version + 1), ProjectionTrace(0, 1, 0.0)
 
@@ -360,7 +356,7 @@ def _adult_like(n: int = 600, seed: int = 3) -> pl.DataFrame:
 
 
 def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
-    """synthesize with cm_anneal on a tiny Adult-like frame: CM events (selections and
+    """synthesize with CM annealed on a tiny Adult-like frame: CM events (selections and
     measurements, one Gumbel per round) add up to exactly two thirds of the budget (CM gets
     twice LT's share; the CM step is first), the whole ledger closes, the report's rounds are the
     rounds run, and no measured table is listed as unmeasured."""
@@ -380,7 +376,6 @@ def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
     measured = set(report.measurements.filter(pl.col("query_class") == "CM")["group"].to_list())
     unmeasured = set(report.unmeasured.filter(pl.col("query_class") == "CM")["group"].to_list())
     assert measured and not measured & unmeasured
-    assert report.parameters["strategy"]["cm_anneal"] is True
     assert result.data.height == rows.height and result.data.schema == rows.schema
 
 
@@ -407,7 +402,7 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     result = polars_rap.synthesize(
         _adult_like(), epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=40,
         rounds_lt=0, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=5),
-        strategy={**ANNEALED_ONLY, "cm_anneal_rounds": 6})
+        strategy=ANNEALED_ONLY.but(cm_step={"annealed_rounds": 6}))
     report = result.report
     m = report.measurements
     first = int(m["group"][0])
@@ -426,7 +421,7 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
 
 # ---------------------------------------------------------------- measured outright where precise enough
 def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> None:
-    """With cm_outright_l1 at or above the mean expected noise L1 norm the CM share's outright
+    """With the step's outright_l1 at or above the mean expected noise L1 norm the CM share's outright
     measurement of every table would carry (outright_noise_l1: sqrt(2/pi) sigma cells per
     table, sigma = l2 / sqrt(2 rho / tables)), the annealed step is one round: every CM table
     measured once, no selection, at that sigma; the CM share and the ledger close exactly.
@@ -445,7 +440,8 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     noise_l1 = float(np.mean(math.sqrt(2.0 / math.pi) * sigma * cells))
     assert outright_noise_l1(np.full(len(cells), l2), cells, cm_rho) == pytest.approx(noise_l1, rel=1e-14)
 
-    precise = polars_rap.synthesize(rows, strategy={**ANNEALED_ONLY, "cm_outright_l1": noise_l1 * 1.0001}, **common)
+    precise = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY.but(cm_step={"outright_l1": noise_l1 * 1.0001}),
+                                    **common)
     report = precise.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     assert not any(e.description == "CM selection" for e in cm)
@@ -458,12 +454,6 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     np.testing.assert_allclose(measured["noise_std"].to_numpy(), sigma, rtol=1e-9)
     assert report.unmeasured.filter(pl.col("query_class") == "CM").height == 0
 
-    loose = polars_rap.synthesize(rows, strategy={**ANNEALED_ONLY, "cm_outright_l1": noise_l1 * 0.9999}, **common)
+    loose = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY.but(cm_step={"outright_l1": noise_l1 * 0.9999}),
+                                  **common)
     assert _fingerprint(loose) == _fingerprint(annealed)
-
-
-def test_cm_outright_l1_is_checked() -> None:
-    assert PlannedStrategy(cm_anneal=True, cm_outright_l1=0.15).describe()["cm_outright_l1"] == 0.15
-    for bad in (0.0, -1.0, math.inf, True, "0.1"):
-        with pytest.raises(ValueError, match="cm_outright_l1 must be a number > 0"):
-            PlannedStrategy(cm_anneal=True, cm_outright_l1=bad)

@@ -18,7 +18,6 @@ from polars_rap.kernels import get_backend
 from polars_rap.fit.numeric_histograms import MAX_TREE_CELLS, TREE_BRANCHINGS, HistogramTree, histogram_groups, histogram_prefixes, histogram_runs, histogram_tree
 from polars_rap.privacy.report import subgaussian_halfwidth
 from polars_rap.io.source import DataSource, exact_answers
-from polars_rap.fit.strategy import PlannedStrategy, resolve_strategy
 
 from histogram_runs import recorded_histogram_run  # tests/histogram_runs.py
 from plans import OUTRIGHT  # tests/plans.py
@@ -151,18 +150,17 @@ def test_each_level_partitions_the_rows_so_a_neighbour_moves_2h_in_squared_norm(
 
 
 def test_a_run_releases_each_tree_once_charged_and_reports_its_least_squares_prefixes() -> None:
-    """Audit of a run with ``histogram_branching="auto"``: one Gaussian call per (numeric
+    """Audit of a run (histograms released as ``HISTOGRAM_BRANCHING="auto"`` picks): one Gaussian call per (numeric
     column, label block), given the tree's true node sums (recomputed here from the rows with
     NumPy, independently of the kernels), L2 sensitivity sqrt(2h)/n, one event charged before
     the noise; the report's NH answers are the tree's prefix weights times the noisy nodes, bit
     for bit, with std sigma ||w_k|| and the sub-Gaussian interval; the ledger closes at the
     budget exactly."""
     frame = _frame(3_000, 7)
-    result, calls = recorded_histogram_run(frame, DECLARED, {**OUTRIGHT, "histogram_share": 0.2,
-                                                             "histogram_branching": "auto"})
+    result, calls = recorded_histogram_run(frame, DECLARED, OUTRIGHT.but(histogram_share=0.2))
     report = result.report
     n = report.n_rows
-    assert len(calls) == 2 and report.parameters["strategy"]["histogram_branching"] == "auto"
+    assert len(calls) == 2
     labels = (frame["y"] == "yes").cast(pl.Int64).to_numpy()
     expected_prefix, expected_std, expected_draws = [], [], []
     for call, spec in zip(calls, result.domain.numeric_columns, strict=True):
@@ -190,22 +188,13 @@ def test_a_run_releases_each_tree_once_charged_and_reports_its_least_squares_pre
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
 
 
-def test_the_strategy_validates_and_describes_the_branching() -> None:
-    """None or "flat" (the defaults' before bench/results/ablation_histogram_trees.md), "auto" (the
-    default, carried by the plan's NH step) or an int >= 2; anything else is a ParameterError
-    naming the setting."""
-    from polars_rap.fit.planning import workload_and_plan
+def test_every_run_releases_its_histograms_as_auto_picks_and_bad_branchings_are_refused() -> None:
+    """``HISTOGRAM_BRANCHING`` is "auto" (the default since bench/results/ablation_histogram_trees.md);
+    :func:`histogram_tree` takes None (flat), "auto" or an int >= 2, anything else is a
+    ParameterError."""
+    from polars_rap.fit.numeric_histograms import HISTOGRAM_BRANCHING
 
-    assert PlannedStrategy().histogram_branching == "auto"
-    domain = Domain.from_mapping(_frame(10, 0).schema, DECLARED, ["y"])
-    _, plan, _ = workload_and_plan(domain, resolve_strategy("planned"), np.random.default_rng(0), rounds_cm=None,
-                                   rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
-                                   n_linear_thresholds=50, max_marginal_cells=None)
-    assert [step.branching for step in plan if step.query_class == "NH"] == ["auto"]
-    assert all(step.branching is None for step in plan if step.query_class != "NH")
-    assert resolve_strategy({"name": "planned", "histogram_branching": 4}).describe()["histogram_branching"] == 4
-    assert PlannedStrategy(histogram_branching=None).histogram_branching is None
-    assert histogram_tree(30, "flat") is histogram_tree(30, None)  # a config file's spelling of None
-    for bad in (1, 0, 2.0, True, "binary"):
-        with pytest.raises(polars_rap.ParameterError, match="histogram_branching"):
-            PlannedStrategy(histogram_branching=bad)
+    assert HISTOGRAM_BRANCHING == "auto"
+    for bad in (1, 0, 2.0, True, "binary", "flat"):
+        with pytest.raises(polars_rap.ParameterError, match="branching"):
+            histogram_tree(30, bad)

@@ -18,13 +18,13 @@ from polars_rap.fit.independence_prior import PriorSettings, conditional_indepen
 from polars_rap.workload.queries import QueryClass
 from polars_rap.fit.strategy import PlannedStrategy
 
-from plans import OUTRIGHT  # tests/plans.py
+from plans import OUTRIGHT, TestPlanned  # tests/plans.py
 
 ADULT_DOMAIN = {"workclass": ["private", "self", "gov"], "education": ["hs", "college", "grad", "other"],
                 "sex": ["F", "M"], "race": ["a", "b", "c"], "age": (17, 90), "hours": (1, 99),
                 "income": ["<=50K", ">50K"]}
-AIM_LOOP = {"name": "planned", "base_share": 0.1, "cm_anneal": True, "cm_anneal_selection_share": 0.1,
-            "cm_anneal_rounds": 8, "cm_outright_l1": None, "independence_prior": False, "histogram_share": 0.0}
+AIM_LOOP = TestPlanned(base_share=0.1, independence_prior=False, histogram_share=0.0,
+                       cm_step=(("annealed_rounds", 8), ("outright_l1", None)))
 """The annealed loop without a prior, always annealed (tiny tables have little noise) and
 without numeric histograms (their loss scale would enter the weights these tests compute):
 each test sets the prior it is about."""
@@ -138,17 +138,16 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
         pseudo_calls.append((list(record.groups), list(record.noise_stds), record.params.copy(), queries, out))
         return out
 
-    def spy_project(params, queries, targets, backend, config, anneal=True, weights=None, warm=False, loss_floor=0.0):
+    def spy_project(params, queries, targets, backend, config, anneal=True, weights=None, warm=False):
         project_calls.append((np.array(targets, copy=True), None if weights is None else weights.copy()))
-        return real_project(params, queries, targets, backend, config, anneal=anneal, weights=weights, warm=warm,
-                            loss_floor=loss_floor)
+        return real_project(params, queries, targets, backend, config, anneal=anneal, weights=weights, warm=warm)
 
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
     monkeypatch.setattr(rounds, "project", spy_project)
     result = polars_rap.synthesize(
         _adult_like(), epsilon=2.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=3, relaxed_rows=60,
         rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy={**AIM_LOOP, "independence_prior": True})
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP.but(independence_prior=True))
     report = result.report
     assert report.parameters["strategy"]["independence_prior"] is True
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
@@ -190,7 +189,7 @@ def test_without_unmeasured_tables_the_prior_changes_nothing() -> None:
     common = dict(epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=40,
                   rounds_lt=2, n_linear_thresholds=60, backend="cpu", progress=False,
                   projection=polars_rap.ProjectionConfig(max_steps=4))
-    on = polars_rap.synthesize(frame, strategy={**OUTRIGHT, "independence_prior": True}, **common)
+    on = polars_rap.synthesize(frame, strategy=OUTRIGHT.but(independence_prior=True), **common)
     off = polars_rap.synthesize(frame, strategy=OUTRIGHT, **common)
     np.testing.assert_array_equal(on.relaxed, off.relaxed)
     assert on.data.equals(off.data)
@@ -203,8 +202,6 @@ def test_bad_settings_are_named() -> None:
         PlannedStrategy(independence_prior="label")
     with pytest.raises(ValueError, match="mediator_gate must be a number >= 0 or None"):
         PlannedStrategy(independence_prior="mediated", mediator_gate=-1.0)
-    with pytest.raises(ValueError, match=r"cm_anneal_selection_share must be a number in \(0, 1\)"):
-        PlannedStrategy(cm_anneal=True, cm_anneal_selection_share=1.0)
 
 
 # ------------------------------------------------------------------ public interactions (issue 19)
@@ -503,7 +500,7 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> No
     result = polars_rap.synthesize(
         _associated(900, 7), epsilon=3.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2,
         relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy={**AIM_LOOP, "independence_prior": "mediated", "mediator_gate": gate})
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP.but(independence_prior="mediated", mediator_gate=gate))
     assert result.report.parameters["strategy"]["independence_prior"] == "mediated"
     assert result.report.parameters["strategy"]["mediator_gate"] == gate
     assert result.report.rho_spent == result.report.rho_budget

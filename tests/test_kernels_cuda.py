@@ -574,21 +574,6 @@ def test_weighted_device_projection_follows_the_reference():
     np.testing.assert_allclose(actual.values, expected.values, rtol=1e-4, atol=1e-4)
 
 
-def test_device_projection_stops_a_stage_at_the_loss_floor_as_the_reference():
-    """``loss_floor`` ends a stage on the device at the reference's step: fewer steps than
-    without it, the same best iterate."""
-    queries, targets, params = _projection_problem(12)
-    config = ProjectionConfig(learning_rate=0.2, max_steps=7, patience=100, max_doublings=1)
-    _, free = project(params, queries, targets, reference, config)
-    floor = 0.6 * _exact_loss(params, queries, targets)
-    expected, expected_trace = project(params, queries, targets, reference, config, loss_floor=floor)
-    actual, trace = project(params, queries, targets, cuda_kernels, config, loss_floor=floor)
-    assert expected_trace.steps < free.steps == 14
-    assert (trace.steps, trace.stages) == (expected_trace.steps, expected_trace.stages)
-    assert trace.exact_loss == pytest.approx(expected_trace.exact_loss, rel=1e-5)
-    np.testing.assert_allclose(actual.values, expected.values, rtol=1e-4, atol=1e-4)
-
-
 def _exact_loss(params, queries, targets):
     answers = reference.answers_relaxed(params.relaxed(), queries, np.inf)
     return float(np.sum((answers.astype(np.float64) - targets) ** 2))

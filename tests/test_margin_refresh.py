@@ -18,6 +18,7 @@ from polars_rap.workload.queries import CLASS_CODES
 from polars_rap.fit.strategy import PlannedStrategy
 
 import small_annealed as small  # tests/small_annealed.py
+from plans import TestPlanned  # tests/plans.py
 
 
 def _columns(queries, group: int) -> set[int]:
@@ -44,15 +45,15 @@ def test_unheld_margins_are_those_no_measured_table_holds() -> None:
 
 
 def test_the_refresh_measures_the_unheld_margins_with_the_reserve() -> None:
-    """Annealed rounds (cm_outright_l1 None) then one refresh round: it measures exactly the
+    """Annealed rounds (never measured outright in one round) then one refresh round: it measures exactly the
     base groups no table the rounds measured holds, each with an even part of the reserve
     (the last closing it), with the Gaussian noise of its charge; the refresh takes r of the
     CM step's charges (rounds' selections and measurements) to 1e-12; the ledger closes to
     the budget to the last float."""
     frame = small.frame()
     reserve = 0.25
-    result = polars_rap.synthesize(frame, epsilon=0.5, strategy={"name": "planned", "cm_outright_l1": None,
-                                                                 "cm_margin_reserve": reserve}, **small.RUN)
+    strategy = TestPlanned(cm_margin_reserve=reserve, cm_step=(("outright_l1", None),))  # always annealed
+    result = polars_rap.synthesize(frame, epsilon=0.5, strategy=strategy, **small.RUN)
     report, n = result.report, frame.height
     queries, _, _ = small.plan()
     base_events = [e for e in report.events if e.description.startswith("BM group")]

@@ -125,23 +125,26 @@ def test_cells_partition_the_rows_so_one_row_moves_at_most_two_counts(domain, se
             assert float(np.sum(np.square(after - before))) in (0.0, 2.0)
 
 
-def _recorded_run(frame: pl.DataFrame, share: float, **settings):
-    return recorded_histogram_run(frame, DECLARED, {**OUTRIGHT, "histogram_share": share, "histogram_bins": 40,
-                                                    "histogram_branching": None, **settings})
+def _recorded_run(frame: pl.DataFrame, share: float, monkeypatch):
+    """A run whose histograms have at most 40 cells and are released flat (the constants
+    DEFAULT_MAX_BINS and HISTOGRAM_BRANCHING set so for the test)."""
+    from polars_rap.fit import numeric_histograms
+
+    monkeypatch.setattr(numeric_histograms, "DEFAULT_MAX_BINS", 40)
+    monkeypatch.setattr(numeric_histograms, "HISTOGRAM_BRANCHING", None)
+    return recorded_histogram_run(frame, DECLARED, OUTRIGHT.but(histogram_share=share))
 
 
-@pytest.mark.parametrize("settings", [{}, {"histogram_position": "last", "histogram_weight": 0.1}],
-                         ids=["first", "last-weighted"])
-def test_each_histogram_is_one_charged_release_of_its_true_cells_and_prefixes_are_their_sums(settings) -> None:
+def test_each_histogram_is_one_charged_release_of_its_true_cells_and_prefixes_are_their_sums(monkeypatch) -> None:
     """Audit of a run: one Gaussian call per (numeric column, label block), given the true
     cells (recomputed here from the rows with NumPy, independently of the kernels), L2
     sensitivity sqrt(2)/n, each charging its rho; the calls together take ``share`` of the
     loop's budget to float rounding; the report's NH answers are the cumulative sums of each
     call's noisy cells, bit for bit, with std sqrt(k) sigma and the sub-Gaussian interval;
-    the ledger closes at the budget exactly. The step's place and loss weight change none of
-    it (the last histogram then closes the ledger)."""
+    the ledger closes at the budget exactly (the last histogram, the plan's last step, closes
+    it)."""
     frame = _frame(4_000, 7)
-    result, calls = _recorded_run(frame, 0.2, **settings)
+    result, calls = _recorded_run(frame, 0.2, monkeypatch)
     report = result.report
     n = report.n_rows
     assert n == frame.height and len(calls) == 3  # three numeric columns, one label
@@ -209,32 +212,20 @@ def test_sums_of_discrete_gaussians_stay_inside_the_prefix_intervals() -> None:
 
 
 def test_strategy_validates_and_describes_the_histogram_settings() -> None:
-    """``histogram_share`` in [0, 1), ``histogram_bins`` an int >= 2, ``histogram_position``
-    first or last, ``histogram_weight`` finite and > 0, all in ``describe``; the paper's
-    strategy measures none."""
-    strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1, "histogram_bins": 64})
-    assert strategy.describe()["histogram_share"] == 0.1 and strategy.describe()["histogram_bins"] == 64
+    """``histogram_share`` in [0, 1), in ``describe``; the paper's strategy measures none."""
+    strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1})
+    assert strategy.describe()["histogram_share"] == 0.1
     assert resolve_strategy("paper").histogram_share == 0.0
-    assert strategy.describe()["histogram_position"] == "last" and strategy.describe()["histogram_weight"] == 0.1
-    for bad in ("middle", None, 1):
-        with pytest.raises(polars_rap.ParameterError, match="histogram_position"):
-            PlannedStrategy(histogram_position=bad)
-    for bad in (0, -1.0, math.inf, math.nan, True, "0.1"):
-        with pytest.raises(polars_rap.ParameterError, match="histogram_weight"):
-            PlannedStrategy(histogram_weight=bad)
     for bad in (-0.1, 1.0, True, "0.1"):
         with pytest.raises(polars_rap.ParameterError, match="histogram_share"):
             PlannedStrategy(histogram_share=bad)
-    for bad in (1, 2.0, True):
-        with pytest.raises(polars_rap.ParameterError, match="histogram_bins"):
-            PlannedStrategy(histogram_bins=bad)
 
 
 def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last(domain) -> None:
     """``histogram_share = 0`` adds no NH group and no step; the default (0.2 out of the
     thresholds' share, last, a tenth of the weight: bench/results/ablation_tree_share_seeds.md)
     closes the plan with one outright NH step of 20% of the loop's budget, the other classes
-    keeping theirs; ``"first"`` puts it first (after the null rates)."""
+    keeping theirs."""
     from polars_rap.fit.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
@@ -242,34 +233,30 @@ def test_zero_share_leaves_the_plan_unchanged_and_the_default_measures_them_last
     plain = workload_and_plan(domain, resolve_strategy({"name": "planned", "histogram_share": 0.0}),
                               np.random.default_rng(0), **settings)
     default = workload_and_plan(domain, resolve_strategy("planned"), np.random.default_rng(0), **settings)
-    first = workload_and_plan(domain, resolve_strategy({"name": "planned", "histogram_position": "first"}),
-                              np.random.default_rng(0), **settings)
     assert "NH" not in plain[2] and all(step.query_class != "NH" for step in plain[1])
     assert default[1][-1].query_class == "NH" and default[1][-1].outright and default[1][-1].loss_scale == 0.1
-    histograms = [step for step in first[1] if step.query_class == "NH"]
-    assert len(histograms) == 1 and histograms[0].outright
-    assert first[1].index(histograms[0]) == (1 if first[1][0].query_class == "NR" else 0)  # first but nulls
-    for plan in (default[1], first[1]):
+    for plan in (default[1],):
         others = math.fsum(step.weight for step in plan if step.query_class != "NR")
         nh = next(step for step in plan if step.query_class == "NH")
         assert math.isclose(nh.weight / others, 0.2, rel_tol=1e-12)
         for query_class in ("BM", "CM"):  # paid by the thresholds alone
             assert math.isclose(math.fsum(s.weight for s in plan if s.query_class == query_class),
                                 math.fsum(s.weight for s in plain[1] if s.query_class == query_class), rel_tol=1e-12)
-    assert default[2]["NH"] == first[2]["NH"] == histogram_groups(domain).n_groups
+    assert default[2]["NH"] == histogram_groups(domain).n_groups
 
 
 def test_the_last_position_appends_the_step_with_its_loss_scale(domain) -> None:
-    """``histogram_position="last"``: the NH step closes the plan with the same share of the
-    loop's budget, carrying ``histogram_weight`` as its loss scale; the other steps keep 1."""
+    """The NH step closes the plan with its share of the loop's budget, carrying
+    ``HISTOGRAM_WEIGHT`` as its loss scale; the other steps keep 1."""
+    from polars_rap.fit.numeric_histograms import HISTOGRAM_WEIGHT
+
     from polars_rap.fit.planning import workload_and_plan
 
     settings = dict(rounds_cm=None, rounds_lt=3, rounds_mm=0, queries_per_round=10, n_mixed_marginals=0,
                     n_linear_thresholds=50, max_marginal_cells=None)
-    strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1, "histogram_position": "last",
-                                 "histogram_weight": 0.25})
+    strategy = resolve_strategy({"name": "planned", "histogram_share": 0.1})
     _, plan, _ = workload_and_plan(domain, strategy, np.random.default_rng(0), **settings)
-    assert plan[-1].query_class == "NH" and plan[-1].outright and plan[-1].loss_scale == 0.25
+    assert plan[-1].query_class == "NH" and plan[-1].outright and plan[-1].loss_scale == HISTOGRAM_WEIGHT == 0.1
     assert all(step.loss_scale == 1.0 for step in plan[:-1])
     others = math.fsum(step.weight for step in plan if step.query_class != "NR")  # NH included
     assert math.isclose(plan[-1].weight / others, 0.1, rel_tol=1e-12)

@@ -97,7 +97,7 @@ def test_shrinkage_is_post_processing_of_what_was_released(task, monkeypatch) ->
     monkeypatch.setattr(rounds, "project", spy)
     rows = task.frame.sample(2_000, seed=7)
     common = dict(epsilon=0.5, delta=1e-8, domain=task.domain, labels=task.labels, seed=4, **FAST)
-    shrunk = polars_rap.synthesize(rows, strategy={**OUTRIGHT, "shrinkage": True}, **common)
+    shrunk = polars_rap.synthesize(rows, strategy=OUTRIGHT.but(shrinkage=True), **common)
     fitted_queries, final_targets = targets[-1]  # groups in measurement order
     plain = polars_rap.synthesize(rows, strategy=OUTRIGHT, **common)
 

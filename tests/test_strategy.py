@@ -15,7 +15,7 @@ from polars_rap.privacy.ledger import split_budget
 from polars_rap.workload.queries import CLASS_CODES
 from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
 
-from plans import OUTRIGHT, OUTRIGHT_KEYWORDS  # tests/plans.py
+from plans import OUTRIGHT  # tests/plans.py
 
 FAST = dict(relaxed_rows=80, rounds_lt=3, n_linear_thresholds=200, progress=False,
             projection=polars_rap.ProjectionConfig(max_steps=5))
@@ -36,7 +36,7 @@ def test_paper_plan_caps_rounds_at_the_groups_left() -> None:
 def test_planned_measures_a_class_outright_when_its_rounds_would_cover_it() -> None:
     """CM: 4 rounds x K=10 >= 25 groups, so one outright step first; LT keeps its 5 rounds,
     and CM gets twice LT's share by default (DEFAULT_CLASS_SHARES; MM has no rounds)."""
-    plan = PlannedStrategy(**OUTRIGHT_KEYWORDS).plan({"CM": 25, "LT": 100}, {"CM": 4, "LT": 5, "MM": 0}, 10)
+    plan = OUTRIGHT.plan({"CM": 25, "LT": 100}, {"CM": 4, "LT": 5, "MM": 0}, 10)
     assert plan[0] == Step("CM", 2.0 / 3.0, None) and plan[0].outright
     assert [s.query_class for s in plan[1:]] == ["LT"] * 5
     assert all(s.k == 10 and s.weight == (1.0 / 3.0) / 5 for s in plan[1:])
@@ -44,7 +44,7 @@ def test_planned_measures_a_class_outright_when_its_rounds_would_cover_it() -> N
 
 
 def test_planned_selects_when_rounds_cannot_cover_the_class() -> None:
-    plan = PlannedStrategy(**OUTRIGHT_KEYWORDS).plan({"CM": 25, "LT": 100}, {"CM": 2, "LT": 2, "MM": 0}, 10)
+    plan = OUTRIGHT.plan({"CM": 25, "LT": 100}, {"CM": 2, "LT": 2, "MM": 0}, 10)
     assert sorted(s.query_class for s in plan) == ["CM", "CM", "LT", "LT"]
     assert all(not s.outright for s in plan)
 
@@ -167,7 +167,7 @@ def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task)
     closes to the last float. The sizes are public, so the split reveals nothing."""
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=2, strategy={**OUTRIGHT, "size_exponent": 2 / 3}, **FAST)
+                                   seed=2, strategy=OUTRIGHT.but(size_exponent=2 / 3), **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-8).rho
     cm = [e for e in report.events if e.description.startswith("CM group")]
@@ -190,7 +190,7 @@ def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
     from polars_rap.schema.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-    strategy = PlannedStrategy(size_exponent=exponent, **OUTRIGHT_KEYWORDS)
+    strategy = OUTRIGHT.but(size_exponent=exponent)
     queries, plan, counts = planning.workload_and_plan(
         domain, strategy, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
         queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=20_000)
@@ -234,7 +234,6 @@ def test_an_explicit_selection_share_overrides_the_strategy_s(task) -> None:
 @pytest.mark.parametrize(("keywords", "expected"), [
     ({}, 10),  # the planned default (bench/results/ablation_lt_rounds_off.md, lt_rounds_10_pairs.md)
     ({"strategy": "paper"}, 50),  # the paper's, so that rap++paper still reproduces
-    ({"strategy": {"name": "planned", "outright": False}}, 10),
     ({"strategy": "paper", "rounds_lt": 3}, 3),  # an explicit keyword wins
     ({"rounds_lt": 0}, 0),
 ])
@@ -269,7 +268,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks rounds_lt, shrinkage, selection_share, size_exponent, noise_aware, base_share, base_from, histogram_share, histogram_bins, histogram_position, histogram_weight, integer_cells, numeric_coupling, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
+    with pytest.raises(ValueError, match="lacks rounds_lt, shrinkage, selection_share, size_exponent, noise_aware, base_share, histogram_share, integer_cells, numeric_coupling, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 
@@ -302,7 +301,7 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
         monkeypatch.setattr(loop, "gumbel_top_k", spy)
         polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels, seed=3,
                               rounds_cm=2, queries_per_round=5,
-                              strategy={**OUTRIGHT, "noise_aware": aware}, **FAST)
+                              strategy=OUTRIGHT.but(noise_aware=aware), **FAST)
     plain, aware = seen[False][0], seen[True][0]  # the first round: same state, same candidates
     assert plain[1:] == aware[1:]
     from polars_rap.fit import planning
@@ -311,7 +310,7 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
 
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
     queries, plan, _ = planning.workload_and_plan(
-        domain, PlannedStrategy(noise_aware=True, **OUTRIGHT_KEYWORDS), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
+        domain, OUTRIGHT.but(noise_aware=True), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
         rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=200,
         max_marginal_cells=20_000)
     first_selection = next(step for step in plan if not step.outright)
@@ -324,21 +323,6 @@ def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, m
     np.testing.assert_array_equal(plain[0] - aware[0], shift_counts)
     cm_rounds = [i for i, step in enumerate(plan) if step.query_class == "CM"]
     assert cm_rounds and all(not plan[i].outright for i in cm_rounds)
-
-
-def test_class_k_sets_a_class_s_groups_per_round() -> None:
-    """class_k overrides K for its class only: 6 CM rounds of 5 (30 < 153 groups, so they
-    select), LT keeps the run's K; a class whose K times rounds covers it goes outright."""
-    plan = PlannedStrategy(class_k={"CM": 5}, **OUTRIGHT_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
-    assert [s.k for s in plan if s.query_class == "CM"] == [5] * 6
-    assert [s.k for s in plan if s.query_class == "LT"] == [10] * 4
-    assert math.fsum(s.weight for s in plan if s.query_class == "CM") == pytest.approx(2 / 3, rel=1e-15)
-    covered = PlannedStrategy(class_k={"CM": 30}, **OUTRIGHT_KEYWORDS).plan({"CM": 153, "LT": 2_000}, {"CM": 6, "LT": 4}, 10)
-    assert [(s.query_class, s.k) for s in covered if s.query_class == "CM"] == [("CM", None)]
-    with pytest.raises(ValueError, match="class_k maps a query class"):
-        PlannedStrategy(class_k={"CM": 0})
-    with pytest.raises(ValueError, match="class_k maps a query class"):
-        PlannedStrategy(class_k={"XX": 3})
 
 
 def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(task) -> None:
@@ -366,43 +350,9 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     assert report.measurements.filter(pl.col("query_class") == "BM").height > 0
 
 
-def test_base_marginals_budget_can_follow_their_cells(task) -> None:
-    """base_size_exponent = 2/3: the BM step's 0.1 rho is split over its groups in proportion
-    to cells ** (2/3), in group order, each event's rho to the last float of that share; the
-    ledger still closes; the run's noise check takes the step's own split (its thinnest group)."""
-    from polars_rap.fit.base_marginals import feature_blocks
-    from polars_rap.schema.domain import Domain
-    from polars_rap.fit.planning import smallest_share
-    from polars_rap.fit.plan_steps import Step, group_shares
-    from polars_rap.workload.queries import QueryClass
-    from polars_rap.workload.builders import null_rate_marginals
-
-    rows = task.frame.sample(3_000, seed=4)
-    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=2, rounds_cm=2, queries_per_round=5,
-                                   strategy={"name": "planned", "base_size_exponent": 2 / 3,
-                                             "histogram_share": 0.0, "cm_margin_reserve": 0.0}, **FAST)
-    report = result.report
-    rho = split_budget(1.0, 1e-8).rho
-    domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
-    base_groups = null_rate_marginals(domain, feature_blocks(domain), QueryClass.BASE_MARGINAL)
-    cells = base_groups.group_sizes
-    assert len(set(cells.tolist())) > 1  # the split is not even
-    base = [e.rho for e in report.events if e.description.startswith("BM group")]
-    expected = 0.1 * rho * (cells ** (2 / 3)) / math.fsum(cells ** (2 / 3))
-    np.testing.assert_allclose(base, expected, rtol=1e-12)
-    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
-    assert report.parameters["strategy"]["base_size_exponent"] == 2 / 3
-    plan = [Step("BM", 1.0, None, size_exponent=2 / 3)]
-    thinnest = smallest_share(plan, base_groups, 10, 0.0)
-    assert thinnest["BM", True] == float(group_shares(cells, 2 / 3).min()) < 1 / len(cells)
-
-
 def test_base_share_is_checked() -> None:
     with pytest.raises(ValueError, match="base_share must be a number in"):
         PlannedStrategy(base_share=1.0)
-    with pytest.raises(ValueError, match="base_size_exponent must be a number in"):
-        PlannedStrategy(base_size_exponent=3.0)
 
 
 def _class_weights(task, **settings) -> tuple[list, dict[str, float]]:
@@ -419,35 +369,23 @@ def _class_weights(task, **settings) -> tuple[list, dict[str, float]]:
     return plan, {c: math.fsum(s.weight for s in plan if s.query_class == c) / total for c in ("BM", "CM", "LT", "NH")}
 
 
-def test_base_marginals_can_be_paid_by_one_class_alone(task) -> None:
-    """base_from="CM": the BM step takes base_share of the loop's budget out of the CM steps
-    alone, the LT steps keep their weights; without it every step pays its part. A bad class
-    is refused by name."""
+def test_base_marginals_are_paid_by_every_class(task) -> None:
+    """The BM step takes base_share of the loop's budget out of every step's."""
     _, every = _class_weights(task, base_share=0.1, histogram_share=0.0)
-    _, from_cm = _class_weights(task, base_share=0.1, base_from="CM", histogram_share=0.0)
     assert every["BM"] == pytest.approx(0.1, rel=1e-12) and every["LT"] == pytest.approx(0.9 / 3, rel=1e-12)
-    assert from_cm["BM"] == pytest.approx(0.1, rel=1e-12)
-    assert from_cm["LT"] == pytest.approx(1 / 3, rel=1e-12) and from_cm["CM"] == pytest.approx(2 / 3 - 0.1, rel=1e-12)
     # the default's histograms then take 20% of the whole out of the thresholds' share alone
     _, default = _class_weights(task)
     assert default["BM"] == pytest.approx(0.1, rel=1e-12) and default["CM"] == pytest.approx(0.9 * 2 / 3, rel=1e-12)
     assert default["LT"] == pytest.approx(0.9 / 3 - 0.2, rel=1e-12) and default["NH"] == pytest.approx(0.2, rel=1e-12)
-    with pytest.raises(ValueError, match="base_from must be one of"):
-        PlannedStrategy(base_from="BM")
 
 
-def test_numeric_histograms_can_be_paid_by_one_class_alone(task) -> None:
-    """histogram_from="LT": the NH step takes histogram_share of the loop's budget out of the
-    LT steps alone (the default), the base marginals and CM steps keep their weights; with
-    None every step pays its part. A bad class is refused by name."""
-    plan, every = _class_weights(task, histogram_share=0.1, histogram_from=None)
-    plan_lt, from_lt = _class_weights(task, histogram_share=0.1, histogram_from="LT")
-    for last in (plan[-1], plan_lt[-1]):
-        assert last.query_class == "NH" and last.outright and last.loss_scale == 0.1
-    assert every["NH"] == pytest.approx(0.1, rel=1e-12) and every["BM"] == pytest.approx(0.9 * 0.1, rel=1e-12)
-    assert every["LT"] == pytest.approx(0.9 * 0.9 / 3, rel=1e-12)
+def test_numeric_histograms_are_paid_by_the_thresholds_alone(task) -> None:
+    """HISTOGRAM_FROM = "LT": the NH step (last, weighed HISTOGRAM_WEIGHT = 0.1) takes
+    histogram_share of the loop's budget out of the LT steps alone, the base marginals and CM
+    steps keep their weights."""
+    plan_lt, from_lt = _class_weights(task, histogram_share=0.1)
+    last = plan_lt[-1]
+    assert last.query_class == "NH" and last.outright and last.loss_scale == 0.1
     assert from_lt["NH"] == pytest.approx(0.1, rel=1e-12) and from_lt["BM"] == pytest.approx(0.1, rel=1e-12)
-    assert from_lt["CM"] == pytest.approx(every["CM"] / 0.9, rel=1e-12)
+    assert from_lt["CM"] == pytest.approx(0.9 * 2 / 3, rel=1e-12)
     assert from_lt["LT"] == pytest.approx(0.9 / 3 - 0.1, rel=1e-12)
-    with pytest.raises(ValueError, match="histogram_from must be one of"):
-        PlannedStrategy(histogram_from="NH")

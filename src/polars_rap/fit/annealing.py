@@ -1,6 +1,6 @@
 """Annealed rounds: a query class's budget spent as AIM spends its own (McKenna et al. 2022,
-Alg. 2 and its budget annealing, Alg. 4), for an annealed step of a plan
-(``PlannedStrategy(cm_anneal=True)``).
+Alg. 2 and its budget annealing, Alg. 4), for an annealed step of a plan (the planned
+strategy's CM step: :func:`polars_rap.fit.planned_strategy.planned_steps`).
 
 A fixed plan measures a fixed number of tables whatever the noise: at small epsilon that
 spreads the budget too thin, at large epsilon it stops short. Here the step's budget
@@ -8,7 +8,7 @@ spreads the budget too thin, at large epsilon it stops short. Here the step's bu
 select / measure / project, and the noise level decides how many:
 
 1. *select* ``k`` groups (tables) among **all** the class's groups (and those of the classes
-   ``Step.joined`` adds, as :mod:`polars_rap.fit.categorical_prefixes`), measured before or not,
+   ``Step.joined`` adds), measured before or not,
    by one-shot Gumbel top-``k`` (``selection_share`` of the round's budget) on AIM's
    noise-aware score: the L1 error of the current synthetic data minus the expected L1 norm
    of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``

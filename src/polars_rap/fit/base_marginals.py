@@ -37,17 +37,13 @@ def feature_blocks(domain: Domain) -> list[int]:
 
 
 def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
-                       share: float, from_class: str | None = None,
-                       size_exponent: float | None = None) -> tuple[QuerySet, list[Step], dict[str, int]]:
+                       share: float) -> tuple[QuerySet, list[Step], dict[str, int]]:
     """The workload, plan and group counts with one base group per feature block (× label).
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
     outright ``"BM"`` step goes first, weighted so that it takes ``share`` (in (0, 1)) of the
-    loop's budget: out of every step's, or with ``from_class`` out of that class's steps alone,
-    the others keeping their budgets (out of every step's still when that class's steps weigh
-    no more than the share, or the plan has none). ``size_exponent`` splits the step's budget
-    over the groups by their cells (:attr:`~polars_rap.fit.plan_steps.Step.size_exponent`; None:
-    as the run splits its steps'). Unchanged when the domain has no categorical feature block.
+    loop's budget, out of every step's. Unchanged when the domain has no categorical feature
+    block.
     """
     counts = dict(group_counts)
     blocks = feature_blocks(domain)
@@ -55,8 +51,7 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
     counts["BM"] = added.n_groups
-    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share, from_class=from_class,
-                                                                     size_exponent=size_exponent), counts
+    return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share), counts
 
 
 def unheld_margins(queries: QuerySet, measured: np.ndarray) -> np.ndarray:

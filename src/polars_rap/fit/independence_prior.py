@@ -231,19 +231,11 @@ def significant_links(record: LoopRecord, queries: QuerySet, gate: float) -> set
 
 def unmeasured_marginals(queries: QuerySet, measured) -> np.ndarray:
     """int64[g]: the CM groups of ``queries`` with at least two axes that are not in
-    ``measured`` (group ids), in id order. A table whose two features were measured as a
-    feature pair (:mod:`polars_rap.fit.feature_pairs`) counts as measured: that measurement, not
-    independence given the label, says how its features go together."""
+    ``measured`` (group ids), in id order."""
     measured = np.asarray(list(measured), dtype=np.int64)
     cm = queries.group_class == QueryClass.CATEGORICAL_MARGINAL
     cm[measured] = False
     axes = np.diff(queries.group_column_offsets)
-    pairs = [set(queries.columns_of(g).tolist()) for g in measured
-             if queries.group_class[g] == QueryClass.FEATURE_PAIR]
-    if pairs:
-        for g in np.flatnonzero(cm):
-            columns = set(queries.columns_of(g).tolist())
-            cm[g] = not any(pair < columns and len(columns) == len(pair) + 1 for pair in pairs)
     return np.flatnonzero(cm & (axes >= 2)).astype(np.int64)
 
 

@@ -34,7 +34,6 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
 from polars_rap.fit.annealing import run_annealed_step
-from polars_rap.fit.histogram_nodes import node_groups_of
 from polars_rap.fit.independence_prior import PriorSettings
 from polars_rap.fit.loop_record import LoopRecord, class_fit_lines
 from polars_rap.fit.numeric_histograms import measure_histograms
@@ -43,7 +42,7 @@ from polars_rap.privacy.ledger import PrivacyLedger, gumbel_scale, gumbel_top_k
 from polars_rap.fit.projection import ProjectionConfig, RelaxedParams
 from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
-from polars_rap.fit.rounds import FINAL_TEMPERATURE, fit_measurements, measure_groups, project_step
+from polars_rap.fit.rounds import CATEGORICAL_ONLY, measure_groups, project_step
 from polars_rap.privacy.selection_scores import noise_shift_counts, selection_record, selection_scores
 
 __all__ = ["run_plan"]
@@ -80,8 +79,7 @@ def run_plan(
     the noise. ``shrinkage`` projects onto
     shrunk categorical marginals (post-processing of the released answers);
     ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
-    measured groups' sizes (public), evenly when 0, unless the step sets its own
-    (:attr:`~polars_rap.fit.plan_steps.Step.size_exponent`). ``noise_aware`` subtracts each
+    measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
     candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`).
     ``prior`` (public answers, :mod:`polars_rap.fit.public_targets`) may pull the projection's
     targets toward them and let each class's first selection score against them.
@@ -95,40 +93,34 @@ def run_plan(
     rho = ledger.rho_budget
     bar = tqdm(plan, desc="RAP++ rounds", disable=not progress, unit="round")
     extra_rounds = 0  # rounds an annealed step ran beyond its one slot in the plan
-    fitted_in_full = True  # the last projection run had max_steps, not max_steps_between
     for index, step in enumerate(bar):
         is_last = index == len(plan) - 1
-        projection_now = projection if is_last else projection.between()  # the last keeps max_steps
         step_rho = ledger.rho_remaining * step.weight / weights_left[index]
         round_index = index + extra_rounds
         if step.annealed:  # its own loop of rounds, AIM's budget annealing
             extra_rounds += run_annealed_step(
                 step, queries, true_answers, l1_sensitivity, l2_sensitivity, ledger, record, backend,
-                projection_now, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
+                projection, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
                 n_rows=n_rows,
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
                 inverse_variance=inverse_variance, shrinkage=shrinkage,
-                size_exponent=size_exponent if step.size_exponent is None else step.size_exponent,
-                anneal_temperature=step.query_class not in FINAL_TEMPERATURE, independence=independence,
-                prior=prior,
+                size_exponent=size_exponent, anneal_temperature=step.query_class not in CATEGORICAL_ONLY,
+                independence=independence, prior=prior,
             ) - 1
-            fitted_in_full = projection_now is projection
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
                             rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
             continue
         candidates = np.flatnonzero(available & (group_class == CLASS_CODES[step.query_class]))
         if len(candidates) == 0:
             continue
-        if step.query_class == "NH":  # histograms: one release each, its prefixes or nodes fitted
+        if step.query_class == "NH":  # histograms: one release each, its prefixes fitted
             measure_histograms(record, queries, candidates, true_answers, ledger, rng, measure_rho=step_rho,
                                round_index=round_index, n_rows=n_rows,
                                close=(lambda: ledger.rho_remaining) if is_last else None,
-                               loss_scale=step.loss_scale, branching=step.branching,
-                               node_groups=node_groups_of(queries))
+                               loss_scale=step.loss_scale)
             available[candidates] = False
-            project_step(record, queries, step, backend, projection_now, inverse_variance, prior, bar, ledger,
+            project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
                           rho, round_index, len(candidates), independence)
-            fitted_in_full = projection_now is projection
             continue
         k = len(candidates) if step.outright else min(step.k, len(candidates))
         chosen_by_gumbel = k < len(candidates)
@@ -160,8 +152,8 @@ def run_plan(
         measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
                        measure_rho=measure_rho, round_index=round_index,
                        n_rows=n_rows, shrinkage=shrinkage,
-                       size_exponent=size_exponent if step.size_exponent is None else step.size_exponent,
-                       close=(lambda: ledger.rho_remaining) if is_last else None, loss_scale=step.loss_scale)
+                       size_exponent=size_exponent, close=(lambda: ledger.rho_remaining) if is_last else None,
+                       loss_scale=step.loss_scale)
         available[selected] = False
         if chosen_by_gumbel:
             record.selections[step.query_class] = selection_record(
@@ -170,13 +162,9 @@ def run_plan(
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
                 None if shift is None else shift / n_rows,
             )
-        project_step(record, queries, step, backend, projection_now, inverse_variance, prior, bar, ledger,
+        project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
                       rho, round_index, len(selected), independence)
-        fitted_in_full = projection_now is projection
     bar.close()
-    if not fitted_in_full and record.groups:  # the last step had nothing left to measure
-        fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance, anneal=True,
-                         warm=record.thresholds_fitted, prior=prior, independence=independence)
     if not progress and logger.isEnabledFor(logging.INFO):  # no bar to look at: one line per class
         for line in class_fit_lines(record, queries, plan, backend):
             logger.info(line)

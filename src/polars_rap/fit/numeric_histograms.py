@@ -45,14 +45,17 @@ its noise variance per node. The cells are then the least-squares fit to the noi
 (ordinary least squares: every node has the same noise), a linear function of released values
 (post-processing), and each prefix a fixed weighting ``w_k`` of the noisy nodes, std ``sigma
 ||w_k||``. At 200 cells a binary tree's mean prefix variance is 9 flat draws' instead of 100
-(:meth:`HistogramTree.mean_prefix_variance`); ``"auto"`` takes whichever of the flat release
-and the branchings :data:`TREE_BRANCHINGS` minimises that public figure for the histogram's
-number of cells.
+(:meth:`HistogramTree.mean_prefix_variance`); ``"auto"`` (:data:`HISTOGRAM_BRANCHING`, what
+every run uses) takes whichever of the flat release and the branchings :data:`TREE_BRANCHINGS`
+minimises that public figure for the histogram's number of cells.
+
+The step. :func:`add_numeric_histograms` puts one outright ``"NH"`` step last in the plan, its
+budget out of the linear thresholds' (:data:`HISTOGRAM_FROM`), its answers weighed
+:data:`HISTOGRAM_WEIGHT` times their inverse variance in the projection loss.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -68,21 +71,44 @@ from polars_rap.workload.queries import QueryClass, QuerySet
 from polars_rap.schema.transforms import to_unit
 from polars_rap.workload.builders import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
-__all__ = ["DEFAULT_MAX_BINS", "MAX_TREE_CELLS", "TREE_BRANCHINGS", "HistogramTree", "add_numeric_histograms",
-           "check_branching", "histogram_edges", "histogram_groups", "histogram_runs", "histogram_tree",
-           "measure_histograms"]
+__all__ = ["DEFAULT_MAX_BINS", "HISTOGRAM_BRANCHING", "HISTOGRAM_FROM", "HISTOGRAM_WEIGHT", "MAX_TREE_CELLS",
+           "TREE_BRANCHINGS", "HistogramTree", "add_numeric_histograms", "histogram_edges", "histogram_groups",
+           "histogram_runs", "histogram_tree", "measure_histograms"]
 
 DEFAULT_MAX_BINS = 200
 """Cells of a numeric histogram at most (two more on a wider integer column: its bounds' own):
 every whole value of an integer column up to this many (acs-income-CA's JWMNP, 1-200 minutes,
-gets one cell per minute)."""
+gets one cell per minute). Once the planned strategy's ``histogram_bins``, never measured at
+another value."""
+
+HISTOGRAM_WEIGHT = 0.1
+"""Factor on the histograms' answers' inverse-variance weights in the projection loss
+(post-processing). A histogram cell gets far more budget than one threshold query, and its k-th
+cumulative sum about 80 / k times a threshold answer's weight on acs-income-CA, so at 1 the fit
+serves the margins before the joint thresholds: 0.3 or 1 gave the numeric KS 0.99-1.14x of 0.1's,
+and 0.3 and 0.01 lost on trees too (``bench/results/ablation_histogram_weight.md``)."""
+
+HISTOGRAM_FROM = "LT"
+"""The query class whose share pays for the histograms, the others keeping theirs (every class
+pays when its share is no larger than the histograms'). At 20% the thresholds keep about a third
+of their share, and over 6 seeds on both datasets at eps 0.25 and 1
+(``bench/results/ablation_tree_share_seeds.md``) MM error falls 17-31% (lower in all 24 runs), the
+numeric KS 26-34% (CA at eps = 1: +5%), CM and LT within seed noise, for 0.008 macro F1 on Adult
+at eps = 1, against 5% out of every class's."""
+
+HISTOGRAM_BRANCHING = "auto"
+"""How each histogram is released (:func:`histogram_tree`): whichever of the flat release and the
+trees of :data:`TREE_BRANCHINGS` has the least expected prefix noise for its number of cells
+(public; binary on the headline datasets' columns). Against the flat release, 3 seeds on both
+datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_trees.md``): MM -15 to -25%, LT
+-12 to -19%, numeric KS -15 to -38%, CM level, macro F1 +0.001 to +0.004."""
 
 
 TREE_BRANCHINGS = (2, 3, 4, 8, 16)
 """The branchings ``"auto"`` weighs against the flat release (:func:`histogram_tree`)."""
 MAX_TREE_CELLS = 1024
 """A histogram of more cells is released flat (its tree's dense least-squares weights would
-take ``O(cells**2)`` memory); the default ``histogram_bins`` is 200."""
+take ``O(cells**2)`` memory); :data:`DEFAULT_MAX_BINS` is 200."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -138,27 +164,18 @@ class HistogramTree:
         return self.levels * float(np.mean(np.sum(np.square(self.prefix_weights), axis=1)))
 
 
-def check_branching(branching) -> int | str | None:
-    """``branching`` as :func:`histogram_tree` takes it: None (or ``"flat"``, for config files,
-    which cannot write None), ``"auto"`` or an int >= 2; else a
-    :class:`~polars_rap.errors.ParameterError` that says so."""
-    if branching is None or branching == "flat":
-        return None
-    if branching == "auto":
-        return branching
-    if isinstance(branching, bool) or not isinstance(branching, int) or branching < 2:
-        msg = f"histogram_branching must be 'flat' (or None), 'auto' or an int >= 2. Got {branching!r}"
-        raise ParameterError(msg)
-    return int(branching)
-
-
-def histogram_tree(n_cells: int, branching: int | str | None) -> HistogramTree:
+def histogram_tree(n_cells: int, branching: int | str | None = HISTOGRAM_BRANCHING) -> HistogramTree:
     """The release design of a histogram of ``n_cells`` cells: flat (``branching`` None, or
-    more than :data:`MAX_TREE_CELLS` cells), the tree of an int ``branching``, or for
-    ``"auto"`` the design of least :meth:`~HistogramTree.mean_prefix_variance` among the flat
-    release and :data:`TREE_BRANCHINGS` (public: it depends on ``n_cells`` only). Cached; its
-    arrays are read-only."""
-    return _histogram_tree(int(n_cells), check_branching(branching))
+    more than :data:`MAX_TREE_CELLS` cells), the tree of an int ``branching`` >= 2, or for
+    ``"auto"`` (:data:`HISTOGRAM_BRANCHING`) the design of least
+    :meth:`~HistogramTree.mean_prefix_variance` among the flat release and
+    :data:`TREE_BRANCHINGS` (public: it depends on ``n_cells`` only). Cached; its arrays are
+    read-only."""
+    if not (branching is None or branching == "auto" or (
+            isinstance(branching, int) and not isinstance(branching, bool) and branching >= 2)):
+        msg = f"branching must be None (flat), 'auto' or an int >= 2. Got {branching!r}"
+        raise ParameterError(msg)
+    return _histogram_tree(int(n_cells), branching)
 
 
 @functools.lru_cache(maxsize=64)
@@ -220,18 +237,6 @@ def _label_block(queries: QuerySet, group: int) -> int:
     return int(columns[0]) if len(columns) else -1
 
 
-def _nodes_by_histogram(queries: QuerySet, node_groups: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
-    """(numeric column, label block) -> that histogram's node groups in tree order (ascending
-    ids, as :func:`polars_rap.fit.histogram_nodes.histogram_node_groups` builds them)."""
-    node_groups = np.asarray(node_groups, dtype=np.int64)
-    keys = [(int(c), _label_block(queries, int(g)))
-            for c, g in zip(_threshold_column(queries, node_groups), node_groups, strict=True)]
-    out: dict[tuple[int, int], list[int]] = {}
-    for key, group in zip(keys, node_groups, strict=True):
-        out.setdefault(key, []).append(int(group))
-    return {key: np.asarray(ids, dtype=np.int64) for key, ids in out.items()}
-
-
 def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
     """``groups`` (NH group ids, ascending) cut into histograms: maximal runs of consecutive
     ids on the same numeric column and label block, each one histogram's prefixes in order."""
@@ -246,27 +251,21 @@ def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
 
 def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answers: np.ndarray,
                        ledger: PrivacyLedger, rng, *, measure_rho: float, round_index: int, n_rows: int,
-                       close=None, loss_scale: float = 1.0, branching: int | str | None = None,
-                       node_groups: np.ndarray | None = None) -> None:
+                       close=None, loss_scale: float = 1.0) -> None:
     """Release every histogram of the NH ``groups`` (:func:`histogram_runs`) by one Gaussian
-    mechanism on the nodes of its :func:`histogram_tree` (``branching``; None: its cells, L2
-    sensitivity ``sqrt(2)/n``; a tree of ``h`` levels: ``sqrt(2 h)/n``, module docstring),
+    mechanism on the nodes of its :func:`histogram_tree` (:data:`HISTOGRAM_BRANCHING`; flat: its
+    cells, L2 sensitivity ``sqrt(2)/n``; a tree of ``h`` levels: ``sqrt(2 h)/n``, module docstring),
     ``measure_rho`` split evenly over them, and append its prefixes to ``record`` (a
     :class:`polars_rap.fit.loop_record.LoopRecord`) group by group: noisy answers, std ``sigma
     ||w_k||`` and the draws summed (``k`` for the ``k``-th prefix of a flat release), each
     with ``loss_scale``. ``close`` (callable or None): the last histogram's charge is its
-    value, read just before that charge (what is left). With ``node_groups`` (int64, the
-    workload's ``"HN"`` groups: :mod:`polars_rap.fit.histogram_nodes`) the record gets each
-    histogram's noisy nodes instead, one group per node, std ``sigma`` and one draw each (the
-    maximum-likelihood fit), for each histogram that has node groups (not a nullable column's);
-    the release is the same."""
+    value, read just before that charge (what is left)."""
     runs = histogram_runs(queries, groups)
-    nodes_of = _nodes_by_histogram(queries, node_groups) if node_groups is not None and len(node_groups) else None
     for position, run in enumerate(runs):
         rho = close() if close is not None and position == len(runs) - 1 else measure_rho / len(runs)
         prefix_counts = np.rint(true_answers[queries.group_query_indices(run)] * n_rows).reshape(len(run), -1)
         cell_counts = np.diff(prefix_counts, axis=0, prepend=0.0)
-        tree = histogram_tree(len(run), branching)
+        tree = histogram_tree(len(run), HISTOGRAM_BRANCHING)
         column = int(_threshold_column(queries, run[:1])[0])
         description = f"NH histogram of numeric column {column} ({len(run)} cells per label value)"
         if tree.branching is None:
@@ -279,14 +278,6 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
             released.ravel() / n_rows, math.sqrt(2.0 * tree.levels) / n_rows, rho, ledger, rng,
             description=description, round=round_index, n_rows=n_rows,
         )
-        ids = None if nodes_of is None else nodes_of.get((column, _label_block(queries, run[0])))
-        if ids is not None:
-            if len(ids) != len(tree.nodes):
-                msg = f"the workload's node groups of numeric column {column} do not match its histogram's tree"
-                raise RuntimeError(msg)
-            for group, values in zip(ids, noisy.reshape(released.shape), strict=True):
-                record.add(group, round_index, values, std, loss_scale=loss_scale)
-            continue
         noisy_prefix, norms, draws = histogram_prefixes(tree, noisy.reshape(released.shape))
         for k, group in enumerate(run):
             record.add(group, round_index, noisy_prefix[k], std * norms[k], draws=int(draws[k]),
@@ -305,24 +296,20 @@ def histogram_prefixes(tree: HistogramTree, noisy: np.ndarray) -> tuple[np.ndarr
 
 
 def add_numeric_histograms(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
-                           share: float, max_bins: int = DEFAULT_MAX_BINS, *, last: bool = False,
-                           loss_scale: float = 1.0, from_class: str | None = None,
-                           branching: int | str | None = None) -> tuple[QuerySet, list[Step], dict[str, int]]:
-    """The workload, plan and group counts with every numeric column's histogram prefixes.
+                           share: float) -> tuple[QuerySet, list[Step], dict[str, int]]:
+    """The workload, plan and group counts with every numeric column's histogram prefixes
+    (at most :data:`DEFAULT_MAX_BINS` cells each).
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
-    outright ``"NH"`` step goes first (or ``last``), weighted so that it takes ``share`` (in
-    (0, 1)) of the loop's budget (out of ``from_class``'s steps alone when given:
-    :func:`~polars_rap.fit.plan_steps.add_outright_step`), its answers' loss weights times
-    ``loss_scale``, its histograms released on trees of ``branching``
-    (:func:`histogram_tree`). Unchanged when the domain has no numeric column or the plan is
+    outright ``"NH"`` step goes last, weighted so that it takes ``share`` (in (0, 1)) of the
+    loop's budget, out of :data:`HISTOGRAM_FROM`'s steps
+    (:func:`~polars_rap.fit.plan_steps.add_outright_step`), its answers' loss weights times
+    :data:`HISTOGRAM_WEIGHT`. Unchanged when the domain has no numeric column or the plan is
     empty."""
     counts = dict(group_counts)
     if not domain.numeric_columns or not plan:
         return queries, list(plan), counts
-    added = histogram_groups(domain, max_bins)
+    added = histogram_groups(domain, DEFAULT_MAX_BINS)
     counts["NH"] = added.n_groups
-    steps = add_outright_step(plan, "NH", share, last=last, loss_scale=loss_scale, from_class=from_class)
-    steps = [dataclasses.replace(s, branching=check_branching(branching)) if s.query_class == "NH" else s
-             for s in steps]
+    steps = add_outright_step(plan, "NH", share, last=True, loss_scale=HISTOGRAM_WEIGHT, from_class=HISTOGRAM_FROM)
     return QuerySet.concatenate([queries, added]), steps, counts

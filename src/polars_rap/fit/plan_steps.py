@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CLASSES", "Step", "add_outright_step", "add_step_with_share", "capped_rounds", "group_shares",
-           "interleave", "join_annealed"]
+__all__ = ["CLASSES", "Step", "add_outright_step", "add_step_with_share", "capped_rounds", "fixed_steps",
+           "group_shares", "interleave"]
 
 CLASSES = ("CM", "MM", "LT")
 """Query classes in workload order."""
@@ -57,22 +57,14 @@ class Step:
     would (None: it never does).
 
     ``joined`` (public): other classes whose groups join an annealed step's candidates,
-    selected and measured with its own (its budget; none of their own), as
-    :mod:`polars_rap.fit.categorical_prefixes` joins the CM step; not in a step measured outright
-    in one round.
-
-    ``branching`` (public): a numeric-histogram step's release design, as
-    :func:`polars_rap.fit.numeric_histograms.histogram_tree` takes it (None: flat); unused by the
-    other classes.
+    selected and measured with its own (its budget; none of their own); not in a step measured
+    outright in one round. No plan joins any since the strategy settings that did were removed
+    (``docs/findings.md``); the pipeline's report still reads it.
 
     ``margin_reserve`` (public, in [0, 1)): the part of an annealed step's budget kept from its
     rounds for one last measurement of the base marginals no table it measured holds
     (:func:`polars_rap.fit.base_marginals.unheld_margins`); none in a step measured outright in one
-    round.
-
-    ``size_exponent`` (public): an outright or selection step splits its measurement budget
-    over its groups by :func:`group_shares` with this exponent instead of the run's (None:
-    the run's)."""
+    round."""
 
     query_class: str
     weight: float
@@ -82,8 +74,6 @@ class Step:
     selection_share: float | None = None
     outright_l1: float | None = None
     joined: tuple[str, ...] = ()
-    branching: int | str | None = None
-    size_exponent: float | None = None
     margin_reserve: float = 0.0
 
     @property
@@ -121,24 +111,27 @@ def add_step_with_share(plan: list[Step], step: Step, share: float, *, last: boo
     return [*plan, step] if last else [step, *plan]
 
 
-def join_annealed(plan: list[Step], query_class: str, joined: str) -> list[Step]:
-    """``plan`` with ``joined``'s groups among the candidates of every annealed step of
-    ``query_class`` (:attr:`Step.joined`); the other steps as they were."""
-    return [dataclasses.replace(step, joined=(*step.joined, joined))
-            if step.query_class == query_class and step.annealed and joined not in step.joined else step
-            for step in plan]
+def fixed_steps(shares: Mapping[str, float], rounds: Mapping[str, int], capped: Mapping[str, int],
+                group_counts: Mapping[str, int], k: int) -> list[Step]:
+    """The steps of the classes of ``shares`` (each class's share of the loop's budget): one
+    outright step first for each class whose rounds asked would measure all its groups anyway
+    (``rounds * k >= groups``: in one step, with no selection charge), then the other classes'
+    ``capped`` rounds of ``k`` groups interleaved (:func:`interleave`), each round an equal part
+    of its class's share. Public values only."""
+    outright = [c for c in shares if int(rounds[c]) * k >= int(group_counts.get(c, 0))]
+    steps = [Step(c, shares[c], None) for c in outright]
+    selecting = {c: capped[c] for c in shares if c not in outright}
+    return steps + [Step(c, shares[c] / selecting[c], k) for c in interleave(selecting)]
 
 
 def add_outright_step(plan: list[Step], query_class: str, share: float, *, last: bool = False,
-                      loss_scale: float = 1.0, from_class: str | None = None,
-                      size_exponent: float | None = None) -> list[Step]:
+                      loss_scale: float = 1.0, from_class: str | None = None) -> list[Step]:
     """``plan`` with an outright step of ``query_class`` taking ``share`` of the loop's budget
-    (:func:`add_step_with_share`); ``loss_scale`` and ``size_exponent`` are its
-    :attr:`Step.loss_scale` and :attr:`Step.size_exponent`. With
+    (:func:`add_step_with_share`); ``loss_scale`` is its :attr:`Step.loss_scale`. With
     ``from_class`` the share comes out of that class's steps alone, the others keeping their
     budgets (out of every step's still when that class's steps weigh no more than the share,
     or the plan has none)."""
-    step = Step(query_class, 0.0, None, loss_scale=float(loss_scale), size_exponent=size_exponent)
+    step = Step(query_class, 0.0, None, loss_scale=float(loss_scale))
     total = math.fsum(s.weight for s in plan)
     donor = math.fsum(s.weight for s in plan if s.query_class == from_class)
     if from_class is None or donor <= share * total:

@@ -1,6 +1,9 @@
 """The planned strategy (``strategy="planned"``, the default): a budget per query class,
-measured where it pays, each part a switch so that it can be measured on its own
-(``bench/results/ablation_*``). See :mod:`polars_rap.fit.strategy` for what a strategy is."""
+measured where it pays. Its settings are the budget's shares and the switches that tell it from
+the paper's algorithm (:class:`~polars_rap.fit.strategy.PaperStrategy`); the values measured and
+kept are module constants, each citing its finding (``bench/results/ablation_*``; the settings
+that lost are listed in ``docs/findings.md``). See :mod:`polars_rap.fit.strategy` for what a
+strategy is."""
 
 from __future__ import annotations
 
@@ -10,14 +13,70 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polars_rap.errors import ParameterError
-from polars_rap.fit.plan_steps import CLASSES, Step, capped_rounds, interleave
+from polars_rap.fit.plan_steps import CLASSES, Step, capped_rounds, fixed_steps
 from polars_rap.fit.strategy_checks import check_planned_settings
 
-__all__ = ["DEFAULT_CLASS_SHARES", "PlannedStrategy"]
+__all__ = ["CM_ANNEAL_SELECTION_SHARE", "CM_OUTRIGHT_L1", "DEFAULT_CLASS_SHARES", "PlannedStrategy",
+           "class_budget_shares", "planned_steps"]
 
 DEFAULT_CLASS_SHARES = {"CM": 2.0, "MM": 1.0, "LT": 1.0}
 """The planned strategy's relative budget per class: the categorical marginals twice the others
 (``bench/results/ablation_class_shares.md``: CM -7 to -10% at every eps on both datasets)."""
+
+CM_ANNEAL_SELECTION_SHARE = 0.1
+"""Part of an annealed CM round's budget its selection pays (AIM's; the run's ``selection_share``
+pays the threshold rounds' selections). The default since ``bench/results/ablation_mediated_prior.md``
+(annealed CM with the mediated prior: CM -21 to -25% on acs-income-CA and -3 to -12% on Adult at
+eps <= 1 against every table measured outright)."""
+
+CM_OUTRIGHT_L1 = 0.15
+"""When the CM share would measure every CM table with an expected noise L1 norm of at most this
+on average (a table's answers sum to 1; public: the budget, the row count, the tables' sizes and
+sensitivities), the annealed step measures them all in one round instead (``Step.outright_l1``):
+annealing measures a few tables well where noise is large; where every table can be measured
+precisely, measuring them all is better. 0.15 lies between both headline datasets' 0.07-0.08 at
+eps = 5 and 0.33-0.36 at eps = 1 (chosen on them)."""
+
+
+def class_budget_shares(class_shares: Mapping[str, float] | str | None,
+                        capped: Mapping[str, int]) -> dict[str, float]:
+    """Each class's share of the loop's budget (summing to 1), for the classes with rounds
+    (``capped``: the rounds each class can run, :func:`~polars_rap.fit.plan_steps.capped_rounds`),
+    as ``class_shares`` sets them (a mapping of relative shares, ``"rounds"`` or None: equal);
+    a class its mapping leaves out gets none. Empty when no class has rounds."""
+    active = [c for c in CLASSES if capped.get(c, 0) > 0]
+    if not active:
+        return {}
+    if class_shares is None:
+        raw = {c: 1.0 for c in active}
+    elif class_shares == "rounds":
+        raw = {c: float(capped[c]) for c in active}
+    else:
+        raw = {c: float(class_shares.get(c, 0.0)) for c in active}
+    if sum(raw.values()) <= 0.0:
+        msg = f"class_shares gives no budget to any class with rounds ({', '.join(active)})"
+        raise ParameterError(msg)
+    total = math.fsum(raw.values())
+    return {c: raw[c] / total for c in active if raw[c] > 0}
+
+
+def planned_steps(class_shares: Mapping[str, float] | str | None, group_counts: Mapping[str, int],
+                  rounds: Mapping[str, int], k: int, *, margin_reserve: float = 0.0,
+                  anneal_cm: bool = True) -> list[Step]:
+    """The planned strategy's plan (:meth:`PlannedStrategy.plan`): the CM class's share spent
+    by one annealed step (K = 1, T0 = the CM groups, :mod:`polars_rap.fit.annealing`; the
+    selection and outright parts :data:`CM_ANNEAL_SELECTION_SHARE` and :data:`CM_OUTRIGHT_L1`,
+    ``margin_reserve`` kept for the margin refresh), the other classes by
+    :func:`~polars_rap.fit.plan_steps.fixed_steps`. ``anneal_cm=False`` plans CM as the
+    others, measured outright or by selection rounds: the default until
+    ``bench/results/ablation_mediated_prior.md``, which tests of those steps' mechanics pin."""
+    capped = {c: capped_rounds(group_counts, {c: r}, k)[c] for c, r in rounds.items()}
+    share = class_budget_shares(class_shares, capped)
+    annealed = ["CM"] if anneal_cm and "CM" in share else []
+    steps = [Step(c, share[c], 1, max(1, int(group_counts[c])), selection_share=CM_ANNEAL_SELECTION_SHARE,
+                  outright_l1=CM_OUTRIGHT_L1, margin_reserve=float(margin_reserve)) for c in annealed]
+    return steps + fixed_steps({c: w for c, w in share.items() if c not in annealed}, rounds, capped,
+                               group_counts, k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,22 +85,21 @@ class PlannedStrategy:
 
     By default: 10% of the budget measures every feature x label margin first; the categorical
     marginals' share (twice each threshold class's) is spent by AIM's budget annealing, a few
-    tables measured sharply where noise is large, every table where it is small, a tenth of it
-    kept to measure again the margins of the features no table it measured holds
-    (``cm_margin_reserve=0.1``); the tables
-    left unmeasured are fitted toward the maximum-entropy table given the measured tables that
-    link their features; the threshold classes are measured as the paper does, by rounds of
-    selection, 10 of linear thresholds unless ``synthesize`` is given ``rounds_lt`` (the
-    paper's 50: over 6 seeds on both headline datasets at eps 0.25 and 1, CM level, MM 0.90-0.98x,
-    macro F1 +0.002 to +0.006, a third of the fit time, the numeric KS 1.10-1.12x at eps 1;
-    ``bench/results/lt_rounds_10_pairs.md``); last, each numeric column's histogram x label
-    takes 20% of the budget out of the thresholds' share. Decoding permutes each numeric column
-    within each label value (``numeric_coupling="label"``) and moves it toward its released
-    histogram where it is off by more than the histogram's noise (``histogram_match=1``), after
+    tables measured sharply where noise is large, every table where it is small
+    (:data:`CM_OUTRIGHT_L1`), a tenth of it kept to measure again the margins of the features
+    no table it measured holds (``cm_margin_reserve=0.1``); the tables left unmeasured are
+    fitted toward the maximum-entropy table given the measured tables that link their
+    features; the threshold classes are measured as the paper does, by rounds of selection
+    (a class whose rounds would measure all its groups anyway is measured outright, in one
+    step with no selection charge), 10 of linear thresholds unless ``synthesize`` is given
+    ``rounds_lt`` (the paper's 50: over 6 seeds on both headline datasets at eps 0.25 and 1,
+    CM level, MM 0.90-0.98x, macro F1 +0.002 to +0.006, a third of the fit time, the numeric KS
+    1.10-1.12x at eps 1; ``bench/results/lt_rounds_10_pairs.md``); last, each numeric column's
+    histogram x label takes 20% of the budget out of the thresholds' share. Decoding permutes
+    each numeric column within each label value (``numeric_coupling="label"``) and moves it
+    toward its released histogram where it is off by more than the histogram's noise, after
     handing each column's values out within each label to follow the released numeric ties
-    (10% of the budget, where their noise allows: ``tie_share``, ``tie_noise_cap``).
-    ``cm_anneal=False, base_share=0.0, independence_prior=False`` measures every CM
-    table outright, the default until ``bench/results/ablation_mediated_prior.md``, bit for bit.
+    (10% of the budget, where their noise allows: ``tie_share``).
 
     Parameters
     ----------
@@ -53,170 +111,34 @@ class PlannedStrategy:
         share; ``"rounds"`` a share in proportion to its rounds, as the paper's even split per
         round does. Shares of classes without rounds are ignored; a class with rounds that the
         mapping leaves out gets none.
-    outright : bool
-        Measure a class outright, in one step with no selection charge and before the rounds
-        of the other classes, when its rounds would measure all its groups anyway
-        (``rounds * k >= groups``). Otherwise its rounds select as in the paper.
     inverse_variance : bool
         Weigh measurements by ``1 / noise_std**2`` in the projection loss.
     decoding : {"controlled", "independent"}
         How relaxed rows become discrete rows (:func:`polars_rap.decode.decoding.decode`).
-    shrinkage : bool
-        Fit each categorical marginal's James-Stein estimate toward conditional independence
-        rather than its noisy answers (:mod:`polars_rap.fit.shrinkage`; post-processing, free).
     selection_share : float
         Part of a selection round's budget spent on its Gumbel top-K, the rest measuring what
         it picks (0.5, the paper's; 0.2 lowers LT error 11% on acs-income-CA and leaves Adult
         unchanged at ε = 1: ``bench/results/ablation_selection.md``).
-    size_exponent : float
-        Split each step's measurement budget over its groups in proportion to
-        ``cells ** size_exponent`` (:func:`group_shares`); 0 splits it evenly.
     base_share : float
         Part of the loop's budget spent first on the base marginals, every categorical feature
         block times each label, measured outright (:mod:`polars_rap.fit.base_marginals`; AIM's
         one-way marginals; default 0.1, the margins the annealed CM rounds and the prior build
         on); 0 measures none. The numeric histograms' step is added after, out of the
         thresholds' share at the defaults, so the base marginals keep 0.1 of the loop.
-    base_from : str or None
-        The query class (``"CM"``, ``"MM"`` or ``"LT"``) whose share pays for the base
-        marginals, the others keeping theirs (every class pays when that one's share is no
-        larger than ``base_share``); None (default): every class pays its part.
-    base_size_exponent : float or None
-        Split the base marginals' budget over their groups in proportion to ``cells **
-        base_size_exponent`` (:func:`group_shares`; 2/3 minimises their summed expected noise
-        L1 norm, so a feature of many rare values, as Adult's native-country, is not measured
-        with the same budget as sex); None (default): as ``size_exponent`` splits every step's.
     histogram_share : float
         Part of the loop's budget spent on the numeric histograms: each numeric column's
         one-way distribution times each label, on a public grid of at most
-        ``histogram_bins`` cells (every whole value of a small integer column), one Gaussian
+        :data:`~polars_rap.fit.numeric_histograms.HISTOGRAM_BINS` cells (every whole value of a small integer column), one Gaussian
         release of its cells each, the projection fitting their cumulative sums
-        (:mod:`polars_rap.fit.numeric_histograms`); default 0.2 (out of the thresholds' share,
-        ``histogram_from``), 0 measures none. Random thresholds almost never separate 19 from
+        (:mod:`polars_rap.fit.numeric_histograms`); default 0.2 (out of the thresholds' share:
+        :data:`~polars_rap.fit.numeric_histograms.HISTOGRAM_FROM`), 0 measures none. Random thresholds almost never separate 19 from
         20 minutes, so heaped and pinned values otherwise go unseen
         (``bench/results/ablation_histograms_now.md``: at 5% of every class's budget,
         mixed-marginal error -28% on acs-income-CA and -39% on Adult at epsilon = 1, KS -39%
         and -83%; ``ablation_tree_share_seeds.md``: 20% out of the thresholds', MM -17 to -31%
         more over 6 seeds).
-    histogram_bins : int
-        Cells of a numeric histogram at most (>= 2).
-    histogram_position : {"first", "last"}
-        Where the histograms' step goes: before every other step of the loop, or after them
-        (default: the thresholds and mixed marginals shape the joint distribution first, the
-        histograms then correct each column's margin: ``bench/results/ablation_histograms.md``).
-    histogram_weight : float
-        Factor (> 0) on the histograms' answers' inverse-variance weights in the projection
-        loss (post-processing; default 0.1). A histogram cell gets far more budget than one
-        threshold query, and its k-th cumulative sum about 80 / k times a threshold answer's
-        weight on acs-income-CA, so at 1 the fit serves the margins before the joint
-        thresholds.
-    histogram_match : float or None
-        Move the decoded numeric columns toward their released histograms, within each label
-        value, each row keeping its rank (:mod:`polars_rap.decode.histogram_margins`; post-processing,
-        free): the rows' own distribution clipped to this many noise stds of the histogram's
-        (0: the histogram's own). The projection's soft thresholds cannot pin rows on
-        the heaps of a wide integer column (commute minutes on 10, 15, 30); the histograms saw
-        them. Default 1; None: off. Needs the histograms (``histogram_share`` > 0) and the
-        prefixes fit (``histogram_fit="prefixes"``); without them, or where ``public_use``
-        ``"reweight"``'s check releases public rows, it does nothing. Against
-        off, 3 seeds on both datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_match.md``):
-        MM 0.90-0.98x and LT 0.91-0.97x in every cell, the numeric KS 0.57x (CA) and 0.70x
-        (Adult) at eps 1 and 0.98-1.02x at 0.25, CM unchanged, macro F1 -0.001 on Adult; 0.5
-        moves more (MM 0.86-0.96x) for F1 -0.002 to -0.003 on Adult.
-    histogram_from : str or None
-        The query class (``"CM"``, ``"MM"`` or ``"LT"``) whose share pays for the numeric
-        histograms, the others keeping theirs (as ``base_from``; every class pays when that
-        one's share is no larger than ``histogram_share``); None: every class pays its part,
-        the base marginals' step included. Default ``"LT"``: at 20% the thresholds keep about
-        a third of their share, and over 6 seeds on both datasets at epsilon 0.25 and 1
-        (``bench/results/ablation_tree_share_seeds.md``) MM error falls 17-31% (means; lower in
-        all 24 runs), the numeric KS 26-34% (CA at epsilon = 1: +5%), CM and LT stay within seed noise, at a
-        cost of 0.008 macro F1 on Adult at epsilon = 1 (flat histograms out of LT at 5% or
-        10%, before the trees, had not beaten the default: ``ablation_histograms_from_lt.md``).
-    histogram_branching : None, "auto" or int
-        How each numeric histogram is released (:func:`polars_rap.fit.numeric_histograms.histogram_tree`):
-        None or ``"flat"``, its cells, whose ``k``-th cumulative sum then carries ``k`` draws of noise; an
-        int ``b`` >= 2, the nodes of a ``b``-ary tree over the cells (the same budget), the
-        prefixes read back by least squares; ``"auto"`` (default), whichever of those has the
-        least expected prefix noise for the histogram's number of cells (public; binary on the
-        headline datasets' columns). Against the flat release, 3 seeds on both datasets at
-        epsilon = 0.25 and 1 (``bench/results/ablation_histogram_trees.md``): mixed-marginal
-        error -15 to -25%, LT -12 to -19%, numeric KS -15 to -38%, CM level (within 0.1%),
-        macro F1 +0.001 to +0.004.
-    histogram_fit : {"prefixes", "nodes"}
-        What the projection fits of each histogram's release (:mod:`polars_rap.fit.histogram_nodes`):
-        its least-squares prefixes, each weighed by its own inverse variance (default), or
-        its tree's nodes, independent measurements of equal noise (the maximum-likelihood fit:
-        the prefixes share their nodes' noise, which a diagonal loss counts once per prefix).
-        The release and its charge are the same.
-    class_k : mapping or None
-        Groups a selection round of a class measures (``{"CM": 3}``), overriding the run's
-        ``queries_per_round`` for that class (public).
-    noise_aware : bool
-        Score each candidate of a selection round by its L1 error minus the expected L1 norm
-        of its measurement's noise, ``sqrt(2/pi) * sigma * cells`` (AIM's score; public, so the
-        score's sensitivity is the error's).
-    cm_anneal : bool
-        Spend the CM class's share by AIM's budget annealing instead of a fixed plan
-        (:mod:`polars_rap.fit.annealing`; on by default): adaptive rounds, each selecting
-        ``class_k["CM"]`` tables (default 1) among all CM tables, measured or not, by the
-        noise-aware score (paying ``cm_anneal_selection_share`` of the round for it), measuring
-        them and projecting; a round's budget starts at ``share / cm_anneal_rounds`` and
-        quadruples (its noise std halves) after a round whose measurement moved the synthetic
-        answers by no more than the noise's expected L1 norm; the last round takes what is
-        left. How many tables are measured thus follows the noise level, and the tables left
-        unmeasured are inferred by ``independence_prior``. It replaces ``outright`` and the CM
-        rounds for that class (``rounds_cm`` only has to be > 0). With the base marginals, the
-        gated mediated prior and ``cm_outright_l1`` (the defaults) it cuts CM error 21-25% on
-        acs-income-CA and 3-12% on Adult at ε <= 1 against measuring every table outright
-        (``cm_anneal=False, base_share=0, independence_prior=False``), for 3-35% more MM and LT
-        error, most at ε = 0.25 on CA (``bench/results/ablation_mediated_prior.md``). Alone,
-        without a prior, it cut CM 4% on CA and raised it 30% on Adult
-        (``ablation_cm_anneal.md``).
-    cm_anneal_rounds : int or None
-        T0: the first round gets ``1 / T0`` of the CM share, and no more than ``max(1, T0 -
-        1)`` rounds run. None (default): the number of CM groups over ``cm_anneal_start``
-        (AIM's 16 d plays this part).
-    cm_anneal_start : float
-        With ``cm_anneal_rounds`` None, the first annealed round's budget per table relative to
-        an outright step's (1: the same, less the selection's part; 0.25: T0 is four times the
-        number of CM groups, so rounds start at a quarter of it, their noise std doubled, and
-        more tables can be measured before the budget runs out).
-    cm_outright_l1 : float or None
-        With ``cm_anneal``: when the CM share would measure every CM table with an expected
-        noise L1 norm of at most this on average (a table's answers sum to 1; public: the
-        budget, the row count, the tables' sizes and sensitivities), measure them all outright
-        in one round instead of annealing, and so leave no table to a prior
-        (``Step.outright_l1``). Budget annealing measures a few tables well where noise is
-        large; where every table can be measured precisely, measuring them all is better. The
-        default 0.15 lies between both headline datasets' 0.07-0.08 at ε = 5 and 0.33-0.36 at
-        ε = 1 (chosen on them: a third table would test it). None: always anneal. No effect
-        without ``cm_anneal``.
-    cm_anneal_selection_share : float or None
-        Part of an annealed CM round's budget its selection pays (default 0.1, AIM's); None:
-        the run's ``selection_share``.
-    cm_anneal_last : bool
-        With ``cm_anneal``: run the annealed CM step after the other classes' steps (the
-        threshold rounds) instead of first, so that its selections see the numeric columns as
-        the thresholds fitted them (what ``cm_prefixes`` scores against). False (default):
-        first, after the base marginals. At ε = 1: CA MM -5% and LT -6%, Adult MM +15% and
-        LT +11% (its rounds move the rows' labels after the thresholds were fitted).
-    cm_anneal_margins : bool
-        With ``cm_anneal`` and the base marginals: the base marginals (every feature block x
-        label) join the annealed CM step's candidates, so that a round may measure a feature's
-        margin again, sharply, as AIM's selection may pick a marginal below the workload's
-        tables (its downward closure). A feature that no measured table holds otherwise keeps the
-        base step's margin alone, and each table it leaves unmeasured inherits that margin's noise
-        through the prior. False (default): only the CM tables compete.
-    cm_anneal_pairs : bool
-        With ``cm_anneal``: the 2-way marginals of two features without the label join the
-        annealed CM step's candidates (:mod:`polars_rap.fit.feature_pairs`), half the cells of their
-        label-crossed tables, as AIM's selection may pick a subset of a workload table. False
-        (default): only the CM tables (and whatever ``cm_anneal_margins`` adds) compete. At ε
-        0.25 and 1 (3 seeds) CM 1.03-1.16x on both datasets and macro F1 -0.024 on CA at 0.25
-        (``bench/results/ablation_cm_anneal_pairs.md``).
     cm_margin_reserve : float
-        With ``cm_anneal`` and the base marginals: the part of the annealed CM step's budget kept
+        With the base marginals: the part of the annealed CM step's budget kept
         from its rounds for one last measurement of the base marginals whose feature no table
         the rounds measured holds (all of them when every feature is held), split evenly, then
         a projection (:mod:`polars_rap.fit.annealing`: the margin refresh). A feature the rounds never
@@ -228,21 +150,6 @@ class PlannedStrategy:
         0.93x / 1.01x on Adult (lower in 6 of 6 runs on Adult at 0.25), macro F1 +0.002 but for
         Adult at eps 1 (-0.003), MM 1.15x / 1.06x on CA (its noisiest cell, seed by seed
         0.83-1.83x) and 0.99x / 1.03x on Adult; 0.2 cut CM no further and cost more MM.
-    cm_prefixes : tuple of float or None
-        With ``cm_anneal``: fractions of each numeric column's mapped range whose categorical
-        prefixes (a feature × the label × ``x <= t``:
-        :mod:`polars_rap.fit.categorical_prefixes`) join the annealed CM step's candidates, so
-        that its selection can measure how a numeric column moves with a feature, as AIM's
-        marginals of binned numerics do; none join a step measured outright (``cm_outright_l1``).
-        None (default): none. At ε = 1 with ``cm_anneal_last`` (3 seeds): CA MM -6%, LT -8.5%,
-        F1 +0.002, but Adult CM +20%, where deterministic ties (education x education-num) take
-        the CM budget (``bench/results/ablation_cm_prefixes.md``).
-    cm_prefixes_share : float or None
-        With ``cm_prefixes``: instead of joining the CM step, the prefixes get an annealed step
-        of their own, last in the plan (after the thresholds have placed the numeric columns),
-        taking this share of the loop's budget out of every step's. None (default): they join.
-        At 0.1 and ε = 1: Adult MM +20% and LT +11% (their fit moves labels after the
-        thresholds), CA level.
     independence_prior : bool or "mediated"
         Fit every CM table not measured (yet) toward an inferred table, weighed as a
         measurement as noisy as the noisiest categorical one, recomputed from the relaxed
@@ -251,23 +158,8 @@ class PlannedStrategy:
         given the label; with ``"mediated"`` (the default), where a third feature has a
         measured table with each of the two, their independence given it and the label (the
         maximum-entropy table given those two tables), else as with True. It matters only
-        where tables go unmeasured, as with ``cm_anneal``, standing in for AIM's inference of
+        where tables go unmeasured, as with the annealed CM step, standing in for AIM's inference of
         those tables. False: unmeasured tables are whatever the projection leaves them.
-    mediator_gate : float or None
-        With ``independence_prior="mediated"``, a measured table links two features through
-        its third only where its interaction stands out of its noise, ``||y - m(y)||^2 > (1 +
-        gate) * cells * sigma^2`` (``m`` the conditional-independence fit;
-        :func:`polars_rap.fit.independence_prior.significant_links`); None: every measured table
-        links. At low ε a table measured mostly as noise otherwise passes its noise on to the
-        tables it mediates (CA at ε = 0.25: CM -8% and F1 +0.010 with the default gate 1).
-    integer_cells : bool
-        Spread each whole value ``x`` of an integer column over its rounding cell ``[x - 1/2,
-        x + 1/2]`` (a per-row map keyed by a hash of the row:
-        :func:`polars_rap.schema.encoding.spread_integer_cells`) before the real rows are counted,
-        and put mixed marginals' thresholds on integer columns at half-integers. Decoding
-        rounds integer columns, so the rounded rows keep what the projection fitted; real
-        integers, being points, let the projection put a row anywhere between two thresholds
-        and rounding then moved it across one.
     numeric_coupling : {"fitted", "label"}
         ``"fitted"``: each decoded row keeps its relaxed row's numeric values together;
         ``"label"``: each numeric column's values are permuted among the decoded rows of the
@@ -295,6 +187,43 @@ class PlannedStrategy:
         +0.005 / +0.0005, LT 0.93x / 0.87x. Only with ``numeric_coupling="label"`` and labels
         (otherwise nothing is measured and nothing charged). The sums are read in the one pass
         over the rows, on Ray per block.
+    shrinkage : bool
+        Fit each categorical marginal's James-Stein estimate toward conditional independence
+        rather than its noisy answers (:mod:`polars_rap.fit.shrinkage`; post-processing, free).
+    size_exponent : float
+        Split each step's measurement budget over its groups in proportion to
+        ``cells ** size_exponent`` (:func:`group_shares`); 0 splits it evenly.
+    noise_aware : bool
+        Score each candidate of a selection round by its L1 error minus the expected L1 norm
+        of its measurement's noise, ``sqrt(2/pi) * sigma * cells`` (AIM's score; public, so the
+        score's sensitivity is the error's).
+    histogram_match : float or None
+        Move the decoded numeric columns toward their released histograms, within each label
+        value, each row keeping its rank (:mod:`polars_rap.decode.histogram_margins`; post-processing,
+        free): the rows' own distribution clipped to this many noise stds of the histogram's
+        (0: the histogram's own). The projection's soft thresholds cannot pin rows on
+        the heaps of a wide integer column (commute minutes on 10, 15, 30); the histograms saw
+        them. Default 1; None: off. Needs the histograms (``histogram_share`` > 0); without them, or where ``public_use``
+        ``"reweight"``'s check releases public rows, it does nothing. Against
+        off, 3 seeds on both datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_match.md``):
+        MM 0.90-0.98x and LT 0.91-0.97x in every cell, the numeric KS 0.57x (CA) and 0.70x
+        (Adult) at eps 1 and 0.98-1.02x at 0.25, CM unchanged, macro F1 -0.001 on Adult; 0.5
+        moves more (MM 0.86-0.96x) for F1 -0.002 to -0.003 on Adult.
+    mediator_gate : float or None
+        With ``independence_prior="mediated"``, a measured table links two features through
+        its third only where its interaction stands out of its noise, ``||y - m(y)||^2 > (1 +
+        gate) * cells * sigma^2`` (``m`` the conditional-independence fit;
+        :func:`polars_rap.fit.independence_prior.significant_links`); None: every measured table
+        links. At low ε a table measured mostly as noise otherwise passes its noise on to the
+        tables it mediates (CA at ε = 0.25: CM -8% and F1 +0.010 with the default gate 1).
+    integer_cells : bool
+        Spread each whole value ``x`` of an integer column over its rounding cell ``[x - 1/2,
+        x + 1/2]`` (a per-row map keyed by a hash of the row:
+        :func:`polars_rap.schema.encoding.spread_integer_cells`) before the real rows are counted,
+        and put mixed marginals' thresholds on integer columns at half-integers. Decoding
+        rounds integer columns, so the rounded rows keep what the projection fitted; real
+        integers, being points, let the projection put a row anywhere between two thresholds
+        and rounding then moved it across one.
     tie_numeric_bins : int
         ``B`` (0 to 64; default 8, 0 turns it off): the numeric ties' release also holds each
         numeric column's sums by ``B`` equal bins of every earlier numeric column and label, and
@@ -341,44 +270,25 @@ class PlannedStrategy:
         (``bench/results/ablation_steps_30.md``): a warm threshold round's last stage had run
         to the cap of 60 in most rounds. At eps = 5 CA's MM is 1.39x the 60-step fits'
         (``rerun_2026-11-27b.md``). A run's ``ProjectionConfig(max_steps=...)`` overrides it.
+
     """
 
     class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
-    outright: bool = True
+    selection_share: float = 0.5
+    base_share: float = 0.1
+    histogram_share: float = 0.2
+    tie_share: float = 0.1
+    cm_margin_reserve: float = 0.1
     inverse_variance: bool = True
     decoding: str = "controlled"
+    independence_prior: bool | str = "mediated"
+    numeric_coupling: str = "label"
     shrinkage: bool = False
-    selection_share: float = 0.5
     size_exponent: float = 0.0
     noise_aware: bool = False
-    class_k: Mapping[str, int] | None = None
-    base_share: float = 0.1
-    base_from: str | None = None
-    base_size_exponent: float | None = None
-    histogram_share: float = 0.2
-    histogram_bins: int = 200
-    histogram_position: str = "last"
-    histogram_weight: float = 0.1
-    histogram_from: str | None = "LT"
     histogram_match: float | None = 1.0
-    histogram_branching: int | str | None = "auto"
-    histogram_fit: str = "prefixes"
-    cm_anneal: bool = True
-    cm_anneal_rounds: int | None = None
-    cm_anneal_start: float = 1.0
-    cm_anneal_selection_share: float | None = 0.1
-    cm_outright_l1: float | None = 0.15
-    cm_anneal_last: bool = False
-    cm_anneal_margins: bool = False
-    cm_anneal_pairs: bool = False
-    cm_margin_reserve: float = 0.1
-    cm_prefixes: tuple[float, ...] | None = None
-    cm_prefixes_share: float | None = None
-    independence_prior: bool | str = "mediated"
     mediator_gate: float | None = 1.0
     integer_cells: bool = False
-    numeric_coupling: str = "label"
-    tie_share: float = 0.1
     tie_numeric_bins: int = 8
     tie_pair_counts: str = "histograms"
     tie_pair_separation: float = 0.0
@@ -392,62 +302,19 @@ class PlannedStrategy:
         check_planned_settings(self)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
-        ks = {c: int((self.class_k or {}).get(c, k)) for c in CLASSES}
-        capped = {c: capped_rounds(group_counts, {c: r}, ks[c])[c] for c, r in rounds.items()}
-        active = [c for c in CLASSES if capped.get(c, 0) > 0]
-        if not active:
-            return []
-        if self.class_shares is None:
-            raw = {c: 1.0 for c in active}
-        elif self.class_shares == "rounds":
-            raw = {c: float(capped[c]) for c in active}
-        else:
-            raw = {c: float(self.class_shares.get(c, 0.0)) for c in active}
-        if sum(raw.values()) <= 0.0:
-            msg = f"class_shares gives no budget to any class with rounds ({', '.join(active)})"
-            raise ParameterError(msg)
-        total = math.fsum(raw.values())
-        share = {c: raw[c] / total for c in active if raw[c] > 0}
-        annealed = ["CM"] if self.cm_anneal and "CM" in share else []
-        steps = [Step(c, share[c], int((self.class_k or {}).get(c, 1)),
-                      int(self.cm_anneal_rounds or max(1, round(group_counts[c] / self.cm_anneal_start))),
-                      selection_share=self.cm_anneal_selection_share, outright_l1=self.cm_outright_l1,
-                      margin_reserve=float(self.cm_margin_reserve) if self.base_share > 0 else 0.0)
-                 for c in annealed]
-        outright = [c for c in share if c not in annealed
-                    and self.outright and int(rounds[c]) * ks[c] >= int(group_counts.get(c, 0))]
-        steps += [Step(c, share[c], None) for c in outright]
-        selecting = {c: capped[c] for c in share if c not in outright and c not in annealed}
-        steps += [Step(c, share[c] / selecting[c], ks[c]) for c in interleave(selecting)]
-        if self.cm_anneal_last:
-            steps = [s for s in steps if not s.annealed] + [s for s in steps if s.annealed]
-        return steps
+        return planned_steps(self.class_shares, group_counts, rounds, k,
+                             margin_reserve=self.cm_margin_reserve if self.base_share > 0 else 0.0)
 
     def describe(self) -> dict[str, Any]:
         shares = dict(self.class_shares) if isinstance(self.class_shares, Mapping) else self.class_shares
-        return {"name": self.name, "class_shares": shares,
-                "outright": self.outright, "inverse_variance": self.inverse_variance,
-                "decoding": self.decoding, "shrinkage": self.shrinkage,
-                "selection_share": self.selection_share, "size_exponent": self.size_exponent,
-                "noise_aware": self.noise_aware,
-                "class_k": dict(self.class_k) if self.class_k is not None else None,
-                "base_share": self.base_share, "base_from": self.base_from,
-                "base_size_exponent": self.base_size_exponent, "histogram_share": self.histogram_share,
-                "histogram_bins": self.histogram_bins, "histogram_position": self.histogram_position,
-                "histogram_weight": self.histogram_weight, "histogram_from": self.histogram_from,
-                "histogram_match": self.histogram_match,
-                "histogram_branching": self.histogram_branching, "histogram_fit": self.histogram_fit,
-                "cm_anneal": self.cm_anneal,
-                "cm_anneal_rounds": self.cm_anneal_rounds, "cm_anneal_start": self.cm_anneal_start,
-                "cm_anneal_selection_share": self.cm_anneal_selection_share,
-                "cm_outright_l1": self.cm_outright_l1, "cm_anneal_last": self.cm_anneal_last,
-                "cm_anneal_margins": self.cm_anneal_margins,
-                "cm_anneal_pairs": self.cm_anneal_pairs, "cm_margin_reserve": self.cm_margin_reserve,
-                "cm_prefixes": None if self.cm_prefixes is None else list(self.cm_prefixes),
-                "cm_prefixes_share": self.cm_prefixes_share,
-                "independence_prior": self.independence_prior, "mediator_gate": self.mediator_gate,
-                "integer_cells": self.integer_cells, "numeric_coupling": self.numeric_coupling,
-                "tie_share": self.tie_share, "tie_numeric_bins": self.tie_numeric_bins,
+        return {"name": self.name, "class_shares": shares, "selection_share": self.selection_share,
+                "base_share": self.base_share, "histogram_share": self.histogram_share, "tie_share": self.tie_share,
+                "cm_margin_reserve": self.cm_margin_reserve, "inverse_variance": self.inverse_variance,
+                "decoding": self.decoding, "independence_prior": self.independence_prior,
+                "numeric_coupling": self.numeric_coupling, "shrinkage": self.shrinkage,
+                "size_exponent": self.size_exponent, "noise_aware": self.noise_aware,
+                "histogram_match": self.histogram_match, "mediator_gate": self.mediator_gate,
+                "integer_cells": self.integer_cells, "tie_numeric_bins": self.tie_numeric_bins,
                 "tie_pair_counts": self.tie_pair_counts, "tie_pair_separation": self.tie_pair_separation,
-                "tie_noise_cap": self.tie_noise_cap,
-                "warm_doublings": self.warm_doublings, "max_steps": self.max_steps}
+                "tie_noise_cap": self.tie_noise_cap, "warm_doublings": self.warm_doublings,
+                "max_steps": self.max_steps}

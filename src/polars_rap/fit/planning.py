@@ -3,7 +3,7 @@ budget shares, and the check that refuses a plan whose noise would swamp every a
 
 :func:`workload_and_plan` draws the workload (:mod:`polars_rap.workload.builders`), asks the strategy
 (:mod:`polars_rap.fit.strategy`) for its steps, and adds the steps a strategy or the domain calls
-for: base marginals, numeric histograms, categorical prefixes, and null rates the plan would leave unmeasured.
+for: base marginals, numeric histograms, and null rates the plan would leave unmeasured.
 :func:`check_rows_against_noise` refuses a run whose most thinly spread measurement would
 carry noise above :data:`MAX_NOISE_STD` (design.md §5b), naming the rows it needs.
 """
@@ -16,14 +16,11 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from polars_rap.fit.base_marginals import add_base_marginals
-from polars_rap.fit.categorical_prefixes import add_categorical_prefixes
 from polars_rap.schema.domain import Domain
 from polars_rap.errors import DataError, ParameterError
-from polars_rap.fit.feature_pairs import add_feature_pairs
-from polars_rap.fit.histogram_nodes import add_histogram_nodes
 from polars_rap.fit.null_rates import add_null_rates
 from polars_rap.fit.numeric_histograms import add_numeric_histograms, histogram_runs
-from polars_rap.fit.plan_steps import Step, group_shares, join_annealed
+from polars_rap.fit.plan_steps import Step, group_shares
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
 from polars_rap.fit.strategy import Strategy
 from polars_rap.workload.builders import build_workload
@@ -65,26 +62,10 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
     plan = strategy.plan(group_counts, asked, queries_per_round)
     if strategy.base_share > 0:
-        queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts,
-                                                         strategy.base_share, from_class=strategy.base_from,
-                                                         size_exponent=getattr(strategy, "base_size_exponent", None))
-        if getattr(strategy, "cm_anneal_margins", False) and "BM" in group_counts:
-            plan = join_annealed(plan, "CM", "BM")
-    if getattr(strategy, "cm_anneal_pairs", False):  # a strategy object of the user's may not know it
-        queries, plan, group_counts = add_feature_pairs(domain, queries, plan, group_counts, max_marginal_cells)
+        queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts, strategy.base_share)
     if strategy.histogram_share > 0:
         queries, plan, group_counts = add_numeric_histograms(domain, queries, plan, group_counts,
-                                                             strategy.histogram_share, strategy.histogram_bins,
-                                                             last=strategy.histogram_position == "last",
-                                                             loss_scale=strategy.histogram_weight,
-                                                             from_class=getattr(strategy, "histogram_from", None),
-                                                             branching=getattr(strategy, "histogram_branching", None))
-        if getattr(strategy, "histogram_fit", "prefixes") == "nodes":  # fitted in place of the prefixes
-            queries = add_histogram_nodes(domain, queries, strategy.histogram_bins,
-                                          getattr(strategy, "histogram_branching", None))
-    if getattr(strategy, "cm_prefixes", None):  # a strategy object of the user's may not know it
-        queries, plan, group_counts = add_categorical_prefixes(
-            domain, queries, plan, group_counts, strategy.cm_prefixes, getattr(strategy, "cm_prefixes_share", None))
+                                                             strategy.histogram_share)
     queries, plan, group_counts = add_null_rates(domain, queries, plan, group_counts)
     if not plan:
         msg = (
@@ -101,20 +82,13 @@ def smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: i
     budget any one group can get under :func:`~polars_rap.fit.plan_steps.group_shares` (an outright
     step shares among all the class's groups; a selection step among at most K, the worst case
     the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
-    of K, are keyed as those), each step under its own exponent where it sets one
-    (:attr:`~polars_rap.fit.plan_steps.Step.size_exponent`), the thinnest over a key's steps. Public sizes only."""
-    smallest = {}
+    of K, are keyed as those), the thinnest over a key's steps. Public sizes only."""
     largest_k = {}
-    exponents: dict[tuple[str, bool], set[float]] = {}
     for step in plan:
         key = (step.query_class, step.outright)
         largest_k[key] = max(step.k or 0, largest_k.get(key, 0))
-        exponents.setdefault(key, set()).add(size_exponent if step.size_exponent is None else step.size_exponent)
-    for query_class, outright in largest_k:
-        smallest[query_class, outright] = min(
-            _smallest_group_share(queries, query_class, outright, largest_k[query_class, outright], exponent)
-            for exponent in exponents[query_class, outright])
-    return smallest
+    return {(query_class, outright): _smallest_group_share(queries, query_class, outright, k, size_exponent)
+            for (query_class, outright), k in largest_k.items()}
 
 
 def _smallest_group_share(queries: QuerySet, query_class: str, outright: bool, k: int, size_exponent: float) -> float:

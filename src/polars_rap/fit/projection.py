@@ -17,7 +17,6 @@ against the noisy answers; the projection never sees the real data.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -46,19 +45,6 @@ class ProjectionConfig:
     ``warm_doublings + 1`` stages only (:func:`temperature_stages`). None (default): the
     strategy's choice (the planned strategy's 1, the paper's whole schedule); ``max_doublings``
     or more: the whole schedule.
-    ``numeric_moves_categories``: False makes the queries with a threshold (linear
-    thresholds, mixed marginals, numeric histograms) add nothing to the gradient of the
-    categorical coordinates other than null codes: their fit moves numerics and null rates
-    only, and the category probabilities (the label's among them) follow the categorical
-    queries alone. The loss and the best-iterate rule are unchanged. Host loop only: the
-    device backend refuses it.
-    ``noise_floor``: a stage also stops once its loss falls to ``noise_floor`` times the loss
-    the true answers would have, ``sum_i w_i std_i**2`` over the measured answers (the
-    discrepancy principle: below it the rows fit the noise). 0 (default): off. The caller that
-    knows the noise passes that loss to :func:`project` (``loss_floor``).
-    ``max_steps_between``: ``max_steps`` of every projection of a run but its last, whose rows
-    are only the next round's warm start and selection scores (None, default: ``max_steps``
-    for every projection); the last projection, the one released, keeps ``max_steps``.
     """
 
     learning_rate: float = 0.05
@@ -72,26 +58,18 @@ class ProjectionConfig:
     beta1: float = 0.9
     beta2: float = 0.999
     adam_epsilon: float = 1e-8
-    numeric_moves_categories: bool = True
-    noise_floor: float = 0.0
-    max_steps_between: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "sigma_initial", "min_improvement", "grad_tolerance", "adam_epsilon"):
             check_positive_finite(name, getattr(self, name))
-        check_range("noise_floor", self.noise_floor, 0.0, math.inf, include_low=True, note=" (0: off)")
         for name in ("beta1", "beta2"):
             check_range(name, getattr(self, name), 0.0, 1.0, include_low=True)
         for name, low in (("patience", 1), ("max_doublings", 0)):
             check_int(name, getattr(self, name), low)
-        for name in ("max_steps", "max_steps_between"):
-            if getattr(self, name) is not None:
-                check_int(name, getattr(self, name), 1)
+        if self.max_steps is not None:
+            check_int("max_steps", self.max_steps, 1)
         if self.warm_doublings is not None:
             check_int("warm_doublings", self.warm_doublings, 0)
-        if not isinstance(self.numeric_moves_categories, (bool, np.bool_)):
-            msg = f"The 'numeric_moves_categories' parameter must be a bool. Got {self.numeric_moves_categories!r}"
-            raise ParameterError(msg)
         if not float(self.sigma_initial) >= _SMALLEST_SIGMA:  # 0 once read as float32
             msg = (f"The 'sigma_initial' parameter must be at least {_SMALLEST_SIGMA:.3g} (float32's smallest "
                    f"normal: the kernels read the temperature as float32). Got {self.sigma_initial!r}; the "
@@ -110,12 +88,6 @@ class ProjectionConfig:
     def stage_steps(self) -> int:
         """The steps a temperature stage may run: ``max_steps``, or 60 when it is None."""
         return PAPER_MAX_STEPS if self.max_steps is None else int(self.max_steps)
-
-    def between(self) -> ProjectionConfig:
-        """These settings for a projection that is not a run's last (``max_steps_between``)."""
-        if self.max_steps_between is None:
-            return self
-        return dataclasses.replace(self, max_steps=self.max_steps_between)
 
 
 PAPER_MAX_STEPS = 60
@@ -209,13 +181,11 @@ def project(
     anneal: bool = True,
     weights: np.ndarray | None = None,
     warm: bool = False,
-    loss_floor: float = 0.0,
 ) -> tuple[RelaxedParams, ProjectionTrace]:
     """Fit ``params`` to noisy ``targets`` (float64[m]) of ``queries`` (Alg. 1), each squared
     residual weighed by ``weights`` (float64[m], non-negative; all ones when None). ``warm``:
     ``params`` were already fitted to thresholds, so ``config.warm_doublings`` may shorten
-    the schedule (:func:`temperature_stages`). A stage stops once its loss is at most
-    ``loss_floor`` (0: never; see ``ProjectionConfig.noise_floor``).
+    the schedule (:func:`temperature_stages`).
 
     With ``anneal=False`` a single stage runs at the final temperature
     ``sigma_initial * 2**max_doublings``: for a round that only added categorical queries,
@@ -226,16 +196,10 @@ def project(
     ``backend`` is a kernels module (``answers_relaxed``, ``loss_and_grad``).
     """
     if hasattr(backend, "device_fit"):  # a device backend: the same loop over device-resident state
-        if not config.numeric_moves_categories:
-            msg = ("ProjectionConfig(numeric_moves_categories=False) runs on the host loop only; use "
-                   "backend='cpu' for it")
-            raise ParameterError(msg)
-        return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm, loss_floor)
+        return _project_on_device(params, queries, targets, backend, config, anneal, weights, warm)
     targets = np.asarray(targets, dtype=np.float64)
     scale = np.ones(len(targets)) if weights is None else np.asarray(weights, dtype=np.float64)
     loss_and_grad = backend.loss_and_grad
-    if not config.numeric_moves_categories:
-        loss_and_grad = _categories_from_categorical_queries(backend, queries, weights)
     has_threshold = np.diff(queries.halfspace_offsets) > 0
     stages = temperature_stages(config, bool(has_threshold.any()), anneal, warm)
     hard = np.full(queries.n_queries, np.inf, dtype=np.float32)
@@ -266,7 +230,7 @@ def project(
                 stage_best, since_best = loss, 0
             else:
                 since_best += 1
-            if since_best >= config.patience or grad_norm <= config.grad_tolerance or loss <= loss_floor:
+            if since_best >= config.patience or grad_norm <= config.grad_tolerance:
                 break
         candidate_loss = exact_loss(current)
         if candidate_loss < best_loss:
@@ -274,47 +238,10 @@ def project(
     return best, ProjectionTrace(step_count, stages_run, best_loss)
 
 
-def _categories_from_categorical_queries(backend, queries: QuerySet, weights: np.ndarray | None):
-    """``backend.loss_and_grad`` with the gradient of the queries that hold a halfspace kept off
-    the categorical coordinates (null codes excepted): the loss is the same sum, the gradient
-    that of the categorical queries plus that of the others on numerics and null codes only.
-    The two parts are split by group (a group's queries share their halfspaces)."""
-    with_threshold = np.diff(queries.halfspace_offsets) > 0
-    group_has = np.add.reduceat(with_threshold, queries.group_offsets[:-1]) > 0 if queries.n_groups else \
-        np.zeros(0, dtype=bool)
-    parts = []
-    for groups in (np.flatnonzero(~group_has), np.flatnonzero(group_has)):
-        if len(groups):
-            index = np.concatenate([np.arange(queries.group_offsets[g], queries.group_offsets[g + 1])
-                                    for g in groups])
-            parts.append((queries.take_groups(groups), index))
-        else:
-            parts.append(None)
-    frozen = np.zeros(queries.n_coords, dtype=bool)
-    frozen[: queries.numeric_offset] = True
-    frozen[queries.null_coord[queries.null_coord >= 0]] = False
-
-    def loss_and_grad(relaxed, _queries, targets, sigma, _weights):
-        loss, grad = 0.0, np.zeros_like(relaxed)
-        for k, part in enumerate(parts):
-            if part is None:
-                continue
-            subset, index = part
-            part_loss, part_grad = backend.loss_and_grad(
-                relaxed, subset, targets[index], sigma[index], None if weights is None else weights[index])
-            if k == 1:
-                part_grad[:, frozen] = 0.0
-            loss += part_loss
-            grad += part_grad
-        return loss, grad
-
-    return loss_and_grad
-
-
 # ------------------------------------------------------------------ row kernels
 def _project_on_device(params: RelaxedParams, queries: QuerySet, targets: np.ndarray, backend,
                        config: ProjectionConfig, anneal: bool, weights: np.ndarray | None,
-                       warm: bool, loss_floor: float = 0.0) -> tuple[RelaxedParams, ProjectionTrace]:
+                       warm: bool) -> tuple[RelaxedParams, ProjectionTrace]:
     """:func:`project` with the parameters, Adam moments and stop tests on the device
     (``backend.device_fit``, e.g. :class:`polars_rap.kernels.cuda_fit.DeviceFit`): the same
     stages, plateau and gradient-norm stops and best-by-exact-loss rule, the state read once
@@ -322,7 +249,7 @@ def _project_on_device(params: RelaxedParams, queries: QuerySet, targets: np.nda
     fit = backend.device_fit(
         params.values, params.block_starts, params.numeric_offset, queries, targets, weights,
         adam=(config.beta1, config.beta2, config.learning_rate, config.adam_epsilon),
-        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.stage_steps, loss_floor))
+        stopping=(config.min_improvement, config.grad_tolerance, config.patience, config.stage_steps))
     best_loss = fit.exact_loss()
     stages = temperature_stages(config, bool(fit.has_threshold.any()), anneal, warm)
     for stage in stages:

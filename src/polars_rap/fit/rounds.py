@@ -23,14 +23,12 @@ from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import QueryClass, QuerySet
 from polars_rap.fit.shrinkage import shrink_marginal
 
-__all__ = ["measure_groups", "fit_measurements", "project_step"]
+__all__ = ["CATEGORICAL_ONLY", "measure_groups", "fit_measurements", "project_step"]
 
 logger = logging.getLogger(__name__)
 
-_CATEGORICAL_ONLY = ("CM", "NR", "BM")  # classes without thresholds: no temperature to anneal
-FINAL_TEMPERATURE = (*_CATEGORICAL_ONLY, "CP")
-"""Classes whose annealed rounds project at the final temperature only: the categorical
-prefixes' one threshold each is fitted through the rows' categories, on numerics already placed."""
+CATEGORICAL_ONLY = ("CM", "NR", "BM")
+"""Classes without thresholds: no temperature to anneal, their projections run at the final one."""
 
 
 
@@ -38,7 +36,7 @@ def project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pro
                   inverse_variance: bool, prior: PublicPrior | None, bar, ledger: PrivacyLedger, rho: float,
                   round_index: int, n_measured: int, independence: PriorSettings | None = None) -> None:
     """Project ``record.params`` onto every measurement so far (warm start), after a step."""
-    anneal = step.query_class not in _CATEGORICAL_ONLY
+    anneal = step.query_class not in CATEGORICAL_ONLY
     trace, stds, weights = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
                                             anneal=anneal, warm=record.thresholds_fitted, prior=prior,
                                             independence=independence)
@@ -84,9 +82,8 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
     stds = record.answer_stds(sizes)
     if pseudo_stds is not None:
         stds = np.concatenate([stds, pseudo_stds])
-    floor = projection.noise_floor * float(np.sum((1.0 if weights is None else weights) * np.square(stds)))
     record.params, trace = project(record.params, queries.take_groups(fitted), targets, backend, projection,
-                                   anneal=anneal, weights=weights, warm=warm, loss_floor=floor)
+                                   anneal=anneal, weights=weights, warm=warm)
     return trace, stds, weights
 
 

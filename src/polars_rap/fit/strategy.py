@@ -15,7 +15,8 @@ Two strategies ship:
   measurements weighed by their inverse noise variance in the projection (the maximum-likelihood
   fit under Gaussian noise), controlled decoding (:func:`polars_rap.decode.decoding.decode`) and numeric
   columns decoupled within each label (:mod:`polars_rap.decode.numeric_coupling`).
-  Its parts are switches, so that each can be measured on its own (``bench/results/ablation_*``).
+  Its settings are the budget's shares and the switches that tell it from the paper's; the
+  values measured and kept are constants of the modules that use them.
 """
 
 from __future__ import annotations
@@ -63,12 +64,6 @@ class Strategy(Protocol):
     """Part of the loop's budget for the numeric histograms (every numeric column's one-way
     distribution x label, measured outright: :mod:`polars_rap.fit.numeric_histograms`); 0
     measures none."""
-    histogram_bins: int
-    """Cells of a numeric histogram at most (:func:`polars_rap.fit.numeric_histograms.histogram_edges`)."""
-    histogram_position: str
-    """``"first"`` or ``"last"``: where the numeric histograms' step goes in the plan."""
-    histogram_weight: float
-    """Factor on the histograms' inverse-variance weights in the projection loss (1: none)."""
 
     warm_doublings: int | None
     """The projection schedule of threshold rounds after the first, unless the run's
@@ -86,8 +81,6 @@ class Strategy(Protocol):
     mediator_gate: float | None
     """With ``independence_prior="mediated"``: how far a measured table's interaction must
     stand out of its noise to link two features (None: any measured table links)."""
-    base_from: str | None
-    """The query class whose share pays for the base marginals (None: every class's)."""
 
     numeric_coupling: str
     """``"fitted"`` or ``"label"``: whether decoded rows keep their relaxed row's numeric values
@@ -124,16 +117,12 @@ class PaperStrategy:
     noise_aware: bool = field(default=False, init=False)
     base_share: float = field(default=0.0, init=False)
     histogram_share: float = field(default=0.0, init=False)
-    histogram_bins: int = field(default=200, init=False)
-    histogram_position: str = field(default="first", init=False)
-    histogram_weight: float = field(default=1.0, init=False)
     integer_cells: bool = field(default=False, init=False)
     numeric_coupling: str = field(default="fitted", init=False)
     warm_doublings: int | None = field(default=None, init=False)
     max_steps: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
     mediator_gate: float | None = field(default=None, init=False)
-    base_from: str | None = field(default=None, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -144,14 +133,13 @@ class PaperStrategy:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "rounds_lt", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "noise_aware", "base_share", "base_from", "histogram_share", "histogram_bins", "histogram_position",
-             "histogram_weight", "integer_cells", "numeric_coupling", "warm_doublings", "max_steps",
-             "independence_prior", "mediator_gate", "plan", "describe")
+             "noise_aware", "base_share", "histogram_share", "integer_cells", "numeric_coupling", "warm_doublings",
+             "max_steps", "independence_prior", "mediator_gate", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
     """A strategy from its name (``"planned"``, ``"paper"``), a mapping of a name and its
-    settings (``{"name": "planned", "outright": False}``, as in a config file), or itself."""
+    settings (``{"name": "planned", "base_share": 0.2}``, as in a config file), or itself."""
     if isinstance(strategy, str):
         spec: dict[str, Any] = {"name": strategy}
     elif isinstance(strategy, Mapping):

@@ -9,9 +9,6 @@ import numpy as np
 from collections.abc import Mapping
 
 from polars_rap.errors import ParameterError
-from polars_rap.fit.histogram_nodes import check_histogram_fit
-from polars_rap.fit.numeric_histograms import check_branching
-from polars_rap.checks import check_positive_finite
 from polars_rap.fit.plan_steps import CLASSES
 
 __all__ = ["check_planned_settings"]
@@ -26,8 +23,8 @@ def _check_share_below_one(name: str, value) -> None:
 
 def check_planned_settings(strategy) -> None:
     """Raise a ParameterError naming the first bad setting of ``strategy`` (a
-    :class:`~polars_rap.fit.planned_strategy.PlannedStrategy`); normalise ``cm_prefixes`` to a
-    tuple of floats and ``histogram_match`` as :func:`check_histogram_match` does (frozen
+    :class:`~polars_rap.fit.planned_strategy.PlannedStrategy`); normalise ``histogram_match``
+    as :func:`check_histogram_match` does, and the ties' settings as their checks do (frozen
     fields, set in place)."""
     if isinstance(strategy.class_shares, str) and strategy.class_shares != "rounds":
         msg = f"class_shares must be a mapping, 'rounds' or None. Got {strategy.class_shares!r}"
@@ -41,62 +38,18 @@ def check_planned_settings(strategy) -> None:
                     math.isfinite(value) and value > 0):
                 msg = f"class_shares[{key!r}] must be a finite number > 0. Got {value!r}"
                 raise ParameterError(msg)
-    for key, value in (strategy.class_k or {}).items():
-        if key not in CLASSES or isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            msg = f"class_k maps a query class ({', '.join(CLASSES)}) to an int >= 1. Got {key!r}: {value!r}"
-            raise ParameterError(msg)
     if isinstance(strategy.size_exponent, bool) or not isinstance(strategy.size_exponent, (int, float)) or not (
             0.0 <= strategy.size_exponent <= 2.0):
         msg = f"size_exponent must be a number in [0, 2]. Got {strategy.size_exponent!r}"
         raise ParameterError(msg)
-    if strategy.base_size_exponent is not None and (
-            isinstance(strategy.base_size_exponent, bool) or not isinstance(strategy.base_size_exponent, (int, float))
-            or not 0.0 <= strategy.base_size_exponent <= 2.0):
-        msg = ("base_size_exponent must be a number in [0, 2] or None (size_exponent's). "
-               f"Got {strategy.base_size_exponent!r}")
-        raise ParameterError(msg)
     for name in ("base_share", "histogram_share", "tie_share"):  # parts of the loop's budget taken first
         _check_share_below_one(name, getattr(strategy, name))
-    bins = strategy.histogram_bins
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
-        msg = f"histogram_bins must be an int >= 2. Got {strategy.histogram_bins!r}"
-        raise ParameterError(msg)
-    if strategy.histogram_position not in ("first", "last"):
-        msg = f"histogram_position must be 'first' or 'last'. Got {strategy.histogram_position!r}"
-        raise ParameterError(msg)
-    check_positive_finite("histogram_weight", strategy.histogram_weight)
     if isinstance(strategy.selection_share, bool) or not isinstance(strategy.selection_share, (int, float)) or not (
             0.0 < strategy.selection_share < 1.0):
         msg = f"selection_share must be a number in (0, 1). Got {strategy.selection_share!r}"
         raise ParameterError(msg)
-    if isinstance(strategy.cm_anneal_start, bool) or not isinstance(strategy.cm_anneal_start, (int, float)) or not (
-            0.0 < strategy.cm_anneal_start <= 1.0):
-        msg = f"cm_anneal_start must be a number in (0, 1]. Got {strategy.cm_anneal_start!r}"
-        raise ParameterError(msg)
-    if strategy.cm_anneal_selection_share is not None and (
-            isinstance(strategy.cm_anneal_selection_share, bool)
-            or not isinstance(strategy.cm_anneal_selection_share, (int, float))
-            or not 0.0 < strategy.cm_anneal_selection_share < 1.0):
-        msg = ("cm_anneal_selection_share must be a number in (0, 1) or None (the run's "
-               f"selection_share). Got {strategy.cm_anneal_selection_share!r}")
-        raise ParameterError(msg)
     if not (isinstance(strategy.independence_prior, bool) or strategy.independence_prior == "mediated"):
         msg = f"independence_prior must be True, False or 'mediated'. Got {strategy.independence_prior!r}"
-        raise ParameterError(msg)
-    check_branching(strategy.histogram_branching)
-    check_histogram_fit(strategy.histogram_fit)
-    if strategy.histogram_from is not None and strategy.histogram_from not in CLASSES:
-        msg = (f"histogram_from must be one of {list(CLASSES)} or None (every class pays). "
-               f"Got {strategy.histogram_from!r}")
-        raise ParameterError(msg)
-    if strategy.base_from is not None and strategy.base_from not in CLASSES:
-        msg = f"base_from must be one of {list(CLASSES)} or None (every class pays). Got {strategy.base_from!r}"
-        raise ParameterError(msg)
-    if strategy.cm_outright_l1 is not None and (
-            isinstance(strategy.cm_outright_l1, bool) or not isinstance(strategy.cm_outright_l1, (int, float))
-            or not math.isfinite(strategy.cm_outright_l1) or strategy.cm_outright_l1 <= 0.0):
-        msg = ("cm_outright_l1 must be a number > 0 (a table's expected noise L1 norm; its answers sum to 1) "
-               f"or None. Got {strategy.cm_outright_l1!r}")
         raise ParameterError(msg)
     if strategy.mediator_gate is not None and (
             isinstance(strategy.mediator_gate, bool) or not isinstance(strategy.mediator_gate, (int, float))
@@ -107,29 +60,8 @@ def check_planned_settings(strategy) -> None:
     if isinstance(reserve, bool) or not isinstance(reserve, (int, float)) or not 0.0 <= reserve < 1.0:
         msg = f"cm_margin_reserve must be a number in [0, 1) (0: none kept). Got {reserve!r}"
         raise ParameterError(msg)
-    if strategy.cm_prefixes is not None:
-        fractions = strategy.cm_prefixes
-        if (isinstance(fractions, (str, bytes)) or not isinstance(fractions, (tuple, list)) or not fractions
-                or any(isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f < 1.0
-                       for f in fractions)):
-            msg = ("cm_prefixes must be a non-empty tuple of fractions in (0, 1) (where each numeric "
-                   f"column's prefixes end on its mapped range), or None. Got {fractions!r}")
-            raise ParameterError(msg)
-        object.__setattr__(strategy, "cm_prefixes", tuple(float(f) for f in fractions))
-    if strategy.cm_prefixes_share is not None and (
-            isinstance(strategy.cm_prefixes_share, bool) or not isinstance(strategy.cm_prefixes_share, (int, float))
-            or not 0.0 < strategy.cm_prefixes_share < 1.0):
-        msg = f"cm_prefixes_share must be a number in (0, 1) or None. Got {strategy.cm_prefixes_share!r}"
-        raise ParameterError(msg)
-    for flag in ("cm_anneal", "cm_anneal_last", "cm_anneal_margins", "cm_anneal_pairs", "integer_cells"):
-        if not isinstance(getattr(strategy, flag), bool):
-            msg = f"{flag} must be True or False. Got {getattr(strategy, flag)!r}"
-            raise ParameterError(msg)
-    if strategy.cm_anneal_rounds is not None and (
-            isinstance(strategy.cm_anneal_rounds, bool) or not isinstance(strategy.cm_anneal_rounds, int)
-            or strategy.cm_anneal_rounds < 1):
-        msg = ("cm_anneal_rounds must be an int >= 1 or None (the number of CM groups). "
-               f"Got {strategy.cm_anneal_rounds!r}")
+    if not isinstance(strategy.integer_cells, bool):
+        msg = f"integer_cells must be True or False. Got {strategy.integer_cells!r}"
         raise ParameterError(msg)
     if strategy.warm_doublings is not None and (isinstance(strategy.warm_doublings, bool) or not isinstance(
             strategy.warm_doublings, int) or strategy.warm_doublings < 0):

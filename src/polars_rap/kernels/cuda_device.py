@@ -178,10 +178,9 @@ _N_STATE = 7
 
 @cuda.jit(fastmath=cuda_config.FASTMATH["projection"])
 def _stage_control_kernel(state, loss_partials, norm_partials, one_minus_min_improvement,
-                          grad_tolerance, patience, max_steps, loss_floor):
+                          grad_tolerance, patience, max_steps):
     """After one Adam step: count it, and set the stop flag on a plateau (``patience`` steps
-    without a relative improvement), a small gradient norm, a loss at most ``loss_floor``, or
-    ``max_steps`` steps in the stage, exactly as ``projection.project`` decides. One thread."""
+    without a relative improvement), a small gradient norm, or ``max_steps`` steps in the stage, exactly as ``projection.project`` decides. One thread."""
     if state[_STOPPED] != 0.0 or cuda.grid(1) != 0:
         return
     loss = 0.0
@@ -200,6 +199,5 @@ def _stage_control_kernel(state, loss_partials, norm_partials, one_minus_min_imp
         state[_SINCE_BEST] = 0.0
     else:
         state[_SINCE_BEST] += 1.0
-    if (state[_SINCE_BEST] >= patience or grad_norm <= grad_tolerance or loss <= loss_floor
-            or state[_STAGE_STEPS] >= max_steps):
+    if state[_SINCE_BEST] >= patience or grad_norm <= grad_tolerance or state[_STAGE_STEPS] >= max_steps:
         state[_STOPPED] = 1.0

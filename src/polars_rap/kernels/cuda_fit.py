@@ -56,10 +56,9 @@ class DeviceFit:
     weights : float64[n_queries] or None
         Loss weight of each query (all ones when None), in the Adam and the exact loss alike.
     adam : (beta1, beta2, learning_rate, epsilon)
-    stopping : (min_improvement, grad_tolerance, patience, max_steps, loss_floor)
+    stopping : (min_improvement, grad_tolerance, patience, max_steps)
         A stage stops after ``patience`` steps without a relative improvement of
-        ``min_improvement``, at a gradient norm ``<= grad_tolerance``, at a loss ``<= loss_floor``
-        (0: never), or after ``max_steps``.
+        ``min_improvement``, at a gradient norm ``<= grad_tolerance``, or after ``max_steps``.
     """
 
     def __init__(self, values: np.ndarray, block_starts: np.ndarray, numeric_offset: int, queries: QuerySet,
@@ -106,9 +105,8 @@ class DeviceFit:
         self._state_host = np.zeros(_N_STATE, dtype=np.float64)
         self._state = cuda.to_device(self._state_host)
         self._adam = tuple(float(a) for a in adam)
-        min_improvement, grad_tolerance, patience, max_steps, loss_floor = stopping
-        self._stopping = (1.0 - float(min_improvement), float(grad_tolerance), float(patience), float(max_steps),
-                          float(loss_floor))
+        min_improvement, grad_tolerance, patience, max_steps = stopping
+        self._stopping = (1.0 - float(min_improvement), float(grad_tolerance), float(patience), float(max_steps))
 
     @property
     def steps(self) -> int:

@@ -80,12 +80,9 @@ class QueryClass:
     NULL_RATE = 3  # a nullable block (x each label): polars_rap.fit.null_rates
     BASE_MARGINAL = 4  # every feature block x each label, measured first: polars_rap.fit.base_marginals
     NUMERIC_HISTOGRAM = 5  # prefixes of each numeric column's histogram x label: polars_rap.fit.numeric_histograms
-    CATEGORICAL_PREFIX = 6  # a feature block x label x one numeric prefix: polars_rap.fit.categorical_prefixes
-    HISTOGRAM_NODE = 7  # a node of a numeric histogram's tree x label, fitted, never measured: polars_rap.fit.histogram_nodes
-    FEATURE_PAIR = 8  # two feature blocks, no label, candidates of the annealed CM step: polars_rap.fit.feature_pairs
     NAMES = ("categorical_marginal", "mixed_marginal", "linear_threshold", "null_rate", "base_marginal",
-             "numeric_histogram", "categorical_prefix", "histogram_node", "feature_pair")
-    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH", "CP", "HN", "FP")
+             "numeric_histogram")
+    SHORT = ("CM", "MM", "LT", "NR", "BM", "NH")
 
 
 CLASS_CODES = {short: code for code, short in enumerate(QueryClass.SHORT)}
