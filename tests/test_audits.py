@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import gc
 import inspect
 import itertools
@@ -33,6 +34,7 @@ import sys
 import signal
 import weakref
 from collections.abc import Iterator
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 from unittest import mock
@@ -943,8 +945,7 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
     those units is 2 T Q^2 (T tables, the numeric pairs' by bins among them); every event is one
     recorded call. Deterministic."""
     from polars_rap.schema.encoding import encode
-    from polars_rap.decode.numeric_ties import TIE_QUANTUM, tie_layout, tie_sums
-    from polars_rap.fit.planned_strategy import PlannedStrategy
+    from polars_rap.decode.numeric_ties import TIE_NUMERIC_BINS, TIE_QUANTUM, tie_layout, tie_sums
 
     with recorded() as recording:
         result = polars_rap.synthesize(task.frame, domain=task.domain, labels=task.labels, **RUN_SETTINGS)
@@ -955,7 +956,7 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
     assert ties[0].rho == 0.1 * report.rho_budget
-    layout = tie_layout(result.domain, PlannedStrategy().tie_numeric_bins)  # the numeric pairs' tables too
+    layout = tie_layout(result.domain, TIE_NUMERIC_BINS)  # the numeric pairs' tables too
     encoded = encode(task.frame, result.domain)
     units = task.frame.height * TIE_QUANTUM
     assert ties[0].arguments["n_rows"] == units
@@ -1115,3 +1116,76 @@ def test_result_holds_no_reference_to_the_input_or_its_memory(rows, task, clippe
     gc.collect()
     assert alive() is None
     assert result.data.height == rows.height  # the result itself is intact
+
+
+# ================================================================ 6. input types come from the domain
+
+
+def _neighbours(values: list, other: Any) -> tuple[list, list]:
+    """Two neighbouring columns (replace-one): ``values`` and ``values`` with its last entry
+    replaced by ``other``."""
+    return values, [*values[:-1], other]
+
+
+@pytest.mark.parametrize(("declared", "values", "other", "dtype"), [
+    ((0, 10), [1, 2, 3, 4] * 50, 4.5, pl.Int64),  # whole values, then one row of 4.5
+    ((0.0, 10.0), [1, 2, 3, 4] * 50, 4.5, pl.Float64),
+    ((0.0, 10.0), [Decimal("1.5"), Decimal("2.25")] * 100, Decimal("2.125"), pl.Float64),  # precision
+    ((0, 10), [Decimal("1"), Decimal("2")] * 100, Decimal("2.5"), pl.Int64),
+    (["a", "b"], ["a", "b"] * 100, None, pl.String),
+    ([1, 2], [1, 2] * 100, 2.0, pl.Int64),
+    ([False, True], [True, False] * 100, None, pl.Boolean),
+    ((datetime.date(2000, 1, 1), datetime.date(2030, 1, 1)), [datetime.date(2020, 1, 2)] * 200,
+     datetime.datetime(2020, 1, 2, 5, 30), pl.Date),
+])
+@pytest.mark.parametrize("kind", ["pandas object", "polars Object"])
+def test_a_column_of_python_objects_is_typed_from_its_declaration_never_its_values(declared, values, other, dtype,
+                                                                                 kind) -> None:
+    """Issue 73, item 1: a pandas ``object`` column (or a Polars ``Object`` one) has no type of
+    its own, and Polars' conversion took one from the values: declared (0, 10), whole values came
+    out Int64 and one row of 4.5 Float64 (then 11 histogram cells against 200, integer rounding
+    or not), and Decimal objects gave a Decimal dtype of the values' precision. Neighbouring
+    tables were told apart by their dtypes. Now the dtype is :func:`~polars_rap.io.source.csv_dtype`
+    of the declaration, as for a CSV file: both neighbours get it, or the one whose value does
+    not read as it is refused for the curator (a DataError naming the column), which releases
+    nothing. Deterministic."""
+    import pandas as pd
+
+    schemas = []
+    for column in _neighbours(values, other):
+        if kind == "pandas object":
+            data = pd.DataFrame({"x": pd.Series(column, dtype=object), "y": np.arange(len(column))})
+        else:
+            data = pl.DataFrame({"x": pl.Series(column, dtype=pl.Object), "y": np.arange(len(column))})
+        try:
+            opened = source.DataSource.from_input(data, {"x": declared, "y": (0, 1000)})
+        except polars_rap.DataError as error:
+            assert "'x'" in str(error)
+            continue
+        schemas.append(opened.schema)
+        assert opened.frame.get_column("x").dtype == dtype
+    assert schemas and all(schema == pl.Schema({"x": dtype, "y": pl.Int64}) for schema in schemas)
+
+
+def test_neighbouring_pandas_tables_release_the_same_domain_and_dtypes() -> None:
+    """End to end, issue 73's case: a pandas object column declared (0, 10), all whole values
+    against one row of 4.5. The first synthesizes with an Int64 column (its integer layout from
+    the declaration); the second stops with a DataError before anything is charged or released.
+    A float declaration gives both the same Float64 domain. Deterministic."""
+    import pandas as pd
+
+    n = 600
+    whole, fractional = _neighbours([float(i % 10) if i % 2 else i % 10 for i in range(n)], 4.5)
+    label = [i % 3 == 0 for i in range(n)]
+    settings = dict(epsilon=1.0, delta=1e-7, labels=["y"], seed=0, relaxed_rows=50, rounds_cm=1, rounds_lt=1,
+                    n_linear_thresholds=50, projection=polars_rap.ProjectionConfig(max_steps=3), progress=False)
+    whole = [int(v) for v in whole]
+    frames = [pd.DataFrame({"x": pd.Series(column, dtype=object), "y": label}) for column in (whole, fractional)]
+    result = polars_rap.synthesize(frames[0], domain={"x": (0, 10), "y": [False, True]}, **settings)
+    assert result.data.schema["x"] == result.domain["x"].dtype == pl.Int64
+    with pytest.raises(polars_rap.DataError, match="column 'x'"):
+        polars_rap.synthesize(frames[1], domain={"x": (0, 10), "y": [False, True]}, **settings)
+    floats = [polars_rap.synthesize(frame, domain={"x": (0.0, 10.0), "y": [False, True]}, **settings)
+              for frame in frames]
+    assert floats[0].domain == floats[1].domain and floats[0].domain["x"].dtype == pl.Float64
+    assert floats[0].data.schema == floats[1].data.schema == pl.Schema({"x": pl.Float64, "y": pl.Boolean})

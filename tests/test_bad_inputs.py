@@ -333,6 +333,32 @@ def test_pandas_frame_is_converted(frame):
     assert result.data.columns == frame.columns
 
 
+def test_a_pandas_object_column_whose_values_do_not_read_as_its_declaration_names_the_fix(frame):
+    """Issue 73, item 1: a pandas ``object`` column is typed from its declaration (int bounds:
+    Int64), so one 4.5 in it is an error naming the column, the type and how to declare or cast
+    it, instead of a Float64 column (the neighbouring table's would be Int64)."""
+    pd = pytest.importorskip("pandas")
+    data = frame.to_pandas()
+    data["age"] = pd.Series([*data["age"].tolist()[:-1], 45.5], dtype=object)
+    with pytest.raises(pr.DataError) as info:
+        synthesize(data)
+    message = str(info.value)
+    assert message.startswith("column 'age' is a pandas object column, whose values have no type of their own, "
+                              "so its type comes from its declaration in domain= (Int64;")
+    assert "Declare the column to match its values (e.g. float bounds (0.0, 10.0)" in message
+    assert ".astype('float64')" in message
+    data["age"] = data["age"].map(float)  # still object; now declared with float bounds: Float64
+    result = synthesize(data, domain={**DOMAIN, "age": (18.0, 100.0)})
+    assert result.data.schema["age"] == pl.Float64
+
+
+def test_a_lazyframe_with_an_object_column_is_refused_naming_it():
+    lazy = pl.DataFrame({"x": pl.Series([1, 2] * 500, dtype=pl.Object), "y": [0, 1] * 500}).lazy()
+    with pytest.raises(pr.DataError, match=r"the LazyFrame's columns \['x'\] hold Python objects \(Polars Object\), "
+                                           "which have no type of their own: collect it into a DataFrame"):
+        synthesize(lazy, domain={"x": (0, 5), "y": [0, 1]})
+
+
 @pytest.mark.parametrize("data", [[1, 2, 3], {"age": [1]}, np.zeros((3, 3)), 42])
 def test_other_inputs_are_refused_naming_what_works(data):
     with pytest.raises(TypeError, match="data must be a polars DataFrame/LazyFrame, a pyarrow Table, a pandas DataFrame or a path"):

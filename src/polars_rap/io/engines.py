@@ -21,6 +21,8 @@ def open_source(data, domain: Mapping[str, object] | None = None, engine: str = 
     """The sensitive input as a :class:`DataSource` (read in this process) or, for a Ray
     Dataset or ``engine="ray"``, a :class:`~polars_rap.io.ray_engine.RaySource` (read per block
     on the cluster). Both offer ``schema``, ``inference_counts`` and :func:`exact_answers`.
+    ``domain`` (the user's ``domain=`` mapping) types the columns whose input has no type of its
+    own (a CSV file's, columns of Python objects), never their values.
 
     >>> import polars as pl
     >>> open_source(pl.DataFrame({"x": [1]})).schema
@@ -34,7 +36,7 @@ def open_source(data, domain: Mapping[str, object] | None = None, engine: str = 
     if engine == "ray" or (engine == "auto" and is_dataset):
         from polars_rap.io.ray_engine import RaySource
 
-        return RaySource.from_input(data)
+        return RaySource.from_input(data, domain=domain)
     if is_dataset:
         msg = "a Ray Dataset is read by the Ray engine: pass engine='ray' (or 'auto'), not 'polars'"
         raise TypeError(msg)

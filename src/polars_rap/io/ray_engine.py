@@ -32,6 +32,15 @@ undeclared category, text in a numeric column) is deterministic, so it is not re
 task returns it as a result and the driver raises the same ``DataError`` as the in-process
 pass, for the curator.
 
+Column types: a Dataset's Arrow types are taken as declared, except where Ray took them from
+Python values. A column of Python objects (a pandas ``object`` column of a ``from_pandas``
+Dataset, Ray's pickled-object columns) and every column of a Dataset built from Python rows
+(``from_items``, or a row-wise ``map``/``flat_map``, whose output Ray types from the values: one
+``4.5`` among whole numbers makes a column ``double``) are typed from the declared domain
+instead, in each task, by the rule a CSV file's columns follow
+(:func:`polars_rap.io.source.typed_column`). A materialized Dataset no longer shows how it was
+built: its Arrow types are then taken as declared.
+
 Workers run the CPU (Numba) kernels, with as many threads as the task holds CPUs; counts are
 integers, so they equal any backend's. The driver holds the workload, one block's partial
 counts at a time and the running sums: ``O(n_queries)``, whatever the number of rows.
@@ -55,7 +64,7 @@ from polars_rap.schema.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.workload.queries import QuerySet
 from polars_rap.io.ray_parquet import ParquetPieces, describe_piece, piece_frames, plan_pieces
-from polars_rap.io.source import MAX_BATCH_ROWS, add_counts, batch_counts, default_batch_rows, finish_answers
+from polars_rap.io.source import MAX_BATCH_ROWS, add_counts, batch_counts, csv_dtype, default_batch_rows, finish_answers, typed_column
 
 __all__ = ["RaySource", "write_blocks", "import_ray", "DEFAULT_MAX_RETRIES"]
 
@@ -70,6 +79,8 @@ PIECES_PER_CPU = 4
 allow): a small input still keeps every CPU busy, and the last pieces to finish are short."""
 
 _PARTIAL = "partial"  # the one column of a task's output: its pickled partial counts
+_PICKLED_OBJECTS = "ray.data.arrow_pickled_object"  # Ray's Arrow extension type for Python objects
+_FROM_PYTHON_ROWS = ("FromItems", "MapRows", "FlatMap")  # logical operators whose output Ray types from values
 _WORKER_BACKENDS = {"polars_rap.kernels.cuda": "polars_rap.kernels.cpu"}  # tasks hold no GPU
 
 
@@ -149,13 +160,36 @@ class _InferenceTask:
         return counts
 
 
-def _count_block(table, task, retries: int) -> Any:
-    """Ray ``map_batches`` function: ``task`` on one block of a Dataset (a ``pyarrow.Table``);
-    returns a one-row table holding the pickled partial result (or the block's data error)."""
+def _count_block(table, task, retries: int, typed: Mapping[str, pl.DataType] | None = None) -> Any:
+    """Ray ``map_batches`` function: ``task`` on one block of a Dataset (a ``pyarrow.Table``),
+    its columns in ``typed`` typed from their declarations (:func:`_block_frame`); returns a
+    one-row table holding the pickled partial result (or the block's data error)."""
     _use_assigned_cpus()
-    block = pl.from_arrow(table, rechunk=False)
-    where = f"a block of {block.height:,} rows of the Ray dataset; nothing was released"
-    return _attempts(lambda: task([block], where), retries)
+    where = f"a block of {table.num_rows:,} rows of the Ray dataset; nothing was released"
+    return _attempts(lambda: task([_block_frame(table, typed or {}, where)], where), retries)
+
+
+def _block_frame(table, typed: Mapping[str, pl.DataType], where: str) -> pl.DataFrame:
+    """One block (a ``pyarrow.Table``) as a Polars frame: each column of ``typed`` built from
+    its Python values as the dtype it maps to (:func:`~polars_rap.io.source.typed_column`,
+    whatever Arrow type Ray gave this block), the others converted as they are."""
+    if not typed:
+        return pl.from_arrow(table, rechunk=False)
+    names = list(table.column_names)
+    plain = [name for name in names if name not in typed]
+    converted = pl.from_arrow(table.select(plain), rechunk=False) if plain else None
+    columns = []
+    for name in names:
+        if name not in typed:
+            columns.append(converted.get_column(name))
+            continue
+        try:
+            columns.append(typed_column(name, table.column(name).to_pylist(), typed[name],
+                                        "a Ray column typed from Python values"))
+        except DataError as error:
+            msg = f"{error} (found in {where})"
+            raise DataError(msg) from None
+    return pl.DataFrame(columns)
 
 
 def _count_piece(batch, task, retries: int, schema, columns: Sequence[str]) -> Any:
@@ -201,14 +235,55 @@ def _use_assigned_cpus() -> None:
     numba.set_num_threads(int(min(max(1, round(cpus)), numba.config.NUMBA_NUM_THREADS)))
 
 
-def _polars_schema(dataset) -> pl.Schema:
-    """The dataset's column names and dtypes as Polars reads its Arrow schema (no rows read
-    for a Parquet scan)."""
+def _polars_schema(dataset, domain: Mapping[str, object] | None = None) -> tuple[pl.Schema, dict[str, pl.DataType]]:
+    """(the dataset's column names and dtypes as Polars reads its schema, no rows read for a
+    Parquet scan; the columns typed from ``domain`` instead, each with its dtype).
+
+    A column is typed from its declaration (:func:`~polars_rap.io.source.csv_dtype` of its
+    ``domain`` entry, text without one) where Ray took its type from Python values: a pandas
+    ``object`` column, a column of Ray's pickled Python objects, and every column of a dataset
+    built from Python rows (:func:`_from_python_rows`)."""
     schema = dataset.schema()
     if schema is None:
         msg = "the input has no rows; differential privacy needs at least one"
         raise DataError(msg)
-    return pl.from_arrow(schema.base_schema.empty_table()).schema
+    domain = domain or {}
+    every = _from_python_rows(dataset)
+    base = getattr(schema, "base_schema", schema)
+    if hasattr(base, "empty_table"):  # an Arrow schema
+        objects = [field.name for field in base if every or _holds_objects(field.type)]
+        plain = pl.from_arrow(base.empty_table().select([n for n in base.names if n not in objects])).schema
+        names = list(base.names)
+    else:  # a pandas block schema: names and NumPy / pandas dtypes
+        import pandas as pd
+
+        names = [str(name) for name in base.names]
+        objects = [n for n, t in zip(names, base.types, strict=True) if every or getattr(t, "kind", None) == "O"]
+        plain = pl.from_pandas(pd.DataFrame({n: pd.Series(dtype=t) for n, t in zip(names, base.types, strict=True)
+                                             if n not in objects})).schema
+    typed = {name: csv_dtype(domain.get(name)) for name in objects}
+    return pl.Schema([(name, typed[name] if name in typed else plain[name]) for name in names]), typed
+
+
+def _holds_objects(arrow_type) -> bool:
+    """Whether an Arrow column of ``arrow_type`` holds Python objects (Ray's pickled ones)."""
+    return getattr(arrow_type, "extension_name", None) == _PICKLED_OBJECTS
+
+
+def _from_python_rows(dataset) -> bool:
+    """Whether Ray types the dataset's columns from Python values: its plan reads Python rows
+    (``from_items``) or maps rows with Python functions (``map``, ``flat_map``). Read from
+    Ray's logical plan (internal API; a plan it cannot read counts as typed, and so does a
+    materialized dataset, which no longer shows how it was built)."""
+    stack = [getattr(getattr(dataset, "_logical_plan", None), "dag", None)]
+    while stack:
+        operator = stack.pop()
+        if operator is None:
+            continue
+        if type(operator).__name__ in _FROM_PYTHON_ROWS:
+            return True
+        stack.extend(getattr(operator, "input_dependencies", ()) or ())
+    return False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -225,19 +300,25 @@ class RaySource:
     schema: pl.Schema
     max_retries: int = DEFAULT_MAX_RETRIES
     pieces: ParquetPieces | None = field(default=None, repr=False)
+    typed: dict = field(default_factory=dict, repr=False)
+    """Columns typed from their declarations in each task, with their dtypes (see the module
+    docstring); the others keep their Arrow types."""
 
     @classmethod
-    def from_input(cls, data, *, max_retries: int = DEFAULT_MAX_RETRIES,
+    def from_input(cls, data, *, domain: Mapping[str, object] | None = None, max_retries: int = DEFAULT_MAX_RETRIES,
                    piece_rows: int | None = None) -> RaySource:
         """Wrap ``data``: a ``ray.data.Dataset`` (counted per its blocks), or a Parquet file,
         folder or URI (``str``, path-like, or a list of them), planned from its footers into
         pieces of whole row groups, one Ray task each (:func:`polars_rap.io.ray_parquet.plan_pieces`):
         of about ``piece_rows`` rows, or with None (default) of at most
         ``DEFAULT_PIECE_ROWS`` and at least ``PIECES_PER_CPU`` per CPU of the cluster where
-        the row groups allow. Needs the ``ray`` extra; a ``TypeError`` for anything else."""
+        the row groups allow. ``domain``, the user's ``domain=`` mapping, types a Dataset's
+        columns whose types Ray took from Python values (:func:`_polars_schema`). Needs the
+        ``ray`` extra; a ``TypeError`` for anything else."""
         ray = import_ray()
         if isinstance(data, ray.data.Dataset):
-            return cls(data, _polars_schema(data), int(max_retries))
+            schema, typed = _polars_schema(data, domain)
+            return cls(data, schema, int(max_retries), typed=typed)
         if isinstance(data, (str, os.PathLike)) or (
                 isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, os.PathLike)) for p in data)):
             if not ray.is_initialized():
@@ -295,9 +376,10 @@ class RaySource:
         # One batch per block or piece; a worker lost mid-task is Ray Data's to rerun (its
         # default retries), and only the rerun's output reaches this loop.
         if self.pieces is None:
+            typed = {name: dtype for name, dtype in self.typed.items() if name in columns}
             mapped = self.dataset.select_columns(list(columns)).map_batches(
-                _count_block, fn_kwargs={"task": task, "retries": self.max_retries}, batch_format="pyarrow",
-                batch_size=None, zero_copy_batch=True,
+                _count_block, fn_kwargs={"task": task, "retries": self.max_retries, "typed": typed},
+                batch_format="pyarrow", batch_size=None, zero_copy_batch=True,
             )
         else:
             ray = import_ray()

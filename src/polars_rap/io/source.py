@@ -11,7 +11,10 @@ A CSV file carries no types, and a reader that infers them from the rows makes t
 dtypes depend on the data (one ``2.5`` among integers turns an Int64 column into Float64).
 :func:`scan_csv` reads every column as text and casts it by a public rule on the declared
 domain only (:func:`csv_dtype`); column names and these dtypes are public and copied into the
-output.
+output. A column of Python objects has no type either: a pandas ``object`` column (ints,
+floats, ``Decimal``, strings, dates...) or a Polars ``Object`` column, which Polars'
+conversion would type from its values (a ``Decimal`` column by their precision). It is typed by
+the same rule (:func:`typed_column`); every other column keeps the type its input declares.
 
 :func:`exact_answers` is the one pass over the real rows that RAP++ needs: each batch is
 encoded and counted by a kernel backend, and only the per-query counts survive the batch.
@@ -24,6 +27,7 @@ import datetime
 import logging
 import numbers
 import os
+from decimal import Decimal
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +46,7 @@ __all__ = [
     "DataSource", "RowStatistics", "without_columns", "exact_answers", "batch_counts", "add_counts",
     "finish_answers",
     "default_batch_rows",
-    "csv_dtype", "scan_csv", "scan_file", "MAX_BATCH_ROWS", "BATCH_BYTES",
+    "csv_dtype", "scan_csv", "scan_file", "typed_column", "MAX_BATCH_ROWS", "BATCH_BYTES",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -88,26 +92,43 @@ class DataSource:
         path to a ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file (scanned
         lazily), a pyarrow Table or a pandas DataFrame (converted to a Polars DataFrame).
 
-        ``domain`` is the user's ``domain=`` mapping; only a CSV file reads it, for its column
-        types (:func:`scan_csv`). Raises ``FileNotFoundError`` for a path with no file,
-        ``ParameterError`` for a file of another suffix, and ``ParameterTypeError`` (a
-        ``TypeError``) for anything else.
+        ``domain`` is the user's ``domain=`` mapping (None: no entries). It types every column
+        whose input has no type of its own, never its values: a CSV file's columns
+        (:func:`scan_csv`), a pandas ``object`` column and a Polars ``Object`` column
+        (:func:`typed_column`; a DataFrame holding one is copied, the rest of its columns
+        shared). Raises ``FileNotFoundError`` for a path with no file, ``ParameterError`` for a
+        file of another suffix, :class:`~polars_rap.errors.DataError` for a column of objects
+        whose values do not read as its declared type and for a LazyFrame with an ``Object``
+        column, and ``ParameterTypeError`` (a ``TypeError``) for anything else.
         """
         if isinstance(data, pl.DataFrame):
+            objects = [name for name, dtype in data.schema.items() if dtype == pl.Object]
+            if objects:  # Python objects: typed from the declaration, never the values
+                domain = domain or {}
+                data = data.with_columns(typed_column(name, data.get_column(name).to_list(),
+                                                      csv_dtype(domain.get(name)), "a Polars Object column")
+                                         for name in objects)
             return cls(data, None, data.schema)
         if isinstance(data, pl.LazyFrame):
             try:
-                return cls(None, data, data.collect_schema())
+                schema = data.collect_schema()
             except pl.exceptions.PolarsError as error:
                 msg = f"the LazyFrame's columns cannot be resolved: {_first_line(error)}"
                 raise DataError(msg) from None
+            objects = [name for name, dtype in schema.items() if dtype == pl.Object]
+            if objects:
+                msg = (f"the LazyFrame's columns {objects} hold Python objects (Polars Object), which have no "
+                       "type of their own: collect it into a DataFrame, whose Object columns are typed from "
+                       "domain= (as a CSV file's columns are), or cast them to typed columns first")
+                raise DataError(msg)
+            return cls(None, data, schema)
         if isinstance(data, (str, os.PathLike)):
             lazy = scan_file(data, domain)
             return cls(None, lazy, lazy.collect_schema())
         module = type(data).__module__.split(".")[0]
         frame = None
         if module in ("pyarrow", "pandas"):
-            frame = _converted(data, module)
+            frame = _converted(data, module, domain)
         if isinstance(frame, pl.DataFrame):
             return cls(frame, None, frame.schema)
         msg = (
@@ -171,22 +192,50 @@ def without_columns(source, drop: Sequence[str], *, present_only: bool = False):
     return dataclasses.replace(source, schema=kept)
 
 
-def _converted(data, module: str) -> pl.DataFrame | pl.Series | None:
+def _converted(data, module: str, domain: Mapping[str, object] | None = None) -> pl.DataFrame | pl.Series | None:
     """A pyarrow or pandas table as a Polars frame with the same column names; repeated
-    names, which Polars refuses, are a :class:`DataError` naming them."""
+    names, which Polars refuses, are a :class:`DataError` naming them. A pandas ``object``
+    column is typed from its ``domain`` entry (:func:`typed_column`), not converted by Polars,
+    which would type it from its values."""
     names = getattr(data, "column_names", None) if module == "pyarrow" else list(getattr(data, "columns", []))
     repeated = sorted({str(name) for name in names or [] if list(names).count(name) > 1})
     if repeated:
         msg = f"the data repeats the column names {repeated}; Polars needs unique names: rename them first"
         raise DataError(msg)
+    objects = []
+    if module == "pandas" and hasattr(data, "dtypes") and hasattr(data, "iloc"):
+        objects = [i for i, dtype in enumerate(data.dtypes) if getattr(dtype, "kind", None) == "O"]
     try:
-        frame = pl.from_arrow(data, rechunk=False) if module == "pyarrow" else pl.from_pandas(data)
+        if module == "pyarrow":
+            frame = pl.from_arrow(data, rechunk=False)
+        elif objects:
+            frame = _typed_pandas(data, [str(name) for name in names], objects, domain or {})
+        else:
+            frame = pl.from_pandas(data)
     except (pl.exceptions.PolarsError, ValueError, TypeError) as error:
+        if isinstance(error, DataError):
+            raise
         msg = f"the {module} data cannot be read as a Polars frame: {error}"
         raise DataError(msg) from error
     if isinstance(frame, pl.DataFrame) and names is not None and frame.width == len(names):
         frame.columns = [str(name) for name in names]  # from_arrow renames "" to "column_0"
     return frame
+
+
+def _typed_pandas(data, names: list[str], objects: list[int], domain: Mapping[str, object]) -> pl.DataFrame:
+    """The pandas DataFrame ``data`` as a Polars one: its ``object`` columns (positions
+    ``objects``) typed from their ``domain`` entries by :func:`typed_column`, the others
+    converted by ``pl.from_pandas``; columns in order, named ``names``."""
+    kept = [i for i in range(len(names)) if i not in set(objects)]
+    converted = pl.from_pandas(data.iloc[:, kept]) if kept else None
+    columns = []
+    for i, name in enumerate(names):
+        if i in objects:
+            columns.append(typed_column(name, data.iloc[:, i].tolist(), csv_dtype(domain.get(name)),
+                                        "a pandas object column"))
+        else:
+            columns.append(converted.to_series(kept.index(i)).alias(name))
+    return pl.DataFrame(columns)
 
 
 def _streamed(query: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
@@ -320,19 +369,82 @@ def scan_csv(path: str | os.PathLike, domain: Mapping[str, object] | None = None
     """
     domain = domain or {}
     text = pl.scan_csv(path, infer_schema=False)
-    casts = []
-    for name in text.collect_schema().names():
-        dtype = csv_dtype(domain.get(name))
-        if dtype == pl.Boolean:  # through an Enum: codes 0/1, and a failed cast names the column
-            words = pl.col(name).str.to_lowercase().cast(pl.Enum(["false", "true"]), strict=True)
-            casts.append(words.to_physical().cast(pl.Boolean))
-        elif dtype == pl.Date:
-            casts.append(pl.col(name).str.to_date("%Y-%m-%d", strict=True))
-        elif isinstance(dtype, pl.Datetime):
-            casts.append(pl.col(name).str.to_datetime(time_unit="us", time_zone=dtype.time_zone, strict=True))
-        elif dtype != pl.String:
-            casts.append(pl.col(name).cast(dtype, strict=True))
-    return text.with_columns(casts)
+    casts = [_from_text(name, csv_dtype(domain.get(name))) for name in text.collect_schema().names()]
+    return text.with_columns(cast for cast in casts if cast is not None)
+
+
+def _from_text(name: str, dtype: pl.DataType) -> pl.Expr | None:
+    """The text column ``name`` cast to ``dtype`` by the CSV rule (None: it stays text); a
+    value that does not read as ``dtype`` fails the cast, naming the column."""
+    if dtype == pl.Boolean:  # through an Enum: codes 0/1, and a failed cast names the column
+        words = pl.col(name).str.to_lowercase().cast(pl.Enum(["false", "true"]), strict=True)
+        return words.to_physical().cast(pl.Boolean)
+    if dtype == pl.Date:
+        return pl.col(name).str.to_date("%Y-%m-%d", strict=True)
+    if isinstance(dtype, pl.Datetime):
+        return pl.col(name).str.to_datetime(time_unit="us", time_zone=dtype.time_zone, strict=True)
+    if dtype != pl.String:
+        return pl.col(name).cast(dtype, strict=True)
+    return None
+
+
+def typed_column(name: str, values: Sequence[object], dtype: pl.DataType, origin: str = "Python objects") -> pl.Series:
+    """Column ``name``'s Python ``values`` as a Series of ``dtype`` (:func:`csv_dtype` of the
+    column's ``domain=`` entry), whatever type the values have: the type of a column of
+    objects (a pandas ``object`` column, a Polars ``Object`` one, a Ray column of Python
+    objects) comes from its declaration, never from its values.
+
+    Each value is written as text and cast as a CSV field is (:func:`scan_csv`): ``None``,
+    NaN, ``pd.NA`` and ``NaT`` are null; a ``Decimal`` is written in plain notation (so
+    ``Decimal("2")`` reads as an Int64 and ``Decimal("2.50")`` as a Float64, whatever its
+    precision), a date or datetime in ISO 8601, anything else by ``str``. A value that does not
+    read as ``dtype`` (``4.5`` in a column of int bounds, text in a numeric one) is a
+    :class:`~polars_rap.errors.DataError` naming the column and the fix, for the curator:
+    nothing has been read or released yet. ``origin`` says what the column was, in that error.
+
+    >>> from decimal import Decimal
+    >>> typed_column("x", [1, Decimal("2"), None, float("nan")], pl.Int64).to_list()
+    [1, 2, None, None]
+    >>> typed_column("x", [Decimal("1.50"), 2, 2.5], pl.Float64).to_list()
+    [1.5, 2.0, 2.5]
+    """
+    if dtype == pl.String:
+        try:  # the common case, strings and nulls only, without a loop in Python
+            return pl.Series(name, values, dtype=pl.String, strict=True, nan_to_null=True)
+        except (TypeError, ValueError, pl.exceptions.PolarsError):
+            pass
+    text = pl.Series(name, [_as_text(value) for value in values], dtype=pl.String)
+    cast = _from_text(name, dtype)
+    if cast is None:
+        return text
+    try:
+        return text.to_frame().select(cast).to_series()
+    except pl.exceptions.PolarsError as error:
+        msg = (
+            f"column {name!r} is {origin}, whose values have no type of their own, so its type comes "
+            f"from its declaration in domain= ({dtype}; {_CSV_RULE}), and it holds values that do not "
+            f"read as {dtype}: {_first_line(error)}. Declare the column to match its values (e.g. float "
+            "bounds (0.0, 10.0) for a column with fractions) or give it a type before passing it "
+            "(e.g. pandas .astype('float64'), Polars .cast(pl.Float64))"
+        )
+        raise DataError(msg) from None
+
+
+def _as_text(value: object) -> str | None:
+    """``value`` as a CSV field would hold it (None for a missing value)."""
+    if value is None or isinstance(value, str):
+        return value
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values (NaT is a datetime)
+        return None
+    if isinstance(value, (float, np.floating)):
+        return None if value != value else str(value)  # NaN is null, as pl.from_pandas makes it
+    if isinstance(value, Decimal):
+        return None if value.is_nan() else format(value, "f")
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, np.datetime64):
+        return None if np.isnat(value) else str(value)
+    return str(value)
 
 
 def default_batch_rows(domain: Domain) -> int:

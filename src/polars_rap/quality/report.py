@@ -357,7 +357,7 @@ def _test_frame(test, mapping, domain: Domain) -> pl.DataFrame:
         test = scan_file(test, mapping)
     if isinstance(test, pl.LazyFrame):
         test = test.collect()
-    frame = DataSource.from_input(test).frame
+    frame = DataSource.from_input(test, mapping).frame  # columns of objects typed as the real table's
     missing = [name for name in domain.names if name not in frame.columns]
     if missing:
         msg = f"the test table lacks columns {missing}"
