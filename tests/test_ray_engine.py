@@ -11,6 +11,7 @@ import the same ``polars_rap`` as this process.
 from __future__ import annotations
 
 import filecmp
+import math
 import os
 from pathlib import Path
 
@@ -198,14 +199,16 @@ def test_engine_names_the_reader(flaky_dir, task, parquet_folder):
         open_source(task.frame, engine="spark")
 
 
-def test_numeric_ties_on_ray_equal_the_in_process_ones(flaky_dir, task):
+def test_numeric_ties_on_ray_equal_the_in_process_ones(flaky_dir, task, monkeypatch):
     """The ties' sums are read per block beside the counts and merged on the driver: the same
     release, the same fitted ties and the same rows as in this process (no noise cap, so that
     the CA task's ties are measured at these settings)."""
     from polars_rap.fit.planned_strategy import PlannedStrategy
+    from polars_rap.pipeline import fitting
 
+    monkeypatch.setattr(fitting, "TIE_NOISE_CAP", math.inf)
     arguments = dict(epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=3,
-                     strategy=PlannedStrategy(tie_share=0.2, tie_noise_cap=None), **FAST)
+                     strategy=PlannedStrategy(tie_share=0.2), **FAST)
     here = polars_rap.synthesize(task.frame, **arguments)
     on_ray = polars_rap.synthesize(blocks_of(task.frame, 7), **arguments)
     assert here.numeric_ties is not None
@@ -326,3 +329,105 @@ def test_cli_synthesizes_on_ray_and_samples_parts(flaky_dir, task, parquet_folde
     assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == [
         "part-000000.parquet", "part-000001.parquet", "part-000002.parquet"]
     assert "wrote 5000 rows in 3 Parquet parts" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ issue 73: types from the domain, the ledger audited
+class _Reading:
+    """A Python object Arrow cannot hold (Ray pickles it); its text is its value."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+def test_a_dataset_built_from_python_values_is_typed_from_the_domain(flaky_dir):
+    """Issue 73, item 1: ``from_items`` types a column from its values (whole numbers int64, one
+    4.5 among them double), a ``from_pandas`` object column of Decimals was refused by the
+    schema read (a pandas block schema), and pickled objects came out as an Arrow extension.
+    Now each is typed from its declaration as a CSV column is: neighbouring datasets get the
+    same schema, or the one whose value does not read as it is a DataError for the curator."""
+    import pandas as pd
+    from decimal import Decimal
+
+    whole = [{"x": i % 10, "y": i % 2 == 0} for i in range(400)]
+    fractional = [*whole[:-1], {"x": 4.5, "y": True}]
+    declared = {"x": (0, 10), "y": [False, True]}
+    schemas = [RaySource.from_input(ray.data.from_items(rows, override_num_blocks=3), domain=declared).schema
+               for rows in (whole, fractional)]
+    assert schemas[0] == schemas[1] == pl.Schema({"x": pl.Int64, "y": pl.Boolean})
+    domain = polars_rap.Domain.from_mapping(schemas[0], declared)
+    queries = build_workload(domain, np.random.default_rng(0), classes=("CM",))
+    with pytest.raises(DataError, match=r"column 'x' .*do not read as Int64.*found in a block of"):
+        exact_answers(RaySource.from_input(ray.data.from_items(fractional, override_num_blocks=3), domain=declared),
+                      domain, queries, get_backend("cpu"))
+    here = exact_answers(DataSource.from_input(pl.DataFrame(whole)), domain, queries, get_backend("cpu"))
+    on_ray = exact_answers(RaySource.from_input(ray.data.from_items(whole, override_num_blocks=3), domain=declared),
+                           domain, queries, get_backend("cpu"))
+    assert np.array_equal(on_ray[0], here[0]) and on_ray[1] == here[1]
+    floats = {"x": (0.0, 10.0), "y": [False, True]}
+    for rows in (whole, fractional):
+        source = RaySource.from_input(ray.data.from_items(rows, override_num_blocks=3).map(lambda row: row),
+                                      domain=floats)
+        assert source.schema == pl.Schema({"x": pl.Float64, "y": pl.Boolean})
+    decimals = pd.DataFrame({"x": [Decimal("1.5"), Decimal("2.25")] * 50, "y": [True, False] * 50})
+    source = RaySource.from_input(ray.data.from_pandas(decimals), domain=floats)
+    assert source.schema == pl.Schema({"x": pl.Float64, "y": pl.Boolean})
+    counted = exact_answers(source, polars_rap.Domain.from_mapping(source.schema, floats),
+                            build_workload(polars_rap.Domain.from_mapping(source.schema, floats),
+                                           np.random.default_rng(0), classes=("CM",)), get_backend("cpu"))
+    assert counted[1] == 100
+    objects = ray.data.from_items([{"x": _Reading(v / 4), "y": v % 2 == 0} for v in range(40)])
+    source = RaySource.from_input(objects, domain=floats)
+    assert source.schema == pl.Schema({"x": pl.Float64, "y": pl.Boolean})
+    typed_domain = polars_rap.Domain.from_mapping(source.schema, floats)
+    assert exact_answers(source, typed_domain, build_workload(typed_domain, np.random.default_rng(0), classes=("CM",)),
+                         get_backend("cpu"))[1] == 40
+
+
+def test_a_ray_run_s_ledger_audits_like_the_in_process_one(flaky_dir, task):
+    """Issue 73, item 6: the in-process audit of ``tests/test_audits.py`` (every charged mechanism
+    wrapped by a recorder) on a run whose passes go through Ray (AGEP's bounds and OCCP's
+    categories inferred from counts per block, then the workload's answers per block, from 7
+    blocks): every ledger event is one recorded call, in order, with the call's mechanism, rho and
+    delta; the inference is charged first; the spent rho is the fsum of the events and the budget
+    to the last float, and their exact rational sum is within it. The same run in this process
+    gives the same ledger event for event (descriptions too), the same true answers into the
+    same calls and the same released answers. Deterministic."""
+    from fractions import Fraction
+
+    from polars_rap.privacy.ledger import split_budget
+    from test_audits import RUN_SETTINGS, recorded  # the in-process audit's recorder and settings
+
+    rows = task.frame.sample(3_000, seed=11)
+    domain = {**task.domain, "AGEP": "numeric", "OCCP": "categorical"}
+    runs = {}
+    for where, data in (("here", rows), ("ray", blocks_of(rows, 7))):
+        with recorded() as recording:
+            runs[where] = (polars_rap.synthesize(data, domain=domain, labels=task.labels, **RUN_SETTINGS), recording)
+    budget = split_budget(RUN_SETTINGS["epsilon"], RUN_SETTINGS["delta"], 0.5)
+    for result, recording in runs.values():
+        report, calls = result.report, recording.calls
+        assert len(report.events) == len(calls) > 0
+        for index, (event, call) in enumerate(zip(report.events, calls, strict=True)):
+            assert (call.events_before, call.events_after) == (index, index + 1)
+            assert (event.mechanism, event.rho, event.delta) == (call.mechanism, call.rho, call.delta)
+        sites = [call.site for call in calls]
+        first = sites.count("inference")  # AGEP's histogram (and search, if it runs), OCCP's threshold
+        assert first >= 2 and sites[:first] == ["inference"] * first
+        assert report.rho_budget == budget.rho
+        assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+        assert sum((Fraction(e.rho) for e in report.events), Fraction(0)) <= Fraction(report.rho_budget)
+        assert math.fsum(e.delta for e in report.events) <= report.approximate_delta
+    (here, here_recording), (on_ray, ray_recording) = runs["here"], runs["ray"]
+    assert [(e.mechanism, e.rho, e.round, e.delta, e.description) for e in on_ray.report.events] == \
+           [(e.mechanism, e.rho, e.round, e.delta, e.description) for e in here.report.events]
+    assert len(ray_recording.exact) == len(here_recording.exact) == 2  # the real rows, then the returned ones
+    assert np.array_equal(ray_recording.exact[0][2], here_recording.exact[0][2])
+    assert ray_recording.exact[0][3] == here_recording.exact[0][3] == rows.height
+    for ours, theirs in zip(ray_recording.calls, here_recording.calls, strict=True):
+        for key in ("values", "scores", "prefixes", "counts"):
+            if key in theirs.arguments:
+                assert np.array_equal(np.asarray(ours.arguments[key]), np.asarray(theirs.arguments[key]))
+    assert on_ray.report.to_dict() == here.report.to_dict()
