@@ -937,6 +937,25 @@ def test_refined_bounds_are_charged_recorded_calls_before_the_loop(task) -> None
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
 
 
+def test_every_uncleared_column_is_one_charged_call_and_one_error_names_them_all(rows, task) -> None:
+    """Issue 73, item 5: JWMNP asked as "numeric" with its values kept in 12 of 3,000 rows,
+    and a copy of it: neither histogram clears its threshold. Both are recorded Gaussian calls
+    of one event each, at the sensitivity sqrt 2 of a histogram under replace-one, on the same
+    share of the inference budget; then one DataError names both with their declarations, and
+    no RAP++ call follows (nothing past the inference is charged or released). Deterministic."""
+    sparse = pl.when(pl.int_range(pl.len()) % 250 == 0).then(pl.col("JWMNP")).otherwise(None)
+    data = rows.with_columns(JWMNP=sparse, JWMNP2=sparse)
+    domain = {**task.domain, "JWMNP": "numeric", "JWMNP2": "numeric"}
+    with recorded() as recording, pytest.raises(polars_rap.DataError) as info:
+        polars_rap.synthesize(data, domain=domain, labels=task.labels, **RUN_SETTINGS)
+    calls = recording.calls
+    assert [(c.site, c.mechanism) for c in calls] == [("inference", "gaussian")] * 2
+    assert [(c.events_before, c.events_after) for c in calls] == [(0, 1), (1, 2)]
+    assert calls[0].rho == calls[1].rho and all(c.arguments["l2_sensitivity"] == math.sqrt(2.0) for c in calls)
+    assert str(info.value).startswith("columns 'JWMNP' and 'JWMNP2': no value range cleared the privacy threshold")
+    assert "domain={'JWMNP': (lower, upper), 'JWMNP2': (lower, upper)}" in str(info.value)
+
+
 def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensitivity(task) -> None:
     """The whole CA table at epsilon = 1 (its ties' noise std under the default's cap): the
     ties are one recorded Gaussian call, charged before the loop's first call with a tenth of
