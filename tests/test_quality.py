@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.quality import evaluation
+from polars_rap.quality import quality_report
 from polars_rap.quality.report import QualityReport
 
 SMALL_WORKLOAD = {"n_mixed_marginals": 20, "n_linear_thresholds": 50}
@@ -32,7 +32,7 @@ def pair(report: QualityReport, a: str, b: str) -> dict:
 
 def test_distances_match_hand_computed_values():
     real, synthetic, domain = tiny_tables()
-    report = evaluation.quality_report(real, synthetic, domain=domain)
+    report = quality_report(real, synthetic, domain=domain)
     distance = dict(report.columns.select("column", "distance").iter_rows())
     # a: real (1/2, 1/2), synthetic (3/4, 1/4): TV = (1/4 + 1/4) / 2.
     assert distance["a"] == pytest.approx(0.25)
@@ -67,7 +67,7 @@ def test_identical_tables_give_zero_distances_and_errors():
     frame = pl.DataFrame({"c": rng.choice(["a", "b", "c"], 300).tolist(), "y": rng.choice(["0", "1"], 300).tolist(),
                           "x": rng.normal(5, 2, 300).clip(0, 10), "k": rng.integers(0, 50, 300)})
     domain = {"c": ["a", "b", "c"], "y": ["0", "1"], "x": (0.0, 10.0), "k": (0, 49)}
-    report = evaluation.quality_report(frame, frame.sample(fraction=1.0, shuffle=True, seed=1), domain=domain,
+    report = quality_report(frame, frame.sample(fraction=1.0, shuffle=True, seed=1), domain=domain,
                                        labels=["y"], **SMALL_WORKLOAD)
     assert report.columns.get_column("distance").to_list() == [0.0] * 4
     assert report.pairs.get_column("change").max() == pytest.approx(0.0, abs=1e-12)
@@ -80,11 +80,11 @@ def test_ks_distance_equals_scipy_and_does_not_depend_on_batching(tmp_path):
     real = pl.DataFrame({"x": np.round(rng.normal(0, 1, 2000), 1), "c": rng.choice(["a", "b"], 2000).tolist()})
     synthetic = pl.DataFrame({"x": np.round(rng.normal(0.1, 1.2, 700), 1), "c": rng.choice(["a", "b"], 700).tolist()})
     domain = {"x": (-10.0, 10.0), "c": ["a", "b"]}
-    whole = evaluation.quality_report(real, synthetic, domain=domain)
+    whole = quality_report(real, synthetic, domain=domain)
     expected = stats.ks_2samp(real["x"].to_numpy(), synthetic["x"].to_numpy()).statistic
     assert whole.columns.filter(pl.col("column") == "x")["distance"][0] == pytest.approx(expected, abs=1e-12)
     real.write_parquet(tmp_path / "real.parquet")
-    batched = evaluation.quality_report(str(tmp_path / "real.parquet"), synthetic, domain=domain, batch_rows=97)
+    batched = quality_report(str(tmp_path / "real.parquet"), synthetic, domain=domain, batch_rows=97)
     assert batched.columns.equals(whole.columns)
     assert np.allclose(batched.pairs["change"].to_numpy(), whole.pairs["change"].to_numpy(), atol=1e-12)
     assert batched.names["real"] == "real.parquet"  # a file's name, never its path
@@ -100,24 +100,24 @@ def test_workload_errors_do_not_depend_on_how_the_answers_are_chunked(monkeypatc
     real, synthetic = task.frame.head(1_500), task.frame.slice(1_500, 400)
     options = dict(domain=task.domain, labels=task.labels, n_mixed_marginals=50, n_linear_thresholds=300,
                    batch_rows=97, backend="cpu")
-    together = evaluation.quality_report(real, synthetic, **options)
+    together = quality_report(real, synthetic, **options)
     monkeypatch.setattr(quality_stats, "ANSWER_CHUNK_ROWS", 1)
-    one_by_one = evaluation.quality_report(real, synthetic, **options)
+    one_by_one = quality_report(real, synthetic, **options)
     assert together.workload_errors.equals(one_by_one.workload_errors)
 
 
 def test_mismatched_schemas_name_the_columns():
     real, synthetic, domain = tiny_tables()
     with pytest.raises(ValueError, match=r"only in the real table \['v'\], only in the synthetic table \['w'\]"):
-        evaluation.quality_report(real, synthetic.rename({"v": "w"}), domain=domain)
+        quality_report(real, synthetic.rename({"v": "w"}), domain=domain)
     with pytest.raises(ValueError, match=r"u \(real Float64, synthetic String\)"):
-        evaluation.quality_report(real, synthetic.with_columns(pl.col("u").cast(pl.String)), domain=domain)
+        quality_report(real, synthetic.with_columns(pl.col("u").cast(pl.String)), domain=domain)
 
 
 def test_test_rows_without_labels_are_refused():
     real, synthetic, domain = tiny_tables()
     with pytest.raises(ValueError, match=r"needs a label column: pass labels="):
-        evaluation.quality_report(real, synthetic, domain=domain, test=real)
+        quality_report(real, synthetic, domain=domain, test=real)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ class _Page(HTMLParser):
 
 def test_html_is_self_contained_with_one_figure_per_column_and_the_heatmap(synthesized, tmp_path):
     real, test, result = synthesized
-    report = evaluation.quality_report(real, result, test=test, **SMALL_WORKLOAD)
+    report = quality_report(real, result, test=test, **SMALL_WORKLOAD)
     path = report.to_html(tmp_path / "report.html")
     text = path.read_text(encoding="utf-8")
     page = _Page()
@@ -188,19 +188,19 @@ def test_both_reference_classifiers_train_on_at_most_ml_rows_uniform_rows(synthe
     real, test, result = synthesized
     path = tmp_path / "real.parquet"
     real.write_parquet(path)
-    report = evaluation.quality_report(path, result, test=test, ml_rows=120, batch_rows=50, **SMALL_WORKLOAD)
+    report = quality_report(path, result, test=test, ml_rows=120, batch_rows=50, **SMALL_WORKLOAD)
     n_train = dict(report.ml_utility.select("trained_on", "n_train").iter_rows())
     assert n_train == {"real": 120, "synthetic": 120}
-    whole = evaluation.quality_report(real, result, test=test, **SMALL_WORKLOAD)
+    whole = quality_report(real, result, test=test, **SMALL_WORKLOAD)
     assert dict(whole.ml_utility.select("trained_on", "n_train").iter_rows()) == {
         "real": real.height, "synthetic": result.data.height}
     with pytest.raises(polars_rap.ParameterError, match=r"The 'ml_rows' parameter must be an int in \[1, inf\)"):
-        evaluation.quality_report(real, result, test=test, ml_rows=0)
+        quality_report(real, result, test=test, ml_rows=0)
 
 
 def test_figures_are_non_empty_matplotlib_figures(synthesized):
     real, _, result = synthesized
-    report = evaluation.quality_report(real, result, **SMALL_WORKLOAD)
+    report = quality_report(real, result, **SMALL_WORKLOAD)
     figures = report.figures()
     assert set(figures) == {f"column: {name}" for name in real.columns} | {"overview", "pairs", "workload"}
     for name, figure in figures.items():
@@ -210,16 +210,16 @@ def test_figures_are_non_empty_matplotlib_figures(synthesized):
 def test_saved_model_gives_rows_domain_and_privacy_summary(synthesized, tmp_path):
     real, _, result = synthesized
     result.save(tmp_path / "model")
-    report = evaluation.quality_report(real, str(tmp_path / "model"), **SMALL_WORKLOAD)
+    report = quality_report(real, str(tmp_path / "model"), **SMALL_WORKLOAD)
     assert report.privacy.epsilon == 1.0 and report.n_synthetic == result.report.n_rows
-    plain = evaluation.quality_report(real, result.data, domain=result.domain, model=tmp_path / "model",
+    plain = quality_report(real, result.data, domain=result.domain, model=tmp_path / "model",
                                       **SMALL_WORKLOAD)
     assert plain.privacy.rho_spent == result.report.rho_spent
 
 
 def test_notebook_views_are_short_fragments(synthesized):
     real, _, result = synthesized
-    report = evaluation.quality_report(real, result.data, domain=result.domain, **SMALL_WORKLOAD)
+    report = quality_report(real, result.data, domain=result.domain, **SMALL_WORKLOAD)
     assert report.privacy is None and report.ml_utility is None
     assert len(repr(report)) < 200 and "not private" in repr(report)
     fragment = report._repr_html_()
@@ -229,7 +229,7 @@ def test_notebook_views_are_short_fragments(synthesized):
 
 def test_missing_matplotlib_names_the_extra(synthesized, monkeypatch):
     real, _, result = synthesized
-    report = evaluation.quality_report(real, result.data, domain=result.domain, **SMALL_WORKLOAD)
+    report = quality_report(real, result.data, domain=result.domain, **SMALL_WORKLOAD)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
     with pytest.raises(ImportError, match=r"polars-rap\[report\]"):
         report.figures()
