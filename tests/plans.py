@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from polars_rap.fit.planned_strategy import PlannedStrategy, planned_steps
-from polars_rap.fit.plan_steps import Step
+from polars_rap.fit.planned_strategy import PlannedStrategy, class_budget_shares, planned_steps
+from polars_rap.fit.plan_steps import Step, capped_rounds, fixed_steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +26,11 @@ class TestPlanned(PlannedStrategy):
     cm_step: tuple[tuple[str, Any], ...] = ()
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
+        if not self.anneal_cm:  # every class as the planned strategy plans MM and LT
+            capped = {c: capped_rounds(group_counts, {c: r}, k)[c] for c, r in rounds.items()}
+            return fixed_steps(class_budget_shares(self.class_shares, capped), rounds, capped, group_counts, k)
         steps = planned_steps(self.class_shares, group_counts, rounds, k,
-                              margin_reserve=self.cm_margin_reserve if self.base_share > 0 else 0.0,
-                              anneal_cm=self.anneal_cm)
+                              margin_reserve=self.cm_margin_reserve if self.base_share > 0 else 0.0)
         return [dataclasses.replace(s, **dict(self.cm_step)) if s.annealed else s for s in steps]
 
     def but(self, cm_step: Mapping[str, Any] | None = None, **settings) -> TestPlanned:

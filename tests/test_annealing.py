@@ -67,7 +67,8 @@ def _fingerprint(result) -> str:
 
 
 # ------------------------------------------------------------------ default plans unchanged
-EQUAL_SHARES = OUTRIGHT.but(class_shares=None, warm_doublings=None)  # the default when hashed: equal shares, whole schedule
+EQUAL_SHARES = OUTRIGHT.but(class_shares=None)  # the default when hashed: equal shares, whole schedule (in TINY_WHOLE)
+TINY_WHOLE = {**TINY, "projection": ProjectionConfig(max_steps=5, warm_doublings=6)}  # 6 = max_doublings: every stage
 
 
 @pytest.mark.parametrize(("kind", "settings"), [("outright", {}),
@@ -76,7 +77,7 @@ def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(kind, settings
     """With CM not annealed (and no base marginals), a fixed-seed run releases and returns
     exactly what the code before the option did: same relaxed data, events, measurements and
     rows (hashes taken on merge-work a3fe068, whose default gave the classes equal shares)."""
-    result = polars_rap.synthesize(_tiny_frame(), strategy=EQUAL_SHARES, **{**TINY, **settings})
+    result = polars_rap.synthesize(_tiny_frame(), strategy=EQUAL_SHARES, **{**TINY_WHOLE, **settings})
     assert _fingerprint(result) == BEFORE_ANNEALING[kind]
 
 
@@ -384,7 +385,7 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     measured once per round with its own noise, the projection weighs both measurements by
     their inverse variance, the report lists both (one interval each) and not the table among
     the unmeasured groups, the end-of-run fit line counts it once, and the ledger closes."""
-    caplog.set_level(logging.INFO, logger="polars_rap.fit.rounds")
+    caplog.set_level(logging.INFO, logger="polars_rap.fit.loop")
     real_top_k, last_weights = annealing.gumbel_top_k, []
 
     def first_table(scores, k, l1, rho, ledger, rng, **kwargs):

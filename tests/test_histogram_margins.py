@@ -1,11 +1,10 @@
-"""Histogram margins (polars_rap.decode.histogram_margins, ``PlannedStrategy(histogram_match=Z)``): the
+"""Histogram margins (polars_rap.decode.histogram_margins, ``HISTOGRAM_MATCH``): the
 move toward a released histogram against a NumPy count, the band, ranks and nulls kept, the
 margins read from a run's record, and saved models that decode as the run did."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import polars as pl
@@ -13,11 +12,10 @@ import pytest
 
 import polars_rap
 from polars_rap.schema.domain import Domain
-from polars_rap.errors import DataError, ParameterError
-from polars_rap.decode.histogram_margins import HistogramMargins, monotone
-from polars_rap.fit.strategy_checks import check_histogram_match
+from polars_rap.errors import DataError
+from polars_rap.decode.histogram_margins import HISTOGRAM_MATCH, HistogramMargins, monotone
+from polars_rap.pipeline import decoding as decoding_stage
 from polars_rap.pipeline.model import FORMAT_VERSION, SyntheticModel
-from polars_rap.fit.strategy import PlannedStrategy
 from polars_rap.schema.transforms import from_unit, to_unit
 
 MAPPING = {"y": ["n", "p"], "k": {"bounds": (1, 10), "integer": True, "nullable": True}}
@@ -90,12 +88,8 @@ def test_monotone_pools_adjacent_violators() -> None:
     np.testing.assert_allclose(fitted, [0.15, 0.15, 0.3, 13 / 30, 13 / 30, 13 / 30, 0.9])
 
 
-def test_the_option_is_checked() -> None:
-    assert check_histogram_match(None) is None and check_histogram_match(2) == 2.0
-    for bad in (-1.0, math.inf, math.nan, True, "2"):
-        with pytest.raises(ParameterError, match="histogram_match must be None or a finite number >= 0"):
-            PlannedStrategy(histogram_match=bad)
-    assert PlannedStrategy().describe()["histogram_match"] == 1.0  # the default since ablation_histogram_match
+def test_the_band_is_one_noise_std() -> None:
+    assert HISTOGRAM_MATCH == 1.0  # the default since ablation_histogram_match
 
 
 def _frame(n: int = 600, seed: int = 0) -> pl.DataFrame:
@@ -108,13 +102,23 @@ RUN = dict(epsilon=2.0, delta=1e-6, domain=MAPPING, labels=["y"], relaxed_rows=3
            n_linear_thresholds=20, seed=0, progress=False)
 
 
-def test_a_run_reads_its_released_histograms_and_its_model_decodes_as_it_did(tmp_path) -> None:
-    """The margins are the run's NH prefixes as reported (edges, values, stds), the option off
-    releases the same rows' ledger and relaxed data, and a saved model keeps the margins and
-    samples the rows a model in memory samples."""
+def _plain(frame, monkeypatch):
+    """The run of ``frame`` decoded without its histograms' margins (as a release without
+    histograms decodes)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(decoding_stage, "histogram_margins", lambda *args: None)
+        return polars_rap.synthesize(frame, **RUN)
+
+
+def test_a_run_reads_its_released_histograms_and_its_model_decodes_as_it_did(tmp_path, monkeypatch) -> None:
+    """The margins are the run's NH prefixes as reported (edges, values, stds), decoding
+    without them releases the same rows' ledger and relaxed data (post-processing), and a saved
+    model keeps the margins and samples the rows a model in memory samples (band 0 here: the
+    histograms' own distribution)."""
     frame = _frame()
-    plain = polars_rap.synthesize(frame, strategy={"name": "planned", "histogram_match": None}, **RUN)
-    matched = polars_rap.synthesize(frame, strategy={"name": "planned", "histogram_match": 0.0}, **RUN)
+    plain = _plain(frame, monkeypatch)
+    monkeypatch.setattr(decoding_stage, "HISTOGRAM_MATCH", 0.0)
+    matched = polars_rap.synthesize(frame, **RUN)
     assert plain.histogram_margins is None and matched.histogram_margins is not None
     np.testing.assert_array_equal(matched.relaxed, plain.relaxed)  # post-processing: the release is the same
     assert [(e.description, e.rho.hex()) for e in matched.report.events] == [
@@ -124,7 +128,6 @@ def test_a_run_reads_its_released_histograms_and_its_model_decodes_as_it_did(tmp
     assert margins.columns == (0,) and margins.prefixes[0].shape == (10, 2)
     np.testing.assert_array_equal(margins.prefixes[0].ravel(), reported["noisy_answer"].to_numpy())
     np.testing.assert_array_equal(np.repeat(margins.stds[0], 2), reported["noise_std"].to_numpy())
-    assert matched.report.parameters["strategy"]["histogram_match"] == 0.0
     loaded = SyntheticModel.load(matched.model.save(tmp_path / "model"))
     assert loaded.format_version == FORMAT_VERSION
     np.testing.assert_array_equal(loaded.histogram_margins.prefixes[0], margins.prefixes[0])
@@ -139,16 +142,16 @@ def test_a_run_reads_its_released_histograms_and_its_model_decodes_as_it_did(tmp
 
 
 def test_a_damaged_margins_file_is_refused_by_name(tmp_path) -> None:
-    matched = polars_rap.synthesize(_frame(), strategy={"name": "planned", "histogram_match": 1.0}, **RUN)
+    matched = polars_rap.synthesize(_frame(), **RUN)
     path = matched.model.save(tmp_path / "model")
     (path / "histogram_margins.arrow").write_bytes(b"not arrow")
     with pytest.raises(DataError, match="histogram_margins.arrow"):
         SyntheticModel.load(path)
 
 
-def test_a_version_4_model_loads_without_margins(tmp_path) -> None:
+def test_a_version_4_model_loads_without_margins(tmp_path, monkeypatch) -> None:
     """Models saved before the margins (format 4) still load, and sample as they did."""
-    plain = polars_rap.synthesize(_frame(), strategy={"name": "planned", "histogram_match": None}, **RUN)
+    plain = _plain(_frame(), monkeypatch)
     path = plain.model.save(tmp_path / "model")
     manifest = json.loads((path / "manifest.json").read_text())
     (path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 4}))

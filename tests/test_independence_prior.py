@@ -200,8 +200,6 @@ def test_bad_settings_are_named() -> None:
         PlannedStrategy(independence_prior=1)
     with pytest.raises(ValueError, match="independence_prior must be True, False or 'mediated'"):
         PlannedStrategy(independence_prior="label")
-    with pytest.raises(ValueError, match="mediator_gate must be a number >= 0 or None"):
-        PlannedStrategy(independence_prior="mediated", mediator_gate=-1.0)
 
 
 # ------------------------------------------------------------------ public interactions (issue 19)
@@ -475,14 +473,13 @@ def test_mediated_targets_take_the_strongest_mediator_and_leave_the_rest(margina
         assert sorted(scores.values())[-1] > sorted(scores.values())[-2]  # a real choice was made
 
 
-@pytest.mark.parametrize("gate", [None, 1.0])
-def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> None:
+def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch) -> None:
     """With ``independence_prior="mediated"`` every projection fits the released answers and,
     for the CM tables not measured yet, the mediated tables of the relaxed rows it starts from
     (independence given the label where nothing mediates), recomputed here from those rows;
-    some table is mediated in the run; the ledger closes at the budget. With a gate only the
-    measured tables :func:`significant_links` keeps link two features."""
-    from polars_rap.fit.independence_prior import significant_links
+    some table is mediated in the run; the ledger closes at the budget. Only the measured
+    tables :func:`significant_links` keeps at MEDIATOR_GATE link two features."""
+    from polars_rap.fit.independence_prior import MEDIATOR_GATE, significant_links
     from polars_rap.fit.independence_prior import unmeasured_marginals
     from polars_rap.kernels import resolve_backend
 
@@ -490,9 +487,9 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> No
     real_pseudo = rounds.independence_pseudo_targets
 
     def spy_pseudo(record, queries, backend, public=None, memo=None, settings=None):
-        assert settings == PriorSettings(mediated=True, mediator_gate=gate) and public is None
+        assert settings == PriorSettings(mediated=True) and public is None
         out = real_pseudo(record, queries, backend, public, memo, settings=settings)
-        links = None if gate is None else significant_links(record, queries, gate)
+        links = significant_links(record, queries, MEDIATOR_GATE)
         calls.append((list(record.groups), record.params.copy(), queries, out, links))
         return out
 
@@ -500,9 +497,8 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> No
     result = polars_rap.synthesize(
         _associated(900, 7), epsilon=3.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2,
         relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP.but(independence_prior="mediated", mediator_gate=gate))
-    assert result.report.parameters["strategy"]["independence_prior"] == "mediated"
-    assert result.report.parameters["strategy"]["mediator_gate"] == gate
+        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP.but(independence_prior="mediated"))
+    assert result.report.parameters["strategy"]["independence_prior"] == "mediated" and MEDIATOR_GATE == 1.0
     assert result.report.rho_spent == result.report.rho_budget
     backend = resolve_backend("cpu")
     mediated_calls = 0
@@ -511,7 +507,7 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch, gate) -> No
             continue
         np.testing.assert_array_equal(pseudo, unmeasured_marginals(queries, groups))
         measured = np.unique([g for g in groups if queries.group_class[g] == QueryClass.CATEGORICAL_MARGINAL
-                              and (links is None or g in links)])
+                              and g in links])
         every = np.concatenate([pseudo, measured]).astype(np.int64)
         relaxed = backend.answers_relaxed(params.relaxed(), queries.take_groups(every), np.inf)
         parts = np.split(relaxed, np.cumsum(queries.group_sizes[every])[:-1])

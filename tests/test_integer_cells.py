@@ -6,14 +6,12 @@ thresholds on integer columns sit at half-integers."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
 
-import polars_rap
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import encode, row_offsets, spread_integer_cells
 from polars_rap.kernels import get_backend
@@ -159,16 +157,3 @@ def test_row_offsets_hash_every_column() -> None:
     out = spread_integer_cells(np.array([0.0, 10.0, 3.5, np.nan, 11.0]), spec, h[:1].repeat(5), 0)
     assert 0.0 <= out[0] <= 0.5 and 9.5 <= out[1] <= 10.0
     np.testing.assert_array_equal(out[2:], [3.5, np.nan, 11.0])  # not whole, null, outside: as they were
-
-
-def test_a_run_with_integer_cells_reports_it_and_returns_integers(frame) -> None:
-    result = polars_rap.synthesize(
-        frame, epsilon=2.0, delta=1e-7, domain=DECLARED, labels=["y"], seed=0, progress=False,
-        strategy={"name": "planned", "integer_cells": True}, rounds_cm=1, rounds_mm=2, rounds_lt=1,
-        relaxed_rows=200, n_mixed_marginals=50, n_linear_thresholds=100,
-    )
-    assert result.report.parameters["strategy"]["integer_cells"] is True
-    assert result.data["age"].dtype == pl.Int64 and result.data["hours"].dtype == pl.Int32
-    mm = result.report.measurements.filter(pl.col("query_class") == "MM")["description"].to_list()
-    thresholds = [float(value) for text in mm for value in re.findall(r"(?:age|hours)<=([0-9.]+)", text)]
-    assert thresholds and all(t % 1 == 0.5 or t in (40.0, 96.0, 99.0) for t in thresholds)

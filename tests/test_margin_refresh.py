@@ -96,7 +96,7 @@ def test_the_plan_carries_the_reserve_and_the_noise_check_covers_it() -> None:
     assert [s.margin_reserve for s in kept] == [0.1 if s.annealed else 0.0 for s in plan]
     assert [(s.query_class, s.weight, s.k, s.annealed_rounds) for s in kept] == [
         (s.query_class, s.weight, s.k, s.annealed_rounds) for s in plan]
-    thinnest = planning.smallest_share(plan, queries, 3, 0.0)
+    thinnest = planning.smallest_share(plan, queries)
     planning.check_rows_against_noise(800, 0.01, plan, thinnest, 3, 0.5, 1.0)
     _, tiny, _ = small.plan(cm_margin_reserve=1e-9)
     with pytest.raises(DataError, match="too few"):

@@ -19,7 +19,7 @@ FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_th
 REPORT_TABLES = ["report_events.parquet", "report_measurements.parquet", "report_unmeasured.parquet"]
 MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json", "histogram_margins.arrow",
                *REPORT_TABLES}
-"""A default model's files: its numerics have histograms, so it keeps their margins (histogram_match)."""
+"""A default model's files: its numerics have histograms, so it keeps their margins (HISTOGRAM_MATCH)."""
 
 
 @pytest.fixture(scope="module")

@@ -166,7 +166,7 @@ def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
     assert result.report.parameters["numeric_coupling"] == "label"
     assert result.report.parameters["strategy"]["numeric_coupling"] == "label"
     loaded = SyntheticModel.load(result.model.save(tmp_path / "model"))
-    margins = result.histogram_margins  # the default's (histogram_match)
+    margins = result.histogram_margins  # the default's (HISTOGRAM_MATCH)
     assert margins is not None and loaded.histogram_margins is not None
     expected = decode(result.relaxed, result.domain, 400, np.random.default_rng(7), method="controlled",
                       numeric_coupling="label", margins=margins)

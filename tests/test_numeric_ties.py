@@ -239,9 +239,9 @@ def frame() -> tuple[pl.DataFrame, dict]:
     return data, {"sex": ["F", "M"], "edu": ["a", "b", "c"], "age": (18, 90), "y": ["n", "p"]}
 
 
-def _fit(frame, share: float, strategy_cap: float | None = 0.01, numeric_coupling: str = "label", **keywords):
+def _fit(frame, share: float, numeric_coupling: str = "label", **keywords):
     data, domain = frame
-    strategy = PlannedStrategy(tie_share=share, tie_noise_cap=strategy_cap, numeric_coupling=numeric_coupling)
+    strategy = PlannedStrategy(tie_share=share, numeric_coupling=numeric_coupling)
     return polars_rap.synthesize(data, epsilon=2.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
                                  relaxed_rows=40, n_linear_thresholds=100, strategy=strategy, **keywords)
 
@@ -279,8 +279,6 @@ def test_a_decoding_backfits_once_whatever_its_chunks(frame, monkeypatch) -> Non
 def test_bad_tie_settings_are_parameter_errors() -> None:
     with pytest.raises(ParameterError, match="tie_share must be"):
         PlannedStrategy(tie_share=1.0)
-    with pytest.raises(ParameterError, match="tie_noise_cap must be"):
-        PlannedStrategy(tie_share=0.1, tie_noise_cap=0.0)
 
 
 def test_without_labels_or_the_label_coupling_a_tie_share_releases_nothing(frame) -> None:
@@ -295,10 +293,16 @@ def test_without_labels_or_the_label_coupling_a_tie_share_releases_nothing(frame
     assert not any(e.description.startswith("numeric ties") for e in result.report.events)
 
 
-def test_ties_noisier_than_the_cap_are_not_measured_and_change_nothing(frame) -> None:
-    """Above ``tie_noise_cap`` nothing is charged and the run is the run without ties, row for
-    row: the ties' noise has a stream of its own, so the loop's draws are the same."""
-    capped = _fit(frame, 0.2, strategy_cap=1e-6)
+def test_ties_noisier_than_the_cap_are_not_measured_and_change_nothing(frame, monkeypatch) -> None:
+    """Above ``TIE_NOISE_CAP`` (here set to 1e-6) nothing is charged and the run is the run
+    without ties, row for row: the ties' noise has a stream of its own, so the loop's draws are
+    the same."""
+    from polars_rap.decode.numeric_ties import TIE_NOISE_CAP
+    from polars_rap.pipeline import fitting
+
+    assert TIE_NOISE_CAP == 0.01
+    monkeypatch.setattr(fitting, "TIE_NOISE_CAP", 1e-6)
+    capped = _fit(frame, 0.2)
     off = _fit(frame, 0.0)
     assert capped.numeric_ties is None
     assert capped.report.events == off.report.events and capped.data.equals(off.data)

@@ -1,9 +1,11 @@
 """The numeric pairs' test with each cell's count read from the released histograms
-(``tie_pair_counts="histograms"``): the histograms regrouped into the pairs' bins
+(the default, once ``tie_pair_counts="histograms"``): the histograms regrouped into the pairs' bins
 (:meth:`HistogramMargins.binned`), the evidence against its formula, a pairing that only the
 released counts reveal, and synthesize's wiring."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import polars as pl
@@ -11,7 +13,6 @@ import pytest
 
 import polars_rap
 from polars_rap.schema.domain import Domain
-from polars_rap.errors import ParameterError
 from polars_rap.decode.histogram_margins import HistogramMargins
 from polars_rap.fit.numeric_histograms import histogram_edges
 from polars_rap.decode.numeric_pairs import PAIR_EVIDENCE, fitted_ties, pair_evidence
@@ -135,19 +136,11 @@ def test_released_counts_find_a_pairing_that_the_relaxed_masses_hide() -> None:
     assert fitted_ties(relaxed, domain, layout, exact, 0.01, histograms=histograms).layout.tables == layout.tables
 
 
-@pytest.mark.parametrize("value", ["released", None, 1, ""])
-def test_bad_pair_counts_are_parameter_errors(value) -> None:
-    with pytest.raises(ParameterError, match="tie_pair_counts must be 'histograms'"):
-        PlannedStrategy(tie_pair_counts=value)
-
-
-@pytest.mark.parametrize(("pair_counts", "histogram_match", "passed"),
-                         [("histograms", 1.0, "margins"), ("histograms", None, "released"), ("relaxed", 1.0, None)])
-def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch, pair_counts, histogram_match,
-                                                                     passed) -> None:
-    """The default passes the decoding's histogram margins; without them (``histogram_match``
-    None) the same released histograms, read from the loop; ``"relaxed"`` none."""
+def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch) -> None:
+    """The decoding's histogram margins (the released histograms, band HISTOGRAM_MATCH) go to
+    the pairs' test."""
     import polars_rap.pipeline.decoding as decoding_stage
+    from polars_rap.pipeline import fitting
 
     seen = []
     original = decoding_stage.fitted_ties
@@ -157,16 +150,10 @@ def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch,
         return original(*args, histograms=histograms, **keywords)
 
     monkeypatch.setattr(decoding_stage, "fitted_ties", spy)
+    monkeypatch.setattr(fitting, "TIE_NOISE_CAP", math.inf)  # measured whatever their noise
     data, domain = paired_frame_and_domain()
-    result = polars_rap.synthesize(
+    polars_rap.synthesize(
         data, epsilon=8.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False, relaxed_rows=40,
-        n_linear_thresholds=100,
-        strategy=PlannedStrategy(tie_share=0.2, tie_noise_cap=None, tie_pair_counts=pair_counts,
-                                 histogram_match=histogram_match))
+        n_linear_thresholds=100, strategy=PlannedStrategy(tie_share=0.2))
     assert len(seen) == 1
-    if passed is None:
-        assert seen[0] is None
-    else:
-        assert isinstance(seen[0], HistogramMargins) and seen[0].columns == (0, 1)
-        assert (seen[0].band == 1.0) == (passed == "margins")
-    assert result.report.parameters["strategy"]["tie_pair_counts"] == pair_counts
+    assert isinstance(seen[0], HistogramMargins) and seen[0].columns == (0, 1) and seen[0].band == 1.0

@@ -9,11 +9,11 @@ import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap.fit import loop, rounds
+from polars_rap.fit import rounds
 from polars_rap.privacy import selection_scores
 from polars_rap.privacy.ledger import split_budget
 from polars_rap.workload.queries import CLASS_CODES
-from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy, Step, group_shares, interleave, resolve_strategy
+from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy, Step, interleave, resolve_strategy
 
 from plans import OUTRIGHT  # tests/plans.py
 
@@ -67,8 +67,6 @@ def test_planned_class_shares(shares, expected) -> None:
     ({"name": "planned", "class_shares": {"XX": 1}}, "unknown query class 'XX'"),
     ({"name": "planned", "class_shares": {"CM": -1}}, "class_shares\\['CM'\\] must be a finite number > 0"),
     ({"name": "planned", "decoding": "round"}, "decoding must be 'controlled' or 'independent'"),
-    ({"name": "planned", "size_exponent": -0.5}, "size_exponent must be a number in \\[0, 2\\]"),
-    ({"name": "planned", "size_exponent": True}, "size_exponent must be a number"),
     ({"name": "planned", "selection_share": 1.0}, "selection_share must be a number in \\(0, 1\\)"),
     ({"name": "paper", "outright": True}, "bad settings for strategy 'paper'"),
     (3, "The 'strategy' parameter must be"),
@@ -153,50 +151,19 @@ def test_saved_model_samples_with_the_run_s_decoding(planned_run, tmp_path) -> N
     assert np.array_equal(loaded.relaxed, planned_run.relaxed)
 
 
-def test_group_shares_follow_cells_to_the_exponent() -> None:
-    cells = np.array([8, 27, 64, 1000])
-    np.testing.assert_array_equal(group_shares(cells, 0.0), np.full(4, 0.25))
-    shares = group_shares(cells, 2 / 3)
-    np.testing.assert_allclose(shares, np.array([4.0, 9.0, 16.0, 100.0]) / 129.0, rtol=1e-14)
-    assert math.fsum(shares) == pytest.approx(1.0, abs=1e-15)
-
-
-def test_size_exponent_splits_the_cm_budget_by_cells_and_closes_the_ledger(task) -> None:
-    """size_exponent = 2/3: each CM group's ρ is its ``cells ** (2/3)`` share of the CM two
-    thirds of the budget (to rounding), LT groups still split their rounds evenly, and the ledger
-    closes to the last float. The sizes are public, so the split reveals nothing."""
-    rows = task.frame.sample(3_000, seed=4)
-    result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=2, strategy=OUTRIGHT.but(size_exponent=2 / 3), **FAST)
-    report = result.report
-    rho = split_budget(1.0, 1e-8).rho
-    cm = [e for e in report.events if e.description.startswith("CM group")]
-    sizes = (report.measurements.filter(pl.col("query_class") == "CM")
-             .group_by("group", maintain_order=True).len()["len"].to_numpy())
-    assert len(cm) == len(sizes) and len(set(sizes)) > 1
-    np.testing.assert_allclose([e.rho for e in cm], 2 / 3 * rho * sizes ** (2 / 3) / np.sum(sizes ** (2 / 3)),
-                               rtol=1e-12)
-    lt = [e.rho for e in report.events if e.description.startswith("LT group")]
-    assert len(set(lt[:-1])) <= 3  # one value per LT round (the last charge takes the remainder)
-    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
-    assert report.parameters["strategy"]["size_exponent"] == pytest.approx(2 / 3)
-
-
-@pytest.mark.parametrize("exponent", [0.0, 2 / 3])
-def test_the_noise_check_sees_the_thinnest_group(task, exponent) -> None:
+def test_the_noise_check_sees_the_thinnest_group(task) -> None:
     """The row-count check takes the least share any group gets: 1/G for an even outright
-    step, the smallest group's ``cells ** exponent`` share otherwise; 1/K for LT rounds."""
+    step; 1/K for LT rounds."""
     from polars_rap.fit import planning
     from polars_rap.schema.domain import Domain
 
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
-    strategy = OUTRIGHT.but(size_exponent=exponent)
     queries, plan, counts = planning.workload_and_plan(
-        domain, strategy, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
+        domain, OUTRIGHT, np.random.default_rng(0), rounds_cm=None, rounds_lt=3, rounds_mm=0,
         queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=200, max_marginal_cells=20_000)
-    share = planning.smallest_share(plan, queries, 10, exponent)
+    share = planning.smallest_share(plan, queries)
     sizes = queries.group_sizes[queries.group_class == CLASS_CODES["CM"]].astype(float)
-    assert share["CM", True] == pytest.approx(sizes.min() ** exponent / np.sum(sizes ** exponent), rel=1e-12)
+    assert share["CM", True] == pytest.approx(1.0 / len(sizes), rel=1e-12)
     assert share["LT", False] == pytest.approx(0.1, rel=1e-12)
 
 
@@ -268,7 +235,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks rounds_lt, shrinkage, selection_share, size_exponent, noise_aware, base_share, histogram_share, integer_cells, numeric_coupling, warm_doublings, max_steps, independence_prior, mediator_gate, describe"):
+    with pytest.raises(ValueError, match="lacks rounds_lt, selection_share, base_share, histogram_share, tie_share, numeric_coupling, integer_cells, warm_doublings, max_steps, independence_prior, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 
@@ -284,47 +251,6 @@ def test_expected_noise_l1_is_the_mean_absolute_gaussian_times_cells() -> None:
     assert np.abs(draws).sum(axis=1).mean() == pytest.approx(selection_scores.expected_noise_l1(l2, sizes, rho)[0], rel=0.01)
 
 
-def test_noise_aware_selection_subtracts_each_candidate_s_expected_noise(task, monkeypatch) -> None:
-    """With noise_aware, every score a Gumbel round sees (in counts) is the plain L1 error
-    minus the candidate's public expected noise norm at the round's per-group ρ, rounded to
-    whole counts, exactly; the Gumbel charge and its sensitivity are unchanged (the shift is
-    public)."""
-    seen: dict[bool, list] = {False: [], True: []}
-    real = loop.gumbel_top_k
-
-    rows = task.frame.sample(2_000, seed=6)
-    for aware in (False, True):
-        def spy(scores, k, l1, rho, ledger, rng, aware=aware, **kwargs):
-            seen[aware].append((np.array(scores), k, l1, rho))
-            return real(scores, k, l1, rho, ledger, rng, **kwargs)
-
-        monkeypatch.setattr(loop, "gumbel_top_k", spy)
-        polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels, seed=3,
-                              rounds_cm=2, queries_per_round=5,
-                              strategy=OUTRIGHT.but(noise_aware=aware), **FAST)
-    plain, aware = seen[False][0], seen[True][0]  # the first round: same state, same candidates
-    assert plain[1:] == aware[1:]
-    from polars_rap.fit import planning
-    from polars_rap.schema.domain import Domain
-    from polars_rap.workload.builders import group_sensitivities
-
-    domain = Domain.from_mapping(rows.schema, task.domain, task.labels)
-    queries, plan, _ = planning.workload_and_plan(
-        domain, OUTRIGHT.but(noise_aware=True), np.random.default_rng(0), rounds_cm=2, rounds_lt=3,
-        rounds_mm=0, queries_per_round=5, n_mixed_marginals=0, n_linear_thresholds=200,
-        max_marginal_cells=20_000)
-    first_selection = next(step for step in plan if not step.outright)
-    in_class = queries.group_class == CLASS_CODES[first_selection.query_class]
-    l2 = group_sensitivities(queries, rows.height)[1][in_class]
-    measure_rho = aware[3] / 0.5 * (1 - 0.5) / 5  # the Gumbel charge is half the step's ρ
-    sizes = queries.group_sizes[in_class]
-    shift_counts = np.rint(np.minimum(selection_scores.expected_noise_l1(l2, sizes, measure_rho) * rows.height,
-                                      float(rows.height) * sizes))  # whole counts: the scores stay exact
-    np.testing.assert_array_equal(plain[0] - aware[0], shift_counts)
-    cm_rounds = [i for i, step in enumerate(plan) if step.query_class == "CM"]
-    assert cm_rounds and all(not plan[i].outright for i in cm_rounds)
-
-
 def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(task) -> None:
     """base_share = 0.1 (no margin refresh: tests/test_margin_refresh.py): one outright BM step
     first, one Gaussian event per feature block x label, each exactly 0.1 rho / groups; the rest of the plan shares the other 0.9 as before;
@@ -335,7 +261,7 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
                                    seed=2, rounds_cm=2, queries_per_round=5,
-                                   strategy={"name": "planned", "base_share": 0.1, "noise_aware": True,
+                                   strategy={"name": "planned", "base_share": 0.1,
                                              "histogram_share": 0.0, "cm_margin_reserve": 0.0}, **FAST)
     report = result.report
     rho = split_budget(1.0, 1e-8).rho

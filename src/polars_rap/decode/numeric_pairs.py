@@ -7,7 +7,7 @@ relaxed rows were fitted to their answers. On cps1988, whose education and poten
 experience move together (within-label correlation -0.41 / -0.33), the permutation alone costs
 the real rows an MM error of 0.0054 and 0.008 macro F1 (``bench/results/tie_bins_probe.md``).
 
-With ``PlannedStrategy(tie_numeric_bins=B)`` the numeric ties' release
+With ``B`` = :data:`~polars_rap.decode.numeric_ties.TIE_NUMERIC_BINS` the numeric ties' release
 (:mod:`polars_rap.decode.numeric_ties`) also holds, for each numeric column ``j``, each earlier numeric
 column ``k`` and each label block, the sums of ``x_j`` by ``k``'s ``B`` equal bins of its mapped
 range (a null its own bin) and label value: the *pair tables*, in the same Gaussian release
@@ -30,8 +30,7 @@ relaxed rows' own: on cps1988 the relaxed rows' bin counts of education are off 
 (summed over the cells) against the histograms' 0.006-0.035, and with them the test had
 dropped a pairing the released sums support (ε = 5 seed 0: evidence -69; 341 with the released
 counts, 392 with the real rows' own; ``bench/results/pair_counts_probe.md``). Where the pairing
-is more than ``e`` times as likely (:data:`PAIR_EVIDENCE`) and the two predictions lie at least
-``tie_pair_separation`` noise stds apart (the release can tell them apart at all), the table's
+is more than ``e`` times as likely (:data:`PAIR_EVIDENCE`), the table's
 targets are the relaxed rows' mean of ``x_j`` in each (bin, label value) cell less the label's
 mean (:func:`pair_deviations`); the other pair tables are dropped.
 :meth:`NumericTies.apply <polars_rap.decode.numeric_ties.NumericTies.apply>` then hands the columns out
@@ -40,14 +39,14 @@ categorical ties, keeping every column's values within each label.
 
 Unlike ``numeric_coupling="fitted"``, which keeps each relaxed row's numerics together and so
 also their ties to the categories, only the numeric pairs the release supports come from the
-relaxed rows. Where the ties are not measured (``tie_noise_cap``) nothing is tested and no pair
+relaxed rows. Where the ties are not measured
+(:data:`~polars_rap.decode.numeric_ties.TIE_NOISE_CAP`) nothing is tested and no pair
 is kept. Post-processing of the release and the relaxed rows: the release's cost is the ties'.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 
@@ -57,19 +56,13 @@ from polars_rap.decode.histogram_margins import HistogramMargins
 from polars_rap.decode.numeric_ties import NumericTies, TieLayout, layout_of, tables_values
 from polars_rap.decode.tie_ridge import fit_ties
 
-from polars_rap.fit.strategy_checks import PAIR_COUNTS, check_tie_pair_counts, check_tie_pair_separation
-
-__all__ = ["PAIR_COUNTS", "PAIR_EVIDENCE", "check_tie_pair_counts", "check_tie_pair_separation", "fitted_ties",
-           "pair_deviations", "pair_evidence", "pair_ties"]
+__all__ = ["PAIR_EVIDENCE", "fitted_ties", "pair_deviations", "pair_evidence", "pair_ties"]
 
 logger = logging.getLogger(__name__)
-
 
 PAIR_EVIDENCE = 2.0
 """A numeric pair is kept where the released sums are more than ``e`` times (twice the log: 2)
 as likely under the relaxed rows' pairing as under none."""
-
-
 
 
 def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> np.ndarray:
@@ -93,7 +86,7 @@ def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy:
     table's label block (:func:`_cell_counts`), else the relaxed rows' cell mass (``var(n) = 0``:
     then ``(|s - h0|^2 - |s - h1|^2) / std^2``); all as shares of the rows."""
     cells = _pair_cells(relaxed, domain, layout)
-    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)[0]
+    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
 
 
 def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[np.ndarray, ...]]:
@@ -171,13 +164,11 @@ def _cell_means(mass: np.ndarray, sums: np.ndarray, means: np.ndarray) -> np.nda
     return np.where(mass > 1e-12, np.divide(sums, mass, out=np.zeros(len(mass)), where=mass > 1e-12), means)
 
 
-def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -> tuple[np.ndarray, np.ndarray]:
-    """(:func:`pair_evidence`, the separation ``D``: float64[n_tables] each, NaN but for the pair
-    tables) from :func:`_pair_cells`' ``cells`` and :func:`_cell_counts`' ``counts``. ``D^2 =
-    sum(n^2 (m_1 - m_0)^2 / v_0)``: how many noise stds apart the two hypotheses' predictions are;
-    under either, the evidence has std ``2 D`` about ``-D^2`` (none) or ``+D^2`` (the pairing)."""
+def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -> np.ndarray:
+    """:func:`pair_evidence` (float64[n_tables], NaN but for the pair tables) from
+    :func:`_pair_cells`' ``cells`` and :func:`_cell_counts`' ``counts``."""
     noise = max(float(std), 1e-12) ** 2
-    evidence, separation = np.full(len(layout.tables), np.nan), np.full(len(layout.tables), np.nan)
+    evidence = np.full(len(layout.tables), np.nan)
     for t, (mass, sums, means, _) in cells.items():
         count, count_variance = counts[t]
         released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
@@ -187,43 +178,36 @@ def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -
             variance = noise + mean**2 * count_variance
             log_likelihood.append(-float(np.sum((released - count * mean) ** 2 / variance + np.log(variance))))
         evidence[t] = log_likelihood[1] - log_likelihood[0]
-        apart = count * (paired - means)
-        separation[t] = math.sqrt(float(np.sum(apart**2 / (noise + means**2 * count_variance))))
-    return evidence, separation
+    return evidence
 
 
 def fitted_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
-                std: float, histograms: HistogramMargins | None = None, separation: float = 0.0) -> NumericTies | None:
+                std: float, histograms: HistogramMargins | None = None) -> NumericTies | None:
     """The ties of a release (``noisy``, float[layout.n_cells], std ``std``): the categorical
     tables fitted by the ridge (:func:`~polars_rap.decode.tie_ridge.fit_ties`), then, where ``layout``
-    has numeric bins, the pairs that pass (:func:`pair_ties`, its counts from ``histograms``,
-    ``separation`` its floor)."""
+    has numeric bins, the pairs that pass (:func:`pair_ties`, its counts from ``histograms``)."""
     if not layout.bins:
         return fit_ties(relaxed, domain, layout, noisy, std)
     categorical = [table for table in layout.tables if table[1] < len(domain.blocks)]
     ties = None
     if categorical:
         ties = fit_ties(relaxed, domain, layout_of(domain, categorical), tables_values(layout, noisy, categorical), std)
-    return pair_ties(relaxed, domain, layout, noisy, std, ties, histograms, separation)
+    return pair_ties(relaxed, domain, layout, noisy, std, ties, histograms)
 
 
 def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray, std: float,
-              ties: NumericTies | None, histograms: HistogramMargins | None = None,
-              separation: float = 0.0) -> NumericTies | None:
+              ties: NumericTies | None, histograms: HistogramMargins | None = None) -> NumericTies | None:
     """``ties`` (fitted to the released categorical tables of ``layout``, or None) with the
     numeric pairs' tables of ``layout`` whose :func:`pair_evidence` (counts from
-    ``histograms``) exceeds :data:`PAIR_EVIDENCE` where the release separates the two
-    hypotheses by at least ``separation`` noise stds (:func:`_evidence`'s ``D``), their targets
-    read from the relaxed rows (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
+    ``histograms``) exceeds :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows
+    (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
     cells = _pair_cells(relaxed, domain, layout)
-    evidence, apart = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms),
-                                noisy, std)
-    kept = {layout.tables[t] for t in np.flatnonzero((evidence > PAIR_EVIDENCE) & (apart >= separation))}
+    evidence = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
+    kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
     tested = sorted(cells)
     if tested:
-        logger.info("numeric pairs (kept where the evidence exceeds %g and the hypotheses are %g noise stds apart): %s",
-                    PAIR_EVIDENCE, separation,
-                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} (D {apart[t]:.1f}) "
+        logger.info("numeric pairs (kept where the evidence exceeds %g): %s", PAIR_EVIDENCE,
+                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} "
                               f"{'kept' if layout.tables[t] in kept else 'dropped'}" for t in tested))
     if not kept:
         return ties

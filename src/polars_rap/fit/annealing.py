@@ -7,14 +7,13 @@ spreads the budget too thin, at large epsilon it stops short. Here the step's bu
 ``rho_step`` (the class's share, fixed by the public plan) is spent by rounds of
 select / measure / project, and the noise level decides how many:
 
-1. *select* ``k`` groups (tables) among **all** the class's groups (and those of the classes
-   ``Step.joined`` adds), measured before or not,
+1. *select* ``k`` groups (tables) among **all** the class's groups, measured before or not,
    by one-shot Gumbel top-``k`` (``selection_share`` of the round's budget) on AIM's
    noise-aware score: the L1 error of the current synthetic data minus the expected L1 norm
    of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``
    (:func:`polars_rap.privacy.selection_scores.noise_shift_counts`: whole counts, so the scores stay exact);
 2. *measure* each with the discrete Gaussian mechanism (the rest of the round's budget,
-   split evenly, or by :func:`polars_rap.fit.plan_steps.group_shares`); a group measured again
+   split evenly); a group measured again
    adds a second measurement, and the projection fits both, each weighed by its inverse
    noise variance (their maximum-likelihood combination);
 3. *project* onto every measurement so far, warm-started;
@@ -26,8 +25,8 @@ select / measure / project, and the noise level decides how many:
 Where the step's budget would measure every group with a mean expected noise L1 norm of at
 most ``Step.outright_l1`` (:func:`outright_noise_l1`, public: the budget, n, the sizes and
 sensitivities), the step is one round that measures every group with its whole budget, without
-selection, as an outright step would (the class's own groups only: a joined class's are then
-not measured): annealing is for noise too large to measure everything well.
+selection, as an outright step would: annealing is for noise too large to measure everything
+well.
 
 Margin refresh. With ``Step.margin_reserve`` r > 0 (and base marginals in the workload) the
 rounds below spend ``(1 - r) rho_step`` (read ``rho_step`` as that), and one more round measures,
@@ -77,7 +76,7 @@ import numpy as np
 from polars_rap.fit.base_marginals import unheld_margins
 from polars_rap.fit.independence_prior import PriorSettings
 from polars_rap.fit.loop_record import LoopRecord
-from polars_rap.fit.plan_steps import Step, group_shares
+from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.fit.public_targets import PublicPrior
@@ -109,14 +108,13 @@ def annealing_threshold(stds, sizes) -> float:
                                                     * np.asarray(sizes, dtype=np.float64)))
 
 
-def outright_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: float,
-                      size_exponent: float = 0.0) -> float:
+def outright_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: float) -> float:
     """The mean over the class's groups (float64[groups] sensitivities, int[groups] sizes) of
     the expected L1 norm of a group's noise (answer units; a marginal's answers sum to 1) if
-    ``step_rho`` measured every group at once, split as
+    ``step_rho`` measured every group at once, split evenly as
     :func:`polars_rap.fit.rounds.measure_groups` splits a step's budget
     (:func:`polars_rap.privacy.selection_scores.expected_noise_l1`). Public values only."""
-    return float(np.mean(expected_noise_l1(l2_sensitivity, sizes, step_rho * group_shares(sizes, size_exponent))))
+    return float(np.mean(expected_noise_l1(l2_sensitivity, sizes, step_rho * (1.0 / len(sizes)))))
 
 
 def run_annealed_step(
@@ -137,8 +135,6 @@ def run_annealed_step(
     n_rows: int,
     selection_share: float,
     inverse_variance: bool,
-    shrinkage: bool = False,
-    size_exponent: float = 0.0,
     anneal_temperature: bool = False,
     independence: PriorSettings | None = None,
     prior: PublicPrior | None = None,
@@ -159,12 +155,8 @@ def run_annealed_step(
     name = step.query_class
     total_units = int(step.annealed_rounds)
     candidates = np.flatnonzero(queries.group_class == CLASS_CODES[name])
-    noise_l1 = outright_noise_l1(l2_sensitivity[candidates], queries.group_sizes[candidates], step_rho,
-                                 size_exponent)
+    noise_l1 = outright_noise_l1(l2_sensitivity[candidates], queries.group_sizes[candidates], step_rho)
     precise = step.outright_l1 is not None and noise_l1 <= step.outright_l1
-    if step.joined and not precise:  # other classes' groups compete in the same selections
-        codes = [CLASS_CODES[c] for c in (name, *step.joined)]
-        candidates = np.flatnonzero(np.isin(queries.group_class, codes))
     sizes = queries.group_sizes[candidates]
     k = min(int(step.k), len(candidates))
     selecting = k < len(candidates)
@@ -205,7 +197,7 @@ def run_annealed_step(
             close = (lambda: ledger.rho_remaining) if closes_ledger else (lambda: closing_charge(charges, step_rho))
         stds = measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
                               measure_rho=measure_rho, round_index=round_index,
-                              n_rows=n_rows, shrinkage=shrinkage, size_exponent=size_exponent,
+                              n_rows=n_rows,
                               close=close if last else None, charges=charges)
         if selecting:
             record.selections[name] = selection_record(

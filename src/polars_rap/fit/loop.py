@@ -43,7 +43,7 @@ from polars_rap.fit.projection import ProjectionConfig, RelaxedParams
 from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
 from polars_rap.fit.rounds import CATEGORICAL_ONLY, measure_groups, project_step
-from polars_rap.privacy.selection_scores import noise_shift_counts, selection_record, selection_scores
+from polars_rap.privacy.selection_scores import selection_record, selection_scores
 
 __all__ = ["run_plan"]
 
@@ -65,9 +65,6 @@ def run_plan(
     n_rows: int,
     selection_share: float,
     inverse_variance: bool,
-    shrinkage: bool = False,
-    size_exponent: float = 0.0,
-    noise_aware: bool = False,
     prior: PublicPrior | None = None,
     independence: PriorSettings | None = None,
     progress: bool,
@@ -76,11 +73,7 @@ def run_plan(
     per-group sensitivities float64[n_groups], answers being counts over ``n_rows``, public);
     charges ``ledger`` for every release and returns what was released. ``rng`` (a
     :class:`~polars_rap.privacy.samplers.SecureRandom`, or a seeded generator for research) draws all
-    the noise. ``shrinkage`` projects onto
-    shrunk categorical marginals (post-processing of the released answers);
-    ``size_exponent`` splits a step's measurement budget by :func:`group_shares` of the
-    measured groups' sizes (public), evenly when 0. ``noise_aware`` subtracts each
-    candidate's expected noise L1 norm from its selection score (:func:`expected_noise_l1`).
+    the noise. A step's measurement budget is split evenly over the groups it measures.
     ``prior`` (public answers, :mod:`polars_rap.fit.public_targets`) may pull the projection's
     targets toward them and let each class's first selection score against them.
     ``independence`` (:class:`~polars_rap.fit.independence_prior.PriorSettings`, None: off) fits
@@ -103,8 +96,7 @@ def run_plan(
                 projection, rng, step_rho=step_rho, closes_ledger=is_last, first_round=round_index,
                 n_rows=n_rows,
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
-                inverse_variance=inverse_variance, shrinkage=shrinkage,
-                size_exponent=size_exponent, anneal_temperature=step.query_class not in CATEGORICAL_ONLY,
+                inverse_variance=inverse_variance, anneal_temperature=step.query_class not in CATEGORICAL_ONLY,
                 independence=independence, prior=prior,
             ) - 1
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
@@ -134,10 +126,6 @@ def run_plan(
             errors = selection_scores(true_counts, synthetic, sizes, n_rows)
             selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
             measure_rho = (1.0 - selection_share) * step_rho
-            shift = None
-            if noise_aware:  # public, and whole counts below the scores' grid: still exact
-                shift = noise_shift_counts(l2_sensitivity[candidates], sizes, measure_rho / k, n_rows)
-                errors = errors - shift
             selected_local = gumbel_top_k(
                 errors, k, float(np.rint(selection_l1 * n_rows)), selection_share * step_rho, ledger,
                 rng, description=f"{step.query_class} selection", round=round_index,
@@ -151,8 +139,7 @@ def run_plan(
         selected = candidates[selected_local]
         measure_groups(record, queries, selected, true_answers, l2_sensitivity, ledger, rng,
                        measure_rho=measure_rho, round_index=round_index,
-                       n_rows=n_rows, shrinkage=shrinkage,
-                       size_exponent=size_exponent, close=(lambda: ledger.rho_remaining) if is_last else None,
+                       n_rows=n_rows, close=(lambda: ledger.rho_remaining) if is_last else None,
                        loss_scale=step.loss_scale)
         available[selected] = False
         if chosen_by_gumbel:
@@ -160,7 +147,6 @@ def run_plan(
                 round_index, step.query_class, queries, candidates, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_share * step_rho, k),
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
-                None if shift is None else shift / n_rows,
             )
         project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
                       rho, round_index, len(selected), independence)

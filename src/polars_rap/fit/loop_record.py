@@ -47,16 +47,16 @@ class LoopRecord:
     (:attr:`polars_rap.fit.projection.ProjectionConfig.warm_doublings`)."""
 
     def add(self, group: int, round_index: int, noisy: np.ndarray, std: float, *, draws: int = 1,
-            target: np.ndarray | None = None, loss_scale: float = 1.0) -> None:
-        """Record one measured group: its noisy answers and std, the noise draws summed into
-        each answer, its projection target (the noisy answers unless given) and loss scale."""
+            loss_scale: float = 1.0) -> None:
+        """Record one measured group: its noisy answers (its projection target) and std, the
+        noise draws summed into each answer and its loss scale."""
         self.groups.append(int(group))
         self.rounds.append(round_index)
         self.noisy_parts.append(noisy)
         self.noise_stds.append(std)
         self.noise_draws.append(draws)
         self.loss_scales.append(float(loss_scale))
-        self.targets.append(noisy if target is None else target)
+        self.targets.append(noisy)
 
     def answer_stds(self, sizes: np.ndarray) -> np.ndarray:
         """float64[answers measured]: each answer's noise std (``sizes``: each group's answers)."""

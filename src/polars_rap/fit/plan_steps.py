@@ -26,10 +26,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
 __all__ = ["CLASSES", "Step", "add_outright_step", "add_step_with_share", "capped_rounds", "fixed_steps",
-           "group_shares", "interleave"]
+           "interleave"]
 
 CLASSES = ("CM", "MM", "LT")
 """Query classes in workload order."""
@@ -56,11 +54,6 @@ class Step:
     of at most this measures them so, in one round without selection, as an outright step
     would (None: it never does).
 
-    ``joined`` (public): other classes whose groups join an annealed step's candidates,
-    selected and measured with its own (its budget; none of their own); not in a step measured
-    outright in one round. No plan joins any since the strategy settings that did were removed
-    (``docs/findings.md``); the pipeline's report still reads it.
-
     ``margin_reserve`` (public, in [0, 1)): the part of an annealed step's budget kept from its
     rounds for one last measurement of the base marginals no table it measured holds
     (:func:`polars_rap.fit.base_marginals.unheld_margins`); none in a step measured outright in one
@@ -73,7 +66,6 @@ class Step:
     loss_scale: float = 1.0
     selection_share: float | None = None
     outright_l1: float | None = None
-    joined: tuple[str, ...] = ()
     margin_reserve: float = 0.0
 
     @property
@@ -140,12 +132,3 @@ def add_outright_step(plan: list[Step], query_class: str, share: float, *, last:
     kept = [dataclasses.replace(s, weight=s.weight * scale) if s.query_class == from_class else s for s in plan]
     step = dataclasses.replace(step, weight=share * total)
     return [*kept, step] if last else [step, *kept]
-
-
-def group_shares(cells, exponent: float) -> np.ndarray:
-    """float64[k]: each measured group's share of its step's measurement budget, in proportion
-    to ``cells ** exponent`` (``cells``: int[k], each group's answers; public). Exponent 2/3
-    minimises the expected total absolute noise over all cells, ``sum_g cells_g / sqrt(rho_g)``
-    at fixed ``sum_g rho_g``; 0 gives every group the same share."""
-    power = np.asarray(cells, dtype=np.float64) ** float(exponent)
-    return power / math.fsum(power)

@@ -16,8 +16,8 @@ from polars_rap.errors import ParameterError
 from polars_rap.fit.plan_steps import CLASSES, Step, capped_rounds, fixed_steps
 from polars_rap.fit.strategy_checks import check_planned_settings
 
-__all__ = ["CM_ANNEAL_SELECTION_SHARE", "CM_OUTRIGHT_L1", "DEFAULT_CLASS_SHARES", "PlannedStrategy",
-           "class_budget_shares", "planned_steps"]
+__all__ = ["CM_ANNEAL_SELECTION_SHARE", "CM_OUTRIGHT_L1", "DEFAULT_CLASS_SHARES", "MAX_STEPS", "PlannedStrategy",
+           "WARM_DOUBLINGS", "class_budget_shares", "planned_steps"]
 
 DEFAULT_CLASS_SHARES = {"CM": 2.0, "MM": 1.0, "LT": 1.0}
 """The planned strategy's relative budget per class: the categorical marginals twice the others
@@ -36,6 +36,23 @@ sensitivities), the annealed step measures them all in one round instead (``Step
 annealing measures a few tables well where noise is large; where every table can be measured
 precisely, measuring them all is better. 0.15 lies between both headline datasets' 0.07-0.08 at
 eps = 5 and 0.33-0.36 at eps = 1 (chosen on them)."""
+
+WARM_DOUBLINGS = 1
+"""A threshold round after the first starts from rows already fitted to sharp thresholds, so its
+projection runs only the last ``WARM_DOUBLINGS + 1`` stages of the annealing schedule (sigma 256
+and 512) instead of re-annealing from sigma 8 (the paper's, :class:`~polars_rap.fit.strategy.PaperStrategy`'s
+None). On both headline datasets at eps 0.25, 1 and 5 (3 seeds) fits are 11-17x shorter, CM is
+level and MM and LT are 4-18% lower, but for Adult at eps = 0.25 (MM +12%); 0 (sigma 512 alone)
+lowers CM 1-5% but raises MM and LT 13-32% at eps = 5 (``bench/results/ablation_warm.md``). A
+run's ``ProjectionConfig(warm_doublings=...)`` overrides it."""
+
+MAX_STEPS = 30
+"""Adam steps a temperature stage may run (the paper's 60: :data:`~polars_rap.fit.projection.PAPER_MAX_STEPS`).
+On both headline datasets at eps 0.25 and 1 (3 seeds) fits take 0.57-0.65x the time (Adult at
+eps = 1 0.92x) with every error class within 0.93-1.12x and F1 within -0.003..+0.011
+(``bench/results/ablation_steps_30.md``): a warm threshold round's last stage had run to the cap
+of 60 in most rounds. At eps = 5 CA's MM is 1.39x the 60-step fits' (``rerun_2026-11-27b.md``). A
+run's ``ProjectionConfig(max_steps=...)`` overrides it."""
 
 
 def class_budget_shares(class_shares: Mapping[str, float] | str | None,
@@ -61,18 +78,15 @@ def class_budget_shares(class_shares: Mapping[str, float] | str | None,
 
 
 def planned_steps(class_shares: Mapping[str, float] | str | None, group_counts: Mapping[str, int],
-                  rounds: Mapping[str, int], k: int, *, margin_reserve: float = 0.0,
-                  anneal_cm: bool = True) -> list[Step]:
+                  rounds: Mapping[str, int], k: int, *, margin_reserve: float = 0.0) -> list[Step]:
     """The planned strategy's plan (:meth:`PlannedStrategy.plan`): the CM class's share spent
     by one annealed step (K = 1, T0 = the CM groups, :mod:`polars_rap.fit.annealing`; the
     selection and outright parts :data:`CM_ANNEAL_SELECTION_SHARE` and :data:`CM_OUTRIGHT_L1`,
     ``margin_reserve`` kept for the margin refresh), the other classes by
-    :func:`~polars_rap.fit.plan_steps.fixed_steps`. ``anneal_cm=False`` plans CM as the
-    others, measured outright or by selection rounds: the default until
-    ``bench/results/ablation_mediated_prior.md``, which tests of those steps' mechanics pin."""
+    :func:`~polars_rap.fit.plan_steps.fixed_steps`."""
     capped = {c: capped_rounds(group_counts, {c: r}, k)[c] for c, r in rounds.items()}
     share = class_budget_shares(class_shares, capped)
-    annealed = ["CM"] if anneal_cm and "CM" in share else []
+    annealed = ["CM"] if "CM" in share else []
     steps = [Step(c, share[c], 1, max(1, int(group_counts[c])), selection_share=CM_ANNEAL_SELECTION_SHARE,
                   outright_l1=CM_OUTRIGHT_L1, margin_reserve=float(margin_reserve)) for c in annealed]
     return steps + fixed_steps({c: w for c, w in share.items() if c not in annealed}, rounds, capped,
@@ -127,12 +141,14 @@ class PlannedStrategy:
         thresholds' share at the defaults, so the base marginals keep 0.1 of the loop.
     histogram_share : float
         Part of the loop's budget spent on the numeric histograms: each numeric column's
-        one-way distribution times each label, on a public grid of at most
-        :data:`~polars_rap.fit.numeric_histograms.HISTOGRAM_BINS` cells (every whole value of a small integer column), one Gaussian
-        release of its cells each, the projection fitting their cumulative sums
-        (:mod:`polars_rap.fit.numeric_histograms`); default 0.2 (out of the thresholds' share:
-        :data:`~polars_rap.fit.numeric_histograms.HISTOGRAM_FROM`), 0 measures none. Random thresholds almost never separate 19 from
-        20 minutes, so heaped and pinned values otherwise go unseen
+        one-way distribution times each label, on a public grid of at most 200 cells
+        (:data:`~polars_rap.fit.numeric_histograms.DEFAULT_MAX_BINS`; every whole value of a
+        small integer column), one Gaussian release each, the projection fitting their
+        cumulative sums (:mod:`polars_rap.fit.numeric_histograms`); default 0.2, out of the
+        thresholds' share (:data:`~polars_rap.fit.numeric_histograms.HISTOGRAM_FROM`); 0
+        measures none. Decoding moves each numeric column toward its released histogram
+        (:data:`~polars_rap.decode.histogram_margins.HISTOGRAM_MATCH`). Random thresholds
+        almost never separate 19 from 20 minutes, so heaped and pinned values otherwise go unseen
         (``bench/results/ablation_histograms_now.md``: at 5% of every class's budget,
         mixed-marginal error -28% on acs-income-CA and -39% on Adult at epsilon = 1, KS -39%
         and -83%; ``ablation_tree_share_seeds.md``: 20% out of the thresholds', MM -17 to -31%
@@ -184,93 +200,13 @@ class PlannedStrategy:
         on acs-income-CA and 0.007 on Adult). Against off, over 6 seeds at ε = 1
         (``bench/results/ablation_numeric_ties.md``, ``numeric_ties_pairs.md``): F1 +0.004 on CA
         and +0.005 on Adult, CM 0.99x / 1.03x, MM 1.09x / 1.05x, LT 1.07x / 1.02x; at ε = 5 F1
-        +0.005 / +0.0005, LT 0.93x / 0.87x. Only with ``numeric_coupling="label"`` and labels
-        (otherwise nothing is measured and nothing charged). The sums are read in the one pass
-        over the rows, on Ray per block.
-    shrinkage : bool
-        Fit each categorical marginal's James-Stein estimate toward conditional independence
-        rather than its noisy answers (:mod:`polars_rap.fit.shrinkage`; post-processing, free).
-    size_exponent : float
-        Split each step's measurement budget over its groups in proportion to
-        ``cells ** size_exponent`` (:func:`group_shares`); 0 splits it evenly.
-    noise_aware : bool
-        Score each candidate of a selection round by its L1 error minus the expected L1 norm
-        of its measurement's noise, ``sqrt(2/pi) * sigma * cells`` (AIM's score; public, so the
-        score's sensitivity is the error's).
-    histogram_match : float or None
-        Move the decoded numeric columns toward their released histograms, within each label
-        value, each row keeping its rank (:mod:`polars_rap.decode.histogram_margins`; post-processing,
-        free): the rows' own distribution clipped to this many noise stds of the histogram's
-        (0: the histogram's own). The projection's soft thresholds cannot pin rows on
-        the heaps of a wide integer column (commute minutes on 10, 15, 30); the histograms saw
-        them. Default 1; None: off. Needs the histograms (``histogram_share`` > 0); without them, or where ``public_use``
-        ``"reweight"``'s check releases public rows, it does nothing. Against
-        off, 3 seeds on both datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_match.md``):
-        MM 0.90-0.98x and LT 0.91-0.97x in every cell, the numeric KS 0.57x (CA) and 0.70x
-        (Adult) at eps 1 and 0.98-1.02x at 0.25, CM unchanged, macro F1 -0.001 on Adult; 0.5
-        moves more (MM 0.86-0.96x) for F1 -0.002 to -0.003 on Adult.
-    mediator_gate : float or None
-        With ``independence_prior="mediated"``, a measured table links two features through
-        its third only where its interaction stands out of its noise, ``||y - m(y)||^2 > (1 +
-        gate) * cells * sigma^2`` (``m`` the conditional-independence fit;
-        :func:`polars_rap.fit.independence_prior.significant_links`); None: every measured table
-        links. At low ε a table measured mostly as noise otherwise passes its noise on to the
-        tables it mediates (CA at ε = 0.25: CM -8% and F1 +0.010 with the default gate 1).
-    integer_cells : bool
-        Spread each whole value ``x`` of an integer column over its rounding cell ``[x - 1/2,
-        x + 1/2]`` (a per-row map keyed by a hash of the row:
-        :func:`polars_rap.schema.encoding.spread_integer_cells`) before the real rows are counted,
-        and put mixed marginals' thresholds on integer columns at half-integers. Decoding
-        rounds integer columns, so the rounded rows keep what the projection fitted; real
-        integers, being points, let the projection put a row anywhere between two thresholds
-        and rounding then moved it across one.
-    tie_numeric_bins : int
-        ``B`` (0 to 64; default 8, 0 turns it off): the numeric ties' release also holds each
-        numeric column's sums by ``B`` equal bins of every earlier numeric column and label, and
-        decoding keeps the relaxed rows' pairing of the two wherever those sums favour it over
-        none by a likelihood ratio above ``e`` (:mod:`polars_rap.decode.numeric_pairs`): the numeric
-        columns then keep the ties to each other that the label coupling alone drops. Only
-        where the ties are measured. Against 0, over 6 seeds at ε = 1
-        (``bench/results/tie_numeric_bins_pairs.md``): cps1988 (education x experience) MM
-        0.48x, LT 0.48x, F1 +0.008; Adult MM 0.99x, LT 0.95x; acs-income-CA MM 0.98x, LT
-        0.98x, F1 -0.0007; at ε = 5 within 3% on both; at ε = 0.25 unchanged (not measured).
-    tie_pair_counts : str
-        Where the numeric pairs' test reads each cell's count (:mod:`polars_rap.decode.numeric_pairs`):
-        ``"histograms"`` (the default) the earlier column's released histogram within the
-        label, regrouped into the bins, where the loop released one (else the relaxed rows');
-        ``"relaxed"`` the relaxed rows' cell masses always, whose errors the test then reads as
-        a pairing's absence (cps1988's education counts: ``bench/results/pair_counts_probe.md``).
-        Against ``"relaxed"`` over 9 seeds (``bench/results/tie_pair_counts_pairs.md``): cps1988
-        MM 0.92x / 0.83x at ε = 1 / 5, F1 +0.002; Adult MM 0.99-1.0x, LT 0.98x; CA unchanged
-        but for one seed at ε = 1 (LT 1.35x).
-    tie_pair_separation : float
-        A numeric pair is kept only where the released sums separate the relaxed rows' pairing
-        from none by at least this many noise stds (default 0: every pair is tested); below it
-        the release cannot tell the two apart and the pair is dropped. 1 was a wash over 9
-        seeds (``bench/results/tie_pair_separation_pairs.md``).
-    tie_noise_cap : float or None
-        Measure the numeric ties only where their noise std per cell (answer units:
-        :func:`polars_rap.decode.numeric_ties.tie_noise_std`, from the domain, the row count and the
-        budget) is at most this (default 0.01; None: always). Noisier ties shrink toward none
-        but still tie the numeric columns to each other through the categories they follow,
-        and their share is then better spent on the loop.
-    warm_doublings : int or None
-        A threshold round after the first starts from rows already fitted to sharp thresholds,
-        so its projection runs only the last ``warm_doublings + 1`` stages of the annealing
-        schedule (default 1: sigma 256 and 512) instead of re-annealing from sigma 8 (None,
-        the paper's). On both headline datasets at eps 0.25, 1 and 5 (3 seeds) fits are 11-17x
-        shorter, CM is level and MM and LT are 4-18% lower, but for Adult at eps = 0.25 (MM
-        +12%); 0 (sigma 512 alone) lowers CM 1-5% but raises MM and LT 13-32% at eps = 5
-        (``bench/results/ablation_warm.md``). A run's ``ProjectionConfig(warm_doublings=...)``
-        overrides it.
-    max_steps : int or None
-        Adam steps a temperature stage may run (default 30; None: the paper's 60). On both
-        headline datasets at eps 0.25 and 1 (3 seeds) fits take 0.57-0.65x the time (Adult at
-        eps = 1 0.92x) with every error class within 0.93-1.12x and F1 within -0.003..+0.011
-        (``bench/results/ablation_steps_30.md``): a warm threshold round's last stage had run
-        to the cap of 60 in most rounds. At eps = 5 CA's MM is 1.39x the 60-step fits'
-        (``rerun_2026-11-27b.md``). A run's ``ProjectionConfig(max_steps=...)`` overrides it.
+        +0.005 / +0.0005, LT 0.93x / 0.87x. Only with ``numeric_coupling="label"`` and labels,
+        and where their noise std per cell is at most
+        :data:`~polars_rap.decode.numeric_ties.TIE_NOISE_CAP` (otherwise nothing is measured and
+        nothing charged). The sums are read in the one pass over the rows, on Ray per block.
 
+    Its ``warm_doublings`` and ``max_steps`` (:data:`WARM_DOUBLINGS`, :data:`MAX_STEPS`) are
+    fixed, as ``rounds_lt`` is: what the paper's strategy does differently.
     """
 
     class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
@@ -283,20 +219,11 @@ class PlannedStrategy:
     decoding: str = "controlled"
     independence_prior: bool | str = "mediated"
     numeric_coupling: str = "label"
-    shrinkage: bool = False
-    size_exponent: float = 0.0
-    noise_aware: bool = False
-    histogram_match: float | None = 1.0
-    mediator_gate: float | None = 1.0
-    integer_cells: bool = False
-    tie_numeric_bins: int = 8
-    tie_pair_counts: str = "histograms"
-    tie_pair_separation: float = 0.0
-    tie_noise_cap: float | None = 0.01
-    warm_doublings: int | None = 1
-    max_steps: int | None = 30
     name: str = field(default="planned", init=False)
     rounds_lt: int = field(default=10, init=False)
+    warm_doublings: int | None = field(default=WARM_DOUBLINGS, init=False)
+    max_steps: int | None = field(default=MAX_STEPS, init=False)
+    integer_cells: bool = field(default=False, init=False)  # off, its code leaving with the one pass's (#72)
 
     def __post_init__(self) -> None:
         check_planned_settings(self)
@@ -311,10 +238,4 @@ class PlannedStrategy:
                 "base_share": self.base_share, "histogram_share": self.histogram_share, "tie_share": self.tie_share,
                 "cm_margin_reserve": self.cm_margin_reserve, "inverse_variance": self.inverse_variance,
                 "decoding": self.decoding, "independence_prior": self.independence_prior,
-                "numeric_coupling": self.numeric_coupling, "shrinkage": self.shrinkage,
-                "size_exponent": self.size_exponent, "noise_aware": self.noise_aware,
-                "histogram_match": self.histogram_match, "mediator_gate": self.mediator_gate,
-                "integer_cells": self.integer_cells, "tie_numeric_bins": self.tie_numeric_bins,
-                "tie_pair_counts": self.tie_pair_counts, "tie_pair_separation": self.tie_pair_separation,
-                "tie_noise_cap": self.tie_noise_cap, "warm_doublings": self.warm_doublings,
-                "max_steps": self.max_steps}
+                "numeric_coupling": self.numeric_coupling}

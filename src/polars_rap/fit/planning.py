@@ -20,7 +20,7 @@ from polars_rap.schema.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.fit.null_rates import add_null_rates
 from polars_rap.fit.numeric_histograms import add_numeric_histograms, histogram_runs
-from polars_rap.fit.plan_steps import Step, group_shares
+from polars_rap.fit.plan_steps import Step
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
 from polars_rap.fit.strategy import Strategy
 from polars_rap.workload.builders import build_workload
@@ -76,33 +76,28 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     return queries, plan, group_counts
 
 
-def smallest_share(plan: Sequence[Step], queries: QuerySet, queries_per_round: int,
-                    size_exponent: float) -> dict[tuple[str, bool], float]:
+def smallest_share(plan: Sequence[Step], queries: QuerySet) -> dict[tuple[str, bool], float]:
     """Per (class, outright) of the plan's steps: the smallest share of a step's measurement
-    budget any one group can get under :func:`~polars_rap.fit.plan_steps.group_shares` (an outright
-    step shares among all the class's groups; a selection step among at most K, the worst case
-    the smallest group beside the K - 1 largest; an annealed step's rounds, as selection steps
-    of K, are keyed as those), the thinnest over a key's steps. Public sizes only."""
+    budget any one group can get, the budget being split evenly (an outright step shares among
+    all the class's groups; a selection step among at most K; an annealed step's rounds, as
+    selection steps of K, are keyed as those; a numeric-histogram step among its histograms),
+    the thinnest over a key's steps. Public sizes only."""
     largest_k = {}
     for step in plan:
         key = (step.query_class, step.outright)
         largest_k[key] = max(step.k or 0, largest_k.get(key, 0))
-    return {(query_class, outright): _smallest_group_share(queries, query_class, outright, k, size_exponent)
+    return {(query_class, outright): _smallest_group_share(queries, query_class, outright, k)
             for (query_class, outright), k in largest_k.items()}
 
 
-def _smallest_group_share(queries: QuerySet, query_class: str, outright: bool, k: int, size_exponent: float) -> float:
+def _smallest_group_share(queries: QuerySet, query_class: str, outright: bool, k: int) -> float:
     """The smallest share of one step's measurement budget a group of ``query_class`` can get
     (see :func:`smallest_share`)."""
-    sizes = queries.group_sizes[queries.group_class == CLASS_CODES[query_class]]
     if query_class == "NH":  # one release per histogram, the step's budget split evenly
         nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
         return 1.0 / len(histogram_runs(queries, nh_groups))
-    if outright:
-        return float(group_shares(sizes, size_exponent).min())
-    k = min(k, len(sizes))
-    worst = np.concatenate([[sizes.min()], np.sort(sizes)[::-1][:k - 1]])
-    return float(group_shares(worst, size_exponent)[0])
+    n_groups = int(np.count_nonzero(queries.group_class == CLASS_CODES[query_class]))
+    return 1.0 / (n_groups if outright else min(k, n_groups))
 
 
 def _thinnest_part(plan: Sequence[Step], smallest_share: Mapping[tuple[str, bool], float],

@@ -16,12 +16,11 @@ import numpy as np
 
 from polars_rap.fit.independence_prior import PriorSettings, independence_pseudo_targets
 from polars_rap.fit.loop_record import LoopRecord, fit_figures
-from polars_rap.fit.plan_steps import Step, group_shares
+from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism
 from polars_rap.fit.projection import ProjectionConfig, project
 from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import QueryClass, QuerySet
-from polars_rap.fit.shrinkage import shrink_marginal
 
 __all__ = ["CATEGORICAL_ONLY", "measure_groups", "fit_measurements", "project_step"]
 
@@ -89,30 +88,26 @@ def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection:
 
 def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, true_answers: np.ndarray,
                    l2_sensitivity: np.ndarray, ledger: PrivacyLedger, rng, *, measure_rho: float,
-                   round_index: int, n_rows: int, shrinkage: bool = False,
-                   size_exponent: float = 0.0, close=None, charges: list[float] | None = None,
+                   round_index: int, n_rows: int, close=None, charges: list[float] | None = None,
                    loss_scale: float = 1.0) -> list[float]:
     """Measure each group of ``selected`` (int64[k]) with the Gaussian mechanism, charged to
-    ``ledger``, and append it to ``record`` (its noisy answers, std and projection target);
-    returns the stds (float, answer units), in order.
+    ``ledger``, and append it to ``record`` (its noisy answers and std); returns the stds
+    (float, answer units), in order.
 
-    ``measure_rho`` is split evenly over the groups, or by :func:`group_shares` of their sizes
-    when ``size_exponent`` is set. ``close`` (a callable or None): the last group's charge is
-    its value instead, read just before that charge, so that it is exactly what is left of a
-    budget. ``charges`` (optional) gets each charge appended as it is made. ``loss_scale``:
-    the groups' factor on their loss weights (:attr:`~polars_rap.fit.plan_steps.Step.loss_scale`).
+    ``measure_rho`` is split evenly over the groups. ``close`` (a callable or None): the last
+    group's charge is its value instead, read just before that charge, so that it is exactly
+    what is left of a budget. ``charges`` (optional) gets each charge appended as it is made.
+    ``loss_scale``: the groups' factor on their loss weights
+    (:attr:`~polars_rap.fit.plan_steps.Step.loss_scale`).
     """
-    shares = group_shares(queries.group_sizes[selected], size_exponent) if size_exponent else None
     stds = []
     for position, group in enumerate(selected):
         if close is not None and position == len(selected) - 1:
             group_rho = close()
-        elif shares is None:
-            group_rho = measure_rho / len(selected)
         else:
-            group_rho = measure_rho * float(shares[position])
+            group_rho = measure_rho / len(selected)
         start, stop = queries.group_offsets[group], queries.group_offsets[group + 1]
-        group_class = QueryClass.SHORT[queries.group_class[group]]  # a joined class's own name
+        group_class = QueryClass.SHORT[queries.group_class[group]]
         noisy, std = gaussian_mechanism(
             true_answers[start:stop], float(l2_sensitivity[group]), group_rho, ledger, rng,
             description=f"{group_class} group {group}", round=round_index, n_rows=n_rows,
@@ -120,7 +115,5 @@ def measure_groups(record: LoopRecord, queries: QuerySet, selected: np.ndarray, 
         if charges is not None:
             charges.append(group_rho)
         stds.append(std)
-        shrunk = shrinkage and group_class == "CM"
-        record.add(group, round_index, noisy, std, loss_scale=loss_scale,
-                   target=shrink_marginal(noisy, queries.marginal_shape(group), std)[0] if shrunk else None)
+        record.add(group, round_index, noisy, std, loss_scale=loss_scale)
     return stds

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from polars_rap.errors import ParameterError
-from polars_rap.fit.plan_steps import Step, add_outright_step, capped_rounds, group_shares, interleave
+from polars_rap.fit.plan_steps import Step, add_outright_step, capped_rounds, interleave
 from polars_rap.fit.planned_strategy import DEFAULT_CLASS_SHARES, PlannedStrategy
 
 __all__ = ["DEFAULT_CLASS_SHARES", "PaperStrategy", "PlannedStrategy", "Step", "Strategy", "add_outright_step",
-           "group_shares", "resolve_strategy", "STRATEGIES"]
+           "resolve_strategy", "STRATEGIES"]
 
 
 class Strategy(Protocol):
@@ -43,27 +43,19 @@ class Strategy(Protocol):
     """Weigh each measured answer by ``1 / noise_std**2`` in the projection loss."""
     decoding: str
     """``"independent"`` or ``"controlled"`` (see :func:`polars_rap.decode.decoding.decode`)."""
-    shrinkage: bool
-    """Project onto categorical marginals shrunk toward conditional independence
-    (:mod:`polars_rap.fit.shrinkage`) instead of the noisy answers themselves."""
     selection_share: float
     """Part of a selection round's budget its Gumbel top-K spends (the rest measures), unless
     ``synthesize`` is given one."""
-    size_exponent: float
-    """A step splits its measurement budget over its groups in proportion to
-    ``cells ** size_exponent`` (0: evenly; see :func:`group_shares`)."""
     base_share: float
     """Part of the loop's budget for the base marginals (every feature block x label, measured
     outright first: :mod:`polars_rap.fit.base_marginals`); 0 measures none."""
-    noise_aware: bool
-    """A selection round scores each candidate group by its L1 error minus the L1 norm its
-    measurement noise would be expected to have (AIM's score), so that large groups are not
-    picked for their noise."""
-
     histogram_share: float
     """Part of the loop's budget for the numeric histograms (every numeric column's one-way
     distribution x label, measured outright: :mod:`polars_rap.fit.numeric_histograms`); 0
     measures none."""
+    tie_share: float
+    """Part of the loop's budget for the numeric ties (each numeric column's sums by feature and
+    label, released before the loop: :mod:`polars_rap.decode.numeric_ties`); 0 measures none."""
 
     warm_doublings: int | None
     """The projection schedule of threshold rounds after the first, unless the run's
@@ -78,9 +70,6 @@ class Strategy(Protocol):
     """Fit the categorical marginals not measured (yet) toward conditional independence given
     the label (True), or given a third feature and the label where two measured tables link
     them (``"mediated"``) (:mod:`polars_rap.fit.independence_prior`; post-processing)."""
-    mediator_gate: float | None
-    """With ``independence_prior="mediated"``: how far a measured table's interaction must
-    stand out of its noise to link two features (None: any measured table links)."""
 
     numeric_coupling: str
     """``"fitted"`` or ``"label"``: whether decoded rows keep their relaxed row's numeric values
@@ -89,8 +78,8 @@ class Strategy(Protocol):
 
     integer_cells: bool
     """Spread integer columns over their rounding cells in the pass over the real rows
-    (:func:`polars_rap.schema.encoding.spread_integer_cells`), so that decoding's rounding keeps
-    what the projection fitted."""
+    (:func:`polars_rap.schema.encoding.spread_integer_cells`); False on both strategies, left
+    until the one pass's modules drop it (``docs/findings.md``)."""
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         """The steps, from the number of workload groups per class (``group_counts``), the
@@ -111,18 +100,15 @@ class PaperStrategy:
     rounds_lt: int = field(default=50, init=False)
     inverse_variance: bool = field(default=False, init=False)
     decoding: str = field(default="independent", init=False)
-    shrinkage: bool = field(default=False, init=False)
     selection_share: float = field(default=0.5, init=False)
-    size_exponent: float = field(default=0.0, init=False)
-    noise_aware: bool = field(default=False, init=False)
     base_share: float = field(default=0.0, init=False)
     histogram_share: float = field(default=0.0, init=False)
+    tie_share: float = field(default=0.0, init=False)
     integer_cells: bool = field(default=False, init=False)
     numeric_coupling: str = field(default="fitted", init=False)
     warm_doublings: int | None = field(default=None, init=False)
     max_steps: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
-    mediator_gate: float | None = field(default=None, init=False)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
@@ -132,9 +118,9 @@ class PaperStrategy:
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
-_PROTOCOL = ("name", "rounds_lt", "inverse_variance", "decoding", "shrinkage", "selection_share", "size_exponent",
-             "noise_aware", "base_share", "histogram_share", "integer_cells", "numeric_coupling", "warm_doublings",
-             "max_steps", "independence_prior", "mediator_gate", "plan", "describe")
+_PROTOCOL = ("name", "rounds_lt", "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
+             "tie_share", "numeric_coupling", "integer_cells", "warm_doublings", "max_steps", "independence_prior",
+             "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from polars_rap.decode.decoding import decode
-from polars_rap.decode.histogram_margins import HistogramMargins, histogram_margins
+from polars_rap.decode.histogram_margins import HISTOGRAM_MATCH, HistogramMargins, histogram_margins
 from polars_rap.decode.numeric_pairs import fitted_ties
 from polars_rap.decode.numeric_ties import NumericTies
 from polars_rap.io.blocks import write_relaxed
@@ -53,14 +53,11 @@ def decode_release(inputs: Inputs, workload: Workload, fitted: Fitted, run: RunS
     # when its check chose them) stay as they are; when it kept the loop's rows, those decode as without a public table.
     keeps_rows = (fitted.reweight or {}).get("reweight_released", "synthetic rows") != "synthetic rows"
     numeric_coupling = "fitted" if keeps_rows else strategy.numeric_coupling
-    margins = None if keeps_rows else histogram_margins(record, queries, getattr(strategy, "histogram_match", None))
+    margins = None if keeps_rows else histogram_margins(record, queries, HISTOGRAM_MATCH)
     ties = None
     if fitted.tie_release is not None and numeric_coupling == "label":
-        # the numeric pairs' test reads each earlier column's counts by bin from its released histogram (any band)
-        histograms = None if getattr(strategy, "tie_pair_counts", "relaxed") != "histograms" else (
-            margins if margins is not None else histogram_margins(record, queries, 0.0))
-        ties = fitted_ties(fitted.relaxed, domain, fitted.tie_layout, *fitted.tie_release, histograms=histograms,
-                           separation=getattr(strategy, "tie_pair_separation", 0.0))
+        # the numeric pairs' test reads each earlier column's counts by bin from its released histogram
+        ties = fitted_ties(fitted.relaxed, domain, fitted.tie_layout, *fitted.tie_release, histograms=margins)
     add_ons: dict[str, Any] = dict(labels=label_model, numeric_coupling=numeric_coupling, margins=margins, ties=ties)
     if run.output is None:
         frame = decode(fitted.relaxed, domain, fitted.out_rows, streams.decode, method=strategy.decoding, **add_ons)

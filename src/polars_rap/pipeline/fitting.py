@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polars_rap.decode.numeric_ties import TieLayout, TieSums, release_ties, tie_layout, tie_noise_std
+from polars_rap.decode.numeric_ties import (TIE_NOISE_CAP, TIE_NUMERIC_BINS, TieLayout, TieSums, release_ties,
+                                            tie_layout, tie_noise_std)
 from polars_rap.errors import warn_caller
 from polars_rap.fit.independence_prior import PriorSettings
 from polars_rap.fit.loop import run_plan
@@ -96,8 +97,8 @@ def answer_workload(inputs: Inputs, workload: Workload, run: RunSettings) -> Ans
     strategy, domain = run.strategy, inputs.domain
     layout = None
     # with each row's fitted numerics kept ("fitted") nothing would follow the ties: they are not measured
-    if getattr(strategy, "tie_share", 0.0) > 0.0 and strategy.numeric_coupling == "label":
-        layout = tie_layout(domain, getattr(strategy, "tie_numeric_bins", 0))
+    if strategy.tie_share > 0.0 and strategy.numeric_coupling == "label":
+        layout = tie_layout(domain, TIE_NUMERIC_BINS)
     tie_totals = None if layout is None else TieSums(domain, layout)
     public_release = PublicRelease.for_uses(inputs.public_uses, inputs.public_table, domain)  # rows it may release
     statistics = [part for part in (tie_totals, public_release.counts) if part is not None]
@@ -115,8 +116,8 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
     the loop, so that the loop knows what is left), the numeric ties, then the loop over the
     plan, and the public rows raked to the loop's after it. Returns released values only."""
     strategy, domain, queries, plan, ledger = run.strategy, inputs.domain, workload.queries, workload.plan, inputs.ledger
-    n_rows, tie_share = answers.n_rows, getattr(strategy, "tie_share", 0.0)
-    thinnest = smallest_share(plan, queries, run.queries_per_round, strategy.size_exponent)
+    n_rows, tie_share = answers.n_rows, strategy.tie_share
+    thinnest = smallest_share(plan, queries)
     loop_floor = loop_rho_needed(n_rows, plan, thinnest, run.selection_share) / (1.0 - tie_share)  # the ties come first
 
     def dry_run(true: np.ndarray, rho: float, rng: np.random.Generator) -> np.ndarray:
@@ -129,7 +130,7 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
     release.before_loop(queries, answers.true, answers.l1_sensitivity, n_rows,
                         candidate_rows(answers.out_rows, run.relaxed_rows), loop_floor, ledger, run.backend,
                         streams.noise, streams.reweight, dry_run)
-    tie_release = _release_ties(answers, strategy, tie_share * ledger.rho_remaining, ledger, streams.ties)
+    tie_release = _release_ties(answers, tie_share * ledger.rho_remaining, ledger, streams.ties)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, run.queries_per_round,
                               run.selection_share, run.epsilon)
     if run.delta >= 1.0 / n_rows:
@@ -153,21 +154,19 @@ def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: Pr
     return run_plan(workload.plan, workload.queries, true, answers.l1_sensitivity, answers.l2_sensitivity, ledger,
                     start, run.backend, run.projection, rng, n_rows=answers.n_rows,
                     selection_share=run.selection_share, inverse_variance=strategy.inverse_variance,
-                    shrinkage=strategy.shrinkage, size_exponent=strategy.size_exponent,
-                    noise_aware=strategy.noise_aware, prior=prior, independence=_prior_settings(strategy),
+                    prior=prior, independence=_prior_settings(strategy),
                     progress=progress)
 
 
-def _release_ties(answers: Answers, strategy: Strategy, rho: float, ledger: PrivacyLedger, rng) -> tuple | None:
+def _release_ties(answers: Answers, rho: float, ledger: PrivacyLedger, rng) -> tuple | None:
     """The numeric ties' sums released at ``rho`` (None when not measured: no layout, or their
-    noise per cell above the strategy's cap, which is decided from public values)."""
+    noise per cell above ``TIE_NOISE_CAP``, which is decided from public values)."""
     if answers.tie_layout is None:
         return None
-    cap = getattr(strategy, "tie_noise_cap", None)
     tie_std = tie_noise_std(answers.tie_layout, answers.n_rows, rho)  # public values
-    if cap is not None and tie_std > cap:
-        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above tie_noise_cap=%g",
-                    tie_std, cap)
+    if tie_std > TIE_NOISE_CAP:
+        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above TIE_NOISE_CAP=%g",
+                    tie_std, TIE_NOISE_CAP)
         return None
     # released now, fitted to the loop's rows after it
     return release_ties(answers.tie_totals.totals, answers.n_rows, answers.tie_layout, rho, ledger, rng)
@@ -199,5 +198,4 @@ def _prior_settings(strategy: Strategy) -> PriorSettings | None:
     """The independence prior's settings from the strategy's (None: no prior)."""
     if not strategy.independence_prior:
         return None
-    mediated = strategy.independence_prior == "mediated"
-    return PriorSettings(mediated=mediated, mediator_gate=strategy.mediator_gate if mediated else None)
+    return PriorSettings(mediated=strategy.independence_prior == "mediated")

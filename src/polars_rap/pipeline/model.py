@@ -30,13 +30,13 @@ On disk a model is a directory of open, versioned files::
                     IPC, one row per (label, feature, code) coefficient
                     (:meth:`LabelModel.to_arrow <polars_rap.public.labels.LabelModel.to_arrow>`)
     histogram_margins.arrow
-                    only with ``histogram_match``: Arrow IPC, the released numeric histograms
+                    only with released histograms: Arrow IPC, the released numeric histograms
                     the decoded numerics are moved toward, one row per (column, label code,
                     edge) (:meth:`HistogramMargins.to_frame
                     <polars_rap.decode.histogram_margins.HistogramMargins.to_frame>`)
     numeric_ties.arrow
                     only with ``tie_share`` (where measured): Arrow IPC, the fitted numeric
-                    ties and the numeric pairs kept (``tie_numeric_bins``) each sampled block's
+                    ties and the numeric pairs kept each sampled block's
                     numerics follow, one row per (column, feature, label, code, label code)
                     (:meth:`NumericTies.to_frame <polars_rap.decode.numeric_ties.NumericTies.to_frame>`)
 
@@ -156,11 +156,11 @@ class SyntheticModel:
         With a public table used for ``"labels"``: the model each sampled row's labels are
         redrawn from (:mod:`polars_rap.public.labels`); None otherwise.
     histogram_margins : HistogramMargins or None
-        With ``histogram_match``: the released histograms each sampled block's numerics are
+        With released histograms: those each sampled block's numerics are
         moved toward (:mod:`polars_rap.decode.histogram_margins`); None otherwise.
     numeric_ties : NumericTies or None
         With ``tie_share`` (where measured): the fitted ties and the numeric pairs kept
-        (``tie_numeric_bins``) each sampled block's numerics follow (:mod:`polars_rap.decode.numeric_ties`,
+        each sampled block's numerics follow (:mod:`polars_rap.decode.numeric_ties`,
         :mod:`polars_rap.decode.numeric_pairs`); None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).

@@ -85,8 +85,7 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
     Per class, an outright step measures all its groups and a selection step at most its
     ``k`` largest; the sum is capped at the class's answers. An annealed step may measure a
     group again, so its rounds (at most T0 = ``annealed_rounds``) of at most the ``k``
-    largest groups each (among its class's and those of the classes it joins,
-    :attr:`~polars_rap.fit.plan_steps.Step.joined`) are added beyond that cap. It reads only public values (the
+    largest groups each are added beyond that cap. It reads only public values (the
     plan and the workload's group sizes), never which groups the noisy selections picked, so
     the correction cannot depend on the data: with M fixed in advance and at least as many
     as measured, a union bound over the measured answers gives at most ``measured * alpha /
@@ -98,16 +97,9 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
         steps = [step for step in plan if step.query_class == name]
         most = sum(int(sizes.sum()) if step.outright else int(sizes[:step.k].sum())
                    for step in steps if not step.annealed)
-        again = sum(step.annealed_rounds * _largest_sizes(queries, (name, *step.joined), step.k)
-                    for step in steps if step.annealed)
+        again = sum(step.annealed_rounds * int(sizes[:step.k].sum()) for step in steps if step.annealed)
         total += min(most, int(sizes.sum())) + again
     return total
-
-
-def _largest_sizes(queries: QuerySet, classes: tuple[str, ...], k: int) -> int:
-    """Answers of the ``k`` largest groups of ``classes`` in ``queries`` (public sizes)."""
-    sizes = queries.group_sizes[np.isin(queries.group_class, [CLASS_CODES[c] for c in classes])]
-    return int(np.sort(sizes)[::-1][:k].astype(np.int64).sum())
 
 
 def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],

@@ -31,7 +31,7 @@ class SynthesisResult:
     ``synthesize(output=...)`` a LazyFrame scanning the Parquet parts written there (``files``,
     in block order; None otherwise). ``relaxed`` (float32[n_relaxed, n_coords]), ``domain`` and
     ``label_model`` (a public table's, with ``public_use="labels"``; else None) and
-    ``histogram_margins`` (with ``histogram_match``; else None) and ``numeric_ties`` (with
+    ``histogram_margins`` (with released histograms; else None) and ``numeric_ties`` (with
     ``tie_share``; else None) let more rows be sampled at no
     privacy cost. No attribute refers to the sensitive input.
     """
