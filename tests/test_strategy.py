@@ -235,7 +235,7 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks rounds_lt, selection_share, base_share, histogram_share, tie_share, numeric_coupling, integer_cells, warm_doublings, max_steps, independence_prior, describe"):
+    with pytest.raises(ValueError, match="lacks rounds_lt, selection_share, base_share, histogram_share, tie_share, numeric_coupling, warm_doublings, max_steps, independence_prior, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 

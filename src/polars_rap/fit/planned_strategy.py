@@ -223,7 +223,6 @@ class PlannedStrategy:
     rounds_lt: int = field(default=10, init=False)
     warm_doublings: int | None = field(default=WARM_DOUBLINGS, init=False)
     max_steps: int | None = field(default=MAX_STEPS, init=False)
-    integer_cells: bool = field(default=False, init=False)  # off, its code leaving with the one pass's (#72)
 
     def __post_init__(self) -> None:
         check_planned_settings(self)

@@ -57,7 +57,6 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     queries = build_workload(
         domain, rng, classes=classes, n_mixed_marginals=n_mixed_marginals,
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
-        integer_cells=strategy.integer_cells,
     )
     group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
     plan = strategy.plan(group_counts, asked, queries_per_round)

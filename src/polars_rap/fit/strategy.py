@@ -76,11 +76,6 @@ class Strategy(Protocol):
     together or each numeric column is permuted within each label value
     (:mod:`polars_rap.decode.numeric_coupling`; post-processing)."""
 
-    integer_cells: bool
-    """Spread integer columns over their rounding cells in the pass over the real rows
-    (:func:`polars_rap.schema.encoding.spread_integer_cells`); False on both strategies, left
-    until the one pass's modules drop it (``docs/findings.md``)."""
-
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         """The steps, from the number of workload groups per class (``group_counts``), the
         rounds asked per class and the groups per round ``k``: public values only."""
@@ -104,7 +99,6 @@ class PaperStrategy:
     base_share: float = field(default=0.0, init=False)
     histogram_share: float = field(default=0.0, init=False)
     tie_share: float = field(default=0.0, init=False)
-    integer_cells: bool = field(default=False, init=False)
     numeric_coupling: str = field(default="fitted", init=False)
     warm_doublings: int | None = field(default=None, init=False)
     max_steps: int | None = field(default=None, init=False)
@@ -119,8 +113,7 @@ class PaperStrategy:
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "rounds_lt", "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
-             "tie_share", "numeric_coupling", "integer_cells", "warm_doublings", "max_steps", "independence_prior",
-             "plan", "describe")
+             "tie_share", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:

@@ -126,7 +126,6 @@ class _AnswerTask:
     queries: QuerySet
     backend: str  # a kernel module's import path
     batch_rows: int
-    integer_cells: bool = False
     statistic: Any = None  # a RowStatistic (source.exact_answers), each attempt reading into a fresh copy
 
     def __call__(self, frames: Iterable[pl.DataFrame], where: str) -> _AnswerPart:
@@ -137,8 +136,7 @@ class _AnswerTask:
         n_rows = 0
         for frame in frames:
             for batch in frame.iter_slices(self.batch_rows):
-                part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where,
-                                    self.integer_cells, statistic)
+                part = batch_counts(batch, self.domain, self.queries, backend, clip_counts, where, statistic)
                 n_rows = add_counts(counts, n_rows, part, batch.height)
         return _AnswerPart(counts, n_rows, clip_counts, statistic)
 
@@ -345,8 +343,7 @@ class RaySource:
         return total
 
     def exact_answers(self, domain: Domain, queries: QuerySet, backend: ModuleType, *,
-                      batch_rows: int | None = None, integer_cells: bool = False,
-                      statistic=None) -> tuple[np.ndarray, int]:
+                      batch_rows: int | None = None, statistic=None) -> tuple[np.ndarray, int]:
         """(float64[n_queries] answers, n_rows): :func:`polars_rap.io.source.exact_answers` of
         this dataset, each block counted by a task, the int64 counts summed on the driver (and
         each block's copy of ``statistic`` merged into it there)."""
@@ -355,7 +352,7 @@ class RaySource:
             msg = f"The 'batch_rows' parameter must be an int in [1, inf). Got {batch_rows!r}"
             raise ParameterError(msg)
         name = _WORKER_BACKENDS.get(backend.__name__, backend.__name__)
-        task = _AnswerTask(domain, queries, name, int(batch_rows), integer_cells, statistic)
+        task = _AnswerTask(domain, queries, name, int(batch_rows), statistic)
         counts = np.zeros(queries.n_queries, dtype=np.int64)
         clip_counts: dict[str, int] = {}
         n_rows = 0

@@ -495,7 +495,6 @@ def exact_answers(
     backend: ModuleType,
     *,
     batch_rows: int | None = None,
-    integer_cells: bool = False,
     statistic: RowStatistic | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact answers of ``queries`` on every row of ``source``, in one pass over batches.
@@ -514,10 +513,6 @@ def exact_answers(
     batch_rows : int, optional
         Rows per batch; default :func:`default_batch_rows` of ``domain``. Peak memory grows
         with it; the result does not depend on it.
-    integer_cells : bool
-        Spread integer columns over their rounding cells first
-        (:func:`polars_rap.schema.encoding.spread_integer_cells`, a per-row map keyed by a hash of
-        the row, so the result still does not depend on the batches).
     statistic : RowStatistic, optional
         Another statistic read in the same pass (:class:`polars_rap.decode.numeric_ties.TieSums`):
         its ``add`` gets each batch's encoded rows (on a Ray source each block's own
@@ -546,22 +541,21 @@ def exact_answers(
     bounds are counted over the whole pass and logged once per column, for the curator only.
     """
     if not isinstance(source, DataSource):  # a RaySource: the same counts, per block on the cluster
-        return source.exact_answers(domain, queries, backend, batch_rows=batch_rows,
-                                    integer_cells=integer_cells, statistic=statistic)
+        return source.exact_answers(domain, queries, backend, batch_rows=batch_rows, statistic=statistic)
     batch_rows = default_batch_rows(domain) if batch_rows is None else batch_rows
     counts = np.zeros(queries.n_queries, dtype=np.int64)
     clip_counts: dict[str, int] = {}
     n_rows = 0
     for batch in source.batches(domain.names, batch_rows):
         where = f"the batch of input rows {n_rows:,} to {n_rows + batch.height - 1:,}; nothing was released"
-        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, integer_cells, statistic)
+        batch_count = batch_counts(batch, domain, queries, backend, clip_counts, where, statistic)
         n_rows = add_counts(counts, n_rows, batch_count, batch.height)
         del batch
     return finish_answers(counts, n_rows, clip_counts, domain)
 
 
 def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend: ModuleType,
-                 clip_counts: dict[str, int], where: str, integer_cells: bool = False,
+                 clip_counts: dict[str, int], where: str,
                  statistic: RowStatistic | None = None) -> np.ndarray:
     """int64[n_queries]: rows of ``batch`` satisfying each query, by ``backend.answers_exact``.
 
@@ -570,10 +564,10 @@ def batch_counts(batch: pl.DataFrame, domain: Domain, queries: QuerySet, backend
     whole-row count exactly (the rounding error of one division and one multiplication is far
     below half a row for any batch under 2**50 rows). Clipped values are added into
     ``clip_counts``; an error on the batch's content (for the curator) ends with ``where``.
-    ``integer_cells``, ``statistic``: see :func:`exact_answers`.
+    ``statistic``: see :func:`exact_answers`.
     """
     try:
-        encoded = encode(batch, domain, clip_counts=clip_counts, integer_cells=integer_cells)
+        encoded = encode(batch, domain, clip_counts=clip_counts)
     except DataError as error:
         msg = f"{error} (found in {where})"
         raise DataError(msg) from error

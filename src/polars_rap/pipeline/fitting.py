@@ -103,7 +103,6 @@ def answer_workload(inputs: Inputs, workload: Workload, run: RunSettings) -> Ans
     public_release = PublicRelease.for_uses(inputs.public_uses, inputs.public_table, domain)  # rows it may release
     statistics = [part for part in (tie_totals, public_release.counts) if part is not None]
     true, n_rows = exact_answers(inputs.source, domain, workload.queries, run.backend,
-                                 integer_cells=strategy.integer_cells,
                                  statistic=RowStatistics(tuple(statistics)) if statistics else None)
     l1_sensitivity, l2_sensitivity = group_sensitivities(workload.queries, n_rows)
     out_rows = n_rows if run.rows is None else int(run.rows)

@@ -77,6 +77,5 @@ def open_inputs(data: Any, public: Any, run: RunSettings, streams: RandomStreams
                  n_numeric=len(domain.numeric_columns), n_columns=len(domain.columns), rows=run.rows,
                  n_linear_thresholds=run.n_linear_thresholds, n_mixed_marginals=run.n_mixed_marginals)
     # the public table, read freely (no charge) and checked before the pass over the sensitive rows
-    public_table = None if public_source is None else read_public(
-        public_source, domain, integer_cells=run.strategy.integer_cells)
+    public_table = None if public_source is None else read_public(public_source, domain)
     return Inputs(source, domain, requests, public_table, public_uses, budget, ledger)

@@ -56,7 +56,7 @@ def release_report(inputs: Inputs, workload: Workload, fitted: Fitted, decoded: 
                                  fitted.reweight)
     return build_report(inputs.budget, inputs.ledger, fitted.n_rows, workload.queries, inputs.domain, workload.plan,
                         fitted.record, decoded.frame, run.backend, run.confidence,
-                        integer_cells=strategy.integer_cells, parameters=parameters, public_data=public_data)
+                        parameters=parameters, public_data=public_data)
 
 
 def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
@@ -104,15 +104,12 @@ def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
 
 def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],
                  record: LoopRecord, synthetic_frame: pl.DataFrame, backend_module,
-                 confidence: float, parameters: dict, public_data: dict | None = None,
-                 integer_cells: bool = False) -> PrivacyReport:
+                 confidence: float, parameters: dict, public_data: dict | None = None) -> PrivacyReport:
     """The :class:`~polars_rap.privacy.report.PrivacyReport` of a run: the ledger's events, one row
     per measured answer (noisy answer, std, intervals, the returned rows' answer, error
     bound) and the unmeasured groups' bounds. ``parameters`` gains ``bonferroni_answers``
     (see :func:`bonferroni_answers`); ``public_data`` is the public table's record, if any
-    (:meth:`polars_rap.public.prior.PublicTable.record`). ``integer_cells``: the returned
-    rows' answers are taken as the sensitive pass took the real ones
-    (:func:`polars_rap.io.source.exact_answers`)."""
+    (:meth:`polars_rap.public.prior.PublicTable.record`)."""
     groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
     stds, selections = record.noise_stds, record.selections
     query_index = queries.group_query_indices(np.asarray(groups, dtype=np.int64))
@@ -128,8 +125,7 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     joint_halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence, n_bonferroni),
                                simultaneous_halfwidth(std, confidence, n_bonferroni, lattice_step=1.0 / n_rows))
     # The returned rows' answers on the whole workload, in one batched pass (bounded memory).
-    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module,
-                                     integer_cells=integer_cells)
+    all_synthetic, _ = exact_answers(DataSource.from_input(synthetic_frame), domain, queries, backend_module)
 
     def synthetic_answers(group_ids) -> np.ndarray:
         return all_synthetic[queries.group_query_indices(np.asarray(group_ids, dtype=np.int64))]

@@ -274,11 +274,9 @@ class PublicTable:
         return answers
 
 
-def read_public(source: DataSource, domain: Domain, *, integer_cells: bool = False) -> PublicTable:
+def read_public(source: DataSource, domain: Domain) -> PublicTable:
     """Read every row of the public ``source`` and encode it with ``domain``
-    (:func:`~polars_rap.schema.encoding.encode`: the same checks as for the sensitive rows, and the
-    same spreading of integer columns over their cells when ``integer_cells`` is set, so that
-    its answers estimate the sensitive pass's).
+    (:func:`~polars_rap.schema.encoding.encode`: the same checks as for the sensitive rows).
 
     Raises :class:`~polars_rap.errors.DataError` (the message starts "the public table") for
     a value outside the declared categories, an undeclared null, text in a numeric column, or
@@ -292,7 +290,7 @@ def read_public(source: DataSource, domain: Domain, *, integer_cells: bool = Fal
     batches, clip_counts, n_rows = [], {}, 0
     for batch in source.batches(present, default_batch_rows(domain)):
         try:
-            batches.append(encode(batch, part, clip_counts=clip_counts, integer_cells=integer_cells))
+            batches.append(encode(batch, part, clip_counts=clip_counts))
         except DataError as error:
             msg = f"the public table: {error} (in its rows {n_rows:,} to {n_rows + batch.height - 1:,})"
             raise DataError(msg) from error

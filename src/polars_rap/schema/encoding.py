@@ -26,7 +26,7 @@ from polars_rap.errors import DataError
 from polars_rap.schema.temporal import format_internal
 from polars_rap.schema.transforms import to_unit
 
-__all__ = ["EncodedData", "encode", "block_slices", "numeric_values", "bounds_text", "spread_integer_cells"]
+__all__ = ["EncodedData", "encode", "block_slices", "numeric_values", "bounds_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +52,7 @@ def block_slices(domain: Domain) -> list[slice]:
 
 
 # ---------------------------------------------------------------------- encode
-def encode(
-    frame: pl.DataFrame, domain: Domain, *, clip_counts: dict[str, int] | None = None,
-    integer_cells: bool = False,
-) -> EncodedData:
+def encode(frame: pl.DataFrame, domain: Domain, *, clip_counts: dict[str, int] | None = None) -> EncodedData:
     """Encode ``frame`` (columns as in ``domain``) for the kernels.
 
     Raises a ``DataError`` naming the column for values outside the declared categories,
@@ -63,8 +60,7 @@ def encode(
     to the curator running the job, before anything is released; counts of clipped values
     are logged (warning) for the curator and never enter a release. With ``clip_counts``
     given, those counts are added into it by column name instead of logged, so that a caller
-    encoding batch by batch can log one total per column. With ``integer_cells``, the values
-    of integer columns are spread over their rounding cells (:func:`spread_integer_cells`).
+    encoding batch by batch can log one total per column.
     """
     missing = [name for name in domain.names if name not in frame.columns]
     if missing:
@@ -79,71 +75,12 @@ def encode(
             continue
         codes[:, b] = _category_codes(frame.get_column(spec.name), spec)
     values = [numeric_values(frame.get_column(spec.name), spec) for spec in domain.numeric_columns]
-    if integer_cells and any(spec.is_integer for spec in domain.numeric_columns):
-        categorical = [b for b, block in enumerate(domain.blocks) if not block.indicator]  # nulls: NaN values
-        offsets = row_offsets(codes[:, categorical], values)
-        values = [spread_integer_cells(v, spec, offsets, j) if spec.is_integer else v
-                  for j, (v, spec) in enumerate(zip(values, domain.numeric_columns, strict=True))]
     for j, spec in enumerate(domain.numeric_columns):
         scaled, is_null = _scaled_numeric(values[j], spec, clip_counts)
         numerics[:, j] = scaled
         if spec.nullable:
             codes[:, domain.block_index(spec.name, indicator=True)] = is_null
     return EncodedData(codes, numerics)
-
-
-# Constants of splitmix64 (Steele, Lea and Flood 2014), a fixed public hash.
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_2 = np.uint64(0x94D049BB133111EB)
-
-
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser on uint64[n] (wrapping arithmetic)."""
-    h = (h ^ (h >> np.uint64(30))) * _MIX_1
-    h = (h ^ (h >> np.uint64(27))) * _MIX_2
-    return h ^ (h >> np.uint64(31))
-
-
-def row_offsets(codes: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
-    """uint64[n_rows]: a hash of each whole row (its category codes, int32[n_rows, n_columns],
-    and numeric values, float64[n_rows] each, NaN for a null), the same for the same row in
-    any batch, any process and any engine (splitmix64 steps, fixed constants). Rows equal in
-    every column hash alike."""
-    n_rows = codes.shape[0]
-    h = np.full(n_rows, _GOLDEN, dtype=np.uint64)
-    columns = [codes[:, b].astype(np.int64).view(np.uint64) for b in range(codes.shape[1])]
-    columns += [np.where(np.isnan(v), np.inf, v).view(np.uint64) for v in values]  # NaN bits vary
-    with np.errstate(over="ignore"):
-        for column in columns:
-            h = _mix(h ^ (column + _GOLDEN))
-    return h
-
-
-def spread_integer_cells(values: np.ndarray, spec: ColumnSpec, offsets: np.ndarray, column: int) -> np.ndarray:
-    """float64[n]: each whole value ``x`` of an integer column moved to ``x + U - 1/2``, inside
-    its rounding cell ``[x - 1/2, x + 1/2]``, with ``U`` in ``[0, 1)`` taken from the row's
-    hash ``offsets`` (uint64[n], :func:`row_offsets`) and ``column`` (so columns differ).
-
-    Decoding rounds integer columns to the nearest integer, so a fit to the spread values
-    gives each integer the mass of its cell: the projection fits thresholds that fall between
-    two integers to the cell's share of rows, not to a step that rounding would then move.
-    A cell at a bound is cut there (the spread value is clipped to the bounds, where decoding
-    rounds it back). Nulls (NaN), declared atoms, values outside the bounds (clipped and
-    counted as before) and values that are not whole are left as they are. It is a fixed
-    per-row map, like the scale: the rows' count and every query's sensitivity are unchanged
-    (design.md §5), and equal input rows give equal answers however the input is cut into
-    batches.
-    """
-    with np.errstate(over="ignore"):
-        bits = _mix(offsets ^ (np.uint64(column + 1) * _GOLDEN))
-    uniform = (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53  # 53 random bits
-    inside = np.isfinite(values) & (values >= spec.lower) & (values <= spec.upper)
-    whole = inside & (values == np.rint(values))
-    if spec.atoms:
-        whole &= ~np.isin(values, np.asarray(spec.atoms, dtype=np.float64))
-    spread = np.clip(values + uniform - 0.5, spec.lower, spec.upper)
-    return np.where(whole, spread, values)
 
 
 def _category_codes(column: pl.Series, spec: ColumnSpec) -> np.ndarray:

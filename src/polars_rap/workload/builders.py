@@ -170,27 +170,20 @@ def null_rate_marginals(domain: Domain, blocks: list[int],
     return _marginal_groups(domain, combos, [[] for _ in combos], query_class)
 
 
-def mixed_marginals(domain: Domain, n_groups: int, rng: np.random.Generator, *,
-                    integer_cells: bool = False) -> QuerySet:
+def mixed_marginals(domain: Domain, n_groups: int, rng: np.random.Generator) -> QuerySet:
     """``n_groups`` random class-conditional mixed marginals: two numeric prefixes
     ``x_i <= t_i, x_j <= t_j`` (one numeric column if there is only one) × every value of one
     label, with thresholds uniform on the mapped ``[0, 1]`` coordinate (uniform in the
-    column's units for a linear scale). With ``integer_cells`` a threshold on an integer
-    column moves down to the nearest half-integer (:func:`half_integer_threshold`), the same
-    draws otherwise."""
+    column's units for a linear scale)."""
     n_numeric = len(domain.numeric_columns)
     features, labels = _feature_and_label_blocks(domain)
     if n_numeric == 0 or n_groups <= 0:
         return _marginal_groups(domain, [], [], QueryClass.MIXED_MARGINAL)
     width = min(2, n_numeric)
-    numeric = domain.numeric_columns
     block_groups, halfspaces = [], []
     for _ in range(n_groups):
         columns = np.sort(rng.choice(n_numeric, size=width, replace=False))
         thresholds = rng.random(width)
-        if integer_cells:
-            thresholds = [half_integer_threshold(float(t), numeric[j])
-                          for j, t in zip(columns, thresholds, strict=True)]
         block_groups.append((int(rng.choice(labels)),) if labels else ())
         halfspaces.append([
             (np.array([j], dtype=np.int32), np.array([1.0], dtype=np.float32), float(t))
@@ -202,10 +195,9 @@ def mixed_marginals(domain: Domain, n_groups: int, rng: np.random.Generator, *,
 def half_integer_threshold(tau: float, spec) -> float:
     """The mapped threshold of ``x <= floor(F^-1(tau)) + 1/2`` for an integer column ``spec``
     (``tau`` itself for other columns): on whole values it selects the same rows as ``tau``,
-    and on values spread over their rounding cells (:func:`polars_rap.schema.encoding.spread_integer_cells`)
-    it still does, so the query's text in units states its answer exactly. A threshold inside
-    an atom's slab stays: it already splits the whole values (``x < a`` or ``x <= a``), and
-    spreading leaves atoms where they are.
+    and decoding's rounding never moves a value across it (the numeric histograms' edges,
+    :func:`polars_rap.fit.numeric_histograms.histogram_edges`). A threshold inside an atom's
+    slab stays: it already splits the whole values (``x < a`` or ``x <= a``).
 
     >>> from polars_rap.schema.domain import ColumnSpec
     >>> import polars as pl
@@ -260,17 +252,15 @@ def build_workload(
     n_mixed_marginals: int = 2_000,
     n_linear_thresholds: int = 20_000,
     max_marginal_cells: int | None = 20_000,
-    integer_cells: bool = False,
 ) -> QuerySet:
     """The workload of the given ``classes`` (any of ``"CM"``, ``"MM"``, ``"LT"``), in that
-    order; the same ``rng`` state gives the same workload. ``integer_cells``: mixed marginals'
-    thresholds on integer columns at half-integers (:func:`mixed_marginals`)."""
+    order; the same ``rng`` state gives the same workload."""
     parts = []
     for name in classes:
         if name == "CM":
             parts.append(categorical_marginals(domain, max_marginal_cells))
         elif name == "MM":
-            parts.append(mixed_marginals(domain, n_mixed_marginals, rng, integer_cells=integer_cells))
+            parts.append(mixed_marginals(domain, n_mixed_marginals, rng))
         elif name == "LT":
             parts.append(linear_thresholds(domain, n_linear_thresholds, rng))
         else:
