@@ -264,13 +264,13 @@ def test_synthesize_charges_the_ties_once_before_the_loop_and_saves_them(frame, 
 
 
 def test_a_decoding_backfits_once_whatever_its_chunks(frame, monkeypatch) -> None:
-    from polars_rap.schema import encoding
+    from polars_rap.decode import decoding
 
     model = _fit(frame, 0.2).model
     backfits = []
     original = NumericTies._backfit
     monkeypatch.setattr(NumericTies, "_backfit", lambda self, *a: backfits.append(1) or original(self, *a))
-    monkeypatch.setattr(encoding, "_DECODE_CHUNK_ROWS", 250)
+    monkeypatch.setattr(decoding, "_DECODE_CHUNK_ROWS", 250)
     sample = model.sample(1_000, seed=2)
     assert len(backfits) == 1  # age: its first chunk fits, the three others reuse
     assert sample.height == 1_000 and sample.equals(model.sample(1_000, seed=2))

@@ -352,7 +352,7 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
         return floors["floor"]
 
     with mock.patch.object(public_release, "public_first_margins", spy), \
-            mock.patch("polars_rap.pipeline.synthesis.loop_rho_needed", needed):
+            mock.patch("polars_rap.pipeline.fitting.loop_rho_needed", needed):
         result = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
     budget = result.report.rho_budget
     tie_share = result.report.parameters["strategy"].get("tie_share", 0.0)
@@ -360,7 +360,7 @@ def test_margins_leave_the_loop_twice_what_its_plan_needs_or_are_not_measured(pr
     assert 0.1 * budget < floor < 0.4 * budget
     left = (seen["remaining"] - seen["check"]) * (1 - CHECK_SHARE) - LOOP_RESERVE * floor
     assert seen["rho"] == left < MAX_SHARE * (seen["remaining"] - seen["check"])
-    with mock.patch("polars_rap.pipeline.synthesis.loop_rho_needed", lambda *args: budget):  # the loop needs it all
+    with mock.patch("polars_rap.pipeline.fitting.loop_rho_needed", lambda *args: budget):  # the loop needs it all
         skipped = run(private, declared, public=private, public_use=["margins"], epsilon=0.4)
     assert skipped.report.public_data["margins_rho"] == 0.0
     assert not any(e.description.startswith("public margins") for e in skipped.report.events)
