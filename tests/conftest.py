@@ -57,3 +57,21 @@ def last_candidate_picks(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(annealing, "gumbel_top_k", last_candidate)
     return picked
+
+
+@pytest.fixture
+def acs_state_folder(tmp_path, monkeypatch):
+    """A folder of three tiny ACS state files (CA: 40 rows of the bundled table, NY: 30, PR: 20),
+    named as in shared/data and set as the data folder (``POLARS_RAP_DATA_DIR``)."""
+    import importlib.resources
+
+    import polars as pl
+
+    resource = importlib.resources.files("polars_rap") / "data" / "acs2018_1yr_person_CA.parquet"
+    with importlib.resources.as_file(resource) as path:
+        raw = pl.read_parquet(path)
+    for state, rows in (("CA", raw.head(40)), ("NY", raw.slice(40, 30)), ("PR", raw.slice(70, 20))):
+        rows.write_parquet(tmp_path / f"acs2018_1yr_person_{state}.parquet")
+    monkeypatch.setenv(datasets.DATA_DIR_ENV, str(tmp_path))
+    return tmp_path
+

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -47,17 +46,8 @@ def test_a_record_is_headed_by_the_benchmark_commit_machine_and_date(tmp_path):
     assert record["machine"]["cores"] >= 1 and record["runs"] == [{"seconds": 1.5}]
 
 
-def test_the_acs_state_tables_take_the_tasks_preprocessing(tmp_path, monkeypatch, task):
-    import importlib.resources
-
-    from polars_rap.io.datasets import DATA_DIR_ENV
-
-    resource = importlib.resources.files("polars_rap") / "data" / "acs2018_1yr_person_CA.parquet"
-    with importlib.resources.as_file(resource) as path:
-        raw = pl.read_parquet(path)
-    for state, rows in (("CA", raw.head(40)), ("NY", raw.slice(40, 30)), ("PR", raw.slice(70, 20))):
-        rows.write_parquet(tmp_path / f"acs2018_1yr_person_{state}.parquet")
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+def test_the_acs_state_tables_take_the_tasks_preprocessing(acs_state_folder, task):
+    tmp_path = acs_state_folder
     assert [f.stem[-2:] for f in harness.acs_state_files()] == ["CA", "NY", "PR"]
     every = harness.acs_state_tables(task.frame.columns)
     assert every.equals(task.frame.head(90))  # the bundled CA task is the same preprocessing

@@ -467,19 +467,10 @@ def test_a_rerun_replaces_only_its_mechanism_at_its_points_and_compares_paired_s
 # ------------------------------------------------------------------ the public tables (bench/mechanisms.py)
 
 
-def test_the_benchmarks_public_tables_take_the_task_preprocessing_and_fit_its_domain(tmp_path, monkeypatch, task):
-    import importlib.resources
-
-    from polars_rap.io.datasets import DATA_DIR_ENV
+def test_the_benchmarks_public_tables_take_the_task_preprocessing_and_fit_its_domain(acs_state_folder, task):
     from polars_rap.public.prior import open_public, read_public
     from polars_rap.schema.domain import Domain
 
-    resource = importlib.resources.files("polars_rap") / "data" / "acs2018_1yr_person_CA.parquet"
-    with importlib.resources.as_file(resource) as path:
-        raw = pl.read_parquet(path)
-    for state, rows in (("CA", raw.head(40)), ("NY", raw.slice(40, 30)), ("PR", raw.slice(70, 20))):
-        rows.write_parquet(tmp_path / f"acs2018_1yr_person_{state}.parquet")
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
     mechanisms._public_frame.cache_clear()
     domain = Domain.from_mapping(task.frame.schema, task.domain, task.labels)
     matched = mechanisms.public_table("matched", task.frame.columns)
