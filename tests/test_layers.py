@@ -10,6 +10,8 @@ functions and under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -106,8 +108,23 @@ def test_no_two_modules_of_the_package_import_each_other_through_any_chain():
 
 def test_the_import_linter_contracts_are_kept():
     """The layers and the kernels' contract of ``pyproject.toml``, as ``lint-imports`` runs them
-    (0: every contract kept; 1: one broken, with the offending import chains printed)."""
-    from importlinter.cli import lint_imports
+    (0: every contract kept; 1: one broken, with the offending import chains printed).
 
+    In a subprocess: import-linter configures logging with ``dictConfig``, which disables
+    every logger already made, the package's included, for the rest of the test worker."""
     root = Path(__file__).resolve().parents[1]
-    assert lint_imports(config_filename=str(root / "pyproject.toml")) == 0
+    run = subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+                          f"sys.exit(lint_imports(config_filename={str(root / 'pyproject.toml')!r}, no_cache=True))"],
+                         capture_output=True, text=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             filter(None, [str(root / "src"), os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_package_loggers_stay_enabled_after_the_layer_checks():
+    """The regression the subprocess above prevents: a logger disabled by a test's logging
+    setup silences the fit's class lines in every later test of the worker."""
+    import logging
+
+    assert [name for name, logger in logging.root.manager.loggerDict.items()
+            if name.startswith("polars_rap") and isinstance(logger, logging.Logger) and logger.disabled] == []
