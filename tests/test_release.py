@@ -13,9 +13,11 @@ import pytest
 import polars_rap as pr
 from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.workload.queries import QueryClass
-from polars_rap.pipeline.release import bonferroni_answers
+from polars_rap.pipeline.release import bonferroni_answers, most_answers_by_class
 from polars_rap.privacy.report import simultaneous_halfwidth
 from polars_rap.fit.strategy import Step
+from polars_rap.fit.planned_strategy import PlannedStrategy
+from plans import OUTRIGHT, ANNEALED_ONLY, TestPlanned
 
 DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
           "y": ["0", "1"]}
@@ -87,3 +89,46 @@ def test_bonferroni_count_adds_up_each_step_of_the_plan():
     assert bonferroni_answers(plan[1:], queries) == 6
     assert bonferroni_answers([Step("CM", 1.0, 2)] * 2 + [Step("LT", 1.0, 5)] * 2, queries) == 36 + 7
     assert bonferroni_answers([], queries) == 0
+
+
+def test_bonferroni_count_adds_the_margin_refresh_to_the_base_marginals():
+    """An annealed step with a margin reserve measures base marginals a second time at its end
+    (the margin refresh): at most all of them, beyond the base step's outright measurement."""
+    bm, cm = QueryClass.BASE_MARGINAL, QueryClass.CATEGORICAL_MARGINAL
+    queries = SimpleNamespace(group_sizes=np.array([10, 10, 4]), group_class=np.array([bm, bm, cm]))
+    refreshing = [Step("BM", 0.1, None), Step("CM", 0.9, 1, 1, margin_reserve=0.1)]
+    assert most_answers_by_class(refreshing, queries)["BM"] == 40
+    assert bonferroni_answers(refreshing, queries) == 40 + 4
+    assert bonferroni_answers([refreshing[0], Step("CM", 0.9, 1, 1)], queries) == 20 + 4
+
+
+MIXED_DOMAIN = {**DOMAIN, "n": {"bounds": (0, 100), "nullable": True}}
+
+
+def _mixed_frame(n: int = 3000) -> pl.DataFrame:
+    rng = np.random.default_rng(3)
+    numbers = rng.integers(0, 101, n).astype(float)
+    return tiny_frame(2, n).with_columns(n=pl.Series(np.where(rng.random(n) < 0.2, np.nan, numbers)).fill_nan(None))
+
+
+@pytest.mark.parametrize("strategy", [
+    "planned", "paper", OUTRIGHT, ANNEALED_ONLY, TestPlanned().but(cm_step={"outright_l1": None}),
+    TestPlanned(cm_margin_reserve=0.0).but(cm_step={"outright_l1": None}), PlannedStrategy(base_share=0.0),
+    PlannedStrategy(histogram_share=0.0, tie_share=0.0), PlannedStrategy(class_shares="rounds"),
+], ids=["planned", "paper", "outright", "annealed-only", "refresh", "no-refresh", "no-base", "no-histograms",
+        "shares-by-rounds"])
+def test_no_class_measures_more_answers_than_its_bonferroni_count(strategy):
+    """Whatever the strategy, every class's measured answers stay within what the plan may
+    measure (so the simultaneous intervals' union bound holds); the refresh run re-measures
+    base marginals, the count before the margin refresh was added could not cover it."""
+    report = pr.synthesize(
+        _mixed_frame(), epsilon=0.5, delta=1e-9, domain=MIXED_DOMAIN, labels=["y"], strategy=strategy,
+        rounds_mm=1, rounds_lt=2, n_linear_thresholds=40, n_mixed_marginals=20, relaxed_rows=40, seed=0,
+        backend="cpu", projection=ProjectionConfig(max_steps=5), progress=False).report
+    measured = dict(report.measurements.group_by("query_class").len().iter_rows())
+    most = {name: count for name, count in report.parameters["bonferroni_by_class"].items() if count}
+    assert {c: n for c, n in measured.items() if n > most.get(c, 0)} == {}
+    assert report.parameters["bonferroni_answers"] == sum(most.values()) >= report.measurements.height
+    base = report.measurements.filter(pl.col("query_class") == "BM")
+    if strategy == TestPlanned().but(cm_step={"outright_l1": None}):  # the refresh ran: BM groups twice
+        assert base["group"].n_unique() < base.height

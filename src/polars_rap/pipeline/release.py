@@ -28,7 +28,7 @@ from polars_rap.pipeline.inputs import Inputs
 from polars_rap.public.labels import LabelModel
 from polars_rap.public.prior import PublicTable
 
-__all__ = ["bonferroni_answers", "build_report", "release_report"]
+__all__ = ["bonferroni_answers", "build_report", "most_answers_by_class", "release_report"]
 
 
 def release_report(inputs: Inputs, workload: Workload, fitted: Fitted, decoded: Decoded,
@@ -78,28 +78,40 @@ def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior:
     return record
 
 
-def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
-    """The most answers ``plan`` can measure on ``queries``: the count the simultaneous
-    intervals are corrected for.
+def most_answers_by_class(plan: list[Step], queries: QuerySet) -> dict[str, int]:
+    """The most answers ``plan`` can measure on ``queries``, per query class (its short name).
 
     Per class, an outright step measures all its groups and a selection step at most its
-    ``k`` largest; the sum is capped at the class's answers. An annealed step may measure a
-    group again, so its rounds (at most T0 = ``annealed_rounds``) of at most the ``k``
-    largest groups each are added beyond that cap. It reads only public values (the
-    plan and the workload's group sizes), never which groups the noisy selections picked, so
-    the correction cannot depend on the data: with M fixed in advance and at least as many
-    as measured, a union bound over the measured answers gives at most ``measured * alpha /
-    M <= alpha``. A count taken after the selections would not.
-    """
-    total = 0
+    ``k`` largest; the sum is capped at the class's answers, since such steps pick among the
+    groups not measured yet. An annealed step may measure a group again, so its rounds (at most
+    T0 = ``annealed_rounds``) of at most the ``k`` largest groups each are added beyond that
+    cap. An annealed step with a ``margin_reserve`` ends with the margin refresh
+    (:mod:`polars_rap.fit.annealing`), which measures base marginals (``"BM"``) a second time:
+    at most every one of them, added to that class beyond its cap. Public values only (the
+    plan and the workload's group sizes), never which groups the noisy selections picked."""
+    most = {}
     for name, code in CLASS_CODES.items():
         sizes = np.sort(queries.group_sizes[queries.group_class == code])[::-1].astype(np.int64)
         steps = [step for step in plan if step.query_class == name]
-        most = sum(int(sizes.sum()) if step.outright else int(sizes[:step.k].sum())
+        once = sum(int(sizes.sum()) if step.outright else int(sizes[:step.k].sum())
                    for step in steps if not step.annealed)
         again = sum(step.annealed_rounds * int(sizes[:step.k].sum()) for step in steps if step.annealed)
-        total += min(most, int(sizes.sum())) + again
-    return total
+        most[name] = min(once, int(sizes.sum())) + again
+    refreshes = sum(1 for step in plan if step.annealed and step.margin_reserve > 0.0)
+    base = int(queries.group_sizes[queries.group_class == CLASS_CODES["BM"]].sum())
+    most["BM"] += refreshes * base
+    return most
+
+
+def bonferroni_answers(plan: list[Step], queries: QuerySet) -> int:
+    """The most answers ``plan`` can measure on ``queries``: the count the simultaneous
+    intervals are corrected for, the sum of :func:`most_answers_by_class`.
+
+    It reads only public values, so the correction cannot depend on the data: with M fixed in
+    advance and at least as many as measured, a union bound over the measured answers gives
+    at most ``measured * alpha / M <= alpha``. A count taken after the selections would not.
+    """
+    return sum(most_answers_by_class(plan, queries).values())
 
 
 def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: list[Step],
@@ -108,7 +120,8 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     """The :class:`~polars_rap.privacy.report.PrivacyReport` of a run: the ledger's events, one row
     per measured answer (noisy answer, std, intervals, the returned rows' answer, error
     bound) and the unmeasured groups' bounds. ``parameters`` gains ``bonferroni_answers``
-    (see :func:`bonferroni_answers`); ``public_data`` is the public table's record, if any
+    (see :func:`bonferroni_answers`) and ``bonferroni_by_class`` (its parts,
+    :func:`most_answers_by_class`); ``public_data`` is the public table's record, if any
     (:meth:`polars_rap.public.prior.PublicTable.record`)."""
     groups, rounds, noisy_parts = record.groups, record.rounds, record.noisy_parts
     stds, selections = record.noise_stds, record.selections
@@ -119,7 +132,8 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
     # The noise is discrete Gaussian on counts: intervals widen by one count (1/n); a
     # histogram's prefix sums several draws and takes the sub-Gaussian bound instead.
     summed = np.repeat(np.asarray(record.noise_draws, dtype=np.int64), sizes) > 1
-    n_bonferroni = bonferroni_answers(plan, queries)
+    by_class = most_answers_by_class(plan, queries)
+    n_bonferroni = sum(by_class.values())
     halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence),
                          interval_halfwidth(std, confidence, lattice_step=1.0 / n_rows))
     joint_halfwidth = np.where(summed, subgaussian_halfwidth(std, confidence, n_bonferroni),
@@ -152,7 +166,7 @@ def build_report(budget, ledger, n_rows: int, queries: QuerySet, domain, plan: l
         epsilon=budget.epsilon, delta=budget.delta, rho_budget=budget.rho,
         rho_spent=ledger.rho_spent, n_rows=n_rows, events=ledger.events,
         measurements=measurements, confidence=confidence,
-        parameters={**parameters, "bonferroni_answers": n_bonferroni},
+        parameters={**parameters, "bonferroni_answers": n_bonferroni, "bonferroni_by_class": by_class},
         conversion_delta=budget.conversion_delta, approximate_delta=budget.approximate_delta,
         unmeasured=unmeasured, unmeasured_note=note, public_data=public_data,
     )
