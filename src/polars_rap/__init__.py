@@ -15,6 +15,8 @@ from polars_rap.pipeline.synthesis import synthesize
 from polars_rap.pipeline.model import SyntheticModel, load
 from polars_rap.privacy.ledger import BudgetExceededError
 from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.fit.loop_settings import WorkloadSize
+from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy
 from polars_rap.privacy.report import PrivacyReport
 from polars_rap.pipeline.result import SynthesisResult
 
@@ -27,6 +29,9 @@ __all__ = [
     "Domain",
     "Categorical",
     "Numeric",
+    "PlannedStrategy",
+    "PaperStrategy",
+    "WorkloadSize",
     "ProjectionConfig",
     "ParameterError",
     "ParameterTypeError",

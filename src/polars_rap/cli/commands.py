@@ -45,7 +45,7 @@ Every command takes ``--quiet`` (no progress bar, no info logs) and ``--debug`` 
 Config file (TOML)
 ------------------
 ``--config`` names a TOML file of labels, ``[privacy]``, ``[domain.NAME]`` tables,
-``[options]`` and ``[projection]``: see :mod:`polars_rap.cli.config`, which reads it (and writes
+``[options]`` and ``[strategy]``: see :mod:`polars_rap.cli.config`, which reads it (and writes
 the one ``export`` gives).
 
 Exit status
@@ -197,6 +197,8 @@ def _synthesize(args: argparse.Namespace) -> int:
     config = _read_config(args.config)
     epsilon, delta = _privacy_parameters(args, config)
     options = dict(config.options)
+    if config.strategy is not None:
+        options["strategy"] = config.strategy
     if args.rows is not None:
         options["rows"] = args.rows
     if args.seed is not None:
@@ -226,7 +228,7 @@ def _synthesize(args: argparse.Namespace) -> int:
     data = args.input if options.get("engine") == "ray" else scan_file(args.input, config.domain)
     result = synthesize(
         data, epsilon=epsilon, delta=delta, domain=config.domain, labels=config.labels,
-        projection=config.projection, progress=not args.quiet and sys.stderr.isatty(), **options,
+        progress=not args.quiet and sys.stderr.isatty(), **options,
     )
     seconds = time.perf_counter() - started
     if args.model is not None:

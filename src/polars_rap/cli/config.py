@@ -1,5 +1,5 @@
 """Config files: the TOML the command line reads (labels, domain, privacy, options,
-projection) and the one ``polars-rap export`` writes.
+strategy) and the one ``polars-rap export`` writes.
 
 :func:`read_config` turns a file into the keyword arguments of
 :func:`polars_rap.synthesize` (a :class:`Config`); every mistake it finds is a
@@ -29,8 +29,15 @@ projection) and the one ``polars-rap export`` writes.
     categories = [1, 2]
     nullable = false
     [options]                        # keyword arguments of polars_rap.synthesize
+    drop = ["id"]
+    [strategy]                       # optional: how the budget is spent, the loop's size
+    name = "planned"                 # or "paper"; then the settings of polars_rap.PlannedStrategy
     relaxed_rows = 1000
-    [projection]                     # fields of polars_rap.ProjectionConfig
+    [strategy.rounds]                # rounds per query class
+    LT = 10
+    [strategy.workload]              # fields of polars_rap.WorkloadSize
+    n_linear_thresholds = 20000
+    [strategy.projection]            # fields of polars_rap.ProjectionConfig
     learning_rate = 0.05
 """
 
@@ -43,15 +50,16 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from polars_rap.errors import ParameterError, ParameterTypeError, did_you_mean
+from polars_rap.pipeline.arguments import MOVED_TO_STRATEGY
 
 __all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO"]
 
-CONFIG_TABLES = ("labels", "public", "privacy", "domain", "options", "projection")
+CONFIG_TABLES = ("labels", "public", "privacy", "domain", "options", "strategy")
 COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "scale", "atoms", "note")
 """Keys of a ``[domain.NAME]`` table (``note`` is free text, as in the bundled spec files)."""
 TODO = "TODO"
@@ -62,7 +70,7 @@ SET_ELSEWHERE = {
     "delta": "--delta or [privacy] delta",
     "domain": "the [domain] tables",
     "labels": "the top-level labels = [...]",
-    "projection": "the [projection] table",
+    "strategy": 'the [strategy] table (name = "planned" or "paper", and its settings)',
     "public": 'the top-level public = "path" (before the first [table])',
     "progress": "--quiet",
 }
@@ -90,8 +98,10 @@ class Config:
         ``epsilon`` and ``delta`` from ``[privacy]``, where set.
     options : dict
         ``[options]``: further keyword arguments of :func:`polars_rap.synthesize`.
-    projection : ProjectionConfig or None
-        ``[projection]``, when the file has one.
+    strategy : strategy object or None
+        ``[strategy]`` (its ``name``, default ``"planned"``, and settings; ``[strategy.rounds]``,
+        ``[strategy.workload]`` and ``[strategy.projection]`` tables), made and checked when
+        read; None when the file has none.
     public : str or None
         The top-level ``public``: the path of a public table used as a prior
         (``synthesize(public=...)``), made absolute (a relative path is relative to the
@@ -102,17 +112,17 @@ class Config:
     domain: dict[str, Any] | None
     privacy: dict[str, float]
     options: dict[str, Any]
-    projection: Any  # ProjectionConfig or None
+    strategy: Any  # PlannedStrategy, PaperStrategy or None
     public: str | None = None
 
     def keywords(self) -> dict[str, Any]:
         """The keyword arguments of :func:`polars_rap.synthesize` this file sets: ``domain``,
-        ``labels``, ``[privacy]``'s ``epsilon``/``delta`` where given, ``projection`` where
+        ``labels``, ``[privacy]``'s ``epsilon``/``delta`` where given, ``strategy`` where
         given, and every ``[options]`` entry. ``synthesize(data, **config.keywords())``
         runs what ``polars-rap synthesize --config`` runs."""
         keywords: dict[str, Any] = {"domain": self.domain, "labels": list(self.labels), **self.privacy}
-        if self.projection is not None:
-            keywords["projection"] = self.projection
+        if self.strategy is not None:
+            keywords["strategy"] = self.strategy
         if self.public is not None:
             keywords["public"] = self.public
         return {**keywords, **self.options}
@@ -139,7 +149,7 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     Returns
     -------
     Config
-        ``.domain``, ``.labels``, ``.privacy``, ``.options``, ``.projection`` and ``.public``;
+        ``.domain``, ``.labels``, ``.privacy``, ``.options``, ``.strategy`` and ``.public``;
         ``config.keywords()`` passes them all to :func:`polars_rap.synthesize`.
 
     Raises
@@ -156,15 +166,15 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     >>> import polars_rap
     >>> lines = ['labels = ["sex"]', "[domain.age]", 'kind = "numeric"', "bounds = [18, 99]",
     ...          "[domain.sex]", 'kind = "categorical"', 'categories = ["F", "M"]',
-    ...          "[options]", "relaxed_rows = 500"]
+    ...          "[options]", "seed = 7", "[strategy]", "relaxed_rows = 500"]
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = pathlib.Path(tmp) / "spec.toml"
     ...     _ = path.write_text("\n".join(lines))
     ...     config = polars_rap.read_config(path)
-    >>> config.domain, config.labels, config.options
-    ({'age': (18, 99), 'sex': ['F', 'M']}, ['sex'], {'relaxed_rows': 500})
+    >>> config.domain, config.labels, config.options, config.strategy.relaxed_rows
+    ({'age': (18, 99), 'sex': ['F', 'M']}, ['sex'], {'seed': 7}, 500)
     >>> sorted(config.keywords())
-    ['domain', 'labels', 'relaxed_rows']
+    ['domain', 'labels', 'seed', 'strategy']
     """
     if path is None:
         return Config([], None, {}, {}, None)
@@ -178,6 +188,10 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         msg = f"config {path!r} is not valid TOML: {error}"
         raise ConfigError(msg) from error
+    if "projection" in raw:
+        msg = (f"config {path!r}: the [projection] table is now [strategy.projection] (the optimiser is a "
+               "setting of the strategy): rename it")
+        raise ConfigError(msg)
     unknown = sorted(set(raw) - set(CONFIG_TABLES))
     if unknown:
         msg = (f"config {path!r} has unknown keys {unknown}; valid top-level keys are "
@@ -194,7 +208,7 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         domain=_config_domain(_table(raw, "domain", path), labels, path),
         privacy=_config_privacy(_table(raw, "privacy", path), path),
         options=_config_options(_table(raw, "options", path), path),
-        projection=_config_projection(raw.get("projection"), path),
+        strategy=_config_strategy(raw.get("strategy"), path),
         public=_config_public(raw.get("public"), config_path),
     )
 
@@ -269,12 +283,26 @@ def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
         if name in SET_ELSEWHERE:
             msg = f"config {path!r}: set {name!r} with {SET_ELSEWHERE[name]}, not in [options]"
             raise ConfigError(msg)
+        if name in MOVED_TO_STRATEGY:
+            msg = f"config {path!r}: {name!r} is a setting of the strategy now: set {_strategy_spelling(name)}"
+            raise ConfigError(msg)
         if name not in valid:
             msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
                    f"{valid}{_misplaced_hint([name])}{did_you_mean([name], valid)}")
             raise ConfigError(msg)
     return dict(table)
 
+
+
+def _strategy_spelling(name: str) -> str:
+    """Where a moved ``[options]`` key goes in the ``[strategy]`` table, as TOML lines."""
+    if name.startswith("rounds_"):
+        return f"{name[len('rounds_'):].upper()} = ... in [strategy.rounds]"
+    if name in ("n_linear_thresholds", "n_mixed_marginals", "max_marginal_cells"):
+        return f"{name} = ... in [strategy.workload]"
+    if name == "projection":
+        return "the [strategy.projection] table"
+    return f"{name} = ... in [strategy]"
 
 
 def _holds_todo(table: dict[str, Any]) -> bool:
@@ -291,24 +319,20 @@ def _misplaced_hint(keys: list[str]) -> str:
     return ""
 
 
-def _config_projection(table: Any, path: str) -> Any:
-    from polars_rap.fit.projection import ProjectionConfig
+def _config_strategy(table: Any, path: str) -> Any:
+    """The ``[strategy]`` table as a strategy object (:func:`polars_rap.fit.strategy.resolve_strategy`
+    of its mapping), or None when absent; a bad setting is a :class:`ConfigError` naming it."""
+    from polars_rap.fit.strategy import resolve_strategy
 
     if table is None:
         return None
-    valid = [f.name for f in fields(ProjectionConfig)]
     if not isinstance(table, dict):
-        msg = f"config {path!r}: projection must be a table ([projection]) with keys from {valid}"
-        raise ConfigError(msg)
-    unknown = sorted(set(table) - set(valid))
-    if unknown:
-        msg = (f"config {path!r}: unknown keys {unknown} in [projection]; valid keys are {valid}"
-               f"{did_you_mean(unknown, valid)}")
+        msg = f'config {path!r}: strategy must be a table ([strategy]) with name = "planned" or "paper" and settings'
         raise ConfigError(msg)
     try:
-        return ProjectionConfig(**table)
+        return resolve_strategy(table)
     except (TypeError, ValueError) as error:
-        msg = f"config {path!r}: [projection]: {error}"
+        msg = f"config {path!r}: [strategy]: {error}"
         raise ConfigError(msg) from error
 
 
@@ -318,8 +342,9 @@ OPTIONAL_TABLES = (
     "# epsilon = 1.0",
     "# delta = 1e-9",
     "# [options]          # keyword arguments of polars_rap.synthesize",
-    "# relaxed_rows = 1000",
     '# drop = ["id"]      # columns to leave out (identifiers, weights): never read, not in the output',
+    "# [strategy]         # how the budget is spent and the loop's size: polars_rap.PlannedStrategy's settings",
+    "# relaxed_rows = 1000",
 )
 """The tables a written config leaves commented out, for its reader to fill in."""
 

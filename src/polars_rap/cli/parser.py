@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--epsilon", type=float, default=None, help="epsilon of (epsilon, delta)-DP")
     synth.add_argument("--delta", type=float, default=None, help="delta of (epsilon, delta)-DP")
     synth.add_argument("--config", "-c", default=None, metavar="TOML",
-                       help="labels, [domain], [options], [projection], [privacy]")
+                       help="labels, [domain], [options], [strategy], [privacy]")
     synth.add_argument("--rows", type=_positive_int, default=None, metavar="N",
                        help="synthetic rows (default: as many as IN)")
     synth.add_argument("--seed", type=int, default=None,

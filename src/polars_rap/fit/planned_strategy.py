@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polars_rap.errors import ParameterError
+from polars_rap.fit.loop_settings import LoopSettings, check_loop_settings
 from polars_rap.fit.plan_steps import CLASSES, Step, capped_rounds, fixed_steps
 from polars_rap.fit.strategy_checks import check_planned_settings
 
@@ -94,7 +95,7 @@ def planned_steps(class_shares: Mapping[str, float] | str | None, group_counts: 
 
 
 @dataclass(frozen=True, slots=True)
-class PlannedStrategy:
+class PlannedStrategy(LoopSettings):
     """A budget per query class, measured where it pays (the default).
 
     By default: 10% of the budget measures every feature x label margin first; the categorical
@@ -105,8 +106,8 @@ class PlannedStrategy:
     fitted toward the maximum-entropy table given the measured tables that link their
     features; the threshold classes are measured as the paper does, by rounds of selection
     (a class whose rounds would measure all its groups anyway is measured outright, in one
-    step with no selection charge), 10 of linear thresholds unless ``synthesize`` is given
-    ``rounds_lt`` (the paper's 50: over 6 seeds on both headline datasets at eps 0.25 and 1,
+    step with no selection charge), 10 of linear thresholds unless ``rounds`` sets ``"LT"``
+    (the paper's 50: over 6 seeds on both headline datasets at eps 0.25 and 1,
     CM level, MM 0.90-0.98x, macro F1 +0.002 to +0.006, a third of the fit time, the numeric KS
     1.10-1.12x at eps 1; ``bench/results/lt_rounds_10_pairs.md``); last, each numeric column's
     histogram x label takes 20% of the budget out of the thresholds' share. Decoding permutes
@@ -117,6 +118,9 @@ class PlannedStrategy:
 
     Parameters
     ----------
+    relaxed_rows, queries_per_round, rounds, workload, projection
+        The loop's size (keyword-only), as for every strategy:
+        :class:`~polars_rap.fit.loop_settings.LoopSettings`.
     class_shares : mapping, "rounds" or None
         Relative budget of each class that has rounds; the default, ``{"CM": 2, "MM": 1,
         "LT": 1}``, gives the categorical marginals twice the others' (CM error -7 to -10% at
@@ -206,7 +210,8 @@ class PlannedStrategy:
         nothing charged). The sums are read in the one pass over the rows, on Ray per block.
 
     Its ``warm_doublings`` and ``max_steps`` (:data:`WARM_DOUBLINGS`, :data:`MAX_STEPS`) are
-    fixed, as ``rounds_lt`` is: what the paper's strategy does differently.
+    fixed, as ``rounds_lt`` (the LT rounds when ``rounds`` does not set them) is: what the
+    paper's strategy does differently.
     """
 
     class_shares: Mapping[str, float] | str | None = field(default_factory=lambda: dict(DEFAULT_CLASS_SHARES))
@@ -225,6 +230,7 @@ class PlannedStrategy:
     max_steps: int | None = field(default=MAX_STEPS, init=False)
 
     def __post_init__(self) -> None:
+        check_loop_settings(self)
         check_planned_settings(self)
 
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:

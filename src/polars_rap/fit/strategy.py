@@ -22,30 +22,38 @@ Two strategies ship:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
-from polars_rap.errors import ParameterError
+from polars_rap.errors import ParameterError, did_you_mean
+from polars_rap.fit.loop_settings import LoopSettings, WorkloadSize, check_loop_settings
+from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.fit.plan_steps import Step, add_outright_step, capped_rounds, interleave
 from polars_rap.fit.planned_strategy import DEFAULT_CLASS_SHARES, PlannedStrategy
 
-__all__ = ["DEFAULT_CLASS_SHARES", "PaperStrategy", "PlannedStrategy", "Step", "Strategy", "add_outright_step",
-           "resolve_strategy", "STRATEGIES"]
+__all__ = ["DEFAULT_CLASS_SHARES", "LoopSettings", "PaperStrategy", "PlannedStrategy", "Step", "Strategy",
+           "WorkloadSize", "add_outright_step", "resolve_strategy", "STRATEGIES"]
 
 
 class Strategy(Protocol):
     """What the select/measure/project loop (:mod:`polars_rap.fit.rounds`) asks of a strategy."""
 
     name: str
+    relaxed_rows: int
+    queries_per_round: int
+    rounds: Mapping[str, int]
+    workload: WorkloadSize
+    projection: ProjectionConfig
+    """The loop's size (:class:`~polars_rap.fit.loop_settings.LoopSettings`: a strategy object
+    gets them by subclassing it)."""
     rounds_lt: int
-    """Linear-threshold rounds of a run whose ``synthesize`` is given no ``rounds_lt``."""
+    """Linear-threshold rounds when ``rounds`` does not set ``"LT"``."""
     inverse_variance: bool
     """Weigh each measured answer by ``1 / noise_std**2`` in the projection loss."""
     decoding: str
     """``"independent"`` or ``"controlled"`` (see :func:`polars_rap.decode.decoding.decode`)."""
     selection_share: float
-    """Part of a selection round's budget its Gumbel top-K spends (the rest measures), unless
-    ``synthesize`` is given one."""
+    """Part of a selection round's budget its Gumbel top-K spends (the rest measures)."""
     base_share: float
     """Part of the loop's budget for the base marginals (every feature block x label, measured
     outright first: :mod:`polars_rap.fit.base_marginals`); 0 measures none."""
@@ -87,9 +95,11 @@ class Strategy(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class PaperStrategy:
+class PaperStrategy(LoopSettings):
     """RAP++ as in the paper (Alg. 2): ``T = sum(rounds)`` interleaved rounds, ``rho / T``
-    each, every round a Gumbel selection of ``k`` groups (unless it would pick all left)."""
+    each, every round a Gumbel selection of ``k`` groups (unless it would pick all left).
+    Its settings are the loop's size (:class:`~polars_rap.fit.loop_settings.LoopSettings`:
+    the paper's n-hat, K and rounds); the rest is the paper's, fixed."""
 
     name: str = field(default="paper", init=False)
     rounds_lt: int = field(default=50, init=False)
@@ -104,6 +114,9 @@ class PaperStrategy:
     max_steps: int | None = field(default=None, init=False)
     independence_prior: bool = field(default=False, init=False)
 
+    def __post_init__(self) -> None:
+        check_loop_settings(self)
+
     def plan(self, group_counts: Mapping[str, int], rounds: Mapping[str, int], k: int) -> list[Step]:
         return [Step(c, 1.0, k) for c in interleave(capped_rounds(group_counts, rounds, k))]
 
@@ -112,13 +125,14 @@ class PaperStrategy:
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
-_PROTOCOL = ("name", "rounds_lt", "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
+_PROTOCOL = ("name", "relaxed_rows", "queries_per_round", "rounds", "workload", "projection", "rounds_lt", "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
              "tie_share", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
     """A strategy from its name (``"planned"``, ``"paper"``), a mapping of a name and its
-    settings (``{"name": "planned", "base_share": 0.2}``, as in a config file), or itself."""
+    settings (``{"name": "planned", "base_share": 0.2, "rounds": {"LT": 5}}``, as a config
+    file's ``[strategy]`` table), or itself."""
     if isinstance(strategy, str):
         spec: dict[str, Any] = {"name": strategy}
     elif isinstance(strategy, Mapping):
@@ -136,8 +150,10 @@ def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:
     if name not in STRATEGIES:
         msg = f"unknown strategy {name!r}; choose one of {', '.join(repr(s) for s in STRATEGIES)}"
         raise ParameterError(msg)
-    try:
-        return STRATEGIES[name](**spec)
-    except TypeError as error:
-        msg = f"bad settings for strategy {name!r}: {error}"
-        raise ParameterError(msg) from None
+    valid = [f.name for f in fields(STRATEGIES[name]) if f.init]
+    unknown = [key for key in spec if key not in valid]
+    if unknown:
+        msg = (f"strategy {name!r} has no settings {unknown}; its settings are {valid}"
+               f"{did_you_mean(unknown, valid)}")
+        raise ParameterError(msg)
+    return STRATEGIES[name](**spec)

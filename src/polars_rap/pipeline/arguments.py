@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from types import ModuleType
 from typing import Any
 
@@ -18,20 +18,22 @@ import numpy as np
 
 from polars_rap import kernels
 from polars_rap.checks import check_int, check_positive_finite, check_share
-from polars_rap.errors import ParameterError, ParameterTypeError
+from polars_rap.errors import ParameterError, ParameterTypeError, did_you_mean
 from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.fit.strategy import Strategy, resolve_strategy
 from polars_rap.io.blocks import check_folder
 from polars_rap.public.prior import check_public_use
 
-__all__ = ["RunSettings", "check_arguments", "check_synthesis_parameters", "check_memory"]
+__all__ = ["MOVED_TO_STRATEGY", "RunSettings", "check_arguments", "check_synthesis_parameters", "check_memory"]
 
 
 @dataclass(frozen=True, slots=True)
 class RunSettings:
     """:func:`~polars_rap.synthesize`'s keyword parameters, checked and resolved: the strategy an
-    object, the labels and dropped columns lists, the projection with the strategy's schedule,
-    the backend a kernel module. Public values only: nothing here has seen a row."""
+    object, the loop's size read off it (``relaxed_rows`` to ``max_marginal_cells``,
+    ``selection_share``; a round count left None takes its default when the plan is made), the
+    labels and dropped columns lists, the projection with the strategy's schedule, the backend a
+    kernel module. Public values only: nothing here has seen a row."""
 
     epsilon: float
     delta: float
@@ -65,17 +67,16 @@ class RunSettings:
     drop: list[str]
 
 
-def check_arguments(*, public: Any, **keywords: Any) -> RunSettings:
+def check_arguments(*, public: Any, moved: Mapping[str, Any], **keywords: Any) -> RunSettings:
     """The run's settings from ``synthesize``'s keywords (all but ``data``), each refused by name
-    before any row is read; ``public`` is looked at only to check ``public_use`` against it."""
+    before any row is read; ``public`` is looked at only to check ``public_use`` against it,
+    ``moved`` (any keyword ``synthesize`` does not take) only to say where it went."""
+    if moved:
+        raise moved_keyword_error(moved)
     check_synthesis_parameters(**{name: keywords[name] for name in _CHECKED})
     strategy = resolve_strategy(keywords["strategy"])
-    selection_share = keywords["selection_share"]
-    if selection_share is None:
-        selection_share = strategy.selection_share
-    check_share("selection_share", selection_share)
     labels, drop = keywords["labels"], keywords["drop"]
-    projection = keywords["projection"] or ProjectionConfig()
+    projection = strategy.projection
     if projection.warm_doublings is None and strategy.warm_doublings is not None:  # the strategy's schedule
         projection = replace(projection, warm_doublings=strategy.warm_doublings)
     if projection.max_steps is None and strategy.max_steps is not None:  # the strategy's stage length
@@ -85,16 +86,49 @@ def check_arguments(*, public: Any, **keywords: Any) -> RunSettings:
     if keywords["output"] is not None:
         check_int("output_block_rows", keywords["output_block_rows"], 1)
         check_folder(keywords["output"])  # before any row is read: a fit is never lost to a folder in use
-    settings = {**keywords, "strategy": strategy, "selection_share": selection_share, "projection": projection,
+    rounds = strategy.rounds
+    settings = {**keywords, "strategy": strategy, "selection_share": strategy.selection_share, "projection": projection,
+                "relaxed_rows": strategy.relaxed_rows, "queries_per_round": strategy.queries_per_round,
+                "rounds_cm": rounds.get("CM"), "rounds_lt": rounds.get("LT"), "rounds_mm": rounds.get("MM", 0),
+                "n_linear_thresholds": strategy.workload.n_linear_thresholds,
+                "n_mixed_marginals": strategy.workload.n_mixed_marginals,
+                "max_marginal_cells": strategy.workload.max_marginal_cells,
                 "backend": backend, "public_uses": public_uses,
                 "labels": [labels] if isinstance(labels, str) else list(labels),
                 "drop": [drop] if isinstance(drop, str) else list(drop)}
     return RunSettings(**settings)
 
 
-_CHECKED = ("epsilon", "delta", "domain", "labels", "infer_domain", "inference_share", "rows", "seed", "relaxed_rows",
-            "queries_per_round", "rounds_cm", "rounds_lt", "rounds_mm", "n_linear_thresholds", "n_mixed_marginals",
-            "max_marginal_cells", "projection", "drop")
+_CHECKED = ("epsilon", "delta", "domain", "labels", "infer_domain", "inference_share", "rows", "seed", "drop")
+
+MOVED_TO_STRATEGY = {
+    "relaxed_rows": "PlannedStrategy(relaxed_rows=...)",
+    "queries_per_round": "PlannedStrategy(queries_per_round=...)",
+    "rounds_cm": 'PlannedStrategy(rounds={"CM": ...})',
+    "rounds_lt": 'PlannedStrategy(rounds={"LT": ...})',
+    "rounds_mm": 'PlannedStrategy(rounds={"MM": ...})',
+    "n_linear_thresholds": "PlannedStrategy(workload=WorkloadSize(n_linear_thresholds=...))",
+    "n_mixed_marginals": "PlannedStrategy(workload=WorkloadSize(n_mixed_marginals=...))",
+    "max_marginal_cells": "PlannedStrategy(workload=WorkloadSize(max_marginal_cells=...))",
+    "selection_share": "PlannedStrategy(selection_share=...)",
+    "projection": "PlannedStrategy(projection=ProjectionConfig(...))",
+}
+"""The tuning keywords ``synthesize`` took before they moved onto the strategy (issue #72), and
+where each is set now (``PaperStrategy`` takes the same loop settings; a config file sets
+them in its ``[strategy]`` table)."""
+
+
+def moved_keyword_error(moved: Mapping[str, Any]) -> ParameterTypeError:
+    """The error for keywords ``synthesize`` does not take: where each moved one is set now, or
+    the closest valid keyword (a ``TypeError``, as Python's own for an unknown keyword)."""
+    names = sorted(moved)
+    known = [name for name in names if name in MOVED_TO_STRATEGY]
+    if known:
+        where = "; ".join(f"{name}: strategy=polars_rap.{MOVED_TO_STRATEGY[name]}" for name in known)
+        return ParameterTypeError(f"synthesize() no longer takes {known}: tuning settings live on the strategy "
+                                  f"({where}; \"paper\" takes them on PaperStrategy)")
+    valid = sorted({f.name for f in fields(RunSettings)} - set(MOVED_TO_STRATEGY) - {"public_uses"} | {"public"})
+    return ParameterTypeError(f"synthesize() got unexpected keyword arguments {names}{did_you_mean(names, valid)}")
 
 
 def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:
@@ -118,12 +152,9 @@ stay finite far past it (the fuzz tests found overflows only near 1.8e308)."""
 
 
 def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels: Any, infer_domain: Any,
-                               inference_share: Any, rows: Any, seed: Any, relaxed_rows: Any,
-                               queries_per_round: Any, rounds_cm: Any, rounds_lt: Any, rounds_mm: Any,
-                               n_linear_thresholds: Any, n_mixed_marginals: Any, max_marginal_cells: Any,
-                               projection: Any, drop: Any = ()) -> None:
-    """Refuse any of ``synthesize``'s parameters that it could not run with (``strategy`` and
-    ``selection_share`` are checked where the strategy is resolved)."""
+                               inference_share: Any, rows: Any, seed: Any, drop: Any = ()) -> None:
+    """Refuse any of ``synthesize``'s parameters that it could not run with (the strategy's
+    settings are checked when it is made, :mod:`polars_rap.fit.loop_settings`)."""
     check_positive_finite("epsilon", epsilon)
     if epsilon > MAX_EPSILON:
         msg = (f"The 'epsilon' parameter must be at most {MAX_EPSILON:g}: far beyond any meaningful guarantee (a few "
@@ -132,15 +163,8 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
     if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0.0 < delta < 1.0:
         msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
         raise ParameterError(msg)
-    for name, value, low in (("relaxed_rows", relaxed_rows, 1), ("queries_per_round", queries_per_round, 1),
-                             ("rounds_mm", rounds_mm, 0),
-                             ("n_linear_thresholds", n_linear_thresholds, 0),
-                             ("n_mixed_marginals", n_mixed_marginals, 0)):
-        check_int(name, value, low)
-    for name, value, low in (("rounds_cm", rounds_cm, 0), ("rounds_lt", rounds_lt, 0), ("rows", rows, 1),
-                             ("max_marginal_cells", max_marginal_cells, 0)):
-        if value is not None:
-            check_int(name, value, low)
+    if rows is not None:
+        check_int("rows", rows, 1)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         msg = f"The 'seed' parameter must be None or an int >= 0. Got {seed!r}"
         raise ParameterError(msg)
@@ -158,10 +182,6 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
                "column is left out of the synthesis: remove it from drop to synthesize it, or from the others to "
                "leave it out")
         raise ParameterError(msg)
-
-    if projection is not None and not isinstance(projection, ProjectionConfig):
-        msg = f"The 'projection' parameter must be a polars_rap.ProjectionConfig. Got {projection!r}"
-        raise ParameterTypeError(msg)
 
 
 def physical_memory() -> int:

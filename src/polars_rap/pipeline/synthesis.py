@@ -24,7 +24,6 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from polars_rap.fit.planning import workload_and_plan
-from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.fit.strategy import Strategy
 from polars_rap.io.blocks import DEFAULT_BLOCK_ROWS
 from polars_rap.pipeline.arguments import check_arguments
@@ -50,17 +49,7 @@ def synthesize(
     rows: int | None = None,
     seed: int | None = None,
     backend: str = "auto",
-    relaxed_rows: int = 1000,
-    queries_per_round: int = 10,
-    rounds_cm: int | None = None,
-    rounds_lt: int | None = None,
-    rounds_mm: int = 0,
-    n_linear_thresholds: int = 20_000,
-    n_mixed_marginals: int = 2_000,
-    max_marginal_cells: int | None = 20_000,
-    selection_share: float | None = None,
     confidence: float = 0.95,
-    projection: ProjectionConfig | None = None,
     strategy: str | Strategy | Mapping[str, Any] = "planned",
     progress: bool | None = None,
     engine: str = "auto",
@@ -69,6 +58,7 @@ def synthesize(
     output: str | os.PathLike | None = None,
     output_block_rows: int = DEFAULT_BLOCK_ROWS,
     drop: Sequence[str] = (),
+    **moved: Any,
 ) -> SynthesisResult:
     """Differentially private synthetic data with RAP++.
 
@@ -112,38 +102,21 @@ def synthesize(
         from the streams whose outputs are released (workload, initial data, decoding).
     backend : {"auto", "cpu", "cuda"}
         Kernel backend; ``"auto"`` picks CUDA when available, else the CPU.
-    relaxed_rows : int
-        Rows of the relaxed synthetic data (the paper's n-hat, default 1000).
-    queries_per_round : int
-        Groups selected per round (K, default 10).
-    rounds_cm, rounds_lt, rounds_mm : int
-        Rounds spent on categorical marginals (default: the number of categorical feature
-        columns), linear thresholds (default: the strategy's, 10 for ``"planned"``, the
-        paper's 50 for ``"paper"``) and mixed marginals (default 0). A class
-        with G query groups runs at most ceil(G / queries_per_round) rounds, so that no
-        round is left with nothing to measure; ``report.parameters["rounds"]`` lists the
-        rounds run (a class measured outright by the planned strategy counts one). Whatever
-        the rounds, every nullable column's null rate is measured: the plan gains a first
-        ``"NR"`` step when it would leave one unmeasured (:mod:`polars_rap.fit.null_rates`).
-    n_linear_thresholds, n_mixed_marginals : int
-        Size of the random LT and MM workloads the rounds select from.
-    max_marginal_cells : int or None
-        Categorical marginals with more cells are left out of the workload.
-    selection_share : float, optional
-        Part of each selection round's budget spent on selection (the rest on measurement).
-        None (default): the strategy's own (0.5 for both shipped strategies).
     confidence : float
         Coverage of the report's confidence intervals and error bounds (default 0.95).
-    projection : ProjectionConfig, optional
-        Optimiser settings.
-    strategy : {"planned", "paper"}, a mapping or a strategy object
-        How the budget is spent (:mod:`polars_rap.fit.strategy`). ``"planned"`` (default): a
-        budget per query class (the categorical marginals twice the others'), a class whose
-        rounds would measure every group anyway measured outright (no selection charge),
-        measurements weighed by inverse noise variance, controlled decoding. ``"paper"``: the
+    strategy : "planned", "paper", a mapping or a strategy object
+        How the budget is spent and the loop's size (:mod:`polars_rap.fit.strategy`): every
+        tuning setting lives here. ``"planned"`` (default,
+        :class:`~polars_rap.PlannedStrategy`): a budget per query class (the categorical
+        marginals twice the others'), a class whose rounds would measure every group anyway
+        measured outright (no selection charge), measurements weighed by inverse noise
+        variance, controlled decoding. ``"paper"`` (:class:`~polars_rap.PaperStrategy`): the
         paper's Alg. 2 exactly (even split over interleaved rounds, a selection charge in
-        each). A mapping such as
-        ``{"name": "planned", "class_shares": {"CM": 2, "LT": 1}}`` sets a strategy's options.
+        each). Settings on either: ``PlannedStrategy(relaxed_rows=2000, rounds={"LT": 20},
+        workload=WorkloadSize(n_linear_thresholds=50_000), projection=ProjectionConfig(...))``
+        (:class:`~polars_rap.fit.loop_settings.LoopSettings`), or as a mapping,
+        ``{"name": "planned", "class_shares": {"CM": 2, "LT": 1}}`` (a config file's
+        ``[strategy]`` table).
     progress : bool, optional
         Show a progress bar (default: when stderr is a terminal).
     engine : {"auto", "polars", "ray"}
@@ -215,7 +188,9 @@ def synthesize(
     ParameterError
         A bad setting: a parameter, the ``domain=`` declaration or ``labels`` (a
         ``ValueError``; :class:`~polars_rap.errors.ParameterTypeError`, also a ``TypeError``,
-        for ``data`` of an unsupported type and declarations of the wrong type).
+        for ``data`` of an unsupported type and declarations of the wrong type, and for a
+        tuning keyword now set on the strategy, such as ``relaxed_rows``: the message says
+        where it went).
     DataError
         Data that do not fit the declared domain (an undeclared category, null or infinity, a
         column of the wrong dtype or missing), no rows, or too few rows for the plan's noise.
@@ -233,8 +208,9 @@ def synthesize(
     >>> import polars as pl, polars_rap
     >>> df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
     >>> res = polars_rap.synthesize(
-    ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-    ...     relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+    ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]}, seed=0,
+    ...     strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2},
+    ...                                         workload={"n_linear_thresholds": 20}), progress=False)
     >>> res.data.shape, res.data.schema == df.schema
     ((200, 2), True)
     >>> res.report.rho_spent <= res.report.rho_budget
@@ -244,12 +220,9 @@ def synthesize(
     """
     run = check_arguments(
         epsilon=epsilon, delta=delta, domain=domain, labels=labels, infer_domain=infer_domain,
-        inference_share=inference_share, rows=rows, seed=seed, backend=backend, relaxed_rows=relaxed_rows,
-        queries_per_round=queries_per_round, rounds_cm=rounds_cm, rounds_lt=rounds_lt, rounds_mm=rounds_mm,
-        n_linear_thresholds=n_linear_thresholds, n_mixed_marginals=n_mixed_marginals,
-        max_marginal_cells=max_marginal_cells, selection_share=selection_share, confidence=confidence,
-        projection=projection, strategy=strategy, progress=progress, engine=engine, public=public,
-        public_use=public_use, output=output, output_block_rows=output_block_rows, drop=drop)
+        inference_share=inference_share, rows=rows, seed=seed, backend=backend, confidence=confidence,
+        strategy=strategy, progress=progress, engine=engine, public=public, public_use=public_use, output=output,
+        output_block_rows=output_block_rows, drop=drop, moved=moved)
     streams = RandomStreams.from_seed(seed)
     inputs = open_inputs(data, public, run, streams)
     workload = Workload(*workload_and_plan(
