@@ -3,16 +3,18 @@
     python -m bench.ablations NAME --change JSON [--epsilons 0.25 1] [--seeds 0 1 2] [--datasets ...]
     python -m bench.ablations NAME --table-only            # the table again, from the CSV
 
-    python -m bench.ablations steps_30 --change '{"projection": {"max_steps": 30}}'
-    python -m bench.ablations patience_5 --change '{"synthesize": {"strategy": {"name": "planned", "patience": 5}}}'
+    python -m bench.ablations steps_30 --change '{"strategy": {"projection": {"max_steps": 30}}}'
+    python -m bench.ablations base_share_2 --change '{"strategy": {"base_share": 0.2}}'
     python -m bench.ablations numeric --change '{"domain_updates": {"adult": {"capital-gain": {"scale": "log"}}}}'
     python -m bench.ablations public_margins --datasets acs-income-CA --epsilons 0.1 0.25 1 \\
         --change '{"public": "matched", "public_use": ["margins"]}'
 
 ``--change`` is a JSON object of one or more of:
 
-- ``"synthesize"``: ``synthesize`` keywords merged over the suite's (a strategy, say);
-- ``"projection"``: :class:`~polars_rap.ProjectionConfig` keywords merged over the suite's;
+- ``"synthesize"``: ``synthesize`` keywords merged over the suite's (``confidence``, say);
+- ``"strategy"``: the strategy's settings (polars_rap's mapping form: ``name``, its settings,
+  ``rounds``, ``workload`` and ``projection`` tables) merged over the suite's, a nested table
+  key by key;
 - ``"domain_updates"``: per dataset, keys merged into numeric columns' declared domains (a
   column's ``scale`` or ``atoms``); the change then runs on the datasets it names only;
 - ``"public"`` and ``"public_use"``: a public table for ``synthesize(public=...)``
@@ -42,14 +44,14 @@ from pathlib import Path
 import polars as pl
 
 from bench.harness import (
-    ERROR_CLASSES, RESULTS, completed_keys, git_commit, read_results, spec_key, table_markdown,
+    ERROR_CLASSES, RESULTS, completed_keys, git_commit, merged, read_results, spec_key, table_markdown,
 )
 
 DATASETS = ("acs-income-CA", "adult")
 EPSILONS = (0.25, 1.0)
 SEEDS = (0, 1, 2)
 METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "numeric_ks_mean", "macro_f1", "seconds")
-CHANGE_KEYS = ("synthesize", "projection", "domain_updates", "public", "public_use")
+CHANGE_KEYS = ("synthesize", "strategy", "domain_updates", "public", "public_use")
 NOTES_HEADING = "## What it showed"
 
 
@@ -72,8 +74,8 @@ def parameters(change: dict | None) -> dict:
     suite = SUITES["headline"]
     planned = mechanism_parameters(suite, "rap++", None, 0.0)
     for key, value in (change or {}).items():
-        if key in ("synthesize", "projection"):
-            planned[key] = {**planned[key], **value}
+        if key in ("synthesize", "strategy"):
+            planned[key] = merged(planned[key], value)
         else:
             planned[key] = json.loads(json.dumps(value))  # a deep copy
     return planned

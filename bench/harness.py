@@ -65,6 +65,16 @@ def run_key(dataset: str, mechanism: str, parameters: str | dict, epsilon: float
     return (str(dataset), str(mechanism), canonical_json(parameters), float(epsilon), int(seed))
 
 
+def merged(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``change`` merged, a nested table (a strategy's ``rounds``, ``workload``,
+    ``projection``) key by key; a deep copy, neither argument changed."""
+    out = json.loads(json.dumps(base))
+    for key, value in change.items():
+        both = isinstance(out.get(key), dict) and isinstance(value, dict)
+        out[key] = {**out[key], **value} if both else json.loads(json.dumps(value))
+    return out
+
+
 def spec_key(spec: dict[str, Any]) -> tuple:
     """:func:`run_key` of a planned run (a ``--one`` spec)."""
     return run_key(spec["dataset"], spec["mechanism"], spec["parameters"], spec["epsilon"], spec["seed"])

@@ -152,10 +152,19 @@ def unbin_frame(binned: pl.DataFrame, task_domain: Mapping[str, Any], bins: int,
 # ============================================================================================
 
 
+def strategy_spec(settings: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
+    """The run's strategy as polars_rap's mapping form: ``settings["strategy"]`` (a suite's or an
+    ablation's settings, over the default ``"planned"``) with ``changes`` merged (a nested table,
+    e.g. ``rounds``, key by key)."""
+    from bench.harness import merged
+
+    return merged(merged({}, settings.get("strategy") or {}), changes)
+
+
 def _projection_config(settings: Mapping[str, Any]):
     from polars_rap import ProjectionConfig
 
-    return ProjectionConfig(**dict(settings.get("projection") or {}))
+    return ProjectionConfig(**dict(strategy_spec(settings).get("projection") or {}))
 
 
 def final_sigma(config) -> float:
@@ -163,17 +172,16 @@ def final_sigma(config) -> float:
     return float(config.sigma_initial) * 2.0 ** int(config.max_doublings)
 
 
-def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, projection=None,
+def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, strategy: dict[str, Any],
                     **overrides) -> MechanismRun:
+    """One ``synthesize`` fit: the settings' ``synthesize`` keywords with ``overrides``, and the
+    ``strategy`` mapping (:func:`strategy_spec`)."""
     import polars_rap
 
-    options = dict(settings.get("synthesize") or {})
-    options.update(overrides)
+    options = {**dict(settings.get("synthesize") or {}), **overrides}
     started = time.perf_counter()
-    result = polars_rap.synthesize(
-        train, epsilon=epsilon, delta=delta, domain=domain, labels=labels, seed=seed,
-        progress=False, projection=projection or _projection_config(settings), **options,
-    )
+    result = polars_rap.synthesize(train, epsilon=epsilon, delta=delta, domain=domain, labels=labels, seed=seed,
+                                   progress=False, strategy=strategy, **options)
     seconds = time.perf_counter() - started
     report = result.report
     details = {"rho_budget": report.rho_budget, "rho_spent": report.rho_spent,
@@ -185,22 +193,21 @@ def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, proje
 
 def rap_plus_plus(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
     """polars-rap's default (``strategy="planned"``) with categorical marginals and linear
-    thresholds, the paper's workload (mixed marginals too where the run's ``synthesize``
-    keywords give ``rounds_mm``, as an ablation does)."""
-    rounds_mm = int((settings.get("synthesize") or {}).get("rounds_mm", 0))
-    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=rounds_mm)
+    thresholds, the paper's workload (mixed marginals too where the settings' strategy gives
+    them rounds, as an ablation may)."""
+    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, strategy_spec(settings))
 
 
 def rap_plus_plus_paper(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
     """RAP++ exactly as the paper's Alg. 2 (``strategy="paper"``), CM and LT rounds."""
-    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0,
-                           strategy="paper")
+    return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings,
+                           strategy_spec(settings, name="paper", rounds={"MM": 0}))
 
 
 def rap_plus_plus_mm(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
     """The paper's RAP++ with mixed marginals too (``settings["rounds_mm"]`` rounds of them)."""
     return _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings,
-                           rounds_mm=int(settings["rounds_mm"]), strategy="paper")
+                           strategy_spec(settings, name="paper", rounds={"MM": int(settings["rounds_mm"])}))
 
 
 def rap_plus_plus_fixed_sigma(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
@@ -216,8 +223,8 @@ def rap_plus_plus_fixed_sigma(train, task_domain, labels, epsilon, delta, seed, 
     annealed = _projection_config(settings)
     fixed = dataclasses.replace(annealed, max_doublings=0, sigma_initial=final_sigma(annealed),
                                 max_steps=annealed.stage_steps * (1 + annealed.max_doublings))
-    run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings,
-                          projection=fixed, rounds_mm=0, strategy="paper")
+    run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, strategy_spec(
+        settings, name="paper", rounds={"MM": 0}, projection=dataclasses.asdict(fixed)))
     details = {**run.parameters, "sigma": fixed.sigma_initial, "max_steps": fixed.max_steps}
     return dataclasses.replace(run, parameters=details)
 
@@ -254,7 +261,7 @@ def rap_plus_plus_public(train, task_domain, labels, epsilon, delta, seed, setti
     import dataclasses
 
     public = public_table(settings["public"], train.columns)
-    run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, rounds_mm=0,
+    run = _synthesize_run(train, task_domain, labels, epsilon, delta, seed, settings, strategy_spec(settings),
                           public=public, public_use=list(settings["public_use"]))
     return dataclasses.replace(run, parameters={**run.parameters, "public_rows": public.height})
 
@@ -271,8 +278,8 @@ def rap_binned(train, task_domain, labels, epsilon, delta, seed, settings) -> Me
     projection = dataclasses.replace(configured, max_steps=configured.stage_steps)
     started = time.perf_counter()
     binned = bin_frame(train, task_domain, bins)
-    run = _synthesize_run(binned, binned_domain(task_domain, bins), labels, epsilon, delta, seed,
-                          settings, projection=projection, rounds_lt=0, rounds_mm=0)
+    run = _synthesize_run(binned, binned_domain(task_domain, bins), labels, epsilon, delta, seed, settings,
+                          strategy_spec(settings, rounds={"LT": 0, "MM": 0}, projection=dataclasses.asdict(projection)))
     rng = np.random.default_rng([seed, 7])  # its own stream, apart from synthesize's
     data = unbin_frame(run.data, task_domain, bins, train.schema, rng).select(train.columns)
     # Its relaxed rows live in the binned domain: the harness's relaxed errors (task domain) do not apply.

@@ -127,8 +127,9 @@ def stage_write(rows: int, workers: int) -> dict:
     task = datasets.load_task("acs-income-CA")
     # The model's quality does not matter here, only its shape: default relaxed rows, few rounds.
     result = polars_rap.synthesize(task.frame, epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels,
-                                   seed=0, rows=1_000, rounds_cm=1, rounds_lt=1, n_linear_thresholds=100,
-                                   projection=polars_rap.ProjectionConfig(max_steps=5), progress=False)
+                                   seed=0, rows=1_000, progress=False, strategy=polars_rap.PlannedStrategy(
+                                       rounds={"CM": 1, "LT": 1}, workload={"n_linear_thresholds": 100},
+                                       projection={"max_steps": 5}))
     with tempfile.TemporaryDirectory(prefix="polars_rap_ray_write_") as folder, _WorkerMeter() as meter:
         started = time.perf_counter()
         files = result.model.write_parquet(folder, rows, seed=0, engine="ray")

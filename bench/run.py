@@ -57,7 +57,7 @@ import polars as pl
 
 from bench.harness import (  # noqa: F401  (the harness's names, as bench.run has always offered them)
     BENCH_DIR, COLUMNS, DONE_STATUSES, ERROR_CLASSES, FLOAT_COLUMNS, NUMERIC_METRICS, REPO_ROOT, RESULTS,
-    append_row, canonical_json, completed_keys, execute, machine, read_results, run_key, spec_key,
+    append_row, canonical_json, completed_keys, execute, machine, merged, read_results, run_key, spec_key,
     table_markdown, utc_now, workload_scores, write_results,
 )
 from bench.host import SHARED_DATA, git_commit, own_peak_rss_mib
@@ -99,8 +99,8 @@ SUITES: dict[str, dict[str, Any]] = {
         "bins": (10, 20, 30, 50),
         "peer_bins": (10, 20, 30, 50),
         "train_rows": None,
-        "synthesize": {},  # the paper's setting: synthesize's defaults
-        "projection": {},
+        "synthesize": {},  # synthesize's defaults
+        "strategy": {},  # the strategy's settings (polars_rap's mapping form), over each mechanism's
         "rounds_mm": 10,
         "independent_bins": 20,
         "eval": {"n_mixed_marginals": 20_000, "n_linear_thresholds": 200_000},
@@ -114,7 +114,7 @@ SUITES: dict[str, dict[str, Any]] = {
         "peer_bins": (10, 20, 30, 50),
         "train_rows": None,
         "synthesize": {},
-        "projection": {},
+        "strategy": {},
         "rounds_mm": 10,
         "independent_bins": 20,
         "eval": {"n_mixed_marginals": 20_000, "n_linear_thresholds": 200_000},
@@ -127,8 +127,9 @@ SUITES: dict[str, dict[str, Any]] = {
         "bins": (10, 20, 30, 50),
         "peer_bins": (20,),
         "train_rows": 3_000,
-        "synthesize": {"relaxed_rows": 200, "rounds_lt": 5, "n_linear_thresholds": 2_000},
-        "projection": {"max_steps": 20},
+        "synthesize": {},
+        "strategy": {"relaxed_rows": 200, "rounds": {"LT": 5}, "workload": {"n_linear_thresholds": 2_000},
+                     "projection": {"max_steps": 20}},
         "rounds_mm": 3,
         "independent_bins": 20,
         "eval": {"n_mixed_marginals": 2_000, "n_linear_thresholds": 20_000},
@@ -150,7 +151,7 @@ def mechanism_parameters(suite: dict[str, Any], mechanism: str, bins: int | None
     if mechanism == "independent":
         parameters["bins"] = suite["independent_bins"]
         return parameters
-    parameters.update(synthesize=dict(suite["synthesize"]), projection=dict(suite["projection"]))
+    parameters.update(synthesize=dict(suite["synthesize"]), strategy=merged({}, suite["strategy"]))
     if suite.get("domain_updates") and mechanism in DOMAIN_UPDATE_MECHANISMS:
         parameters["domain_updates"] = json.loads(json.dumps(suite["domain_updates"]))  # a deep copy
     if mechanism == "rap++mm":
@@ -300,8 +301,9 @@ def _warm_up(train, task, mechanism: str) -> None:
     import polars_rap
 
     polars_rap.synthesize(train.head(1_000), epsilon=1.0, delta=1e-6, domain=task.domain,
-                          labels=task.labels, seed=0, rounds_cm=1, rounds_lt=1, relaxed_rows=20,
-                          n_linear_thresholds=20, progress=False)
+                          labels=task.labels, seed=0, progress=False,
+                          strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"CM": 1, "LT": 1},
+                                                              workload={"n_linear_thresholds": 20}))
 
 
 def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -783,11 +785,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--peer-time-cap", type=float, default=PEER_TIME_CAP_S,
                         help="seconds per peer fit before its row reads timeout (default 1800)")
     parser.add_argument("--synthesize", type=json.loads, default=None, metavar="JSON",
-                        help="synthesize keywords merged over the suite's (an ablation), e.g. "
-                             "'{\"strategy\": {\"name\": \"planned\", \"outright\": false}}'")
-    parser.add_argument("--projection", type=json.loads, default=None, metavar="JSON",
-                        help="ProjectionConfig keywords merged over the suite's (an ablation), e.g. "
-                             "'{\"warm_doublings\": 2}'")
+                        help="synthesize keywords merged over the suite's, e.g. '{\"confidence\": 0.9}'")
+    parser.add_argument("--strategy", type=json.loads, default=None, metavar="JSON",
+                        help="strategy settings merged over the suite's (an ablation), e.g. "
+                             "'{\"base_share\": 0.2, \"projection\": {\"warm_doublings\": 2}}'")
     parser.add_argument("--domain-updates", type=json.loads, default=None, metavar="JSON",
                         help="per dataset, keys merged into numeric columns' declared domains for "
                              "polars-rap's mechanisms (an ablation), e.g. "
@@ -807,8 +808,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite = SUITES[args.suite]
     if args.synthesize:
         suite = {**suite, "synthesize": {**suite["synthesize"], **args.synthesize}}
-    if args.projection:
-        suite = {**suite, "projection": {**suite["projection"], **args.projection}}
+    if args.strategy:
+        suite = {**suite, "strategy": merged(suite["strategy"], args.strategy)}
     if args.domain_updates:
         suite = {**suite, "domain_updates": args.domain_updates}
     out = args.out or RESULTS / f"{args.suite}.csv"

@@ -272,7 +272,8 @@ def stage_synthesize(path: Path, options: dict) -> dict:
     task = datasets.load_task(TASK)
     n_rows = pq.ParquetFile(path).metadata.num_rows  # public under replace-one
     polars_rap.synthesize(task.frame.head(300), epsilon=1.0, delta=1e-6, domain=task.domain,
-                          labels=task.labels, seed=0, rounds_cm=1, rounds_lt=1, progress=False)
+                          labels=task.labels, seed=0, progress=False,
+                          strategy=polars_rap.PlannedStrategy(rounds={"CM": 1, "LT": 1}))
     meter = _PhaseMeter()
     for module, name in ((mechanism, "exact_answers"), (rounds, "project"), (mechanism, "decode"),
                          (mechanism, "build_report")):

@@ -33,15 +33,19 @@ def test_a_domain_update_runs_on_the_datasets_it_names_beside_the_default():
     assert "numeric_ks_mean" in ablations.METRICS
 
 
-def test_projection_and_synthesize_keywords_merge_over_the_suites_and_a_public_table_picks_its_mechanism():
-    """``"projection"`` keywords become the run's ProjectionConfig keywords (not synthesize's),
-    merged over the suite's as ``bench.run --projection`` merges them."""
-    (_, warm), = [ablations.plan({"projection": {"warm_doublings": 2}}, ["adult"], (1.0,), (0,))]
-    assert warm["parameters"]["projection"] == {"warm_doublings": 2} and warm["parameters"]["synthesize"] == {}
-    suite = {**run.SUITES["headline"], "projection": {**run.SUITES["headline"]["projection"], "warm_doublings": 2}}
+def test_strategy_settings_merge_over_the_suites_nested_tables_key_by_key_and_a_public_table_picks_its_mechanism():
+    """``"strategy"`` settings (the library's mapping form) merge over the suite's as
+    ``bench.run --strategy`` merges them, a nested table (``projection``) key by key."""
+    (_, warm), = [ablations.plan({"strategy": {"projection": {"warm_doublings": 2}}}, ["adult"], (1.0,), (0,))]
+    assert warm["parameters"]["strategy"] == {"projection": {"warm_doublings": 2}}
+    assert warm["parameters"]["synthesize"] == {}
+    suite = {**run.SUITES["headline"], "strategy": {"projection": {"warm_doublings": 2}}}
     assert run.mechanism_parameters(suite, "rap++", None, 0.0) == warm["parameters"]
-    (_, paper), = [ablations.plan({"synthesize": {"strategy": "paper"}}, ["adult"], (1.0,), (0,))]
-    assert paper["parameters"]["synthesize"] == {"strategy": "paper"} and paper["mechanism"] == "rap++"
+    quick = ablations.parameters({"strategy": {"projection": {"warm_doublings": 2}}})
+    assert harness.merged({"projection": {"max_steps": 20}, "rounds": {"LT": 5}}, quick["strategy"]) == {
+        "projection": {"max_steps": 20, "warm_doublings": 2}, "rounds": {"LT": 5}}
+    (_, paper), = [ablations.plan({"strategy": {"name": "paper"}}, ["adult"], (1.0,), (0,))]
+    assert paper["parameters"]["strategy"] == {"name": "paper"} and paper["mechanism"] == "rap++"
     change = {"public": "matched", "public_use": ["margins"]}
     default, public = ablations.plan(change, ["acs-income-CA"], (0.25,), (0,))
     assert (default["mechanism"], public["mechanism"]) == ("rap++", "rap++public")
@@ -50,7 +54,7 @@ def test_projection_and_synthesize_keywords_merge_over_the_suites_and_a_public_t
 
 def test_a_change_the_runner_cannot_run_is_refused_naming_what_it_may_hold():
     with pytest.raises(SystemExit, match="it may hold"):
-        ablations.check_change({"strategy": {"name": "planned"}})
+        ablations.check_change({"projection": {"max_steps": 30}})
     with pytest.raises(SystemExit, match="both"):
         ablations.check_change({"public": "matched"})
     with pytest.raises(SystemExit, match="non-empty"):
@@ -65,7 +69,7 @@ def _row(change, dataset, epsilon, seed, cm, f1):
 
 def test_the_table_pairs_each_seed_with_the_defaults_and_keeps_its_notes(tmp_path, monkeypatch):
     monkeypatch.setattr(ablations, "RESULTS", tmp_path)
-    change = {"synthesize": {"relaxed_rows": 500}}
+    change = {"strategy": {"relaxed_rows": 500}}
     out = tmp_path / "ablation_toy.csv"
     for seed, (base, new) in enumerate([(0.4, 0.2), (0.5, 0.6), (0.2, 0.1)]):
         harness.append_row(out, _row(None, "adult", 1.0, seed, base, 0.70))
@@ -84,7 +88,7 @@ def test_the_table_pairs_each_seed_with_the_defaults_and_keeps_its_notes(tmp_pat
 
 def test_a_run_executes_only_what_is_missing_and_reads_the_default_elsewhere(tmp_path, monkeypatch):
     monkeypatch.setattr(ablations, "RESULTS", tmp_path)
-    change = {"synthesize": {"relaxed_rows": 500}}
+    change = {"strategy": {"relaxed_rows": 500}}
     ran = []
 
     def execute(spec):

@@ -216,8 +216,8 @@ def test_rap_binned_returns_task_domain_rows_and_no_binned_relaxed_rows():
     """Its relaxed rows live in the binned domain: handing them on made the harness score them
     against the task domain's queries and fail (every rap-binned row since the relaxed errors)."""
     train = _toy_frame(n_rows=300)
-    settings = {"bins": 5, "synthesize": {"relaxed_rows": 20, "rounds_cm": 2, "queries_per_round": 2},
-                "projection": {"max_steps": 5, "max_doublings": 1}}
+    settings = {"bins": 5, "strategy": {"relaxed_rows": 20, "rounds": {"CM": 2}, "queries_per_round": 2,
+                                        "projection": {"max_steps": 5, "max_doublings": 1}}}
     result = mechanisms.rap_binned(train, DOMAIN, ["label"], 5.0, 1e-6, 0, settings)
     assert result.status == "ok" and result.relaxed is None
     assert result.data.schema == train.schema
@@ -388,9 +388,9 @@ def test_peer_timeout_and_missing_module_are_rows_not_gaps(monkeypatch):
 
 def test_one_child_runs_tiny_rap_plus_plus_and_reports_a_full_row():
     parameters = {"train_rows": 600, "eval": {"n_mixed_marginals": 50, "n_linear_thresholds": 200},
-                  "synthesize": {"relaxed_rows": 20, "rounds_cm": 2, "rounds_lt": 1,
-                                 "n_linear_thresholds": 50, "queries_per_round": 2},
-                  "projection": {"max_steps": 5, "max_doublings": 1}}
+                  "strategy": {"relaxed_rows": 20, "rounds": {"CM": 2, "LT": 1}, "queries_per_round": 2,
+                               "workload": {"n_linear_thresholds": 50},
+                               "projection": {"max_steps": 5, "max_doublings": 1}}}
     spec = {"dataset": "acs-income-CA", "mechanism": "rap++", "epsilon": 5.0, "seed": 0, "parameters": parameters}
     done = subprocess.run([sys.executable, "-m", "bench.run", "--one", json.dumps(spec)],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)

@@ -125,7 +125,8 @@ class PaperStrategy(LoopSettings):
 
 
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
-_PROTOCOL = ("name", "relaxed_rows", "queries_per_round", "rounds", "workload", "projection", "rounds_lt", "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
+_PROTOCOL = ("name", "relaxed_rows", "queries_per_round", "rounds", "workload", "projection", "rounds_lt",
+             "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
              "tie_share", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior", "plan", "describe")
 
 

@@ -148,7 +148,9 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
     >>> df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
     >>> res = polars_rap.synthesize(
     ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-    ...     relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+    ...     strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2},
+    ...                                         workload={"n_linear_thresholds": 20}),
+    ...     seed=0, progress=False)
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     files = write_parquet(res.model, tmp, 2_500, seed=0, block_rows=1_000)
     ...     [f.rsplit("/", 1)[-1] for f in files], pl.read_parquet(files).shape

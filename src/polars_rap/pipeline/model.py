@@ -63,7 +63,9 @@ Examples
 >>> df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
 >>> res = polars_rap.synthesize(
 ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-...     relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+...     strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2},
+...                                         workload={"n_linear_thresholds": 20}),
+...     seed=0, progress=False)
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     path = res.save(pathlib.Path(tmp) / "model")
 ...     sorted(p.name for p in path.iterdir())
@@ -236,7 +238,9 @@ class SyntheticModel:
         >>> df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
         >>> res = polars_rap.synthesize(
         ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-        ...     relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+        ...     strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2},
+        ...                                         workload={"n_linear_thresholds": 20}),
+        ...     seed=0, progress=False)
         >>> more = res.model.sample(10_000, seed=1)
         >>> more.shape, more.schema == df.schema
         ((10000, 2), True)
@@ -380,7 +384,9 @@ def load(path: str | os.PathLike[str]) -> SyntheticModel:
     >>> df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
     >>> res = polars_rap.synthesize(
     ...     df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-    ...     relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+    ...     strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2},
+    ...                                         workload={"n_linear_thresholds": 20}),
+    ...     seed=0, progress=False)
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     model = polars_rap.load(res.save(tmp))
     >>> bool((model.relaxed == res.relaxed).all()), model.domain == res.domain
