@@ -50,8 +50,9 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
     classes = tuple(c for c in ("CM", "MM", "LT") if asked[c] > 0)
     if not classes:
         msg = (
-            "every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm to 1 or more "
-            f"(rounds_cm defaults to the number of categorical feature columns, here {n_categorical_features})"
+            "every query class has 0 rounds: give one class 1 or more with the strategy's rounds, e.g. "
+            'PlannedStrategy(rounds={"LT": 1}) (CM defaults to the number of categorical feature columns, '
+            f"here {n_categorical_features})"
         )
         raise ParameterError(msg)
     queries = build_workload(
@@ -145,7 +146,7 @@ def check_rows_against_noise(n_rows: int, rho: float, plan: Sequence[Step],
             f"{n_rows} rows are too few for epsilon={epsilon:g} over {len(plan)} rounds of up "
             f"to {queries_per_round} queries: each measured answer (a fraction in [0, 1]) would "
             f"carry noise of std {noise_std:.2g} > {MAX_NOISE_STD}. This plan needs at least "
-            f"{minimum} rows; or raise epsilon, or lower the rounds (rounds_cm, rounds_lt, "
-            "rounds_mm) or queries_per_round"
+            f"{minimum} rows; or raise epsilon, or lower the strategy's rounds (its rounds={{...}}) or "
+            "queries_per_round"
         )
         raise DataError(msg)
