@@ -209,8 +209,10 @@ class PlannedStrategy(LoopSettings):
         :data:`~polars_rap.decode.numeric_ties.TIE_NOISE_CAP` (otherwise nothing is measured and
         nothing charged). The sums are read in the one pass over the rows, on Ray per block.
 
+    Notes
+    -----
     Its ``warm_doublings`` and ``max_steps`` (:data:`WARM_DOUBLINGS`, :data:`MAX_STEPS`) are
-    fixed, as ``rounds_lt`` (the LT rounds when ``rounds`` does not set them) is: what the
+    fixed, and so is ``rounds_lt``, the LT rounds when ``rounds`` does not set them: what the
     paper's strategy does differently.
     """
 
