@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from polars_rap import kernels
-from polars_rap.checks import check_int, check_positive_finite, check_share
+from polars_rap.checks import check_int, check_positive_finite, check_range, check_share
 from polars_rap.errors import ParameterError, ParameterTypeError, did_you_mean
 from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.fit.strategy import Strategy, resolve_strategy
@@ -99,7 +99,8 @@ def check_arguments(*, public: Any, moved: Mapping[str, Any], **keywords: Any) -
     return RunSettings(**settings)
 
 
-_CHECKED = ("epsilon", "delta", "domain", "labels", "infer_domain", "inference_share", "rows", "seed", "drop")
+_CHECKED = ("epsilon", "delta", "domain", "labels", "infer_domain", "inference_share", "rows", "seed", "confidence",
+            "drop")
 
 MOVED_TO_STRATEGY = {
     "relaxed_rows": "PlannedStrategy(relaxed_rows=...)",
@@ -152,7 +153,8 @@ stay finite far past it (the fuzz tests found overflows only near 1.8e308)."""
 
 
 def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels: Any, infer_domain: Any,
-                               inference_share: Any, rows: Any, seed: Any, drop: Any = ()) -> None:
+                               inference_share: Any, rows: Any, seed: Any, confidence: Any = 0.95,
+                               drop: Any = ()) -> None:
     """Refuse any of ``synthesize``'s parameters that it could not run with (the strategy's
     settings are checked when it is made, :mod:`polars_rap.fit.loop_settings`)."""
     check_positive_finite("epsilon", epsilon)
@@ -160,15 +162,16 @@ def check_synthesis_parameters(*, epsilon: Any, delta: Any, domain: Any, labels:
         msg = (f"The 'epsilon' parameter must be at most {MAX_EPSILON:g}: far beyond any meaningful guarantee (a few "
                f"dozen is already vacuous), and near the largest floats the accounting overflows. Got {epsilon!r}")
         raise ParameterError(msg)
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)) or not 0.0 < delta < 1.0:
-        msg = f"The 'delta' parameter must be a float in (0, 1). Got {delta!r}"
-        raise ParameterError(msg)
+    check_range("delta", delta, 0.0, 1.0)
     if rows is not None:
         check_int("rows", rows, 1)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        msg = f"The 'seed' parameter must be None or an int >= 0. Got {seed!r}"
-        raise ParameterError(msg)
+    if seed is not None:
+        whole = not isinstance(seed, bool) and isinstance(seed, (int, np.integer))
+        if not whole or seed < 0:
+            msg = f"The 'seed' parameter must be None or an int >= 0. Got {seed!r}"
+            raise ParameterError(msg) if whole else ParameterTypeError(f"{msg} of type {type(seed).__name__}")
     check_share("inference_share", inference_share)
+    check_share("confidence", confidence)
     if domain is not None and not isinstance(domain, Mapping):
         msg = f"The 'domain' parameter must be a mapping of column names to declarations. Got {domain!r}"
         raise ParameterTypeError(msg)

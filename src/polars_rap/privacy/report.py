@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+from polars_rap.checks import check_range
+from polars_rap.errors import DataError, ParameterTypeError
 from polars_rap.privacy.ledger import PrivacyEvent
 from polars_rap.workload.queries import group_l1
 
@@ -31,9 +32,7 @@ __all__ = [
 
 
 def _check_confidence(confidence: float) -> float:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
-        msg = f"The 'confidence' parameter must be in (0, 1). Got {confidence!r}"
-        raise ParameterError(msg)
+    check_range("confidence", confidence, 0.0, 1.0)
     return float(confidence)
 
 
