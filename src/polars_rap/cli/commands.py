@@ -356,7 +356,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     from polars_rap.pipeline.model import load
     from polars_rap.quality.evaluation import ML_ROWS
     from polars_rap.quality.report import quality_report
-    from polars_rap.io.source import scan_file
 
     config = _read_config(args.config)
     output = Path(args.output)
@@ -373,15 +372,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.test is not None and args.config is not None and not config.labels:
         msg = f"--test is for the ML utility, which needs labels: add labels = [...] to {args.config!r}"
         raise _UsageError(msg)
-    real, test = args.real, args.test
-    drop = config.options.get("drop", ())
-    if drop:  # the columns synthesize left out: the synthetic table does not hold them either
-        real = scan_file(args.real, domain).drop(drop, strict=False)
-        test = None if args.test is None else scan_file(args.test, domain).drop(drop, strict=False)
     started = time.perf_counter()
-    report = quality_report(real, args.synthetic, domain=domain, labels=config.labels or None,
-                            test=test, model=args.model, seed=args.seed, backend=args.backend,
-                            ml_rows=ML_ROWS if args.ml_rows is None else args.ml_rows)
+    report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
+                            test=args.test, model=args.model, seed=args.seed, backend=args.backend,
+                            ml_rows=ML_ROWS if args.ml_rows is None else args.ml_rows,
+                            drop=config.options.get("drop", ()))  # the columns synthesize left out
     report.to_html(output)
     worst = report.summary().head(3)
     print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"

@@ -616,6 +616,6 @@ def _log_clipped(clip_counts: dict[str, int], domain: Domain) -> None:
     for name, n_clipped in clip_counts.items():
         if n_clipped:
             logger.warning(
-                "column %r: %d values outside the declared bounds %s were clipped",
+                "column %r: %d values outside the domain's bounds %s (declared or privately inferred) were clipped",
                 name, n_clipped, bounds_text(domain[name]),
             )

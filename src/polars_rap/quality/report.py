@@ -164,6 +164,7 @@ def quality_report(
     n_linear_thresholds: int = 200_000,
     backend: str = "auto",
     batch_rows: int | None = None,
+    drop: Sequence[str] = (),
 ) -> QualityReport:
     """Compare ``synthetic`` with ``real``: per column, per pair, on the workload, for ML.
 
@@ -207,6 +208,10 @@ def quality_report(
         they do not.
     batch_rows : int, optional
         Rows per batch of the real table (default :func:`~polars_rap.io.source.default_batch_rows`).
+    drop : sequence of str
+        Columns of ``real`` and ``test`` to leave out, as ``synthesize(drop=...)`` left them
+        out of the synthetic rows (a name they lack is ignored). The report still names
+        ``real`` by its file.
 
     Raises
     ------
@@ -230,6 +235,11 @@ def quality_report(
     if model is not None:
         privacy = _privacy_input(model)
     mapping = _domain_mapping(domain if domain is not None else known_domain)
+    real_name = _short_name(real)
+    drop = [drop] if isinstance(drop, str) else list(drop)
+    if drop:
+        real = _without(real, mapping, drop)
+        test = None if test is None else _without(test, mapping, drop)
     source = DataSource.from_input(real, mapping)
     _check_schemas(source.schema, synthetic_frame.schema)
     domain = _resolve_domain(domain if domain is not None else known_domain, source.schema, labels)
@@ -269,7 +279,7 @@ def quality_report(
         pairs=_pairs_frame(domain, real_stats, synthetic_stats),
         workload=workload, workload_errors=workload_errors, ml_utility=ml, privacy=privacy,
         distributions=distributions, n_real=real_stats.n_rows, n_synthetic=synthetic_stats.n_rows,
-        names={"real": _short_name(real), "synthetic": _short_name(synthetic)},
+        names={"real": real_name, "synthetic": _short_name(synthetic)},
     )
 
 
@@ -363,6 +373,15 @@ def _test_frame(test, mapping, domain: Domain) -> pl.DataFrame:
         msg = f"the test table lacks columns {missing}"
         raise DataError(msg)
     return frame.select(domain.names)
+
+
+def _without(data, mapping, drop: list[str]) -> pl.LazyFrame:
+    """``data`` (a frame or a file, a CSV typed by ``mapping``) as a LazyFrame without ``drop``."""
+    if isinstance(data, (str, os.PathLike)):
+        data = scan_file(data, mapping)
+    elif not isinstance(data, (pl.DataFrame, pl.LazyFrame)):
+        data = DataSource.from_input(data, mapping).frame
+    return data.lazy().drop(drop, strict=False)
 
 
 def _short_name(data) -> str:

@@ -211,7 +211,7 @@ def _scaled_numeric(
     elif n_clipped:
         # Curator-only diagnostic: this count reads the data and is never released.
         logger.warning(
-            "column %r: %d values outside the declared bounds %s were clipped",
+            "column %r: %d values outside the domain's bounds %s (declared or privately inferred) were clipped",
             spec.name, n_clipped, bounds_text(spec),
         )
     scaled = to_unit(values, spec)
