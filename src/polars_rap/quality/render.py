@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from polars_rap.schema.transforms import scale_fractions, scale_points
+
 __all__ = ["report_figures", "report_html"]
 
 _MAX_BARS = 25
@@ -106,6 +108,7 @@ def column_figure(distribution):
     cdf.set_ylim(0, 1.02)
     cdf.set_ylabel("cumulative fraction", fontsize=8)
     for axes in (histogram, cdf):
+        _value_axis(axes, d)
         axes.tick_params(labelsize=7)
     nulls = ""
     if d.real_null_rate or d.synthetic_null_rate:
@@ -149,6 +152,31 @@ def workload_figure(errors: pl.DataFrame):
     axes.set_ylabel("absolute error (fraction of rows)")
     axes.set_title("workload errors per query class (whiskers: 5th-95th percentile)", fontsize=9)
     return figure
+
+
+def _value_axis(axes, d) -> None:
+    """A numeric column's x axis: on its declared scale (a log column's on a log-like axis, so
+    its bins look even), at most five ticks, labelled compactly (``100k``, ``1.5M``) so that a
+    wide range's labels do not run together; a temporal column keeps its internal units."""
+    from matplotlib import ticker  # present: the figure was made by _new_figure
+
+    lower, upper = float(d.labels[0]), float(d.labels[-1])
+    if d.scale != "linear" and upper > lower:
+        axes.set_xscale("function", functions=(
+            lambda x: scale_fractions(x, lower, upper, d.scale), lambda t: scale_points(t, lower, upper, d.scale)))
+        axes.set_xticks(np.unique(_round_significant(scale_points(np.linspace(0, 1, 5), lower, upper, d.scale))))
+    else:
+        axes.xaxis.set_major_locator(ticker.MaxNLocator(nbins=4))
+    if not d.temporal:
+        axes.xaxis.set_major_formatter(ticker.EngFormatter(sep=""))
+    axes.set_xlim(lower, upper)
+
+
+def _round_significant(values: np.ndarray, digits: int = 2) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits (tick positions a reader can read)."""
+    magnitude = np.where(values == 0, 1.0, 10.0 ** (np.floor(np.log10(np.abs(np.where(values == 0, 1.0, values))))
+                                                     - digits + 1))
+    return np.round(values / magnitude) * magnitude
 
 
 def _shorten(text: str, length: int = 18) -> str:

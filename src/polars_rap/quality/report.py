@@ -50,8 +50,10 @@ class ColumnDistribution:
     """One column's distribution in both tables, as the plots draw it.
 
     ``labels`` are the category names (categorical; ``"null"`` for the null category) or the
-    histogram's bin edges ``float64[n_bins + 1]`` in the column's units (numeric);
-    ``real``/``synthetic`` the fractions of rows per category, or of non-null rows per bin.
+    histogram's bin edges ``float64[n_bins + 1]`` in the column's units (numeric; equal steps
+    on its declared ``scale``, which its plot's axis follows; a temporal column's in days or
+    microseconds, ``temporal``); ``real``/``synthetic`` the fractions of rows per category, or
+    of non-null rows per bin.
     """
 
     name: str
@@ -62,6 +64,8 @@ class ColumnDistribution:
     distance: float
     real_null_rate: float
     synthetic_null_rate: float
+    scale: str = "linear"
+    temporal: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -403,7 +407,8 @@ def _column_distribution(spec, real: TableStats, synthetic: TableStats) -> Colum
     edges = real.edges[spec.name]
     histograms = [stats.histograms[spec.name] / max(stats.histograms[spec.name].sum(), 1) for stats in (real, synthetic)]
     return ColumnDistribution(spec.name, "numeric", edges, histograms[0], histograms[1],
-                              ks_distance(spec.name, real, synthetic), real.null_rate(spec), synthetic.null_rate(spec))
+                              ks_distance(spec.name, real, synthetic), real.null_rate(spec), synthetic.null_rate(spec),
+                              spec.scale, spec.is_temporal)
 
 
 def _columns_frame(distributions) -> pl.DataFrame:

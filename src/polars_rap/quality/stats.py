@@ -32,6 +32,7 @@ import polars as pl
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import encode
 from polars_rap.schema.encoding import numeric_values as _internal_values
+from polars_rap.schema.transforms import scale_points
 from polars_rap.workload.queries import QuerySet
 
 __all__ = ["EmpiricalCdf", "TableStats", "association", "bin_edges", "ks_distance", "ks_points",
@@ -240,8 +241,14 @@ def pair_sums(spec_a, values_a, present_a, spec_b, values_b, present_b) -> np.nd
 
 
 def bin_edges(spec) -> np.ndarray:
-    """float64[n_bins + 1] over the bounds; whole-number bins centred on the integers of an
-    integer column (bins that straddle integers unevenly draw a comb)."""
+    """float64[n_bins + 1] over the bounds, equal steps on the column's declared scale (a log
+    column's bins widen toward its upper bound); whole-number bins centred on the integers of
+    an integer column (bins that straddle integers unevenly draw a comb)."""
+    if spec.scale != "linear":
+        edges = scale_points(np.linspace(0.0, 1.0, N_BINS + 1), spec.lower, spec.upper, spec.scale)
+        if spec.is_integer:  # whole-number edges, at least one integer per bin
+            edges = np.unique(np.concatenate([[spec.lower - 0.5], np.floor(edges[1:-1]) + 0.5, [spec.upper + 0.5]]))
+        return edges
     if spec.is_integer:
         width = max(1, math.ceil((spec.upper - spec.lower + 1) / N_BINS))
         n_bins = math.ceil((spec.upper - spec.lower + 1) / width)

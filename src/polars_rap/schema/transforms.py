@@ -75,6 +75,21 @@ def _unscale(v: np.ndarray, scale: str) -> np.ndarray:
     return v
 
 
+def scale_points(t: np.ndarray, lower: float, upper: float, scale: str) -> np.ndarray:
+    """float64[n]: the values at fractions ``t`` (float[n] in ``[0, 1]``) of ``[lower, upper]``
+    measured on ``scale`` (no atoms): equal steps of ``t`` are equal steps on the column's own
+    scale. Its inverse is :func:`scale_fractions`."""
+    return lower + (upper - lower) * _unscale(np.asarray(t, dtype=np.float64), scale)
+
+
+def scale_fractions(x: np.ndarray, lower: float, upper: float, scale: str) -> np.ndarray:
+    """float64[n]: where each value of ``x`` lies between ``lower`` and ``upper`` on ``scale``
+    (0 at ``lower``, 1 at ``upper``; values outside are clipped): the inverse of
+    :func:`scale_points`."""
+    t = np.clip((np.asarray(x, dtype=np.float64) - lower) / (upper - lower), 0.0, 1.0)
+    return _scale(t, scale)
+
+
 def equal_bin(u: np.ndarray, bins: int) -> np.ndarray:
     """int64[n]: the bin of each mapped value ``u`` (float[n], clipped to ``[0, 1]``) among
     ``bins`` equal bins of ``[0, 1]``: ``b / bins <= u < (b + 1) / bins``, the last closed."""
