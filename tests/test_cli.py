@@ -13,17 +13,22 @@ import pytest
 
 import polars_rap
 from polars_rap.cli import commands as cli
+from polars_rap.cli.config import ConfigError
 from polars_rap.io import datasets
 
 SMALL_OPTIONS = """
-[options]
+[strategy]
 relaxed_rows = 100
-rounds_cm = 2
-rounds_lt = 2
+
+[strategy.rounds]
+CM = 2
+LT = 2
+
+[strategy.workload]
 n_linear_thresholds = 200
 n_mixed_marginals = 50
 
-[projection]
+[strategy.projection]
 max_steps = 5
 """
 
@@ -69,7 +74,7 @@ def test_synthesize_writes_data_model_and_report(work, model_run):
     model = polars_rap.load(work / "model")
     assert model.report.n_rows == 2000 and model.relaxed.shape[0] == 100
     assert json.loads((work / "report.json").read_text()) == json.loads(model.report.to_json(full=False))
-    assert model.report.parameters["rounds"]["LT"] == 2  # [options] reached synthesize
+    assert model.report.parameters["rounds"]["LT"] == 2  # [strategy.rounds] reached synthesize
 
 
 def test_sample_draws_more_rows_in_every_format_and_overwrites_only_when_asked(work, model_run, capsys):
@@ -184,10 +189,10 @@ def write_config(tmp_path, work, text):
 @pytest.mark.parametrize("extra_config, flags, status, message", [
     ("", ["--bogus"], 2, "unrecognized arguments: --bogus"),
     ("labels = [", [], 2, "is not valid TOML"),
-    ("[options]\nrounds_lt = 2\nspeed = 11\n", [], 2, "unknown option 'speed' in [options]; valid options are ["),
+    ("[options]\nseed = 2\nspeed = 11\n", [], 2, "unknown option 'speed' in [options]; valid options are ["),
     ("[options]\nepsilon = 3\n", [], 2, "set 'epsilon' with --epsilon or [privacy] epsilon"),
-    ("[projection]\nsteps = 3\n", [], 2, "unknown keys ['steps'] in [projection]"),
-    ("[options]\nrounds_lt = -1\n", [], 2, "The 'rounds_lt' parameter must be an int"),
+    ("[strategy.projection]\nsteps = 3\n", [], 2, "[strategy]: projection has unknown settings ['steps']"),
+    ("[strategy.rounds]\nLT = -1\n", [], 2, "[strategy]: The \"rounds['LT']\" parameter must be an int"),
     ("[options]\nbackend = \"tpu\"\n", [], 2, "unknown kernel backend 'tpu'"),
     ("[privacy]\nnoise = 1\n", [], 2, "[privacy] has unknown keys ['noise']"),
     ("[options]\nlabels = [\"SEX\"]\n", [], 2, "set 'labels' with the top-level labels = [...]"),
@@ -206,6 +211,69 @@ def test_usage_and_config_errors_exit_2_with_one_line(work, tmp_path, capsys, ex
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("polars-rap: error: ") and message in err
     assert not (tmp_path / "out.parquet").exists()
+
+
+@pytest.mark.parametrize("text, where", [
+    ("[options]\nrelaxed_rows = 100\n",
+     "'relaxed_rows' is a setting of the strategy now: set relaxed_rows = ... in [strategy]"),
+    ("[options]\nrounds_lt = 2\n", "'rounds_lt' is a setting of the strategy now: set LT = ... in [strategy.rounds]"),
+    ("[options]\nn_linear_thresholds = 200\n",
+     "'n_linear_thresholds' is a setting of the strategy now: set n_linear_thresholds = ... in [strategy.workload]"),
+    ("[projection]\nmax_steps = 5\n", "the [projection] table is now [strategy.projection]"),
+])
+def test_an_old_tuning_key_is_a_config_error_naming_its_new_place(work, tmp_path, capsys, text, where):
+    """The tuning keys moved off ``[options]`` (and ``[projection]``) onto the ``[strategy]``
+    table: an old config is refused before any row is read, saying where each key goes now."""
+    config = write_config(tmp_path, work, text)
+    with pytest.raises(ConfigError) as info:
+        polars_rap.read_config(config)
+    assert where in str(info.value) and str(info.value).startswith(f"config {config!r}: ")
+    capsys.readouterr()
+    assert cli.main(["synthesize", str(work / "ca.parquet"), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
+                     "--delta", "1e-7", "--config", config]) == 2
+    assert where in capsys.readouterr().err and not (tmp_path / "out.parquet").exists()
+
+
+def test_the_strategy_tables_reach_the_run_and_its_report(work, model_run, tmp_path, capsys):
+    """``[strategy]`` with ``[strategy.rounds]``, ``[strategy.workload]`` and
+    ``[strategy.projection]``: the planned strategy's (the fixture's config) and the paper's, each
+    run's report parameters show the values the tables set."""
+    parameters = json.loads((work / "report.json").read_text())["parameters"]
+    assert (parameters["relaxed_rows"], parameters["n_linear_thresholds"], parameters["n_mixed_marginals"],
+            parameters["max_steps"], parameters["rounds"]["LT"]) == (100, 200, 50, 5, 2)
+    assert parameters["strategy"]["name"] == "planned"
+    config = write_config(tmp_path, work, '[strategy]\nname = "paper"\nrelaxed_rows = 40\nqueries_per_round = 4\n'
+                                          "[strategy.rounds]\nCM = 1\nLT = 1\n"
+                                          "[strategy.workload]\nn_linear_thresholds = 60\nn_mixed_marginals = 10\n"
+                                          "[strategy.projection]\nmax_steps = 3\n")
+    strategy = polars_rap.read_config(config).strategy
+    assert isinstance(strategy, polars_rap.PaperStrategy) and strategy.rounds == {"CM": 1, "LT": 1}
+    capsys.readouterr()
+    assert cli.main(["synthesize", str(work / "ca.parquet"), "-o", str(tmp_path / "paper.parquet"), "--epsilon", "1",
+                     "--delta", "1e-7", "--config", config, "--seed", "0", "--json", "--quiet"]) == 0
+    parameters = json.loads(capsys.readouterr().out)["parameters"]
+    assert parameters["strategy"] == {"name": "paper"} and parameters["selection_share"] == 0.5
+    assert (parameters["relaxed_rows"], parameters["queries_per_round"], parameters["n_linear_thresholds"],
+            parameters["n_mixed_marginals"], parameters["max_steps"]) == (40, 4, 60, 10, 3)
+    assert (parameters["rounds"]["CM"], parameters["rounds"]["LT"]) == (1, 1)
+    assert pl.read_parquet(tmp_path / "paper.parquet").height == 2000
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[strategy]\nrelaxed_row = 100\n", "strategy 'planned' has no settings ['relaxed_row']"),
+    ("[strategy]\nrelaxed_rows = 0\n", "The 'relaxed_rows' parameter must be an int in [1, inf). Got 0"),
+    ("[strategy]\nselection_share = 2.0\n", "selection_share must be a number in (0, 1). Got 2.0"),
+    ('[strategy]\nname = "paper"\nselection_share = 0.2\n', "strategy 'paper' has no settings ['selection_share']"),
+    ('[strategy]\nname = "papr"\n', "unknown strategy 'papr'; choose one of 'planned', 'paper'"),
+    ("[strategy.rounds]\nLTT = 2\n", "rounds has unknown query classes ['LTT']"),
+    ("[strategy.workload]\nn_linear_thresholds = -1\n", "The 'n_linear_thresholds' parameter must be an int"),
+    ("[strategy.projection]\nmax_step = 5\n", "projection has unknown settings ['max_step']"),
+])
+def test_a_bad_strategy_setting_is_a_config_error_naming_it(work, tmp_path, text, message):
+    config = write_config(tmp_path, work, text)
+    with pytest.raises(ConfigError) as info:
+        polars_rap.read_config(config)
+    assert str(info.value).startswith(f"config {config!r}: [strategy]: ") and message in str(info.value)
 
 
 def test_missing_epsilon_and_outputs_that_exist_are_usage_errors(work, model_run, tmp_path, capsys):
@@ -272,7 +340,7 @@ def test_a_column_left_undeclared_can_be_dropped_in_the_options(work, tmp_path, 
     capsys.readouterr()
     assert cli.main(args) == 2
     assert "or leave it out with drop = ['SEX'] in [options]" in capsys.readouterr().err
-    no_sex.write_text(no_sex.read_text().replace("[options]\n", "[options]\ndrop = ['SEX']\n"))
+    no_sex.write_text(no_sex.read_text() + "\n[options]\ndrop = ['SEX']\n")
     assert cli.main(args) == 0
     real = pl.read_parquet(work / "ca.parquet")
     assert pl.read_parquet(tmp_path / "out.parquet").columns == [c for c in real.columns if c != "SEX"]
@@ -340,7 +408,9 @@ def test_the_documented_config_example_is_a_valid_config(tmp_path):
     assert config.domain == {
         "AGEP": (17, 99), "PINCP": {"bounds": (0, 1500000), "scale": "log", "atoms": [0]},
         "BIRTHDATE": (datetime.date(1900, 1, 1), datetime.date(2025, 12, 31)), "SEX": [1, 2]}
-    assert config.options == {"relaxed_rows": 1000, "rounds_lt": 10} and config.projection.learning_rate == 0.05
+    assert config.options == {} and config.strategy == polars_rap.PlannedStrategy(
+        relaxed_rows=1000, rounds={"LT": 10}, workload=polars_rap.WorkloadSize(n_linear_thresholds=20000),
+        projection=polars_rap.ProjectionConfig(max_steps=30))
 
 
 def test_config_integer_flag_reaches_the_domain(tmp_path):

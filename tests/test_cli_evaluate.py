@@ -5,19 +5,24 @@ from html.parser import HTMLParser
 import polars as pl
 import pytest
 
+from polars_rap import PlannedStrategy, WorkloadSize
 from polars_rap.cli import commands as cli
 from polars_rap.io import datasets
 from polars_rap.pipeline import synthesis as mechanism
 
 SMALL_OPTIONS = """
-[options]
+[strategy]
 relaxed_rows = 50
-rounds_cm = 1
-rounds_lt = 2
+
+[strategy.rounds]
+CM = 1
+LT = 2
+
+[strategy.workload]
 n_linear_thresholds = 100
 n_mixed_marginals = 20
 
-[projection]
+[strategy.projection]
 max_steps = 5
 """
 
@@ -128,8 +133,9 @@ def test_demo_writes_its_report_and_says_where(work, tmp_path, monkeypatch, caps
     real_synthesize = mechanism.synthesize
 
     def small_synthesize(data, **kwargs):
-        return real_synthesize(data, **kwargs, relaxed_rows=50, rounds_cm=1, rounds_lt=2,
-                               n_linear_thresholds=100, n_mixed_marginals=20)
+        small = PlannedStrategy(relaxed_rows=50, rounds={"CM": 1, "LT": 2},
+                                workload=WorkloadSize(n_linear_thresholds=100, n_mixed_marginals=20))
+        return real_synthesize(data, **kwargs, strategy=small)
 
     monkeypatch.setattr(mechanism, "synthesize", small_synthesize)
     report = tmp_path / "demo-report.html"
