@@ -4,16 +4,25 @@ columns it keeps) and imports the fixtures, which read it (``request.module.COLU
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import ProjectionConfig
+from polars_rap import PlannedStrategy, ProjectionConfig, WorkloadSize
 from polars_rap.schema.domain import Domain
 
 LABELS = ["PINCP_gt_50000"]
-FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
-            projection=ProjectionConfig(max_steps=8), progress=False)
+FAST = dict(relaxed_rows=60, rounds={"LT": 2}, workload=WorkloadSize(n_linear_thresholds=100, n_mixed_marginals=20),
+            projection=ProjectionConfig(max_steps=8))
+"""The fast runs' loop settings (fields every strategy takes: :func:`fast`)."""
+
+
+def fast(strategy=None, **settings):
+    """``strategy`` (default: the planned strategy) with the :data:`FAST` loop settings, and
+    ``settings`` over them."""
+    return dataclasses.replace(PlannedStrategy() if strategy is None else strategy, **{**FAST, **settings})
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +46,8 @@ def domain(private, declared) -> Domain:
     return Domain.from_mapping(private.schema, declared, LABELS)
 
 
-def run(private: pl.DataFrame, declared: dict, **options):
-    """``synthesize`` on ``private`` with the fast settings, at epsilon 1, delta 1e-7 and seed 0
-    unless ``options`` say otherwise."""
-    return polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS,
-                                 **{"epsilon": 1.0, "seed": 0, **FAST, **options})
+def run(private: pl.DataFrame, declared: dict, *, strategy=None, **options):
+    """``synthesize`` on ``private`` with ``strategy`` (default: the planned strategy) at the fast
+    loop settings, at epsilon 1, delta 1e-7 and seed 0 unless ``options`` say otherwise."""
+    return polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, strategy=fast(strategy),
+                                 **{"epsilon": 1.0, "seed": 0, "progress": False, **options})

@@ -11,11 +11,13 @@ import pytest
 import polars_rap
 from polars_rap.io import datasets
 from polars_rap.pipeline.model import FORMAT_VERSION, SyntheticModel, coordinate_names
-from polars_rap.fit.projection import ProjectionConfig
+from polars_rap import PlannedStrategy, ProjectionConfig, WorkloadSize
 from polars_rap.privacy.report import PrivacyReport
 
-FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
-            n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5), progress=False)
+FAST = dict(strategy=PlannedStrategy(relaxed_rows=100, rounds={"CM": 2, "LT": 2, "MM": 1},
+                                     workload=WorkloadSize(n_linear_thresholds=200, n_mixed_marginals=50),
+                                     projection=ProjectionConfig(max_steps=5)),
+            progress=False)
 REPORT_TABLES = ["report_events.parquet", "report_measurements.parquet", "report_unmeasured.parquet"]
 MODEL_FILES = {"manifest.json", "relaxed.arrow", "domain.arrow", "report.json", "histogram_margins.arrow",
                *REPORT_TABLES}
@@ -64,7 +66,7 @@ def test_saved_directory_holds_only_the_released_values(result, saved):
     assert {f["name"] for f in manifest["files"]} == MODEL_FILES - {"manifest.json"}
     relaxed = pa.ipc.open_file(saved / "relaxed.arrow").read_all()
     assert relaxed.column_names == coordinate_names(result.domain)
-    assert relaxed.num_rows == FAST["relaxed_rows"] and relaxed.schema.metadata is None
+    assert relaxed.num_rows == FAST["strategy"].relaxed_rows and relaxed.schema.metadata is None
     assert {c.type for c in relaxed.columns} == {pa.float32()}
     domain = pa.ipc.open_file(saved / "domain.arrow").read_all()
     assert domain.num_rows == 0 and domain.schema == result.domain.to_arrow_schema()

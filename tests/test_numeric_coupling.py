@@ -161,8 +161,8 @@ def test_the_report_and_the_saved_model_decode_as_the_run_did(tmp_path):
     frame = pl.DataFrame({"y": rng.choice(["n", "p"], 300), "a": rng.random(300), "c": rng.random(300)})
     result = polars_rap.synthesize(
         frame, epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)}, labels=["y"],
-        relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False,
-        strategy={"name": "planned", "numeric_coupling": "label"})
+        seed=0, progress=False, strategy={"name": "planned", "numeric_coupling": "label", "relaxed_rows": 20,
+                                          "rounds": {"LT": 2}, "workload": {"n_linear_thresholds": 20}})
     assert result.report.parameters["numeric_coupling"] == "label"
     assert result.report.parameters["strategy"]["numeric_coupling"] == "label"
     loaded = SyntheticModel.load(result.model.save(tmp_path / "model"))
@@ -189,8 +189,9 @@ def test_with_a_public_table_the_coupling_follows_its_use():
     private, public = table(300), table(200)
     runs = {use: polars_rap.synthesize(
         private, epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)},
-        labels=["y"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False,
-        public=public, public_use=[use]) for use in ("labels", "init", "reweight")}
+        labels=["y"], seed=0, progress=False, public=public, public_use=[use],
+        strategy=PlannedStrategy(relaxed_rows=20, rounds={"LT": 2}, workload={"n_linear_thresholds": 20}))
+        for use in ("labels", "init", "reweight")}
     assert PlannedStrategy().numeric_coupling == "label"
     for use in ("labels", "init"):
         assert runs[use].report.parameters["numeric_coupling"] == "label"

@@ -252,8 +252,9 @@ def paired_frame() -> tuple[pl.DataFrame, dict]:
 
 def _fit(paired_frame, epsilon: float = 2.0, **strategy):
     data, domain = paired_frame
+    small = PlannedStrategy(relaxed_rows=40, workload={"n_linear_thresholds": 100}, **strategy)
     return polars_rap.synthesize(data, epsilon=epsilon, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
-                                 relaxed_rows=40, n_linear_thresholds=100, strategy=PlannedStrategy(**strategy))
+                                 strategy=small)
 
 
 def test_synthesize_releases_the_pair_tables_with_the_ties_and_saves_the_kept_pairs(paired_frame, tmp_path,

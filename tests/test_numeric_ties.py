@@ -239,11 +239,15 @@ def frame() -> tuple[pl.DataFrame, dict]:
     return data, {"sex": ["F", "M"], "edu": ["a", "b", "c"], "age": (18, 90), "y": ["n", "p"]}
 
 
+SMALL = dict(relaxed_rows=40, workload={"n_linear_thresholds": 100})
+"""The fits' small loop (strategy settings)."""
+
+
 def _fit(frame, share: float, numeric_coupling: str = "label", **keywords):
     data, domain = frame
-    strategy = PlannedStrategy(tie_share=share, numeric_coupling=numeric_coupling)
+    strategy = PlannedStrategy(tie_share=share, numeric_coupling=numeric_coupling, **SMALL)
     return polars_rap.synthesize(data, epsilon=2.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
-                                 relaxed_rows=40, n_linear_thresholds=100, strategy=strategy, **keywords)
+                                 strategy=strategy, **keywords)
 
 
 def test_synthesize_charges_the_ties_once_before_the_loop_and_saves_them(frame, tmp_path) -> None:
@@ -288,7 +292,7 @@ def test_without_labels_or_the_label_coupling_a_tie_share_releases_nothing(frame
     data, domain = frame
     result = polars_rap.synthesize(data.drop("y"), epsilon=2.0, delta=1e-7,
                                    domain={k: v for k, v in domain.items() if k != "y"}, seed=0, progress=False,
-                                   relaxed_rows=40, n_linear_thresholds=100, strategy=PlannedStrategy(tie_share=0.2))
+                                   strategy=PlannedStrategy(tie_share=0.2, **SMALL))
     assert result.numeric_ties is None
     assert not any(e.description.startswith("numeric ties") for e in result.report.events)
 

@@ -1,6 +1,7 @@
 """What a run shows while it works (issue 16): a fit figure per measured answer that does not
 rise as measurements are added, and one line per query class at the end without a terminal."""
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -14,7 +15,7 @@ from polars_rap.fit.loop_record import fit_figures
 from plans import OUTRIGHT  # tests/plans.py
 
 DOMAIN = {"age": (18, 90), "hours": (0, 99), "sex": ["F", "M"], "y": [0, 1]}
-SMALL = dict(relaxed_rows=30, rounds_lt=2, n_linear_thresholds=30, seed=0)  # LT selects 20 of 30
+SMALL = dict(relaxed_rows=30, rounds={"LT": 2}, workload={"n_linear_thresholds": 30})  # LT selects 20 of 30
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +51,8 @@ def test_the_figure_stays_put_where_the_loss_grows_with_the_measurements():
 
 def test_without_a_bar_each_class_gets_one_line_at_the_end(frame, caplog):
     with caplog.at_level(logging.INFO, logger="polars_rap"):
-        polars_rap.synthesize(frame, epsilon=1.0, delta=1e-7, domain=DOMAIN, labels=["y"],
-                              progress=False, strategy=OUTRIGHT, **SMALL)  # one outright CM step
+        polars_rap.synthesize(frame, epsilon=1.0, delta=1e-7, domain=DOMAIN, labels=["y"], seed=0,
+                              progress=False, strategy=dataclasses.replace(OUTRIGHT, **SMALL))  # one outright CM step
     lines = [r.getMessage() for r in caplog.records if "fit residual rms" in r.getMessage()]
     assert [line.split(":")[0] for line in lines] == ["CM", "LT"]
     assert lines[0].startswith("CM: 1 groups (4 answers) measured in 1 step; fit residual rms ")
@@ -66,7 +67,7 @@ def test_the_cli_logs_the_class_lines_off_a_terminal_and_quiet_silences_them(fra
         '[domain.hours]\nkind = "numeric"\nbounds = [0, 99]\n'
         '[domain.sex]\nkind = "categorical"\ncategories = ["F", "M"]\n'
         '[domain.y]\nkind = "categorical"\ncategories = [0, 1]\n'
-        "[options]\nrelaxed_rows = 30\nrounds_lt = 2\nn_linear_thresholds = 30\n")
+        "[strategy]\nrelaxed_rows = 30\n[strategy.rounds]\nLT = 2\n[strategy.workload]\nn_linear_thresholds = 30\n")
     args = ["synthesize", str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"), "--epsilon", "1",
             "--delta", "1e-7", "--config", str(tmp_path / "c.toml"), "--seed", "0", "--overwrite"]
     assert cli.main(args) == 0  # the CLI sets the package's log level itself: INFO, WARNING when quiet

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize
 
 import polars_rap
-from polars_rap import DataError, ProjectionConfig
+from polars_rap import DataError, PlannedStrategy, ProjectionConfig, WorkloadSize
 from polars_rap.io.blocks import sample_block
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import EncodedData
@@ -18,8 +18,9 @@ from polars_rap.public.labels import FULL_SHARE_STD, NUMERIC_CELLS, RIDGE_PER_NO
 from polars_rap.workload.queries import CLASS_CODES
 from polars_rap.workload.builders import build_workload
 
-FAST = dict(relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
-            projection=ProjectionConfig(max_steps=8), progress=False)
+FAST = dict(strategy=PlannedStrategy(relaxed_rows=60, rounds={"LT": 2}, projection=ProjectionConfig(max_steps=8),
+                                     workload=WorkloadSize(n_linear_thresholds=100, n_mixed_marginals=20)),
+            progress=False)
 DECLARED = {"a": ["p", "q", "r"], "b": ["u", "v"], "x": {"bounds": (0.0, 1.0), "nullable": True},
             "y": ["no", "yes"]}
 

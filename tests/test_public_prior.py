@@ -21,7 +21,7 @@ from polars_rap.workload.builders import build_workload
 
 import public_rows  # tests/public_rows.py: the public-table tests' rows, fixtures and run()
 from plans import OUTRIGHT  # tests/plans.py
-from public_rows import FAST, LABELS, run
+from public_rows import FAST, LABELS, fast, run
 
 declared, domain = public_rows.declared, public_rows.domain  # the shared fixtures: they read COLUMNS
 private, public = public_rows.private, public_rows.public
@@ -182,11 +182,10 @@ def test_a_column_no_query_measures_keeps_the_public_tables_distribution(private
     """With no categorical marginal measured (no CM rounds, no base marginals), nothing but the
     starting point shapes SEX: the public table's (all 2 here), not the uniform start's."""
     skewed = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"))
-    options = dict(rounds_cm=0, epsilon=0.3, strategy=OUTRIGHT)
+    options = dict(epsilon=0.3, strategy=fast(OUTRIGHT, rounds={**FAST["rounds"], "CM": 0}), progress=False)
     with_public = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0,
-                                        public=skewed, public_use=["init"], **{**FAST, **options})
-    without = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0,
-                                    **{**FAST, **options})
+                                        public=skewed, public_use=["init"], **options)
+    without = polars_rap.synthesize(private, delta=1e-7, domain=declared, labels=LABELS, seed=0, **options)
     assert (with_public.data["SEX"] == 2).mean() > 0.9
     assert 0.3 < (without.data["SEX"] == 2).mean() < 0.7
 
@@ -194,7 +193,7 @@ def test_a_column_no_query_measures_keeps_the_public_tables_distribution(private
 def test_public_equal_to_private_makes_the_cm_error_at_small_epsilon_clearly_lower(private, declared, domain):
     def cm_error(**options):
         result = polars_rap.synthesize(private, epsilon=0.25, delta=1e-7, domain=declared, labels=LABELS,
-                                       seed=1, **{**FAST, **options})
+                                       seed=1, strategy=fast(), progress=False, **options)
         errors = evaluation.workload_errors(private, result.data, domain, seed=0, classes=("CM",))
         return errors["mean_error"][0]
 
@@ -208,7 +207,7 @@ def test_a_wrong_public_table_loses_to_the_measurements(private, public, declare
     epsilon the marginals over a column the public table gets wrong follow the measurements."""
     wrong = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"))
     result = polars_rap.synthesize(private, epsilon=8.0, delta=1e-7, domain=declared, labels=LABELS, seed=0,
-                                   public=wrong, public_use=["init", "targets"], **FAST)
+                                   public=wrong, public_use=["init", "targets"], strategy=fast(), progress=False)
     share = (result.data["SEX"] == 2).mean()
     assert abs(share - (private["SEX"] == 2).mean()) < 0.1, share
     assert result.report.public_data["target_factors"]["CM"] < 1.0  # the right tables were still pulled in
@@ -273,7 +272,7 @@ def test_selection_scores_against_public_answers_in_each_class_first_round_only(
 
 # ------------------------------------------------------------------ entry points
 def test_the_namespaces_pass_the_public_table(private, public, declared):
-    options = dict(epsilon=1.0, delta=1e-7, domain=declared, labels=LABELS, seed=0, **FAST)
+    options = dict(epsilon=1.0, delta=1e-7, domain=declared, labels=LABELS, seed=0, strategy=fast(), progress=False)
     eager = private.dp.synthesize(public=public, **options)
     lazy = private.lazy().dp.synthesize(public=public.lazy(), **options)
     assert eager.report.public_data == lazy.report.public_data
@@ -290,8 +289,8 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
         f"[domain.{name}]\nkind = \"numeric\"\nbounds = {list(declared[name])}" if isinstance(declared[name], tuple)
         else f"[domain.{name}]\nkind = \"categorical\"\ncategories = {json.dumps(declared[name])}"
         for name in COLUMNS)
-    options = ('[options]\nrelaxed_rows = 60\nrounds_lt = 2\nn_linear_thresholds = 100\n'
-               'public_use = ["init", "targets"]\n[projection]\nmax_steps = 5\n')
+    options = ('[options]\npublic_use = ["init", "targets"]\n[strategy]\nrelaxed_rows = 60\n[strategy.rounds]\nLT = 2\n'
+               '[strategy.workload]\nn_linear_thresholds = 100\n[strategy.projection]\nmax_steps = 5\n')
     config = folder / "spec.toml"
     config.write_text(f'labels = {json.dumps(LABELS)}\npublic = "public.parquet"\n\n{tables}\n{options}')
 

@@ -129,7 +129,8 @@ def synthesized():
     frame = frame.with_columns(income=pl.when(pl.col("hours") > 40).then(pl.lit(">50K")).otherwise(pl.lit("<=50K")))
     domain = {"age": (18, 90), "sex": ["F", "M"], "hours": (1.0, 99.0), "income": ["<=50K", ">50K"]}
     result = polars_rap.synthesize(frame[:300], epsilon=1.0, delta=1e-6, domain=domain, labels=["income"],
-                                   relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+                                   seed=0, progress=False, strategy=polars_rap.PlannedStrategy(
+                                       relaxed_rows=20, rounds={"LT": 2}, workload={"n_linear_thresholds": 20}))
     return frame[:300], frame[300:], result
 
 

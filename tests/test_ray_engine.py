@@ -30,7 +30,7 @@ from polars_rap.io.blocks import write_parquet  # noqa: E402
 from polars_rap.errors import DataError  # noqa: E402
 from polars_rap.kernels import get_backend  # noqa: E402
 from polars_rap.pipeline.model import SyntheticModel  # noqa: E402
-from polars_rap.fit.projection import ProjectionConfig  # noqa: E402
+from polars_rap import PlannedStrategy, ProjectionConfig, WorkloadSize  # noqa: E402
 from polars_rap.io.ray_engine import RaySource  # noqa: E402
 from polars_rap.io.source import DataSource, exact_answers
 from polars_rap.io.engines import open_source  # noqa: E402
@@ -38,8 +38,10 @@ from polars_rap.workload.builders import build_workload  # noqa: E402
 
 SRC = Path(polars_rap.__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-FAST = dict(relaxed_rows=50, rounds_cm=1, rounds_lt=1, n_linear_thresholds=100, rows=2_000,
-            projection=ProjectionConfig(max_steps=3, max_doublings=1), progress=False)
+LOOP = dict(relaxed_rows=50, rounds={"CM": 1, "LT": 1}, workload=WorkloadSize(n_linear_thresholds=100),
+            projection=ProjectionConfig(max_steps=3, max_doublings=1))
+"""The runs' small loop (settings every strategy takes)."""
+FAST = dict(strategy=PlannedStrategy(**LOOP), rows=2_000, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -203,12 +205,11 @@ def test_numeric_ties_on_ray_equal_the_in_process_ones(flaky_dir, task, monkeypa
     """The ties' sums are read per block beside the counts and merged on the driver: the same
     release, the same fitted ties and the same rows as in this process (no noise cap, so that
     the CA task's ties are measured at these settings)."""
-    from polars_rap.fit.planned_strategy import PlannedStrategy
     from polars_rap.pipeline import fitting
 
     monkeypatch.setattr(fitting, "TIE_NOISE_CAP", math.inf)
     arguments = dict(epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=3,
-                     strategy=PlannedStrategy(tie_share=0.2), **FAST)
+                     **{**FAST, "strategy": PlannedStrategy(tie_share=0.2, **LOOP)})
     here = polars_rap.synthesize(task.frame, **arguments)
     on_ray = polars_rap.synthesize(blocks_of(task.frame, 7), **arguments)
     assert here.numeric_ties is not None
@@ -271,7 +272,8 @@ def test_the_output_does_not_depend_on_the_ray_layout(flaky_dir, tmp_path):
     written here or by 1 or 4 Ray tasks."""
     df = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
     res = polars_rap.synthesize(df, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-                                relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+                                seed=0, progress=False, strategy=PlannedStrategy(
+                                    relaxed_rows=20, rounds={"LT": 2}, workload=WorkloadSize(n_linear_thresholds=20)))
     here = write_parquet(res.model, tmp_path / "here", 25_001, seed=1, block_rows=3_000)
     layouts = [write_parquet(res.model, tmp_path / f"ray{k}", 25_001, seed=1, block_rows=3_000,
                              engine="ray", ray_tasks=k) for k in (1, 4)]
@@ -315,8 +317,9 @@ def test_ray_writers_apply_a_public_label_model(flaky_dir, task, tmp_path):
 
 def test_cli_synthesizes_on_ray_and_samples_parts(flaky_dir, task, parquet_folder, tmp_path, capsys):
     config = tmp_path / "ca.toml"
-    config.write_text(polars_rap.cli.config.config_text(task) + "\n[options]\nrelaxed_rows = 50\nrounds_cm = 1\n"
-                      "rounds_lt = 1\nn_linear_thresholds = 50\n\n[projection]\nmax_steps = 3\n")
+    config.write_text(polars_rap.cli.config.config_text(task) + "\n[strategy]\nrelaxed_rows = 50\n[strategy.rounds]\n"
+                      "CM = 1\nLT = 1\n[strategy.workload]\nn_linear_thresholds = 50\n\n[strategy.projection]\n"
+                      "max_steps = 3\n")
     common = ["--epsilon", "1", "--delta", "1e-9", "--config", str(config), "--seed", "0", "--rows", "500",
               "--quiet"]
     assert cli.main(["synthesize", str(parquet_folder), "-o", str(tmp_path / "ray.parquet"),

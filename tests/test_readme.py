@@ -3,8 +3,10 @@
 Their code blocks are taken from the README itself, in order: each ``polars-rap`` command of a
 ``bash`` block runs through the command line's entry point (the ``polars-rap`` script that
 pyproject.toml declares, called in this process), each ``python`` block is executed in one
-namespace. Only the defaults of ``synthesize`` are made small (fewer relaxed rows, rounds and
-Adam steps), so that the code shown is the code that runs, in seconds.
+namespace. Only the defaults of the loop's settings are made small (fewer relaxed rows, rounds,
+workload queries and Adam steps: the keyword-only defaults of every strategy class, which a run
+the README shows resolves its strategy to), so that the code shown is the code that runs, in
+seconds.
 
 Only the package's public names are used here (``polars_rap.__all__``), so that the test follows
 the README and not the modules' layout.
@@ -23,8 +25,10 @@ import polars_rap
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-SMALL_DEFAULTS = dict(relaxed_rows=40, rounds_lt=2, n_linear_thresholds=100, n_mixed_marginals=20,
-                      projection=polars_rap.ProjectionConfig(max_steps=3), progress=False)
+SMALL_LOOP = dict(relaxed_rows=40, rounds={"LT": 2},
+                  workload=polars_rap.WorkloadSize(n_linear_thresholds=100, n_mixed_marginals=20),
+                  projection=polars_rap.ProjectionConfig(max_steps=3))
+"""The loop settings every strategy takes by default here (a README run's own settings win)."""
 ADULT_ROWS = 48_842
 
 
@@ -60,9 +64,15 @@ def run_shell_block(code: str) -> None:
 
 
 def small_defaults(monkeypatch) -> None:
-    """Small settings for every ``synthesize`` call, the command line's included."""
+    """Small loop settings for every run, the command line's included: the default strategy
+    (``"planned"``), a config's ``[strategy]`` table and a strategy object made in the README's
+    code are all made by the strategy classes, whose loop settings are keyword-only fields, so
+    their ``__init__``'s keyword defaults are the settings a run that does not set them gets
+    (restored after the test). ``synthesize`` shows no progress bar."""
+    for strategy in (polars_rap.PlannedStrategy, polars_rap.PaperStrategy):
+        monkeypatch.setattr(strategy.__init__, "__kwdefaults__", {**strategy.__init__.__kwdefaults__, **SMALL_LOOP})
     synthesize = polars_rap.synthesize
-    monkeypatch.setattr(synthesize, "__kwdefaults__", {**synthesize.__kwdefaults__, **SMALL_DEFAULTS})
+    monkeypatch.setattr(synthesize, "__kwdefaults__", {**synthesize.__kwdefaults__, "progress": False})
 
 
 def test_the_quickstart_has_a_shell_step_and_python_steps_without_elisions():
@@ -85,6 +95,7 @@ def test_the_quickstart_runs_as_written_in_an_empty_directory(tmp_path, monkeypa
                 assert repr(namespace["res"]).startswith(shown), (repr(namespace["res"]), shown)
     result = namespace["res"]
     assert isinstance(result, polars_rap.SynthesisResult)
+    assert result.report.parameters["relaxed_rows"] == 40  # the small loop ran
     assert result.data.height == ADULT_ROWS and result.data.width == 15  # the second block: every column
     assert (tmp_path / "adult-model" / "manifest.json").is_file()
     assert repr(namespace["config"].domain["race"]) == repr(
@@ -113,4 +124,5 @@ def test_the_command_line_quickstart_runs_as_written_in_an_empty_directory(tmp_p
     assert pl.read_parquet(tmp_path / "more.parquet").height == 10_000
     model = polars_rap.load(tmp_path / "adult-model")
     assert model.report.epsilon == 1.0 and model.report.delta == 1e-9
+    assert model.report.parameters["relaxed_rows"] == 40  # the small loop ran
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == summary

@@ -1,5 +1,6 @@
 """Short reprs and notebook views of what a synthesis returns (issue 16: repr was ~80 KB)."""
 
+import dataclasses
 from html.parser import HTMLParser
 
 import polars as pl
@@ -13,8 +14,9 @@ from plans import OUTRIGHT  # tests/plans.py
 @pytest.fixture(scope="module")
 def result():
     frame = pl.DataFrame({"age": [23, 35, 47, 59] * 50, "sex": ["F", "M"] * 100})
+    small = polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2}, workload={"n_linear_thresholds": 20})
     return polars_rap.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"]},
-                                 relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20, seed=0, progress=False)
+                                 strategy=small, seed=0, progress=False)
 
 
 def parses(text: str) -> bool:
@@ -61,9 +63,11 @@ def wide_result(task):
     """A CA run (20 columns, hundreds of ledger events and unmeasured groups) at toy settings."""
     frame = task.frame.sample(2_000, seed=0)
     return polars_rap.synthesize(frame, epsilon=1.0, delta=1e-7, domain=task.domain, labels=task.labels,
-                                 relaxed_rows=50, rounds_lt=3, n_linear_thresholds=500, n_mixed_marginals=50,
-                                 projection=polars_rap.ProjectionConfig(max_steps=5), seed=0, progress=False,
-                                 strategy=OUTRIGHT)  # every CM table an event of its own
+                                 seed=0, progress=False,
+                                 strategy=dataclasses.replace(  # every CM table an event of its own
+                                     OUTRIGHT, relaxed_rows=50, rounds={"LT": 3},
+                                     workload=polars_rap.WorkloadSize(n_linear_thresholds=500, n_mixed_marginals=50),
+                                     projection=polars_rap.ProjectionConfig(max_steps=5)))
 
 
 def test_reprs_and_views_stay_short_on_a_wide_table(wide_result):

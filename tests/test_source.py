@@ -15,12 +15,13 @@ from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import encode
 from polars_rap.privacy.inference import inference_requests
 from polars_rap.kernels import get_backend
-from polars_rap.fit.projection import ProjectionConfig
+from polars_rap import PlannedStrategy, ProjectionConfig, WorkloadSize
 from polars_rap.io.source import DataSource, default_batch_rows, exact_answers
 from polars_rap.workload.builders import build_workload
 
-FAST = dict(relaxed_rows=100, rounds_cm=2, rounds_lt=2, rounds_mm=1, n_linear_thresholds=200,
-            n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5, max_doublings=1),
+FAST = dict(strategy=PlannedStrategy(relaxed_rows=100, rounds={"CM": 2, "LT": 2, "MM": 1},
+                                     workload=WorkloadSize(n_linear_thresholds=200, n_mixed_marginals=50),
+                                     projection=ProjectionConfig(max_steps=5, max_doublings=1)),
             progress=False)
 
 
@@ -258,7 +259,8 @@ def test_clipped_values_are_logged_once_per_column_with_the_total(task, domain, 
         exact_answers(DataSource.from_input(frame), domain, queries, get_backend("cpu"),
                       batch_rows=64)
     clipped = [r.getMessage() for r in caplog.records if "clipped" in r.getMessage()]
-    assert clipped == ["column 'AGEP': 10 values outside the declared bounds [17, 99] were clipped"]
+    assert clipped == ["column 'AGEP': 10 values outside the domain's bounds [17, 99] (declared or privately inferred) "
+                       "were clipped"]
 
 
 def test_encode_adds_clip_counts_instead_of_logging(task, domain, caplog):
@@ -312,8 +314,8 @@ def test_synthesize_reads_a_csv_with_its_declared_types(tmp_path):
     path = tmp_path / "people.csv"
     frame.write_csv(path)
     result = polars_rap.synthesize(path, epsilon=1.0, delta=1e-7, domain={"age": (18, 90), "sex": ["F", "M"]},
-                                   labels=["sex"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=20,
-                                   seed=0, progress=False)
+                                   labels=["sex"], seed=0, progress=False, strategy=PlannedStrategy(
+                                       relaxed_rows=20, rounds={"LT": 2}, workload={"n_linear_thresholds": 20}))
     assert result.data.schema == pl.Schema({"age": pl.Int64, "sex": pl.String})
 
 

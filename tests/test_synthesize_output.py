@@ -17,9 +17,10 @@ from polars_rap.pipeline import fitting as fitting_stage
 from polars_rap.pipeline import release
 
 DOMAIN = {"age": {"bounds": (18, 90), "integer": True}, "sex": ["F", "M"], "y": ["no", "yes"]}
-SETTINGS = dict(epsilon=1.0, delta=1e-6, domain=DOMAIN, labels=["y"], relaxed_rows=20, rounds_lt=2,
-                n_linear_thresholds=40, seed=5, progress=False, backend="cpu",
-                projection=polars_rap.ProjectionConfig(max_steps=20))
+SETTINGS = dict(epsilon=1.0, delta=1e-6, domain=DOMAIN, labels=["y"], seed=5, progress=False, backend="cpu",
+                strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"LT": 2},
+                                                    workload=polars_rap.WorkloadSize(n_linear_thresholds=40),
+                                                    projection=polars_rap.ProjectionConfig(max_steps=20)))
 
 
 @pytest.fixture(scope="module")
