@@ -117,6 +117,8 @@ def test_read_config_gives_the_keywords_the_cli_passes(people, tmp_path):
     ('label = ["sex"]\n', "did you mean 'labels'?", "unknown"),
     ("[privacy]\nepsilom = 1.0\n", "did you mean 'epsilon'?", "unknown"),
     ("[options]\ninfer_domian = true\n", "did you mean 'infer_domain'?", "unknown"),
+    ("[options]\nrounds_tl = 2\n", "did you mean 'rounds_lt', a setting of the strategy now: set LT = ... in "
+                                   "[strategy.rounds]", "unknown"),
     ("[strategy]\nrelaxed_row = 30\n", "did you mean 'relaxed_rows'?", "has no settings"),
     ("[strategy.workload]\nn_linear_threshold = 20\n", "did you mean 'n_linear_thresholds'?", "unknown"),
     ("[strategy.projection]\nmax_step = 2\n", "did you mean 'max_steps'?", "unknown"),

@@ -44,6 +44,7 @@ strategy) and the one ``polars-rap export`` writes.
 from __future__ import annotations
 
 import datetime
+import difflib
 import inspect
 import json
 import math
@@ -287,11 +288,13 @@ def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
             msg = f"config {path!r}: {name!r} is a setting of the strategy now: set {_strategy_spelling(name)}"
             raise ConfigError(msg)
         if name not in valid:
+            moved = difflib.get_close_matches(name, list(MOVED_TO_STRATEGY), n=1, cutoff=0.75)
+            hint = (f"; did you mean {moved[0]!r}, a setting of the strategy now: set {_strategy_spelling(moved[0])}"
+                    if moved and not did_you_mean([name], valid) else did_you_mean([name], valid))
             msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
-                   f"{valid}{_misplaced_hint([name])}{did_you_mean([name], valid)}")
+                   f"{valid}{_misplaced_hint([name])}{hint}")
             raise ConfigError(msg)
     return dict(table)
-
 
 
 def _strategy_spelling(name: str) -> str:
@@ -375,6 +378,7 @@ def toml_value(value: Any) -> str:
     escapes are TOML's).
 
     >>> import datetime
+import difflib
     >>> toml_value([datetime.date(1990, 1, 1), 2.5, "a"])
     '[1990-01-01, 2.5, "a"]'
     """
