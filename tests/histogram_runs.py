@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from unittest import mock
 
@@ -13,8 +14,20 @@ from polars_rap.fit import numeric_histograms
 from polars_rap.privacy import ledger as privacy
 
 
+LOOP = dict(relaxed_rows=100, rounds={"LT": 2}, workload={"n_linear_thresholds": 200},
+            projection=polars_rap.ProjectionConfig(max_steps=10))
+"""The loop settings of :func:`recorded_histogram_run` (a few rows and steps)."""
+
+
+def with_loop(strategy):
+    """``strategy`` (a strategy object or a mapping) with :data:`LOOP`'s settings."""
+    if isinstance(strategy, Mapping):
+        return {**strategy, **LOOP}
+    return dataclasses.replace(strategy, **LOOP)
+
+
 def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy):
-    """``synthesize`` on ``frame`` (label ``y``, epsilon 1, a few rows and steps) with
+    """``synthesize`` on ``frame`` (label ``y``, epsilon 1, a few rows and steps: :data:`LOOP`) with
     ``strategy`` (a strategy object, or a mapping as ``synthesize`` takes one), and every ``numeric_histograms.gaussian_mechanism`` call it made: dicts of
     the values, L2 sensitivity, rho, noisy output, std, description, n_rows and the rho of the
     ledger events the call charged."""
@@ -31,9 +44,7 @@ def recorded_histogram_run(frame: pl.DataFrame, declared: Mapping, strategy):
 
     with mock.patch.object(numeric_histograms, "gaussian_mechanism", recording):
         result = polars_rap.synthesize(
-            frame, epsilon=1.0, delta=1e-6, domain=dict(declared), labels=["y"], seed=3, relaxed_rows=100,
-            rounds_lt=2, n_linear_thresholds=200, progress=False, backend="cpu",
-            projection=polars_rap.ProjectionConfig(max_steps=10),
-            strategy=dict(strategy) if isinstance(strategy, Mapping) else strategy,
+            frame, epsilon=1.0, delta=1e-6, domain=dict(declared), labels=["y"], seed=3, progress=False,
+            backend="cpu", strategy=with_loop(strategy),
         )
     return result, calls

@@ -11,9 +11,11 @@ from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.fit.strategy import PlannedStrategy
 
 MAPPING = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "t": (0.0, 10.0), "y": ["0", "1"]}
-RUN = dict(delta=1e-7, domain=MAPPING, labels=["y"], seed=3, relaxed_rows=50, rounds_lt=2,
-           n_linear_thresholds=30, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=8))
-"""``synthesize`` keywords of a short run on :func:`frame`."""
+LOOP = dict(relaxed_rows=50, rounds={"LT": 2}, workload={"n_linear_thresholds": 30},
+            projection=ProjectionConfig(max_steps=8))
+"""The strategy's loop settings of a short run on :func:`frame` (``PlannedStrategy(**LOOP)``)."""
+RUN = dict(delta=1e-7, domain=MAPPING, labels=["y"], seed=3, backend="cpu", progress=False)
+"""``synthesize`` keywords of a short run on :func:`frame` (its strategy set with :data:`LOOP`)."""
 
 
 def frame(n: int = 800, seed: int = 0) -> pl.DataFrame:
@@ -40,7 +42,7 @@ def assert_precise_run_unchanged(option: dict, base: dict | None = None) -> None
     run with ``base`` alone, bit for bit (ledger events, relaxed rows, decoded rows)."""
     import polars_rap
 
-    strategy = {"name": "planned", **(base or {})}
+    strategy = {"name": "planned", **LOOP, **(base or {})}
     plain = polars_rap.synthesize(frame(), epsilon=50.0, strategy=strategy, **RUN)
     changed = polars_rap.synthesize(frame(), epsilon=50.0, strategy={**strategy, **option}, **RUN)
     assert not any(e.description == "CM selection" for e in plain.report.events)

@@ -34,9 +34,9 @@ from plans import ANNEALED_ONLY, OUTRIGHT  # tests/plans.py
 
 TINY_DOMAIN = {"a": ["x", "y"], "b": ["p", "q", "r"], "c": ["u", "v", "w", "z"], "d": ["m", "f"],
                "t": (0.0, 10.0), "y": ["0", "1"]}
-TINY = dict(epsilon=1.0, delta=1e-7, domain=TINY_DOMAIN, labels=["y"], seed=5, relaxed_rows=40,
-            rounds_lt=2, queries_per_round=3, n_linear_thresholds=30, backend="cpu",
-            projection=ProjectionConfig(max_steps=5), progress=False)
+TINY = dict(epsilon=1.0, delta=1e-7, domain=TINY_DOMAIN, labels=["y"], seed=5, backend="cpu", progress=False)
+TINY_LOOP = dict(relaxed_rows=40, rounds={"LT": 2}, queries_per_round=3, workload={"n_linear_thresholds": 30},
+                 projection=ProjectionConfig(max_steps=5))  # the strategy's loop settings
 # sha256 of _fingerprint on the code before CM annealing existed (merge-work a3fe068): the CM
 # class measured outright (the default), and CM by two selection rounds of K = 2.
 BEFORE_ANNEALING = {
@@ -68,16 +68,16 @@ def _fingerprint(result) -> str:
 
 # ------------------------------------------------------------------ default plans unchanged
 EQUAL_SHARES = OUTRIGHT.but(class_shares=None)  # the default when hashed: equal shares, whole schedule (in TINY_WHOLE)
-TINY_WHOLE = {**TINY, "projection": ProjectionConfig(max_steps=5, warm_doublings=6)}  # 6 = max_doublings: every stage
+TINY_WHOLE = {**TINY_LOOP, "projection": ProjectionConfig(max_steps=5, warm_doublings=6)}  # 6 = max_doublings: every stage
 
 
 @pytest.mark.parametrize(("kind", "settings"), [("outright", {}),
-                                                ("selection", {"rounds_cm": 2, "queries_per_round": 2})])
+                                                ("selection", {"rounds": {"CM": 2, "LT": 2}, "queries_per_round": 2})])
 def test_runs_with_the_option_off_are_those_of_before_bit_for_bit(kind, settings) -> None:
     """With CM not annealed (and no base marginals), a fixed-seed run releases and returns
     exactly what the code before the option did: same relaxed data, events, measurements and
     rows (hashes taken on merge-work a3fe068, whose default gave the classes equal shares)."""
-    result = polars_rap.synthesize(_tiny_frame(), strategy=EQUAL_SHARES, **{**TINY_WHOLE, **settings})
+    result = polars_rap.synthesize(_tiny_frame(), strategy=EQUAL_SHARES.but(**{**TINY_WHOLE, **settings}), **TINY)
     assert _fingerprint(result) == BEFORE_ANNEALING[kind]
 
 
@@ -363,9 +363,9 @@ def test_an_annealed_run_closes_its_ledger_and_reports_its_rounds() -> None:
     rounds run, and no measured table is listed as unmeasured."""
     rows = _adult_like()
     result = polars_rap.synthesize(
-        rows, epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=60,
-        rounds_lt=2, n_linear_thresholds=40, backend="cpu", progress=False,
-        projection=ProjectionConfig(max_steps=10), strategy=ANNEALED_ONLY)
+        rows, epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, backend="cpu", progress=False,
+        strategy=ANNEALED_ONLY.but(relaxed_rows=60, rounds={"LT": 2}, workload={"n_linear_thresholds": 40},
+                                   projection=ProjectionConfig(max_steps=10)))
     report = result.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     cm_rounds = sorted({e.round for e in cm})
@@ -401,9 +401,9 @@ def test_a_re_measured_table_is_fitted_and_reported_twice(monkeypatch, caplog) -
     monkeypatch.setattr(annealing, "gumbel_top_k", first_table)
     monkeypatch.setattr(rounds, "project", spy_project)
     result = polars_rap.synthesize(
-        _adult_like(), epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=40,
-        rounds_lt=0, backend="cpu", progress=False, projection=ProjectionConfig(max_steps=5),
-        strategy=ANNEALED_ONLY.but(cm_step={"annealed_rounds": 6}))
+        _adult_like(), epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, backend="cpu",
+        progress=False, strategy=ANNEALED_ONLY.but(cm_step={"annealed_rounds": 6}, relaxed_rows=40, rounds={"LT": 0},
+                                                   projection=ProjectionConfig(max_steps=5)))
     report = result.report
     m = report.measurements
     first = int(m["group"][0])
@@ -430,10 +430,11 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     from polars_rap.fit.annealing import outright_noise_l1
 
     rows = _adult_like()
-    common = dict(epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=60,
-                  rounds_lt=2, n_linear_thresholds=40, backend="cpu", progress=False,
-                  projection=ProjectionConfig(max_steps=10))
-    annealed = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY, **common)
+    common = dict(epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, backend="cpu",
+                  progress=False)
+    loop = dict(relaxed_rows=60, rounds={"LT": 2}, workload={"n_linear_thresholds": 40},
+                projection=ProjectionConfig(max_steps=10))
+    annealed = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY.but(**loop), **common)
     cm_rho = annealed.report.rho_budget * (2.0 / 3.0)
     cells = np.array([3 * 4, 3 * 2, 3 * 3, 4 * 2, 4 * 3, 2 * 3]) * 2  # feature pairs x income
     l2 = math.sqrt(2.0) / rows.height
@@ -441,8 +442,8 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     noise_l1 = float(np.mean(math.sqrt(2.0 / math.pi) * sigma * cells))
     assert outright_noise_l1(np.full(len(cells), l2), cells, cm_rho) == pytest.approx(noise_l1, rel=1e-14)
 
-    precise = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY.but(cm_step={"outright_l1": noise_l1 * 1.0001}),
-                                    **common)
+    precise = polars_rap.synthesize(
+        rows, strategy=ANNEALED_ONLY.but(cm_step={"outright_l1": noise_l1 * 1.0001}, **loop), **common)
     report = precise.report
     cm = [e for e in report.events if e.description.startswith("CM")]
     assert not any(e.description == "CM selection" for e in cm)
@@ -455,6 +456,6 @@ def test_a_precise_enough_annealed_step_measures_every_table_outright_once() -> 
     np.testing.assert_allclose(measured["noise_std"].to_numpy(), sigma, rtol=1e-9)
     assert report.unmeasured.filter(pl.col("query_class") == "CM").height == 0
 
-    loose = polars_rap.synthesize(rows, strategy=ANNEALED_ONLY.but(cm_step={"outright_l1": noise_l1 * 0.9999}),
-                                  **common)
+    loose = polars_rap.synthesize(
+        rows, strategy=ANNEALED_ONLY.but(cm_step={"outright_l1": noise_l1 * 0.9999}, **loop), **common)
     assert _fingerprint(loose) == _fingerprint(annealed)

@@ -597,9 +597,10 @@ def test_split_budget_with_a_tiny_share_returns(epsilon: float, delta: float, sh
 
 # ================================================================ 4. synthesize: every release charged
 
-RUN_SETTINGS = dict(epsilon=1.0, delta=1e-7, seed=5, relaxed_rows=100, rounds_cm=2, rounds_lt=3,
-                    n_linear_thresholds=300, projection=polars_rap.ProjectionConfig(max_steps=5),
-                    progress=False)
+RUN_LOOP = dict(relaxed_rows=100, rounds={"CM": 2, "LT": 3}, workload={"n_linear_thresholds": 300},
+                projection=polars_rap.ProjectionConfig(max_steps=5))
+"""The audited runs' loop settings (the strategy's)."""
+RUN_SETTINGS = dict(epsilon=1.0, delta=1e-7, seed=5, strategy=polars_rap.PlannedStrategy(**RUN_LOOP), progress=False)
 AGE_BOUNDS = (17, 60)  # narrower than the data (ages to 90+): many values are clipped
 
 
@@ -1000,9 +1001,10 @@ def test_the_public_table_s_record_states_what_its_uses_charged(task, uses) -> N
     declared = {name: task.domain[name] for name in PUBLIC_COLUMNS}
     result = polars_rap.synthesize(
         rows_.sample(1500, seed=3), epsilon=1.0, delta=1e-7, domain=declared, labels=["PINCP_gt_50000"],
-        seed=0, public=rows_.sample(1200, seed=11), public_use=uses, relaxed_rows=60, rounds_lt=2,
-        n_linear_thresholds=100, n_mixed_marginals=20, projection=polars_rap.ProjectionConfig(max_steps=8),
-        progress=False)
+        seed=0, public=rows_.sample(1200, seed=11), public_use=uses, progress=False,
+        strategy=polars_rap.PlannedStrategy(
+            relaxed_rows=60, rounds={"LT": 2}, projection=polars_rap.ProjectionConfig(max_steps=8),
+            workload=polars_rap.WorkloadSize(n_linear_thresholds=100, n_mixed_marginals=20)))
     report, record = result.report, result.report.public_data
     public_events = [e for e in report.events if e.description.startswith(("public table check: ", "public margins"))]
     assert public_events and {e.mechanism for e in public_events} <= {"exponential", "gaussian"}
@@ -1196,8 +1198,10 @@ def test_neighbouring_pandas_tables_release_the_same_domain_and_dtypes() -> None
     n = 600
     whole, fractional = _neighbours([float(i % 10) if i % 2 else i % 10 for i in range(n)], 4.5)
     label = [i % 3 == 0 for i in range(n)]
-    settings = dict(epsilon=1.0, delta=1e-7, labels=["y"], seed=0, relaxed_rows=50, rounds_cm=1, rounds_lt=1,
-                    n_linear_thresholds=50, projection=polars_rap.ProjectionConfig(max_steps=3), progress=False)
+    loop = dict(relaxed_rows=50, rounds={"CM": 1, "LT": 1}, workload={"n_linear_thresholds": 50},
+                projection=polars_rap.ProjectionConfig(max_steps=3))
+    settings = dict(epsilon=1.0, delta=1e-7, labels=["y"], seed=0, strategy=polars_rap.PlannedStrategy(**loop),
+                    progress=False)
     whole = [int(v) for v in whole]
     frames = [pd.DataFrame({"x": pd.Series(column, dtype=object), "y": label}) for column in (whole, fractional)]
     result = polars_rap.synthesize(frames[0], domain={"x": (0, 10), "y": [False, True]}, **settings)

@@ -14,15 +14,21 @@ import pyarrow as pa
 import pytest
 
 import polars_rap as pr
-from polars_rap import DataError, ParameterError, ParameterTypeError, ProjectionConfig
+from polars_rap import DataError, ParameterError, ParameterTypeError, PlannedStrategy, ProjectionConfig
 from polars_rap.privacy.accounting import split_budget
 
-FAST = dict(relaxed_rows=4, rounds_lt=1, n_linear_thresholds=4, projection=ProjectionConfig(max_steps=2),
-            progress=False, seed=0, backend="cpu")
+FAST_LOOP = dict(relaxed_rows=4, rounds={"LT": 1}, workload={"n_linear_thresholds": 4},
+                 projection=ProjectionConfig(max_steps=2))
+"""The strategy's loop settings of a tiny run."""
+FAST = dict(progress=False, seed=0, backend="cpu")
 
 
-def synthesize(data, domain, **overrides):
-    return pr.synthesize(data, epsilon=1e4, delta=1e-9, domain=domain, **{**FAST, **overrides})
+def synthesize(data, domain, strategy="planned", **overrides):
+    """``pr.synthesize`` of a tiny run: ``strategy`` (a name, or a mapping of settings over
+    :data:`FAST_LOOP`'s) with :data:`FAST_LOOP`'s loop settings."""
+    spec = {"name": strategy} if isinstance(strategy, str) else dict(strategy)
+    return pr.synthesize(data, epsilon=1e4, delta=1e-9, domain=domain, strategy={**FAST_LOOP, **spec},
+                         **{**FAST, **overrides})
 
 
 def test_a_table_without_columns_is_a_data_error():
@@ -35,8 +41,9 @@ def test_a_table_without_columns_is_a_data_error():
 
 def test_zero_rounds_of_every_class_name_the_rounds():
     """Was the same internal ``concatenate`` message: no class had a round to build queries for."""
-    with pytest.raises(ParameterError, match="every query class has 0 rounds: set rounds_cm, rounds_lt or rounds_mm"):
-        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": (0, 2)}, rounds_lt=0)
+    with pytest.raises(ParameterError, match=r"every query class has 0 rounds: give one class 1 or more with the "
+                                              r"strategy's rounds, e.g. PlannedStrategy\(rounds={\"LT\": 1}\)"):
+        synthesize(pl.DataFrame({"x": [1.0] * 10}), {"x": (0, 2)}, strategy={"rounds": {"LT": 0}})
 
 
 @pytest.mark.parametrize("kind", ["pyarrow", "pandas"])
@@ -111,7 +118,8 @@ def test_a_huge_epsilon_with_inferred_categories_is_a_parameter_error():
     split = split_budget(1e6, 1e-9, approximate_share=0.5)  # the share would be 0: all of delta to rho
     assert (split.approximate_delta, split.conversion_delta) == (0.0, 1e-9)
     with pytest.raises(ParameterError, match=r"the 'epsilon' parameter is too large .* inference of \['s'\]"):
-        pr.synthesize(pl.DataFrame({"s": ["a", "b"] * 20}), epsilon=1e6, delta=1e-9, infer_domain=True, **FAST)
+        pr.synthesize(pl.DataFrame({"s": ["a", "b"] * 20}), epsilon=1e6, delta=1e-9, infer_domain=True,
+                      strategy=PlannedStrategy(**FAST_LOOP), **FAST)
 
 
 @pytest.mark.parametrize("epsilon", [1.7976931348623153e+308, 1.797658846586885e+308, 1e6 * (1 + 1e-12)])
@@ -122,7 +130,7 @@ def test_an_epsilon_beyond_the_largest_taken_is_a_parameter_error(epsilon):
     frame = pl.DataFrame({"x": [0.5, 1.5] * 40, "s": ["a", "b", "b", "a"] * 20, "y": [0, 1] * 40})
     with pytest.raises(ParameterError, match=r"The 'epsilon' parameter must be at most 1e\+06"):
         pr.synthesize(frame, epsilon=epsilon, delta=1e-9, domain={"x": (0, 2), "s": ["a", "b"], "y": [0, 1]},
-                      labels=["y"], **FAST)
+                      labels=["y"], strategy=PlannedStrategy(**FAST_LOOP), **FAST)
 
 
 def test_a_null_dtype_column_cannot_be_declared_numeric():
@@ -167,17 +175,20 @@ def test_pandas_column_names_that_are_not_strings_still_work():
     ("infer_domain", 2.5, "The 'infer_domain' parameter must be True, False, a column name or a list of them"),
     ("domain", [1], "The 'domain' parameter must be a mapping"),
     ("domain", 2.5, "The 'domain' parameter must be a mapping"),
-    ("projection", "fast", "The 'projection' parameter must be a polars_rap.ProjectionConfig"),
+    ("strategy", {"projection": "fast"}, "projection must be a polars_rap.ProjectionConfig or a mapping of its fields"),
     ("seed", "3", "The 'seed' parameter must be None or an int >= 0"),
     ("seed", -1, "The 'seed' parameter must be None or an int >= 0"),
-    ("max_marginal_cells", "3", r"The 'max_marginal_cells' parameter must be an int in \[0, inf\)"),
+    ("strategy", {"workload": {"max_marginal_cells": "3"}},
+     r"The 'max_marginal_cells' parameter must be an int in \[0, inf\)"),
     ("rows", 10**30, r"The 'rows' parameter must be at most 2\*\*62"),
-    ("relaxed_rows", 10**30, r"The 'relaxed_rows' parameter must be at most 2\*\*62"),
+    ("strategy", {"relaxed_rows": 10**30}, r"The 'relaxed_rows' parameter must be at most 2\*\*62"),
 ])
 def test_synthesize_parameters_of_the_wrong_type_or_size_name_the_parameter(name, value, message):
     """Were bare Python/NumPy errors ("'int' object is not iterable", "SeedSequence expects
     int", "'<=' not supported", an AttributeError on the projection, OverflowError, "Maximum
-    allowed dimension exceeded"), raised before or deep inside the run."""
+    allowed dimension exceeded"), raised before or deep inside the run. The loop's settings
+    (projection, relaxed_rows, max_marginal_cells) were synthesize's keywords; they are the
+    strategy's now, checked when it is made."""
     frame = pl.DataFrame({"x": [0.5, 1.5] * 20, "y": [0, 1] * 20})
     arguments = dict(domain={"x": (0, 2), "y": [0, 1]}, labels=["y"])
     arguments[name] = value
@@ -265,8 +276,9 @@ def test_a_schedule_past_float32_is_refused_by_name():
         ProjectionConfig(sigma_initial=1e38, max_doublings=3)
     frame = pl.DataFrame({"x": [0.5, 1.5] * 200, "y": ["a", "b"] * 200})
     result = pr.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"x": (0.0, 2.0), "y": ["a", "b"]}, labels=["y"],
-                           seed=0, relaxed_rows=10, rounds_lt=1, n_linear_thresholds=10, progress=False,
-                           projection=ProjectionConfig(max_doublings=124, max_steps=2))
+                           seed=0, progress=False,
+                           strategy=PlannedStrategy(relaxed_rows=10, rounds={"LT": 1}, workload={"n_linear_thresholds": 10},
+                                                    projection=ProjectionConfig(max_doublings=124, max_steps=2)))
     assert result.data.height == 400
 
 
@@ -311,7 +323,7 @@ def test_a_table_of_one_categorical_column_or_of_labels_alone_is_synthesized(dom
     frame = pl.DataFrame({"a": [1, 2, 2, 2] * 50, "y": [0, 1] * 100}).with_columns(z=pl.col("a") - 1)
     frame = frame.select(list(domain))
     result = pr.synthesize(frame, epsilon=1e4, delta=1e-9, domain=domain, labels=labels, seed=0,
-                           relaxed_rows=40, progress=False)
+                           strategy=PlannedStrategy(relaxed_rows=40), progress=False)
     real = frame.group_by(list(domain)).len().sort(list(domain))
     fake = result.data.group_by(list(domain)).len().sort(list(domain))
     joined = real.join(fake, on=list(domain), how="full", coalesce=True).fill_null(0)

@@ -38,7 +38,7 @@ def test_encode_codes_scales_and_clips(frame, domain, caplog):
     age = encoded.numerics[:, 0]
     np.testing.assert_allclose(age, [0.0, 23 / 78, 73 / 78, 1.0, 0.0])  # 120 and 5 clipped
     assert encoded.numerics[1, 1] == 0.0  # a null numeric sits at its lower bound
-    assert "2 values outside the declared bounds" in caplog.text
+    assert "2 values outside the domain's bounds" in caplog.text
 
 
 def test_undeclared_category_lists_offending_values_and_fix(frame, domain):

@@ -11,8 +11,10 @@ import polars_rap as pr
 from polars_rap import DataError, ParameterError, ParameterTypeError, ProjectionConfig
 from polars_rap.cli.config import ConfigError
 
-FAST = dict(relaxed_rows=8, rounds_lt=1, n_linear_thresholds=8, projection=ProjectionConfig(max_steps=2),
-            progress=False, seed=0, backend="cpu")
+FAST_LOOP = dict(relaxed_rows=8, rounds={"LT": 1}, workload={"n_linear_thresholds": 8},
+                 projection=ProjectionConfig(max_steps=2))
+"""The strategy's loop settings of a tiny run."""
+FAST = dict(progress=False, seed=0, backend="cpu")
 DOMAIN = {"age": (18, 90), "sex": ["F", "M"]}
 
 
@@ -21,8 +23,11 @@ def frame() -> pl.DataFrame:
     return pl.DataFrame({"age": np.arange(400) % 70 + 18, "sex": ["F", "M"] * 200})
 
 
-def synthesize(data, **overrides):
-    arguments = dict(epsilon=5.0, delta=1e-9, domain=DOMAIN, **FAST)
+def synthesize(data, strategy="planned", **overrides):
+    """A tiny run: ``strategy`` (a name, or a mapping of settings over :data:`FAST_LOOP`'s) with
+    :data:`FAST_LOOP`'s loop settings."""
+    spec = {"name": strategy} if isinstance(strategy, str) else dict(strategy)
+    arguments = dict(epsilon=5.0, delta=1e-9, domain=DOMAIN, strategy={**FAST_LOOP, **spec}, **FAST)
     arguments.update(overrides)
     return pr.synthesize(data, **arguments)
 
@@ -37,7 +42,7 @@ def test_every_class_is_a_value_error_and_only_the_type_one_a_type_error():
 
 @pytest.mark.parametrize("overrides, message", [
     (dict(epsilon=0.0), "'epsilon' parameter"),
-    (dict(rounds_lt="2"), "'rounds_lt' parameter"),
+    (dict(strategy={"rounds": {"LT": "2"}}), "\"rounds\\['LT'\\]\" parameter"),
     (dict(strategy="greedy"), "unknown strategy 'greedy'"),
     (dict(backend="tpu"), "unknown kernel backend 'tpu'"),
     (dict(backend=np.array([1, 2])), r"unknown kernel backend array\(\[1, 2\]\)"),
@@ -119,4 +124,4 @@ def test_settings_beyond_the_machine_s_memory_are_refused_by_name_before_any_wor
     frame = pl.DataFrame({"x": [0.5, 1.5, 2.5] * 100, "c": ["a", "b", "a"] * 100})
     with pytest.raises(ParameterError, match="'relaxed_rows' parameter would need about"):
         pr.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"x": (0, 3), "c": ["a", "b"]},
-                      relaxed_rows=2**40, progress=False)
+                      strategy=pr.PlannedStrategy(relaxed_rows=2**40), progress=False)

@@ -11,8 +11,8 @@ Frames mix integer, float, decimal, text, categorical, enum, boolean, date, date
 all-null columns, with nulls, NaN, +-inf, -0.0, empty strings, huge and tiny values, zero
 columns, zero or one row, duplicate column names (pyarrow and pandas allow them), and go in as
 a DataFrame, LazyFrame (both also through ``.dp``), pyarrow Table, pandas DataFrame, Parquet
-or CSV file. Two more properties put junk into ``synthesize``'s keywords and
-``ProjectionConfig``, and run the domain constructors alone. Settings are tiny so that each
+or CSV file. Two more properties put junk into ``synthesize``'s keywords, the strategy's
+loop settings and ``ProjectionConfig``, and run the domain constructors alone. Settings are tiny so that each
 call is fast. ``POLARS_RAP_FUZZ_EXAMPLES`` sets the number of frame cases (default 60, with
 30 keyword and 300 constructor cases: about 15 s of CPU); ``POLARS_RAP_FUZZ_LOG=path``
 appends every outcome (``ok`` or the error's class and message) to a file, for review after
@@ -29,6 +29,7 @@ import re
 import sys
 import tempfile
 import warnings
+from collections.abc import Mapping
 from dataclasses import fields
 from decimal import Decimal
 from pathlib import Path
@@ -41,16 +42,19 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import polars_rap as pr
-from polars_rap import DataError, ParameterError, ProjectionConfig
+from polars_rap import DataError, ParameterError, PlannedStrategy, ProjectionConfig, WorkloadSize
 from polars_rap.io.source import DataSource
 
 EXAMPLES = int(os.environ.get("POLARS_RAP_FUZZ_EXAMPLES", "60"))
 LOG = os.environ.get("POLARS_RAP_FUZZ_LOG")
 WATCHDOG_SECONDS = 600  # far above any one call (well under a second once compiled)
-FAST = dict(projection=ProjectionConfig(max_steps=2, patience=1, max_doublings=1), progress=False, backend="cpu")
+FAST_PROJECTION = ProjectionConfig(max_steps=2, patience=1, max_doublings=1)
+FAST = dict(progress=False, backend="cpu")
 NAMES = ["a", "b", "age", "Sex", "x y", "é", "0", "", " ", "label", "日本"]
 PARAMETERS = sorted(
-    (set(inspect.signature(pr.synthesize).parameters) - {"data"}) | {f.name for f in fields(ProjectionConfig)}
+    {name for name, p in inspect.signature(pr.synthesize).parameters.items() if p.kind is not p.VAR_KEYWORD}
+    - {"data"} | {f.name for f in fields(ProjectionConfig)}
+    | {f.name for f in fields(PlannedStrategy) if f.init} | {f.name for f in fields(WorkloadSize)}
     | {"lower", "upper", "categories", "nullable", "integer", "unlisted", "bounds", "candidates"}
 )
 KINDS = ["int8", "int64", "uint8", "uint64", "float32", "float64", "decimal", "string", "categorical", "enum",
@@ -224,19 +228,44 @@ def cases(draw) -> dict:
                                  st.just(False), odds=8)),
         rows=draw(st.one_of(st.none(), st.integers(1, 30))),
         seed=draw(st.integers(0, 2**32 - 1)),
-        relaxed_rows=draw(st.integers(1, 6)),
-        queries_per_round=draw(st.integers(1, 3)),
-        rounds_cm=draw(st.one_of(st.none(), st.integers(0, 2))),
-        rounds_lt=draw(rarely(st.just(0), st.integers(1, 2), odds=4)),
-        rounds_mm=draw(st.integers(0, 1)),
-        n_linear_thresholds=draw(st.integers(0, 6)),
-        n_mixed_marginals=draw(st.integers(0, 4)),
-        max_marginal_cells=draw(st.one_of(st.none(), st.integers(1, 60))),
-        strategy=draw(st.sampled_from(["planned", "paper"])),
     )
+    loop = {
+        "relaxed_rows": draw(st.integers(1, 6)),
+        "queries_per_round": draw(st.integers(1, 3)),
+        "rounds.CM": draw(st.one_of(st.none(), st.integers(0, 2))),  # None: left out, its default
+        "rounds.LT": draw(rarely(st.just(0), st.integers(1, 2), odds=4)),
+        "rounds.MM": draw(st.integers(0, 1)),
+        "workload.n_linear_thresholds": draw(st.integers(0, 6)),
+        "workload.n_mixed_marginals": draw(st.integers(0, 4)),
+        "workload.max_marginal_cells": draw(st.one_of(st.none(), st.integers(1, 60))),
+        "projection": FAST_PROJECTION,
+    }
+    if loop["rounds.CM"] is None:
+        del loop["rounds.CM"]
+    settings_["strategy"] = with_loop(draw(st.sampled_from(["planned", "paper"])), loop)
     duplicate = n_columns > 0 and draw(chance(20))  # a repeated name, where the container allows it
     entry = draw(st.sampled_from(["arrow", "pandas"] if duplicate else ENTRIES))
     return dict(series=series, domain=domain, settings=settings_, entry=entry, duplicate=duplicate)
+
+
+def with_loop(strategy, loop: dict):
+    """``strategy`` (a name or a mapping, as ``synthesize`` takes it) as a mapping holding the
+    loop settings ``loop``, given flat: ``"rounds.LT"`` is ``rounds={"LT": ...}``,
+    ``"workload.n_linear_thresholds"`` a field of its workload, and a whole ``"rounds"`` or
+    ``"workload"`` value replaces its fields. Any other ``strategy`` is returned as it is (junk
+    that holds no settings)."""
+    if isinstance(strategy, str):
+        strategy = {"name": strategy}
+    if not isinstance(strategy, Mapping):
+        return strategy
+    nested = {**strategy}
+    for key, value in loop.items():
+        outer, _, inner = key.partition(".")
+        if not inner:
+            nested[outer] = value
+        elif outer not in loop:
+            nested.setdefault(outer, {})[inner] = value
+    return nested
 
 
 def input_of(case: dict, directory: Path):
@@ -322,8 +351,9 @@ def compiled_kernels():
     charged to the first fuzzed case."""
     frame = pl.DataFrame({"x": [0.5, 1.5] * 20, "s": ["a", "b", "b", "a"] * 10, "y": [0, 1] * 20})
     pr.synthesize(frame, epsilon=1e4, delta=1e-9, domain={"x": {"bounds": (0, 2), "nullable": True},
-                  "s": ["a", "b"], "y": [0, 1]}, labels=["y"], rounds_mm=1, relaxed_rows=4,
-                  n_linear_thresholds=4, n_mixed_marginals=4, seed=0, **FAST)
+                  "s": ["a", "b"], "y": [0, 1]}, labels=["y"], seed=0, **FAST,
+                  strategy=PlannedStrategy(relaxed_rows=4, rounds={"MM": 1}, projection=FAST_PROJECTION,
+                                           workload=WorkloadSize(n_linear_thresholds=4, n_mixed_marginals=4)))
 
 
 @settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
@@ -364,28 +394,35 @@ JUNK = st.one_of(
                      np.int64(2), np.float64(0.5), np.array([1, 2]), object()]),
 )
 KEYWORDS = ["epsilon", "delta", "domain", "labels", "infer_domain", "inference_share", "rows", "seed", "backend",
-            "relaxed_rows", "queries_per_round", "rounds_cm", "rounds_lt", "rounds_mm", "n_linear_thresholds",
-            "n_mixed_marginals", "max_marginal_cells", "selection_share", "confidence", "strategy", "projection"]
+            "confidence", "strategy"]
+LOOP_SETTINGS = ["relaxed_rows", "queries_per_round", "rounds", "rounds.CM", "rounds.LT", "rounds.MM", "workload",
+                 "workload.n_linear_thresholds", "workload.n_mixed_marginals", "workload.max_marginal_cells",
+                 "selection_share", "projection"]
+"""The strategy's settings junk may go into, flat as :func:`with_loop` reads them."""
 PROJECTION_FIELDS = [f.name for f in fields(ProjectionConfig)]
 PARAMETER_FRAME = pl.DataFrame({"x": [0.5, 1.5] * 40, "s": ["a", "b", "b", "a"] * 20, "y": [0, 1] * 40})
 PARAMETER_BASE = dict(epsilon=1e4, delta=1e-9, domain={"x": (0, 2), "s": ["a", "b"], "y": [0, 1]}, labels=["y"],
-                      relaxed_rows=4, rounds_lt=1, n_linear_thresholds=4, seed=0)
+                      seed=0)
+PARAMETER_LOOP = {"relaxed_rows": 4, "rounds.LT": 1, "workload.n_linear_thresholds": 4, "projection": FAST_PROJECTION}
 
 
 @settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, print_blob=True,
           suppress_health_check=[HealthCheck.too_slow])
-@given(replaced=st.dictionaries(st.sampled_from(KEYWORDS), JUNK, min_size=1, max_size=2),
+@given(replaced=st.dictionaries(st.sampled_from(KEYWORDS + LOOP_SETTINGS), JUNK, min_size=1, max_size=2),
        projection=st.dictionaries(st.sampled_from(PROJECTION_FIELDS), JUNK, max_size=1))
 def test_junk_keyword_values_are_refused_by_name_or_run(replaced, projection):
-    """Junk in one or two of ``synthesize``'s keywords (or a ProjectionConfig field): a valid
-    release or a ParameterError/DataError naming a parameter, as for the frames above."""
+    """Junk in one or two of ``synthesize``'s keywords or the strategy's loop settings (or a
+    ProjectionConfig field): a valid release or a ParameterError/DataError naming a parameter,
+    as for the frames above."""
     faulthandler.dump_traceback_later(WATCHDOG_SECONDS, exit=True, file=sys.__stderr__)
-    arguments = {**PARAMETER_BASE, **FAST, **replaced}
+    arguments = {**PARAMETER_BASE, **FAST, **{k: v for k, v in replaced.items() if k in KEYWORDS}}
+    loop = {**PARAMETER_LOOP, **{k: v for k, v in replaced.items() if k in LOOP_SETTINGS}}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if projection:
-                arguments["projection"] = ProjectionConfig(**{**{"max_steps": 2, "max_doublings": 1}, **projection})
+                loop["projection"] = ProjectionConfig(**{**{"max_steps": 2, "max_doublings": 1}, **projection})
+            arguments["strategy"] = with_loop(arguments.get("strategy", "planned"), loop)
             result = pr.synthesize(PARAMETER_FRAME, **arguments)
     except (ParameterError, DataError) as error:
         _log(f"{type(error).__name__}: {error}")

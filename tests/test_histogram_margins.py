@@ -98,8 +98,9 @@ def _frame(n: int = 600, seed: int = 0) -> pl.DataFrame:
     return pl.DataFrame({"y": rng.choice(["n", "p"], n), "k": k})
 
 
-RUN = dict(epsilon=2.0, delta=1e-6, domain=MAPPING, labels=["y"], relaxed_rows=30, rounds_lt=2,
-           n_linear_thresholds=20, seed=0, progress=False)
+LOOP = dict(relaxed_rows=30, rounds={"LT": 2}, workload={"n_linear_thresholds": 20})  # the strategy's loop settings
+RUN = dict(epsilon=2.0, delta=1e-6, domain=MAPPING, labels=["y"], strategy=polars_rap.PlannedStrategy(**LOOP),
+           seed=0, progress=False)
 
 
 def _plain(frame, monkeypatch):

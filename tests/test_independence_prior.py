@@ -28,6 +28,9 @@ AIM_LOOP = TestPlanned(base_share=0.1, independence_prior=False, histogram_share
 """The annealed loop without a prior, always annealed (tiny tables have little noise) and
 without numeric histograms (their loss scale would enter the weights these tests compute):
 each test sets the prior it is about."""
+SHORT = dict(relaxed_rows=60, rounds={"LT": 2}, workload={"n_linear_thresholds": 100},
+             projection=polars_rap.ProjectionConfig(max_steps=5))
+"""The loop settings of the short runs on :data:`AIM_LOOP` (``AIM_LOOP.but(**SHORT)``)."""
 
 
 def _adult_like(n: int = 800, seed: int = 5) -> pl.DataFrame:
@@ -145,9 +148,8 @@ def test_the_prior_is_post_processing_of_the_relaxed_rows(monkeypatch) -> None:
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
     monkeypatch.setattr(rounds, "project", spy_project)
     result = polars_rap.synthesize(
-        _adult_like(), epsilon=2.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=3, relaxed_rows=60,
-        rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP.but(independence_prior=True))
+        _adult_like(), epsilon=2.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=3, backend="cpu",
+        progress=False, strategy=AIM_LOOP.but(independence_prior=True, **SHORT))
     report = result.report
     assert report.parameters["strategy"]["independence_prior"] is True
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
@@ -186,11 +188,12 @@ def test_without_unmeasured_tables_the_prior_changes_nothing() -> None:
     """With every CM table measured outright (the outright plan) no table is left for the
     prior: the run is the same to the last bit with it on or off."""
     frame = _adult_like(500)
-    common = dict(epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, relaxed_rows=40,
-                  rounds_lt=2, n_linear_thresholds=60, backend="cpu", progress=False,
-                  projection=polars_rap.ProjectionConfig(max_steps=4))
-    on = polars_rap.synthesize(frame, strategy=OUTRIGHT.but(independence_prior=True), **common)
-    off = polars_rap.synthesize(frame, strategy=OUTRIGHT, **common)
+    common = dict(epsilon=1.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=1, backend="cpu",
+                  progress=False)
+    loop = dict(relaxed_rows=40, rounds={"LT": 2}, workload={"n_linear_thresholds": 60},
+                projection=polars_rap.ProjectionConfig(max_steps=4))
+    on = polars_rap.synthesize(frame, strategy=OUTRIGHT.but(independence_prior=True, **loop), **common)
+    off = polars_rap.synthesize(frame, strategy=OUTRIGHT.but(**loop), **common)
     np.testing.assert_array_equal(on.relaxed, off.relaxed)
     assert on.data.equals(off.data)
 
@@ -295,9 +298,8 @@ def test_public_interactions_in_a_run_are_post_processing_of_the_relaxed_rows_an
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
     private, public_rows = _associated(1500, seed=5), _associated(1500, seed=9)
     result = polars_rap.synthesize(  # associations shared by both samples, well above the noise
-        private, epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, relaxed_rows=60,
-        rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP,
+        private, epsilon=4.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2, backend="cpu",
+        progress=False, strategy=AIM_LOOP.but(**SHORT),
         public=public_rows, public_use=["interactions"])
     report = result.report
     assert report.public_data["uses"] == ["interactions"]
@@ -496,8 +498,7 @@ def test_the_mediated_prior_in_a_run_is_post_processing(monkeypatch) -> None:
     monkeypatch.setattr(rounds, "independence_pseudo_targets", spy_pseudo)
     result = polars_rap.synthesize(
         _associated(900, 7), epsilon=3.0, delta=1e-7, domain=ADULT_DOMAIN, labels=["income"], seed=2,
-        relaxed_rows=60, rounds_lt=2, n_linear_thresholds=100, backend="cpu", progress=False,
-        projection=polars_rap.ProjectionConfig(max_steps=5), strategy=AIM_LOOP.but(independence_prior="mediated"))
+        backend="cpu", progress=False, strategy=AIM_LOOP.but(independence_prior="mediated", **SHORT))
     assert result.report.parameters["strategy"]["independence_prior"] == "mediated" and MEDIATOR_GATE == 1.0
     assert result.report.rho_spent == result.report.rho_budget
     backend = resolve_backend("cpu")

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 import polars_rap as pr
-from polars_rap import ProjectionConfig
+from polars_rap import PlannedStrategy, ProjectionConfig, WorkloadSize
 from polars_rap.schema.domain import Categorical, Domain, Numeric
 from polars_rap.schema.encoding import encode
 from polars_rap.privacy.inference import InferenceRequest, _infer_from_values, _magnitude_bins, _threshold_for_rate, infer_declarations, inference_requests, magnitude_bin_edges
@@ -73,8 +73,9 @@ def test_synthesize_infers_an_integer_coded_label_end_to_end():
 
     frame = pl.DataFrame({"SEX": [1, 2] * 3000, "AGEP": np.arange(6000) % 70 + 18})
     result = polars_rap.synthesize(frame, epsilon=2.0, delta=1e-9, labels=["SEX"], infer_domain=True,
-                                   relaxed_rows=40, rounds_lt=2, n_linear_thresholds=50, seed=0,
-                                   progress=False)
+                                   strategy=PlannedStrategy(relaxed_rows=40, rounds={"LT": 2},
+                                                            workload={"n_linear_thresholds": 50}),
+                                   seed=0, progress=False)
     assert set(result.data["SEX"].drop_nulls().unique().to_list()) <= {1, 2}
     assert result.domain["SEX"].is_categorical
 
@@ -317,8 +318,10 @@ def test_synthesize_with_inference_composes_an_honest_ledger():
     })
     result = pr.synthesize(
         frame, epsilon=2.0, delta=1e-8, domain={"y": [0, 1]}, labels=["y"], infer_domain=True, seed=0,
-        relaxed_rows=100, rounds_cm=2, rounds_lt=2, n_linear_thresholds=200,
-        projection=ProjectionConfig(max_steps=5), progress=False,
+        strategy=PlannedStrategy(relaxed_rows=100, rounds={"CM": 2, "LT": 2},
+                                 workload=WorkloadSize(n_linear_thresholds=200),
+                                 projection=ProjectionConfig(max_steps=5)),
+        progress=False,
     )
     report = result.report
     kinds = [e.mechanism for e in report.events]
@@ -350,8 +353,10 @@ def test_nist_national_excerpt_with_inferred_domain():
     with pytest.warns(UserWarning, match="column 'DVET': no category cleared"):  # a rare column comes out null
         result = pr.synthesize(
             frame, epsilon=1.0, delta=1e-9, domain={c: "categorical" for c in codes}, labels=["SEX"],
-            infer_domain=True, seed=0, relaxed_rows=200, rounds_cm=4, rounds_lt=3,
-            n_linear_thresholds=500, projection=ProjectionConfig(max_steps=10), progress=False,
+            infer_domain=True, seed=0, progress=False,
+            strategy=PlannedStrategy(relaxed_rows=200, rounds={"CM": 4, "LT": 3},
+                                     workload=WorkloadSize(n_linear_thresholds=500),
+                                     projection=ProjectionConfig(max_steps=10)),
         )
     report = result.report
     inference_events = [e for e in report.events if e.round is None]
@@ -410,8 +415,10 @@ def test_synthesize_reports_refined_year_bounds():
     them; the report's events say how the bounds were found."""
     frame = gss_years(3).with_columns(sex=pl.int_range(pl.len()) % 2)
     result = pr.synthesize(frame, epsilon=1.0, delta=1.0 / frame.height**2, domain={"sex": [0, 1]},
-                           labels=["sex"], infer_domain=["year"], seed=0, relaxed_rows=100, rounds_lt=2,
-                           n_linear_thresholds=100, projection=ProjectionConfig(max_steps=5), progress=False)
+                           labels=["sex"], infer_domain=["year"], seed=0, progress=False,
+                           strategy=PlannedStrategy(relaxed_rows=100, rounds={"LT": 2},
+                                                    workload=WorkloadSize(n_linear_thresholds=100),
+                                                    projection=ProjectionConfig(max_steps=5)))
     spec = result.domain["year"]
     assert abs(spec.lower - 1974) <= 2.2 and abs(spec.upper - 2018) <= 2.2
     descriptions = [e.description for e in result.report.events if e.round is None]

@@ -126,9 +126,11 @@ def test_synthesize_runs_end_to_end_on_the_cuda_backend():
     result = polars_rap.synthesize(
         frame, epsilon=2.0, delta=1e-6, domain={"a": [0, 1, 2], "b": ["u", "v"],
                                                "x": (0.0, 1.0), "y": (0.0, 10.0)},
-        labels=["label"], seed=0, backend="cuda", relaxed_rows=6, rows=30, rounds_lt=2,
-        n_linear_thresholds=12, n_mixed_marginals=6, progress=False,
-        projection=ProjectionConfig(max_steps=4, max_doublings=1))
+        labels=["label"], seed=0, backend="cuda", rows=30, progress=False,
+        strategy=polars_rap.PlannedStrategy(
+            relaxed_rows=6, rounds={"LT": 2},
+            workload=polars_rap.WorkloadSize(n_linear_thresholds=12, n_mixed_marginals=6),
+            projection=ProjectionConfig(max_steps=4, max_doublings=1)))
     assert result.data.height == 30
     assert result.data.columns == frame.columns
     assert result.data["x"].is_between(0.0, 1.0).all() and result.data["y"].is_between(0.0, 10.0).all()

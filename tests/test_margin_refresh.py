@@ -52,7 +52,7 @@ def test_the_refresh_measures_the_unheld_margins_with_the_reserve() -> None:
     the budget to the last float."""
     frame = small.frame()
     reserve = 0.25
-    strategy = TestPlanned(cm_margin_reserve=reserve, cm_step=(("outright_l1", None),))  # always annealed
+    strategy = TestPlanned(cm_margin_reserve=reserve, cm_step=(("outright_l1", None),), **small.LOOP)  # always annealed
     result = polars_rap.synthesize(frame, epsilon=0.5, strategy=strategy, **small.RUN)
     report, n = result.report, frame.height
     queries, _, _ = small.plan()

@@ -16,14 +16,15 @@ import polars_rap.pipeline.decoding as decoding_stage
 import polars_rap.pipeline.fitting as fitting_stage
 import polars_rap.pipeline.inputs as inputs_stage
 import polars_rap.pipeline.streams as streams
+from polars_rap import PaperStrategy, PlannedStrategy, WorkloadSize
 from polars_rap.fit.projection import ProjectionConfig
 from polars_rap.privacy.samplers import SecureRandom
 
 from plans import OUTRIGHT  # tests/plans.py
 
-FAST = dict(relaxed_rows=100, rounds_cm=3, rounds_lt=3, rounds_mm=2, n_linear_thresholds=300,
-            n_mixed_marginals=50, projection=ProjectionConfig(max_steps=5, max_doublings=2),
-            progress=False)
+FAST = dict(relaxed_rows=100, rounds={"CM": 3, "LT": 3, "MM": 2},
+            workload=WorkloadSize(n_linear_thresholds=300, n_mixed_marginals=50),
+            projection=ProjectionConfig(max_steps=5, max_doublings=2))  # the strategy's loop settings
 # 5 Adam steps a stage (was 30; the suite must fit in 10 minutes): no test here reads the
 # fit's quality, only what goes in and out of synthesize (schema, domain, ledger, rounds,
 # references, reproducibility); same plans, rounds, stages and code paths, each default-plan
@@ -38,7 +39,7 @@ def small(task):
 @pytest.fixture(scope="module")
 def result(small, task):
     return small.dp.synthesize(epsilon=1.0, delta=1e-7, domain=task.domain, labels=task.labels,
-                               seed=0, strategy=OUTRIGHT, **FAST)  # rounds of K groups (the outright plan)
+                               seed=0, strategy=OUTRIGHT.but(**FAST), progress=False)  # rounds of K groups (the outright plan)
 
 
 def test_output_has_input_schema_and_row_count(result, small):
@@ -94,7 +95,7 @@ def test_report_noise_scales_follow_the_charges(result):
 
 def test_same_seed_gives_identical_output(small, task, result):
     again = polars_rap.synthesize(small, epsilon=1.0, delta=1e-7, domain=task.domain,
-                                  labels=task.labels, seed=0, strategy=OUTRIGHT, **FAST)
+                                  labels=task.labels, seed=0, strategy=OUTRIGHT.but(**FAST), progress=False)
     assert again.data.equals(result.data)
     assert again.report.measurements.equals(result.report.measurements)
 
@@ -104,14 +105,15 @@ def test_lazyframe_path_and_rows_are_accepted(small, task, tmp_path):
     small.write_parquet(path)
     for source in (small.lazy(), str(path)):
         out = polars_rap.synthesize(source, epsilon=0.5, delta=1e-7, domain=task.domain,
-                                    labels=task.labels, rows=123, seed=1, **FAST)
+                                    labels=task.labels, rows=123, seed=1, strategy=PlannedStrategy(**FAST),
+                                    progress=False)
         assert out.data.height == 123 and out.data.schema == small.schema
 
 
 def test_result_keeps_no_reference_to_the_input(task):
     frame = task.frame.sample(1000, seed=3)  # the default plan needs 628 rows at eps = 1 here
     result = frame.dp.synthesize(epsilon=1.0, delta=1e-6, domain=task.domain, labels=task.labels,
-                                 seed=0, **FAST)
+                                 seed=0, strategy=PlannedStrategy(**FAST), progress=False)
     gc.collect()
     referrers = gc.get_referrers(frame)
     assert not any(r is result or r is result.report or r is result.data for r in referrers)
@@ -123,8 +125,8 @@ def test_result_keeps_no_reference_to_the_input(task):
     (dict(epsilon=float("inf")), "'epsilon' parameter must be a finite float > 0"),
     (dict(delta=1.0), "'delta' parameter must be a float in \\(0, 1\\)"),
     (dict(rows=0), "'rows' parameter must be an int in \\[1, inf\\)"),
-    (dict(relaxed_rows=0), "'relaxed_rows'"),
-    (dict(selection_share=1.0), "'selection_share'"),
+    (dict(strategy={"name": "planned", "relaxed_rows": 0}), "'relaxed_rows'"),
+    (dict(strategy={"name": "planned", "selection_share": 1.0}), "selection_share must be a number in \\(0, 1\\)"),
     (dict(backend="tpu"), "unknown kernel backend 'tpu'"),
 ])
 def test_bad_parameters_are_refused_before_any_work(small, task, kwargs, message):
@@ -160,11 +162,11 @@ def test_more_rounds_than_groups_strand_no_budget(task, strategy):
     """A class gets at most ceil(groups / K) rounds: every scheduled round measures something,
     so the whole budget is spent even when the caller asks for more rounds than groups (the
     planned strategy measures such a class outright, in one step)."""
+    loop = dict(relaxed_rows=50, rounds={"CM": 40, "LT": 1}, workload={"n_linear_thresholds": 50},
+                projection=ProjectionConfig(max_steps=3))
     result = task.frame.sample(3000, seed=0).dp.synthesize(
-        epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=0,
-        relaxed_rows=50, rounds_cm=40, rounds_lt=1, n_linear_thresholds=50,
-        projection=ProjectionConfig(max_steps=3), progress=False,
-        strategy=OUTRIGHT if strategy == "planned" else strategy,
+        epsilon=1.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=0, progress=False,
+        strategy=OUTRIGHT.but(**loop) if strategy == "planned" else PaperStrategy(**loop),
     )
     report = result.report
     n_cm_groups = report.measurements.filter(pl.col("query_class") == "CM")["group"].n_unique()
@@ -212,10 +214,10 @@ def _run_capturing_streams(monkeypatch, seed):
             return _original(*args, **kwargs)
         monkeypatch.setattr(module, name, wrapper)
     result = polars_rap.synthesize(
-        _tiny_frame(0), epsilon=1.0, delta=1e-9, domain=TINY_DOMAIN, labels=["y"], seed=seed,
-        queries_per_round=4, rounds_cm=4, rounds_lt=0, relaxed_rows=50, backend="cpu",
-        infer_domain=["s"], projection=ProjectionConfig(max_steps=5), progress=False,
-        strategy=OUTRIGHT,  # the plan the hashes were taken on
+        _tiny_frame(0), epsilon=1.0, delta=1e-9, domain=TINY_DOMAIN, labels=["y"], seed=seed, backend="cpu",
+        infer_domain=["s"], progress=False,
+        strategy=OUTRIGHT.but(queries_per_round=4, rounds={"CM": 4, "LT": 0}, relaxed_rows=50,
+                              projection=ProjectionConfig(max_steps=5)),  # the plan the hashes were taken on
     )
     assert set(seen) == set(STREAM_CONSUMERS)
     return result, seen

@@ -22,7 +22,7 @@ from plans import OUTRIGHT  # tests/plans.py
 N_ROWS = 12_000
 NULL_RATES = {"age": 0.10, "income": 0.35, "city": 0.20}
 TOLERANCE = 0.01  # the issue's target; at epsilon = 4 a measured null rate's noise std is < 0.002
-FAST = dict(relaxed_rows=200, rounds_lt=4, n_linear_thresholds=400, progress=False)
+FAST = dict(relaxed_rows=200, rounds={"LT": 4}, workload={"n_linear_thresholds": 400})  # the strategy's loop settings
 # The projection keeps its default steps: warm threshold rounds run 2 temperature stages, and at
 # 15 steps a stage (once used here for speed) an unconverged warm round moved a null rate 0.0185
 # on one seed, where the default's 60 keep every gap below 0.002 (seeds 0-2).
@@ -73,7 +73,7 @@ def test_every_null_rate_survives_whatever_the_workload(categorical, labels, see
     if not labels:
         frame, domain = frame.drop("sex"), {k: v for k, v in domain.items() if k != "sex"}
     result = polars_rap.synthesize(frame, epsilon=4.0, delta=1e-9, domain=domain, labels=labels,
-                                   seed=seed, **FAST)
+                                   seed=seed, strategy=polars_rap.PlannedStrategy(**FAST), progress=False)
     real, synthetic = null_rates(frame), null_rates(result.data)
     assert set(real) == {"age", "income"} | ({"city"} if categorical else set())
     for column, rate in real.items():
@@ -88,7 +88,7 @@ def test_null_rate_groups_are_charged_once_each_with_their_share() -> None:
     class NR; the rounds parameter counts it; the rest goes to LT as before."""
     frame, domain = gss_like(0, 0)
     result = polars_rap.synthesize(frame, epsilon=1.0, delta=1e-9, domain=domain, labels=["sex"], seed=0,
-                                   strategy=OUTRIGHT, **FAST)
+                                   strategy=OUTRIGHT.but(**FAST), progress=False)
     report = result.report
     rho = split_budget(1.0, 1e-9).rho
     nr = [e for e in report.events if e.description.startswith("NR group")]

@@ -292,7 +292,8 @@ def test_a_top_code_comes_out_on_the_bound_itself() -> None:
     frame = pl.DataFrame({"ratio": ratio, "y": rng.choice(["a", "b"], n).tolist()})
     result = polars_rap.synthesize(
         frame, epsilon=4.0, delta=1e-7, domain={"ratio": (0, 501), "y": ["a", "b"]}, labels=["y"],
-        relaxed_rows=300, n_linear_thresholds=200, seed=0, progress=False)
+        strategy=polars_rap.PlannedStrategy(relaxed_rows=300, workload={"n_linear_thresholds": 200}), seed=0,
+        progress=False)
     synthetic = result.data["ratio"]
     assert abs((synthetic == 501).mean() - (frame["ratio"] == 501).mean()) < 0.05
     assert abs((synthetic == 0).mean() - (frame["ratio"] == 0).mean()) < 0.03

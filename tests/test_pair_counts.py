@@ -153,7 +153,7 @@ def test_synthesize_hands_the_released_histograms_to_the_pairs_test(monkeypatch)
     monkeypatch.setattr(fitting, "TIE_NOISE_CAP", math.inf)  # measured whatever their noise
     data, domain = paired_frame_and_domain()
     polars_rap.synthesize(
-        data, epsilon=8.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False, relaxed_rows=40,
-        n_linear_thresholds=100, strategy=PlannedStrategy(tie_share=0.2))
+        data, epsilon=8.0, delta=1e-7, domain=domain, labels=["y"], seed=0, progress=False,
+        strategy=PlannedStrategy(tie_share=0.2, relaxed_rows=40, workload={"n_linear_thresholds": 100}))
     assert len(seen) == 1
     assert isinstance(seen[0], HistogramMargins) and seen[0].columns == (0, 1) and seen[0].band == 1.0

@@ -181,15 +181,16 @@ def test_the_loop_projects_warm_after_its_first_threshold_projection():
     with mock.patch.object(rounds, "project", recording):
         polars_rap.synthesize(
             frame, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "sex": ["F", "M"], "y": ["no", "yes"]},
-            labels=["y"], relaxed_rows=20, rounds_lt=3, n_linear_thresholds=40, seed=0, progress=False,
-            projection=ProjectionConfig(max_steps=3, max_doublings=3, warm_doublings=1), strategy=OUTRIGHT,
+            labels=["y"], seed=0, progress=False,
+            strategy=OUTRIGHT.but(relaxed_rows=20, rounds={"LT": 3}, workload={"n_linear_thresholds": 40},
+                                  projection=ProjectionConfig(max_steps=3, max_doublings=3, warm_doublings=1)),
         )
     assert calls == [(False, False, 1), (True, False, 4), (True, True, 2), (True, True, 2)]
 
 
 def test_stage_length_is_the_strategys_unless_the_run_sets_it():
     """``max_steps`` None: the planned strategy's 30 steps a stage, the paper's 60 (and 60 for a
-    direct call); a run's ``ProjectionConfig(max_steps=...)`` wins."""
+    direct call); the strategy's ``projection=ProjectionConfig(max_steps=...)`` wins."""
     from unittest import mock
 
     import polars as pl
@@ -206,7 +207,10 @@ def test_stage_length_is_the_strategys_unless_the_run_sets_it():
     frame = pl.DataFrame({"age": rng.integers(18, 90, 300), "y": rng.choice(["no", "yes"], 300).tolist()})
     real = rounds.project
 
-    def stage_steps(strategy, projection=None):
+    def stage_steps(name, projection=None):
+        strategy = {"name": name, "relaxed_rows": 10, "rounds": {"LT": 2}, "workload": {"n_linear_thresholds": 20}}
+        if projection is not None:
+            strategy["projection"] = projection
         seen = set()
 
         def recording(*args, **kwargs):
@@ -215,8 +219,7 @@ def test_stage_length_is_the_strategys_unless_the_run_sets_it():
 
         with mock.patch.object(rounds, "project", recording):
             result = polars_rap.synthesize(frame, epsilon=1.0, delta=1e-6, domain={"age": (18, 90), "y": ["no", "yes"]},
-                                           labels=["y"], relaxed_rows=10, rounds_lt=2, n_linear_thresholds=20, seed=0,
-                                           progress=False, strategy=strategy, projection=projection)
+                                           labels=["y"], seed=0, progress=False, strategy=strategy)
         return seen, result.report.parameters["max_steps"]
 
     assert stage_steps("planned") == ({30}, 30)

@@ -4,6 +4,7 @@ answers the simultaneous intervals are corrected for."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -34,10 +35,11 @@ def tiny_frame(seed: int, n: int = 4000, constant: tuple[str, ...] = ()) -> pl.D
 
 
 def run_paper(frame: pl.DataFrame, rounds_cm: int):
+    strategy = pr.PaperStrategy(queries_per_round=4, rounds={"CM": rounds_cm, "LT": 0}, relaxed_rows=50,
+                                projection=ProjectionConfig(max_steps=5))
     return pr.synthesize(
-        frame, epsilon=1.0, delta=1e-9, domain=DOMAIN, labels=["y"], strategy="paper",
-        queries_per_round=4, rounds_cm=rounds_cm, rounds_lt=0, relaxed_rows=50, seed=0,
-        backend="cpu", projection=ProjectionConfig(max_steps=5), progress=False,
+        frame, epsilon=1.0, delta=1e-9, domain=DOMAIN, labels=["y"], strategy=strategy, seed=0,
+        backend="cpu", progress=False,
     ).report
 
 
@@ -121,10 +123,12 @@ def test_no_class_measures_more_answers_than_its_bonferroni_count(strategy):
     """Whatever the strategy, every class's measured answers stay within what the plan may
     measure (so the simultaneous intervals' union bound holds); the refresh run re-measures
     base marginals, the count before the margin refresh was added could not cover it."""
+    loop = dict(rounds={"MM": 1, "LT": 2}, workload=pr.WorkloadSize(n_linear_thresholds=40, n_mixed_marginals=20),
+                relaxed_rows=40, projection=ProjectionConfig(max_steps=5))
+    with_loop = {"name": strategy, **loop} if isinstance(strategy, str) else dataclasses.replace(strategy, **loop)
     report = pr.synthesize(
-        _mixed_frame(), epsilon=0.5, delta=1e-9, domain=MIXED_DOMAIN, labels=["y"], strategy=strategy,
-        rounds_mm=1, rounds_lt=2, n_linear_thresholds=40, n_mixed_marginals=20, relaxed_rows=40, seed=0,
-        backend="cpu", projection=ProjectionConfig(max_steps=5), progress=False).report
+        _mixed_frame(), epsilon=0.5, delta=1e-9, domain=MIXED_DOMAIN, labels=["y"], strategy=with_loop, seed=0,
+        backend="cpu", progress=False).report
     measured = dict(report.measurements.group_by("query_class").len().iter_rows())
     most = {name: count for name, count in report.parameters["bonferroni_by_class"].items() if count}
     assert {c: n for c, n in measured.items() if n > most.get(c, 0)} == {}

@@ -94,9 +94,10 @@ def run():
     mechanism.workload_and_plan = capture
     try:
         result = pr.synthesize(
-            frame, epsilon=2.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=1,
-            relaxed_rows=300, rounds_cm=4, rounds_lt=6, n_linear_thresholds=1000,
-            projection=ProjectionConfig(max_steps=20), progress=False,
+            frame, epsilon=2.0, delta=1e-9, domain=task.domain, labels=task.labels, seed=1, progress=False,
+            strategy=pr.PlannedStrategy(relaxed_rows=300, rounds={"CM": 4, "LT": 6},
+                                        workload={"n_linear_thresholds": 1000},
+                                        projection=ProjectionConfig(max_steps=20)),
         )
     finally:
         mechanism.workload_and_plan = original

@@ -13,12 +13,14 @@ from polars_rap.fit import rounds
 from polars_rap.privacy import selection_scores
 from polars_rap.privacy.ledger import split_budget
 from polars_rap.workload.queries import CLASS_CODES
+from polars_rap.fit.loop_settings import LoopSettings, WorkloadSize
 from polars_rap.fit.strategy import PaperStrategy, PlannedStrategy, Step, interleave, resolve_strategy
 
 from plans import OUTRIGHT  # tests/plans.py
 
-FAST = dict(relaxed_rows=80, rounds_lt=3, n_linear_thresholds=200, progress=False,
+FAST = dict(relaxed_rows=80, rounds={"LT": 3}, workload={"n_linear_thresholds": 200},
             projection=polars_rap.ProjectionConfig(max_steps=5))
+"""The loop settings of a short run (a strategy's: ``OUTRIGHT.but(**FAST)``, ``PaperStrategy(**FAST)``)."""
 
 
 def test_paper_plan_is_the_interleaved_even_split() -> None:
@@ -68,7 +70,7 @@ def test_planned_class_shares(shares, expected) -> None:
     ({"name": "planned", "class_shares": {"CM": -1}}, "class_shares\\['CM'\\] must be a finite number > 0"),
     ({"name": "planned", "decoding": "round"}, "decoding must be 'controlled' or 'independent'"),
     ({"name": "planned", "selection_share": 1.0}, "selection_share must be a number in \\(0, 1\\)"),
-    ({"name": "paper", "outright": True}, "bad settings for strategy 'paper'"),
+    ({"name": "paper", "outright": True}, "strategy 'paper' has no settings \\['outright'\\]"),
     (3, "The 'strategy' parameter must be"),
 ])
 def test_bad_strategy_names_the_setting(spec, message) -> None:
@@ -80,7 +82,7 @@ def test_bad_strategy_names_the_setting(spec, message) -> None:
 def planned_run(task):
     rows = task.frame.sample(3_000, seed=4)
     return polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                 seed=2, strategy=OUTRIGHT, **FAST)
+                                 seed=2, strategy=OUTRIGHT.but(**FAST), progress=False)
 
 
 def test_planned_run_charges_every_cm_group_once_without_selection(planned_run) -> None:
@@ -116,7 +118,8 @@ def test_projection_weighs_answers_by_inverse_variance_only_when_planned(task, m
     monkeypatch.setattr(rounds, "project", spy)
     result = polars_rap.synthesize(task.frame.sample(2_000, seed=6), epsilon=1.0, delta=1e-8,
                                    domain=task.domain, labels=task.labels, seed=3,
-                                   strategy=OUTRIGHT if strategy == "planned" else strategy, **FAST)
+                                   strategy=OUTRIGHT.but(**FAST) if strategy == "planned" else PaperStrategy(**FAST),
+                                   progress=False)
     measurements = result.report.measurements
     if strategy == "paper":
         assert calls and all(w is None for w in calls)
@@ -134,7 +137,8 @@ def test_projection_weighs_answers_by_inverse_variance_only_when_planned(task, m
 def test_paper_strategy_is_reachable_and_records_itself(task) -> None:
     rows = task.frame.sample(2_000, seed=5)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=1, strategy="paper", rounds_cm=2, **FAST)
+                                   seed=1, strategy=PaperStrategy(**{**FAST, "rounds": {"CM": 2, "LT": 3}}),
+                                   progress=False)
     events = result.report.events
     assert result.report.parameters["strategy"] == {"name": "paper"}
     assert result.report.parameters["decoding"] == "independent"
@@ -181,32 +185,36 @@ def test_planned_selection_rounds_pay_their_selection_share(planned_run) -> None
     assert planned_run.report.parameters["selection_share"] == 0.5
 
 
-def test_an_explicit_selection_share_overrides_the_strategy_s(task) -> None:
-    """The recorded selection share is the keyword's, else the strategy's, else the paper's;
-    the fits are not read: one Adam step a stage (FAST's 5 took this test 21 s, 3 runs)."""
+def test_the_selection_share_is_the_strategy_s(task) -> None:
+    """The recorded selection share is the planned strategy's setting (set on the strategy object or
+    its mapping), else the paper's fixed 0.5 (synthesize takes no selection_share: it moved onto the
+    strategy, tests/test_loop_settings.py); the fits are not read: one Adam step a stage (FAST's 5
+    took this test 21 s, 3 runs)."""
     rows = task.frame.sample(2_000, seed=5)
     one_step = {**FAST, "projection": polars_rap.ProjectionConfig(max_steps=1)}
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=1, selection_share=0.3,
-                                   strategy={"name": "planned", "selection_share": 0.2}, **one_step)
+                                   seed=1, strategy=PlannedStrategy(selection_share=0.3, **one_step), progress=False)
     assert result.report.parameters["selection_share"] == 0.3
     chosen = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=1, strategy={"name": "planned", "selection_share": 0.2}, **one_step)
+                                   seed=1, strategy={"name": "planned", "selection_share": 0.2, **one_step},
+                                   progress=False)
     assert chosen.report.parameters["selection_share"] == 0.2
     paper = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                  seed=1, strategy="paper", **one_step)
+                                  seed=1, strategy=PaperStrategy(**one_step), progress=False)
     assert paper.report.parameters["selection_share"] == 0.5
 
 
 @pytest.mark.parametrize(("keywords", "expected"), [
     ({}, 10),  # the planned default (bench/results/ablation_lt_rounds_off.md, lt_rounds_10_pairs.md)
     ({"strategy": "paper"}, 50),  # the paper's, so that rap++paper still reproduces
-    ({"strategy": "paper", "rounds_lt": 3}, 3),  # an explicit keyword wins
-    ({"rounds_lt": 0}, 0),
+    ({"strategy": PaperStrategy(rounds={"LT": 3})}, 3),  # an explicit setting wins
+    ({"strategy": {"name": "paper", "rounds": {"LT": 3}}}, 3),
+    ({"strategy": PlannedStrategy(rounds={"LT": 0})}, 0),
 ])
 def test_threshold_rounds_default_to_the_strategy_s(task, monkeypatch, keywords, expected) -> None:
-    """``rounds_lt=None`` plans the strategy's threshold rounds; the run is stopped once
-    planned, before any row is read (the plan's LT steps are the point)."""
+    """A strategy whose ``rounds`` leaves "LT" out plans its own threshold rounds (its
+    ``rounds_lt``); the run is stopped once planned, before any row is read (the plan's LT
+    steps are the point)."""
     asked = []
     plan_for_real = polars_rap.pipeline.synthesis.workload_and_plan
 
@@ -224,8 +232,11 @@ def test_threshold_rounds_default_to_the_strategy_s(task, monkeypatch, keywords,
 
 
 def test_rounds_lt_is_checked() -> None:
-    with pytest.raises(ValueError, match="The 'rounds_lt' parameter must be an int"):
-        polars_rap.synthesize(pl.DataFrame({"a": ["x"]}), epsilon=1.0, delta=1e-8, rounds_lt=-1)
+    with pytest.raises(ValueError, match="The \"rounds\\['LT'\\]\" parameter must be an int"):
+        PlannedStrategy(rounds={"LT": -1})
+    with pytest.raises(ValueError, match="The \"rounds\\['LT'\\]\" parameter must be an int"):
+        polars_rap.synthesize(pl.DataFrame({"a": ["x"]}), epsilon=1.0, delta=1e-8,
+                              strategy={"name": "paper", "rounds": {"LT": -1}})
 
 
 def test_a_strategy_object_missing_a_setting_is_named() -> None:
@@ -235,9 +246,25 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks rounds_lt, selection_share, base_share, histogram_share, tie_share, numeric_coupling, warm_doublings, max_steps, independence_prior, describe"):
+    with pytest.raises(ValueError, match="lacks relaxed_rows, queries_per_round, rounds, workload, projection, rounds_lt, selection_share, base_share, histogram_share, tie_share, numeric_coupling, warm_doublings, max_steps, independence_prior, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
+
+    class Complete(LoopSettings):  # the loop's settings from LoopSettings, the rest its own
+        name, rounds_lt, inverse_variance, decoding, selection_share = "mine", 4, False, "independent", 0.5
+        base_share = histogram_share = tie_share = 0.0
+        numeric_coupling, warm_doublings, max_steps, independence_prior = "fitted", None, None, False
+
+        def plan(self, group_counts, rounds, k):
+            return []
+
+        def describe(self):
+            return {"name": self.name}
+
+    mine = Complete(relaxed_rows=30, rounds={"LT": 2})
+    assert resolve_strategy(mine) is mine and mine.workload == WorkloadSize()
+    with pytest.raises(ValueError, match="The 'relaxed_rows' parameter must be an int"):
+        Complete(relaxed_rows=0)
 
 
 def test_expected_noise_l1_is_the_mean_absolute_gaussian_times_cells() -> None:
@@ -260,9 +287,10 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
 
     rows = task.frame.sample(3_000, seed=4)
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
-                                   seed=2, rounds_cm=2, queries_per_round=5,
-                                   strategy={"name": "planned", "base_share": 0.1,
-                                             "histogram_share": 0.0, "cm_margin_reserve": 0.0}, **FAST)
+                                   seed=2, progress=False,
+                                   strategy={"name": "planned", "base_share": 0.1, "histogram_share": 0.0,
+                                             "cm_margin_reserve": 0.0, **FAST, "rounds": {"CM": 2, "LT": 3},
+                                             "queries_per_round": 5})
     report = result.report
     rho = split_budget(1.0, 1e-8).rho
     domain = Domain.from_mapping(rows.schema, task.domain, task.labels)

@@ -37,12 +37,17 @@ def _frame(n_rows: int = 1500, seed: int = 0) -> pl.DataFrame:
 DOMAIN = {"day": DATE_BOUNDS, "stamp": TIME_BOUNDS, "wait": {"bounds": DURATION_BOUNDS}, "group": ["a", "b"]}
 
 
+def small_loop(relaxed_rows: int) -> polars_rap.PlannedStrategy:
+    """The planned strategy in a short loop: ``relaxed_rows`` rows, 2 threshold rounds, 50 threshold queries."""
+    return polars_rap.PlannedStrategy(relaxed_rows=relaxed_rows, rounds={"LT": 2}, workload={"n_linear_thresholds": 50})
+
+
 @pytest.fixture(scope="module")
 def synthesis():
     frame = _frame()
     result = polars_rap.synthesize(
-        frame, epsilon=5.0, delta=1e-7, domain=DOMAIN, labels=["group"], relaxed_rows=60,
-        rounds_lt=5, n_linear_thresholds=300, seed=0, progress=False)
+        frame, epsilon=5.0, delta=1e-7, domain=DOMAIN, labels=["group"], seed=0, progress=False,
+        strategy=polars_rap.PlannedStrategy(relaxed_rows=60, rounds={"LT": 5}, workload={"n_linear_thresholds": 300}))
     return frame, result
 
 
@@ -137,7 +142,7 @@ def test_out_of_bounds_dates_are_clipped_and_logged_as_dates(caplog):
     with caplog.at_level(logging.WARNING):
         encoded = encode(frame, domain)
     assert encoded.numerics[0, 0] == 0.0
-    assert "1 values outside the declared bounds [1990-01-01, 2025-12-31]" in caplog.text
+    assert "1 values outside the domain's bounds [1990-01-01, 2025-12-31]" in caplog.text
 
 
 # ------------------------------------------------------------------ config files and CSV
@@ -155,7 +160,7 @@ def test_a_config_file_declares_date_bounds_as_toml_dates(tmp_path):
     assert parsed.domain["stamp"] == TIME_BOUNDS
     frame = _frame(800).select("day", "stamp", "group")
     result = polars_rap.synthesize(frame, epsilon=5.0, delta=1e-7, domain=parsed.domain, labels=parsed.labels,
-                                   relaxed_rows=30, rounds_lt=2, n_linear_thresholds=50, seed=0, progress=False)
+                                   strategy=small_loop(30), seed=0, progress=False)
     assert result.data.schema == frame.schema
 
 
@@ -173,8 +178,7 @@ def test_csv_columns_with_date_bounds_are_read_as_dates(tmp_path):
     path = tmp_path / "days.csv"
     frame.write_csv(path)
     result = polars_rap.synthesize(path, epsilon=5.0, delta=1e-7, domain={"day": DATE_BOUNDS, "group": ["a", "b"]},
-                                   labels=["group"], relaxed_rows=20, rounds_lt=2, n_linear_thresholds=50,
-                                   seed=0, progress=False)
+                                   labels=["group"], strategy=small_loop(20), seed=0, progress=False)
     assert result.data.schema == frame.schema
 
 
@@ -187,8 +191,7 @@ def test_infer_domain_learns_date_bounds_privately_and_charges_them():
     days = rng.integers(7305, 17532, 20_000)  # 1990-01-01 .. 2017-12-31
     frame = pl.DataFrame({"day": pl.Series(days, dtype=pl.Int32).cast(pl.Date), "group": rng.choice(["a", "b"], 20_000)})
     result = polars_rap.synthesize(frame, epsilon=4.0, delta=1e-9, domain={"group": ["a", "b"]}, labels=["group"],
-                                   infer_domain=["day"], relaxed_rows=30, rounds_lt=2, n_linear_thresholds=50,
-                                   seed=0, progress=False)
+                                   infer_domain=["day"], strategy=small_loop(30), seed=0, progress=False)
     spec = result.domain["day"]
     lower, upper = spec.declaration().lower, spec.declaration().upper
     assert isinstance(lower, dt.date) and not isinstance(lower, dt.datetime)

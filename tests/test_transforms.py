@@ -129,8 +129,10 @@ def test_declared_atoms_survive_synthesis_exactly():
     domain = {"hours": {"bounds": (1, 99), "atoms": [40]},
               "gain": {"bounds": (0, 99_999), "scale": "log", "atoms": [0]}, "y": ["a", "b"]}
     result = polars_rap.synthesize(frame, epsilon=10.0, delta=1e-8, domain=domain, labels=["y"],
-                                   relaxed_rows=64, rounds_lt=2, n_linear_thresholds=100, rounds_mm=6,
-                                   n_mixed_marginals=100, seed=0, progress=False)
+                                   seed=0, progress=False,
+                                   strategy=polars_rap.PlannedStrategy(
+                                       relaxed_rows=64, rounds={"LT": 2, "MM": 6},
+                                       workload=polars_rap.WorkloadSize(n_linear_thresholds=100, n_mixed_marginals=100)))
     data = result.data
     assert data.schema == frame.schema
     assert (data["hours"] == 40).mean() == pytest.approx((hours == 40).mean(), abs=0.1)
