@@ -104,6 +104,8 @@ def test_evaluate_leaves_out_the_columns_the_config_drops(work, tmp_path, capsys
     args = ["evaluate", str(tmp_path / "real.parquet"), str(work / "synthetic.parquet"), "-o",
             str(tmp_path / "report.html"), "--config", str(config), "--test", str(tmp_path / "test.parquet")]
     assert cli.main(args) == 0 and (tmp_path / "report.html").is_file()
+    page = (tmp_path / "report.html").read_text()  # the real table keeps its file's name (#78)
+    assert "real.parquet" in page and "in-memory" not in page
     config.write_text((work / "domain.toml").read_text())
     capsys.readouterr()
     assert cli.main([*args, "--overwrite"]) == 3  # without it, the real table's extra column is named
