@@ -79,6 +79,10 @@ def test_an_unknown_keyword_is_a_type_error_with_the_closest_one() -> None:
     with pytest.raises(ParameterTypeError) as raised:
         polars_rap.synthesize(_frame(), epsilon=1.0, delta=1e-6, zzz=1)
     assert str(raised.value) == "synthesize() got unexpected keyword arguments ['zzz']"  # nothing close
+    with pytest.raises(ParameterTypeError) as raised:  # a misspelt keyword and a moved one: both named
+        polars_rap.synthesize(_frame(), epsilon=1.0, delta=1e-6, sed=0, relaxed_rows=30)
+    assert str(raised.value).startswith("synthesize() got unexpected keyword arguments ['sed']; did you mean 'seed'?"
+                                        "; and synthesize() no longer takes ['relaxed_rows']")
 
 
 # ------------------------------------------------------------------ the settings' checks
@@ -99,6 +103,7 @@ def test_the_loop_settings_default_to_synthesize_s_old_defaults() -> None:
     ({"queries_per_round": "3"}, ParameterTypeError, r"The 'queries_per_round' parameter must be an int"),
     ({"rounds": {"LTT": 2}}, ParameterError,
      r"rounds has unknown query classes \['LTT'\]; choose from \('CM', 'LT', 'MM'\); did you mean 'LT'\?"),
+    ({"rounds": {"lt": 2}}, ParameterError, r"unknown query classes \['lt'\]; .*did you mean 'LT'\?"),
     ({"rounds": {"MM": -1}}, ParameterError, r"The \"rounds\['MM'\]\" parameter must be an int in \[0, inf\)\. Got -1"),
     ({"rounds": {"CM": None}}, ParameterTypeError, r"The \"rounds\['CM'\]\" parameter must be an int"),
     ({"rounds": 5}, ParameterTypeError, r"rounds must be a mapping of query class to rounds"),

@@ -84,8 +84,9 @@ def check_loop_settings(settings: LoopSettings) -> None:
         raise ParameterTypeError(msg)
     unknown = [key for key in settings.rounds if key not in ROUND_CLASSES]
     if unknown:
+        named = [str(key).upper() for key in unknown]  # "lt" is "LT"
         msg = (f"rounds has unknown query classes {unknown}; choose from {ROUND_CLASSES}"
-               f"{did_you_mean(unknown, ROUND_CLASSES)}")
+               f"{did_you_mean(named, ROUND_CLASSES)}")
         raise ParameterError(msg)
     for key, value in settings.rounds.items():
         check_int(f"rounds[{key!r}]", value, 0)

@@ -124,12 +124,16 @@ def moved_keyword_error(moved: Mapping[str, Any]) -> ParameterTypeError:
     the closest valid keyword (a ``TypeError``, as Python's own for an unknown keyword)."""
     names = sorted(moved)
     known = [name for name in names if name in MOVED_TO_STRATEGY]
+    unknown = [name for name in names if name not in MOVED_TO_STRATEGY]
+    parts = []
+    if unknown:
+        valid = sorted({f.name for f in fields(RunSettings)} - set(MOVED_TO_STRATEGY) - {"public_uses"} | {"public"})
+        parts.append(f"synthesize() got unexpected keyword arguments {unknown}{did_you_mean(unknown, valid)}")
     if known:
         where = "; ".join(f"{name}: strategy=polars_rap.{MOVED_TO_STRATEGY[name]}" for name in known)
-        return ParameterTypeError(f"synthesize() no longer takes {known}: tuning settings live on the strategy "
-                                  f"({where}; \"paper\" takes them on PaperStrategy)")
-    valid = sorted({f.name for f in fields(RunSettings)} - set(MOVED_TO_STRATEGY) - {"public_uses"} | {"public"})
-    return ParameterTypeError(f"synthesize() got unexpected keyword arguments {names}{did_you_mean(names, valid)}")
+        parts.append(f"synthesize() no longer takes {known}: tuning settings live on the strategy "
+                     f"({where}; \"paper\" takes them on PaperStrategy)")
+    return ParameterTypeError("; and ".join(parts))
 
 
 def _check_names(name: str, value: Any, *, allow_bool: bool = False) -> None:
