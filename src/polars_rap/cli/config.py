@@ -378,7 +378,6 @@ def toml_value(value: Any) -> str:
     escapes are TOML's).
 
     >>> import datetime
-import difflib
     >>> toml_value([datetime.date(1990, 1, 1), 2.5, "a"])
     '[1990-01-01, 2.5, "a"]'
     """
