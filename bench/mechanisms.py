@@ -186,7 +186,7 @@ def _synthesize_run(train, domain, labels, epsilon, delta, seed, settings, strat
     report = result.report
     details = {"rho_budget": report.rho_budget, "rho_spent": report.rho_spent,
                "rounds": report.parameters.get("rounds")}
-    if report.public_data is not None:  # rows, hash, uses, James-Stein factors (issue 19)
+    if report.public_data is not None:  # rows, hash, uses and what they charged (issue 19)
         details["public_data"] = report.public_data
     return MechanismRun(result.data, "ok", seconds, None, details, "", relaxed=result.relaxed)
 

@@ -3,19 +3,19 @@
 import hashlib
 import json
 import logging
+import re
 
 import numpy as np
 import polars as pl
 import pytest
 
 import polars_rap
-from polars_rap import DataError, ParameterError, ProjectionConfig, kernels
+from polars_rap import DataError, ParameterError, kernels
 from polars_rap.cli import commands as cli
-from polars_rap.quality import evaluation
 from polars_rap.schema.domain import Domain
 from polars_rap.pipeline.model import FORMAT_VERSION, SyntheticModel
-from polars_rap.public.prior import DEFAULT_PUBLIC_USES, check_public_use, fit_to_public, open_public, read_public, touches_columns
-from polars_rap.fit.public_targets import PublicPrior, james_stein_toward
+from polars_rap.public.prior import (DEFAULT_PUBLIC_USES, PUBLIC_USES, check_public_use, open_public, read_public,
+                                     touches_columns)
 from polars_rap.workload.queries import QueryClass
 from polars_rap.workload.builders import build_workload
 
@@ -82,8 +82,8 @@ def test_a_subset_of_columns_is_filled_from_the_domain_and_logged(private, publi
 
 
 def test_public_settings_are_checked(private, declared):
-    with pytest.raises(ParameterError, match="'public_use' parameter must name at least one of.*did you mean 'targets'"):
-        run(private, declared, public=private, public_use=["target"])
+    with pytest.raises(ParameterError, match="'public_use' parameter must name at least one of.*did you mean 'labels'"):
+        run(private, declared, public=private, public_use=["label"])
     with pytest.raises(ParameterError, match="'public_use' parameter needs a public table"):
         run(private, declared, public_use=["init"])
     with pytest.raises(TypeError, match="'public' parameter must be a polars DataFrame"):
@@ -91,7 +91,21 @@ def test_public_settings_are_checked(private, declared):
     with pytest.raises(FileNotFoundError):
         run(private, declared, public="/no/such/public.parquet")
     assert check_public_use(private, None) == DEFAULT_PUBLIC_USES == ("init",)
-    assert check_public_use(private, "fit") == ("fit",)
+    assert check_public_use(private, "margins") == ("margins",)
+
+
+@pytest.mark.parametrize(("use", "why"), [
+    ("fit", r"CM 0\.99x and MM 1\.10x .* at 8\.6x its time \(bench/results/public_prior\.md\)"),
+    ("targets", r"James-Stein .* raised MM 1\.61x and LT 2\.15x at eps = 0\.25 \(bench/results/public_prior\.md\)"),
+    ("selection", r"first selection against the public answers was never measured to gain"),
+])
+def test_a_removed_use_is_a_parameter_error_saying_why_and_what_remains(use, why):
+    """A use removed in #72 is named, with its measured figure, and the uses left are listed."""
+    with pytest.raises(ParameterError) as caught:
+        check_public_use("public.parquet", ["init", use])
+    message = str(caught.value)
+    assert re.search(rf"names a removed use: '{use}' was removed: .*{why}\. The remaining uses are ", message), message
+    assert message.endswith(str(list(PUBLIC_USES))) and use not in PUBLIC_USES
 
 
 # ------------------------------------------------------------------ privacy: free, recorded, never its rows
@@ -100,7 +114,7 @@ def test_the_public_table_charges_nothing_the_ledger_is_the_same_to_the_last_flo
     default's annealed rounds set their budgets from what they release, so only its total and
     its kinds of events are the same."""
     without = run(private, declared, strategy=OUTRIGHT).report
-    for uses in (["init"], ["init", "fit", "targets", "selection"]):
+    for uses in (["init"], ["init", "interactions"]):
         with_public = run(private, declared, public=public, public_use=uses, strategy=OUTRIGHT).report
         assert [(e.mechanism, e.rho, e.round, e.delta) for e in with_public.events] == \
                [(e.mechanism, e.rho, e.round, e.delta) for e in without.events]
@@ -108,20 +122,18 @@ def test_the_public_table_charges_nothing_the_ledger_is_the_same_to_the_last_flo
         assert with_public.public_data["rho_charged"] == 0.0
     assert without.public_data is None
     default = run(private, declared).report
-    with_public = run(private, declared, public=public, public_use=["init", "fit", "targets", "interactions"]).report
+    with_public = run(private, declared, public=public, public_use=["init", "interactions"]).report
     assert with_public.rho_spent == default.rho_spent == default.rho_budget == with_public.rho_budget
     assert {e.mechanism for e in with_public.events} == {e.mechanism for e in default.events}
     assert with_public.public_data["rho_charged"] == 0.0
 
 
 def test_the_report_records_row_count_and_content_hash_never_rows(private, public, declared, domain, tmp_path):
-    result = run(private, declared, public=public, public_use=["init", "targets"], strategy=OUTRIGHT)
+    result = run(private, declared, public=public, public_use=["init", "interactions"], strategy=OUTRIGHT)
     record = result.report.public_data
-    assert set(record) == RECORD_KEYS | {"target_factors"}
-    assert record["rows"] == public.height and record["uses"] == ["init", "targets"]
+    assert set(record) == RECORD_KEYS
+    assert record["rows"] == public.height and record["uses"] == ["init", "interactions"]
     assert len(record["sha256"]) == 64 and int(record["sha256"], 16) >= 0
-    assert set(record["target_factors"]) <= {"CM", "MM", "LT", "NR"}
-    assert all(0.0 <= factor <= 1.0 for factor in record["target_factors"].values())
     assert f"public prior: {public.height:,} rows (sha256 {record['sha256'][:12]}" in result.report.summary()
     # the same content read as a frame, a LazyFrame or a file has one hash; other content another
     path = tmp_path / "public.parquet"
@@ -190,39 +202,14 @@ def test_a_column_no_query_measures_keeps_the_public_tables_distribution(private
     assert 0.3 < (without.data["SEX"] == 2).mean() < 0.7
 
 
-def test_public_equal_to_private_makes_the_cm_error_at_small_epsilon_clearly_lower(private, declared, domain):
-    def cm_error(**options):
-        result = polars_rap.synthesize(private, epsilon=0.25, delta=1e-7, domain=declared, labels=LABELS,
-                                       seed=1, strategy=fast(), progress=False, **options)
-        errors = evaluation.workload_errors(private, result.data, domain, seed=0, classes=("CM",))
-        return errors["mean_error"][0]
-
-    without = cm_error()
-    with_public = cm_error(public=private, public_use=["init", "targets"])
-    assert with_public < 0.6 * without, (with_public, without)
-
-
 def test_a_wrong_public_table_loses_to_the_measurements(private, public, declared):
-    """Targets pull toward the public answers only as far as the noise allows: at a large
-    epsilon the marginals over a column the public table gets wrong follow the measurements."""
+    """A start from the public rows is only a start: at a large epsilon the marginals over a
+    column the public table gets wrong follow the measurements."""
     wrong = public.with_columns(pl.lit(2, dtype=pl.Int32).alias("SEX"))
     result = polars_rap.synthesize(private, epsilon=8.0, delta=1e-7, domain=declared, labels=LABELS, seed=0,
-                                   public=wrong, public_use=["init", "targets"], strategy=fast(), progress=False)
+                                   public=wrong, public_use=["init"], strategy=fast(), progress=False)
     share = (result.data["SEX"] == 2).mean()
     assert abs(share - (private["SEX"] == 2).mean()) < 0.1, share
-    assert result.report.public_data["target_factors"]["CM"] < 1.0  # the right tables were still pulled in
-
-
-def test_james_stein_pulls_within_the_noise_and_lets_a_clear_difference_win():
-    public = np.full(20, 0.05)
-    noisy_near = public + np.random.default_rng(0).normal(0, 0.01, 20)
-    estimate, factor = james_stein_toward(noisy_near, public, np.full(20, 0.01))
-    assert factor < 0.3 and np.abs(estimate - public).max() < np.abs(noisy_near - public).max()
-    far = public + 0.2
-    estimate, factor = james_stein_toward(far, public, np.full(20, 0.01))
-    assert factor > 0.99 and np.allclose(estimate, far, atol=1e-3)
-    two = np.array([0.3, 0.7])
-    assert james_stein_toward(two, np.array([0.5, 0.5]), np.full(2, 0.1))[1] == 1.0  # too few to pool
 
 
 def test_public_answers_exist_only_for_queries_over_columns_the_table_holds(public, domain):
@@ -244,32 +231,6 @@ def test_public_answers_exist_only_for_queries_over_columns_the_table_holds(publ
     assert touches_columns(queries, np.zeros(len(domain.blocks), bool), np.ones(1, bool))[lt].all()
 
 
-def test_fit_moves_the_relaxed_rows_toward_the_public_answers(public, domain):
-    queries = build_workload(domain, np.random.default_rng(0), classes=("CM",), n_mixed_marginals=0,
-                             n_linear_thresholds=0, max_marginal_cells=None)
-    backend = kernels.get_backend("cpu")
-    table = read_public(open_public(public, None, COLUMNS), domain)
-    answers = table.answers(queries, domain, backend)
-    from polars_rap.fit.projection import RelaxedParams
-
-    start = RelaxedParams.random(80, domain.block_sizes, 1, np.random.default_rng(0))
-    fitted = fit_to_public(start, queries, answers, backend, ProjectionConfig(max_steps=30))
-
-    def distance(params):
-        return np.abs(backend.answers_relaxed(params.relaxed(), queries, np.inf) - answers).mean()
-
-    assert distance(fitted) < 0.5 * distance(start)
-
-
-def test_selection_scores_against_public_answers_in_each_class_first_round_only():
-    prior = PublicPrior(np.array([0.1, np.nan, 0.3]), selection=True)
-    relaxed = np.array([0.5, 0.5, 0.5])
-    assert prior.reference_answers("LT", np.arange(3), relaxed).tolist() == [0.1, 0.5, 0.3]
-    assert prior.reference_answers("LT", np.arange(3), relaxed).tolist() == [0.5, 0.5, 0.5]
-    assert prior.reference_answers("CM", np.arange(3), relaxed).tolist() == [0.1, 0.5, 0.3]
-    assert PublicPrior(np.zeros(3)).reference_answers("MM", np.arange(3), relaxed) is relaxed
-
-
 # ------------------------------------------------------------------ entry points
 def test_the_namespaces_pass_the_public_table(private, public, declared):
     options = dict(epsilon=1.0, delta=1e-7, domain=declared, labels=LABELS, seed=0, strategy=fast(), progress=False)
@@ -289,8 +250,9 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
         f"[domain.{name}]\nkind = \"numeric\"\nbounds = {list(declared[name])}" if isinstance(declared[name], tuple)
         else f"[domain.{name}]\nkind = \"categorical\"\ncategories = {json.dumps(declared[name])}"
         for name in COLUMNS)
-    options = ('[options]\npublic_use = ["init", "targets"]\n[strategy]\nrelaxed_rows = 60\n[strategy.rounds]\nLT = 2\n'
-               '[strategy.workload]\nn_linear_thresholds = 100\n[strategy.projection]\nmax_steps = 5\n')
+    options = ('[options]\npublic_use = ["init", "interactions"]\n[strategy]\nrelaxed_rows = 60\n'
+               '[strategy.rounds]\nLT = 2\n[strategy.workload]\nn_linear_thresholds = 100\n'
+               '[strategy.projection]\nmax_steps = 5\n')
     config = folder / "spec.toml"
     config.write_text(f'labels = {json.dumps(LABELS)}\npublic = "public.parquet"\n\n{tables}\n{options}')
 
@@ -302,7 +264,7 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
     capsys.readouterr()
     assert synthesize(config) == 0  # public.parquet is found beside the config, not in the working directory
     record = json.loads(capsys.readouterr().out)["public_data"]
-    assert record["rows"] == public.height and record["uses"] == ["init", "targets"]
+    assert record["rows"] == public.height and record["uses"] == ["init", "interactions"]
     assert synthesize(config, "--public", str(tmp_path / "other.parquet")) == 0  # the flag wins
     assert json.loads(capsys.readouterr().out)["public_data"]["rows"] == 300
     misplaced = tmp_path / "misplaced.toml"
@@ -314,8 +276,12 @@ def test_cli_config_key_and_flag(private, public, declared, tmp_path, capsys):
     public.head(20).with_columns(pl.lit(9, dtype=pl.Int32).alias("SEX")).write_parquet(bad)
     assert synthesize(config, "--public", str(bad)) == 3
     assert "the public table: column 'SEX'" in capsys.readouterr().err
+    # a removed use: the config's public_use reaches synthesize's ParameterError (exit 2), before a row is read
+    config.write_text(config.read_text().replace('public_use = ["init", "interactions"]', 'public_use = ["targets"]'))
+    assert synthesize(config) == 2
+    assert "'targets' was removed: James-Stein targets" in capsys.readouterr().err
     # public_use "labels": the saved model keeps the label model, and `sample` draws labels from it
-    config.write_text(config.read_text().replace('public_use = ["init", "targets"]', 'public_use = ["labels"]'))
+    config.write_text(config.read_text().replace('public_use = ["targets"]', 'public_use = ["labels"]'))
     assert synthesize(config, "--model", str(tmp_path / "model")) == 0
     record = json.loads(capsys.readouterr().out)["public_data"]
     assert record["uses"] == ["labels"] and record["label_ridge"] > 0

@@ -74,12 +74,11 @@ import math
 import numpy as np
 
 from polars_rap.fit.base_marginals import unheld_margins
-from polars_rap.fit.independence_prior import PriorSettings
+from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions
 from polars_rap.fit.loop_record import LoopRecord
 from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.fit.projection import ProjectionConfig
-from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.fit.rounds import fit_measurements, measure_groups
 from polars_rap.privacy.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
@@ -137,7 +136,7 @@ def run_annealed_step(
     inverse_variance: bool,
     anneal_temperature: bool = False,
     independence: PriorSettings | None = None,
-    prior: PublicPrior | None = None,
+    public: PublicInteractions | None = None,
 ) -> int:
     """Spend ``step_rho`` on ``step``'s class by annealed rounds (see the module's text);
     returns the number of rounds run.
@@ -149,8 +148,8 @@ def run_annealed_step(
     remainder. The other arguments are
     :func:`polars_rap.fit.loop.run_plan`'s; ``anneal_temperature`` is the projection's
     ``anneal`` (False for categorical classes, which have no thresholds); ``independence``
-    its independence prior for the CM groups not measured yet; ``prior`` the public table's
-    uses in the projection (targets, interactions; its selection use is not applied here).
+    its independence prior for the CM groups not measured yet; ``public`` the public table's
+    answers its pseudo-targets are raked from (``public_use="interactions"``).
     """
     name = step.query_class
     total_units = int(step.annealed_rounds)
@@ -206,7 +205,7 @@ def run_annealed_step(
                 stds, 1.0 / n_rows, shift / n_rows,
             )
         trace = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
-                                 anneal=anneal_temperature, prior=prior, independence=independence)[0]
+                                 anneal=anneal_temperature, public=public, independence=independence)[0]
         before = np.concatenate([synthetic[starts[i]:starts[i + 1]] for i in selected_local]).astype(np.float64)
         after = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(selected), np.inf)
         movement = float(np.abs(after.astype(np.float64) - before).sum())
@@ -225,7 +224,7 @@ def run_annealed_step(
             queries, true_answers, l2_sensitivity, ledger, record, backend, projection, rng, margins,
             step_rho=step_rho, closes_ledger=closes_ledger, charges=charges,
             round_index=round_index, n_rows=n_rows, inverse_variance=inverse_variance,
-            anneal_temperature=anneal_temperature, independence=independence, prior=prior)
+            anneal_temperature=anneal_temperature, independence=independence, public=public)
     rounds_run = round_index - first_round
     record.class_rounds[name] = rounds_run
     return rounds_run
@@ -235,7 +234,7 @@ def _refresh_margins(queries: QuerySet, true_answers: np.ndarray, l2_sensitivity
                      ledger: PrivacyLedger, record: LoopRecord, backend, projection: ProjectionConfig, rng,
                      margins: np.ndarray, *, step_rho: float, closes_ledger: bool, charges: list[float],
                      round_index: int, n_rows: int, inverse_variance: bool, anneal_temperature: bool,
-                     independence: PriorSettings | None, prior: PublicPrior | None) -> int:
+                     independence: PriorSettings | None, public: PublicInteractions | None) -> int:
     """The margin refresh (see the module's text): the base groups no measured CM table holds
     (of ``margins``, every base group) measured with what ``charges`` leave of ``step_rho``,
     split evenly, the last charge closing the step (or the ledger), then one projection;
@@ -246,7 +245,7 @@ def _refresh_margins(queries: QuerySet, true_answers: np.ndarray, l2_sensitivity
     measure_groups(record, queries, refreshed, true_answers, l2_sensitivity, ledger, rng, measure_rho=measure_rho,
                    round_index=round_index, n_rows=n_rows, close=close, charges=charges)
     fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
-                     anneal=anneal_temperature, prior=prior, independence=independence)
+                     anneal=anneal_temperature, public=public, independence=independence)
     logger.debug("margin refresh, round %d: %d of %d base groups, rho %.4g", round_index, len(refreshed),
                  len(margins), measure_rho)
     return round_index + 1

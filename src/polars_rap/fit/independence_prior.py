@@ -47,7 +47,7 @@ private and costs no budget (post-processing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,9 +57,10 @@ from polars_rap.workload.queries import QueryClass, QuerySet
 if TYPE_CHECKING:
     from polars_rap.fit.loop_record import LoopRecord
 
-__all__ = ["MEDIATOR_GATE", "PriorSettings", "conditional_independence", "conditional_mutual_information",
-           "independence_pseudo_targets", "independence_targets", "mediated_interaction", "mediated_targets",
-           "public_strength", "raked_interaction", "significant_links", "unmeasured_marginals"]
+__all__ = ["MEDIATOR_GATE", "PriorSettings", "PublicInteractions", "conditional_independence",
+           "conditional_mutual_information", "independence_pseudo_targets", "independence_targets",
+           "mediated_interaction", "mediated_targets", "public_strength", "raked_interaction", "significant_links",
+           "unmeasured_marginals"]
 
 
 MEDIATOR_GATE = 1.0
@@ -79,6 +80,23 @@ class PriorSettings:
     mediated: bool = False
     """Through a measured third feature where one links the two (:func:`mediated_targets`),
     the links gated by :data:`MEDIATOR_GATE`."""
+
+
+@dataclass(eq=False)
+class PublicInteractions:
+    """A public table's answers for the pseudo-targets (``public_use="interactions"``), with
+    :func:`public_strength`'s memo for one run.
+
+    Attributes
+    ----------
+    answers : float64[n_queries]
+        The public table's answers on the workload, NaN where it has none.
+    strength_residuals : list
+        :func:`public_strength`'s ``memo``: each measurement's residuals at every strength.
+    """
+
+    answers: np.ndarray
+    strength_residuals: list = field(default_factory=list, repr=False)
 
 
 def conditional_independence(table: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -34,13 +34,12 @@ else:  # tqdm.auto would warn at import that ipywidgets is missing
     from tqdm import tqdm
 
 from polars_rap.fit.annealing import run_annealed_step
-from polars_rap.fit.independence_prior import PriorSettings
+from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions
 from polars_rap.fit.loop_record import LoopRecord, class_fit_lines
 from polars_rap.fit.numeric_histograms import measure_histograms
 from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, gumbel_scale, gumbel_top_k
 from polars_rap.fit.projection import ProjectionConfig, RelaxedParams
-from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
 from polars_rap.fit.rounds import CATEGORICAL_ONLY, measure_groups, project_step
 from polars_rap.privacy.selection_scores import selection_record, selection_scores
@@ -65,7 +64,7 @@ def run_plan(
     n_rows: int,
     selection_share: float,
     inverse_variance: bool,
-    prior: PublicPrior | None = None,
+    public: PublicInteractions | None = None,
     independence: PriorSettings | None = None,
     progress: bool,
 ) -> LoopRecord:
@@ -74,11 +73,11 @@ def run_plan(
     charges ``ledger`` for every release and returns what was released. ``rng`` (a
     :class:`~polars_rap.privacy.samplers.SecureRandom`, or a seeded generator for research) draws all
     the noise. A step's measurement budget is split evenly over the groups it measures.
-    ``prior`` (public answers, :mod:`polars_rap.fit.public_targets`) may pull the projection's
-    targets toward them and let each class's first selection score against them.
     ``independence`` (:class:`~polars_rap.fit.independence_prior.PriorSettings`, None: off) fits
     the CM groups not measured toward conditional independence (given the label, or a measured
-    third feature; :mod:`polars_rap.fit.independence_prior`, post-processing)."""
+    third feature; :mod:`polars_rap.fit.independence_prior`, post-processing), and ``public``
+    (a public table's answers, ``public_use="interactions"``) toward the public table's
+    interactions where it covers a table."""
     record = LoopRecord(params)
     group_class = queries.group_class
     available = np.ones(queries.n_groups, dtype=bool)
@@ -97,7 +96,7 @@ def run_plan(
                 n_rows=n_rows,
                 selection_share=selection_share if step.selection_share is None else step.selection_share,
                 inverse_variance=inverse_variance, anneal_temperature=step.query_class not in CATEGORICAL_ONLY,
-                independence=independence, prior=prior,
+                independence=independence, public=public,
             ) - 1
             bar.set_postfix(cls=step.query_class, rounds=record.class_rounds[step.query_class],
                             rho=f"{ledger.rho_spent:.3g}/{rho:.3g}")
@@ -111,16 +110,13 @@ def run_plan(
                                close=(lambda: ledger.rho_remaining) if is_last else None,
                                loss_scale=step.loss_scale)
             available[candidates] = False
-            project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
+            project_step(record, queries, step, backend, projection, inverse_variance, public, bar, ledger,
                           rho, round_index, len(candidates), independence)
             continue
         k = len(candidates) if step.outright else min(step.k, len(candidates))
         chosen_by_gumbel = k < len(candidates)
         if chosen_by_gumbel:
             synthetic = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(candidates), np.inf)
-            if prior is not None:  # public values: the scores' sensitivity is unchanged
-                synthetic = prior.reference_answers(step.query_class, queries.group_query_indices(candidates),
-                                                    synthetic)
             true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
             sizes = queries.group_sizes[candidates]
             errors = selection_scores(true_counts, synthetic, sizes, n_rows)
@@ -148,7 +144,7 @@ def run_plan(
                 gumbel_scale(selection_l1, selection_share * step_rho, k),
                 record.noisy_parts[-len(selected):], record.noise_stds[-len(selected):], 1.0 / n_rows,
             )
-        project_step(record, queries, step, backend, projection, inverse_variance, prior, bar, ledger,
+        project_step(record, queries, step, backend, projection, inverse_variance, public, bar, ledger,
                       rho, round_index, len(selected), independence)
     bar.close()
     if not progress and logger.isEnabledFor(logging.INFO):  # no bar to look at: one line per class

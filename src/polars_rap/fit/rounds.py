@@ -14,12 +14,11 @@ import logging
 
 import numpy as np
 
-from polars_rap.fit.independence_prior import PriorSettings, independence_pseudo_targets
+from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions, independence_pseudo_targets
 from polars_rap.fit.loop_record import LoopRecord, fit_figures
 from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism
 from polars_rap.fit.projection import ProjectionConfig, project
-from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.workload.queries import QueryClass, QuerySet
 
 __all__ = ["CATEGORICAL_ONLY", "measure_groups", "fit_measurements", "project_step"]
@@ -32,12 +31,12 @@ CATEGORICAL_ONLY = ("CM", "NR", "BM")
 
 
 def project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, projection: ProjectionConfig,
-                  inverse_variance: bool, prior: PublicPrior | None, bar, ledger: PrivacyLedger, rho: float,
+                  inverse_variance: bool, public: PublicInteractions | None, bar, ledger: PrivacyLedger, rho: float,
                   round_index: int, n_measured: int, independence: PriorSettings | None = None) -> None:
     """Project ``record.params`` onto every measurement so far (warm start), after a step."""
     anneal = step.query_class not in CATEGORICAL_ONLY
     trace, stds, weights = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
-                                            anneal=anneal, warm=record.thresholds_fitted, prior=prior,
+                                            anneal=anneal, warm=record.thresholds_fitted, public=public,
                                             independence=independence)
     record.thresholds_fitted |= anneal
     residual_rms, noise_rms = fit_figures(trace.exact_loss, stds, weights)
@@ -51,28 +50,24 @@ def project_step(record: LoopRecord, queries: QuerySet, step: Step, backend, pro
 
 
 def fit_measurements(record: LoopRecord, queries: QuerySet, backend, projection: ProjectionConfig, *,
-                     inverse_variance: bool, anneal: bool, warm: bool = False, prior: PublicPrior | None = None,
-                     independence: PriorSettings | None = None):
+                     inverse_variance: bool, anneal: bool, warm: bool = False,
+                     public: PublicInteractions | None = None, independence: PriorSettings | None = None):
     """Project ``record.params`` (replaced by the result) onto every measurement so far;
     returns ``(trace, stds, weights)``: the projection's trace and each fitted answer's noise
     std and loss weight (float64[answers], weights of mean 1, or None when all equal).
 
-    ``prior`` (public answers) may pull the targets toward them; ``independence`` (its
-    settings, or None: off) adds the
-    pseudo-targets of :mod:`polars_rap.fit.independence_prior` for the CM groups not measured yet,
-    once a categorical table is measured, as does a prior used for its ``interactions`` (then
-    raked from the public tables; post-processing all)."""
+    ``independence`` (its settings, or None: off) adds the pseudo-targets of
+    :mod:`polars_rap.fit.independence_prior` for the CM groups not measured yet, once a
+    categorical table is measured, as does ``public`` (a public table's answers, then raked from
+    its tables; post-processing all)."""
     groups = np.asarray(record.groups, dtype=np.int64)
     sizes = queries.group_sizes[groups]
     targets = np.concatenate(record.targets)
-    if prior is not None and prior.targets:  # post-processing of the noisy answers
-        targets = prior.shrunk_targets(queries, groups, record.noisy_parts, record.noise_stds, targets)
     fitted, pseudo_stds = groups, None
-    public_interactions = prior is not None and prior.interactions
-    if independence is not None or public_interactions:
-        public, memo = (prior.answers, prior.strength_residuals) if public_interactions else (None, None)
+    if independence is not None or public is not None:
+        answers, memo = (public.answers, public.strength_residuals) if public is not None else (None, None)
         pseudo_groups, pseudo_targets, prior_std = independence_pseudo_targets(
-            record, queries, backend, public, memo, settings=independence)
+            record, queries, backend, answers, memo, settings=independence)
         if len(pseudo_groups):
             fitted = np.concatenate([groups, pseudo_groups])
             targets = np.concatenate([targets, pseudo_targets])

@@ -20,20 +20,19 @@ import numpy as np
 from polars_rap.decode.numeric_ties import (TIE_NOISE_CAP, TIE_NUMERIC_BINS, TieLayout, TieSums, release_ties,
                                             tie_layout, tie_noise_std)
 from polars_rap.errors import warn_caller
-from polars_rap.fit.independence_prior import PriorSettings
+from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions
 from polars_rap.fit.loop import run_plan
 from polars_rap.fit.loop_record import LoopRecord
 from polars_rap.fit.plan_steps import Step
 from polars_rap.fit.planning import check_rows_against_noise, loop_rho_needed, smallest_share
-from polars_rap.fit.projection import ProjectionConfig, RelaxedParams
-from polars_rap.fit.public_targets import PublicPrior
+from polars_rap.fit.projection import RelaxedParams
 from polars_rap.fit.strategy import Strategy
 from polars_rap.io.source import RowStatistics, exact_answers
 from polars_rap.pipeline.arguments import RunSettings
 from polars_rap.pipeline.inputs import Inputs
 from polars_rap.pipeline.streams import RandomStreams
 from polars_rap.privacy.ledger import PrivacyLedger
-from polars_rap.public.prior import PublicTable, fit_to_public
+from polars_rap.public.prior import PublicTable
 from polars_rap.public.release import PublicRelease
 from polars_rap.public.reweight import candidate_rows
 from polars_rap.schema.domain import Domain
@@ -77,13 +76,12 @@ class Answers:
 class Fitted:
     """Released values only: the loop's ``record`` and final ``relaxed`` rows
     (float32[relaxed_rows, n_coords]; the public rows' when the check chose them), the public
-    check's record (``reweight``), the public ``prior`` the loop used, the ties' release (None
-    when not measured), the ties' layout and the public row counts."""
+    check's record (``reweight``), the ties' release (None when not measured), the ties' layout
+    and the public row counts."""
 
     record: LoopRecord
     relaxed: np.ndarray
     reweight: dict | None
-    prior: PublicPrior | None
     tie_release: tuple | None
     tie_layout: TieLayout | None
     n_rows: int
@@ -136,24 +134,24 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
         warn_caller(f"delta={run.delta:g} is at least 1/n = {1.0 / n_rows:.3g}: at that level a mechanism "
                     "could publish a whole row and still meet (epsilon, delta)-DP. Use delta well "
                     f"below 1/n, e.g. 1/n^2 = {1.0 / n_rows**2:.3g}")
-    params, prior = _starting_point(inputs.public_table, inputs.public_uses, domain, queries, run.relaxed_rows,
-                                    run.backend, run.projection, streams.init)
+    params, public = _starting_point(inputs.public_table, inputs.public_uses, domain, queries, run.relaxed_rows,
+                                     run.backend, streams.init)
     progress = sys.stderr.isatty() if run.progress is None else run.progress
-    record = _run_loop(workload, answers.true, answers, ledger, params, run, streams.noise, prior, progress)
+    record = _run_loop(workload, answers.true, answers, ledger, params, run, streams.noise, public, progress)
     # the public rows raked to the loop's or the measured margins, released if the check prefers them
     relaxed, reweight = release.after_loop(record.params.relaxed(), queries, answers.true, answers.l1_sensitivity,
                                            n_rows, run.backend, streams.noise, streams.reweight)
-    return Fitted(record, relaxed, reweight, prior, tie_release, answers.tie_layout, n_rows, answers.out_rows)
+    return Fitted(record, relaxed, reweight, tie_release, answers.tie_layout, n_rows, answers.out_rows)
 
 
 def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: PrivacyLedger, start: RelaxedParams,
-              run: RunSettings, rng, prior: PublicPrior | None, progress: bool) -> LoopRecord:
+              run: RunSettings, rng, public: PublicInteractions | None, progress: bool) -> LoopRecord:
     """:func:`~polars_rap.fit.loop.run_plan` over the run's plan, with the run's settings."""
     strategy = run.strategy
     return run_plan(workload.plan, workload.queries, true, answers.l1_sensitivity, answers.l2_sensitivity, ledger,
                     start, run.backend, run.projection, rng, n_rows=answers.n_rows,
                     selection_share=run.selection_share, inverse_variance=strategy.inverse_variance,
-                    prior=prior, independence=_prior_settings(strategy),
+                    public=public, independence=_prior_settings(strategy),
                     progress=progress)
 
 
@@ -172,25 +170,19 @@ def _release_ties(answers: Answers, rho: float, ledger: PrivacyLedger, rng) -> t
 
 
 def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domain: Domain, queries: QuerySet,
-                    relaxed_rows: int, backend, projection: ProjectionConfig,
-                    rng: np.random.Generator) -> tuple[RelaxedParams, PublicPrior | None]:
-    """The relaxed rows the loop starts from (uniformly random, or from the public table) and
-    the public answers the loop uses (None without ``"targets"``, ``"selection"`` or
+                    relaxed_rows: int, backend,
+                    rng: np.random.Generator) -> tuple[RelaxedParams, PublicInteractions | None]:
+    """The relaxed rows the loop starts from (uniformly random, or from the public table with
+    ``"init"``) and the public answers its pseudo-targets are raked from (None without
     ``"interactions"``). Public values only: nothing here reads the sensitive rows or charges
     the budget."""
     if public_table is not None and "init" in uses:
         params = public_table.relaxed_params(relaxed_rows, domain, rng)
     else:
         params = RelaxedParams.random(relaxed_rows, domain.block_sizes, len(domain.numeric_columns), rng)
-    if public_table is None or not {"fit", "targets", "selection", "interactions"} & set(uses):
+    if public_table is None or "interactions" not in uses:
         return params, None
-    public_answers = public_table.answers(queries, domain, backend)
-    if "fit" in uses:
-        params = fit_to_public(params, queries, public_answers, backend, projection)
-    if not {"targets", "selection", "interactions"} & set(uses):
-        return params, None
-    return params, PublicPrior(public_answers, targets="targets" in uses, selection="selection" in uses,
-                               interactions="interactions" in uses)
+    return params, PublicInteractions(public_table.answers(queries, domain, backend))
 
 
 def _prior_settings(strategy: Strategy) -> PriorSettings | None:

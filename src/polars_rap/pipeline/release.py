@@ -20,7 +20,6 @@ from polars_rap.workload.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.privacy.report import PrivacyReport, interval_halfwidth, simultaneous_halfwidth, subgaussian_halfwidth, unmeasured_error_bounds
 from polars_rap.io.source import DataSource, exact_answers
 from polars_rap.workload.builders import describe_queries
-from polars_rap.fit.public_targets import PublicPrior
 from polars_rap.pipeline.arguments import RunSettings
 from polars_rap.pipeline.decoding import Decoded
 from polars_rap.pipeline.fitting import Fitted, Workload
@@ -52,25 +51,21 @@ def release_report(inputs: Inputs, workload: Workload, fitted: Fitted, decoded: 
         strategy=described, decoding=strategy.decoding, numeric_coupling=decoded.numeric_coupling,
         warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps, dropped_columns=run.drop,
     )
-    public_data = _public_record(inputs.public_table, inputs.public_uses, fitted.prior, decoded.label_model,
-                                 fitted.reweight)
+    public_data = _public_record(inputs.public_table, inputs.public_uses, decoded.label_model, fitted.reweight)
     return build_report(inputs.budget, inputs.ledger, fitted.n_rows, workload.queries, inputs.domain, workload.plan,
                         fitted.record, decoded.frame, run.backend, run.confidence,
                         parameters=parameters, public_data=public_data)
 
 
-def _public_record(public_table: PublicTable | None, uses: Sequence[str], prior: PublicPrior | None,
-                   label_model: LabelModel | None, reweight: dict | None = None) -> dict | None:
-    """The report's record of the public table (:meth:`PublicTable.record`), with the mean
-    James-Stein factor per class when its answers were targets, the label model's ridge
-    and share of redrawn rows when it drew the labels, and the release's record (``reweight``)
-    when its uses released or checked anything, whose ``rho_charged`` (the fsum of the ledger
-    events those uses made) replaces the table's 0.0; None without one."""
+def _public_record(public_table: PublicTable | None, uses: Sequence[str], label_model: LabelModel | None,
+                   reweight: dict | None = None) -> dict | None:
+    """The report's record of the public table (:meth:`PublicTable.record`), with the label
+    model's ridge and share of redrawn rows when it drew the labels, and the release's record
+    (``reweight``) when its uses released or checked anything, whose ``rho_charged`` (the fsum
+    of the ledger events those uses made) replaces the table's 0.0; None without one."""
     if public_table is None:
         return None
     record = public_table.record(uses)
-    if prior is not None and prior.targets:
-        record["target_factors"] = dict(prior.factors)
     if label_model is not None:
         record.update(label_ridge=label_model.ridge, label_share=label_model.share)
     if reweight is not None:

@@ -137,11 +137,7 @@ def synthesize(
     public_use : sequence of str, optional
         What the public table is used for (default ``["labels"]`` when it holds every label
         column, else ``["init"]``): ``"init"``, the relaxed
-        rows start from a sample of its rows; ``"fit"``, they are first fitted to its answers
-        on the whole workload; ``"targets"``, each measured answer is pulled toward the
-        public answer by a James-Stein factor, which lets the measurement win where the two
-        differ beyond its noise (:mod:`polars_rap.fit.public_targets`); ``"selection"``, each
-        class's first selection scores against its answers; ``"interactions"``, each
+        rows start from a sample of its rows; ``"interactions"``, each
         categorical marginal not measured (yet) is fitted toward the public table's, raked to
         the synthetic margins, its associations scaled by the strength the measured tables
         support (:mod:`polars_rap.fit.independence_prior`; it acts on the tables a strategy
@@ -160,7 +156,8 @@ def synthesize(
         from the public table's under an empirical-Bayes prior) are checked against independence,
         and if they pass they join that check as one more candidate
         (:mod:`polars_rap.public.margins`; every column; for a public table of the same
-        population). Only with ``public``.
+        population). Only with ``public``. ``"fit"``, ``"targets"`` and ``"selection"`` were
+        removed for what they measured: naming one is a ``ParameterError`` that says why.
     output : str or path-like, optional
         A folder (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) to write the
         synthetic rows to as Parquet parts of ``output_block_rows`` rows (default 1,000,000,

@@ -231,13 +231,11 @@ class PrivacyReport:
         ``filled_columns`` it lacked, ``uses``, ``rho_charged`` (what its uses charged the
         ledger, the fsum of their events: the checks and margins of ``"reweight"`` and
         ``"margins"`` measure the sensitive rows; 0.0 for the other uses, since reading the
-        public table is free) and, when its answers were targets, ``target_factors`` (per
-        query class, the mean James-Stein factor: 1 the measurements alone, 0 the public
-        answers); with
-        ``"reweight"``, ``reweight_released`` (``"synthetic rows"`` or ``"reweighted public
-        rows"``: the check's release), ``reweight_margins`` (the released public rows' raking
-        targets, ``"one-way"`` or ``"x-label"`` (the loop's rows' margins) or ``"measured"``
-        (``"margins"``' own); None when the synthetic rows were released),
+        public table is free); with ``"reweight"``, ``reweight_released`` (``"synthetic
+        rows"`` or ``"reweighted public rows"``: the check's release), ``reweight_margins``
+        (the released public rows' raking targets, ``"one-way"`` or ``"x-label"`` (the loop's
+        rows' margins) or ``"measured"`` (``"margins"``' own); None when the synthetic rows
+        were released),
         ``reweight_check_rho`` (what the check charged), ``reweight_check_tables`` (the marginal
         tables it scored) and ``reweight_effective_rows`` (per
         raking, ``1 / sum(w**2)`` of its weights); with ``"margins"``, ``margins_rho`` (what
@@ -382,11 +380,9 @@ def public_data_line(record: Mapping[str, Any]) -> str:
     'filled: c; used for init; reading it charged no budget'
     """
     filled = record.get("filled_columns") or []
-    factors = record.get("target_factors") or {}
     return (f"public prior: {record['rows']:,} rows (sha256 {str(record['sha256'])[:12]}...), "
             f"{len(record.get('columns', []))} columns" + (f", filled: {', '.join(filled)}" if filled else "")
             + f"; used for {', '.join(record.get('uses', []))}"
-            + ("; target factors " + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()) if factors else "")
             + (f"; {record.get('label_share', 1.0):.0%} of labels drawn from its model, ridge {record['label_ridge']:.3g}"
                if "label_ridge" in record else "")
             + (f"; released the {record['reweight_released']}"

@@ -18,10 +18,9 @@ from it. The public table
 
 :func:`read_public` reads and encodes it into a :class:`PublicTable`;
 :meth:`PublicTable.relaxed_params` gives the starting relaxed rows (``public_use`` ``"init"``);
-:meth:`PublicTable.answers` its answers on a workload (``"fit"``, ``"targets"``,
-``"selection"``; :mod:`polars_rap.fit.public_targets`); :func:`fit_to_public` the relaxed fit to
-those answers (``"fit"``); :meth:`PublicTable.record` what the report and saved models say
-of it: its row count and a content hash, never its rows.
+:meth:`PublicTable.answers` its answers on a workload (``"interactions"``,
+:mod:`polars_rap.fit.independence_prior`); :meth:`PublicTable.record` what the report and saved
+models say of it: its row count and a content hash, never its rows.
 """
 
 from __future__ import annotations
@@ -41,27 +40,21 @@ from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import encode
 from polars_rap.decode.decoding import spread_rows
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
-from polars_rap.fit.projection import ProjectionConfig, RelaxedParams, project
+from polars_rap.fit.projection import RelaxedParams
 from polars_rap.workload.queries import QuerySet
 from polars_rap.io.source import DataSource, add_counts, default_batch_rows, without_columns
 
 __all__ = ["PUBLIC_USES", "DEFAULT_PUBLIC_USES", "LABELLED_PUBLIC_USES", "PublicTable", "check_public_use",
            "default_public_uses", "open_public",
-           "read_public", "fit_to_public", "touches_columns"]
+           "read_public", "touches_columns"]
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", "reweight", "margins")
-"""What a public table may be used for (``synthesize(public_use=...)``):
+PUBLIC_USES = ("init", "interactions", "labels", "reweight", "margins")
+"""What a public table may be used for (``synthesize(public_use=...)``; ``"fit"``, ``"targets"``
+and ``"selection"`` were removed for what they measured, ``docs/findings.md``):
 
 - ``"init"``: the relaxed rows start from a sample of the public rows (one-hot, softened);
-- ``"fit"``: before the first round, the relaxed rows are fitted to the public table's answers
-  on the whole workload (GEM-pub's pretraining; one projection over every query);
-- ``"targets"``: each measured answer is pulled toward the public answer by a positive-part
-  James-Stein factor, so that a measurement overrides the public answer as far as it stands
-  out of its noise (:mod:`polars_rap.fit.public_targets`);
-- ``"selection"``: each class's first selection scores its candidates against the public
-  table's answers rather than the relaxed rows';
 - ``"interactions"``: every categorical marginal not measured (yet) is fitted toward the public
   table's interaction, raked to the relaxed rows' own margins and scaled by the strength the
   measured tables support, instead of being left to chance (:mod:`polars_rap.fit.independence_prior`,
@@ -84,6 +77,15 @@ PUBLIC_USES = ("init", "fit", "targets", "selection", "interactions", "labels", 
   as one more candidate
   (:mod:`polars_rap.public.margins`); the public table must hold every column.
 """
+_REMOVED_PUBLIC_USES = {
+    "fit": "fitting the relaxed rows to the public answers before the loop (GEM-pub's pretraining) gave CM 0.99x "
+           "and MM 1.10x the run without a public table at 8.6x its time (bench/results/public_prior.md)",
+    "targets": "James-Stein targets toward the public answers raised MM 1.61x and LT 2.15x at eps = 0.25 "
+               "(bench/results/public_prior.md)",
+    "selection": "scoring each class's first selection against the public answers was never measured to gain",
+}
+"""Uses removed in #72, each with why (its measured figure): naming one is a ``ParameterError``
+that says so (docs/findings.md, "Removed public-data uses")."""
 DEFAULT_PUBLIC_USES = ("init",)
 """The uses when ``public_use`` is not given and the labels are not all in the public table (or
 there are none): the one that is never worse by construction (a starting point; the
@@ -106,8 +108,8 @@ def check_public_use(public, public_use) -> tuple[str, ...]:
     table's schema is known; ``synthesize`` replaces it by :func:`default_public_uses` of that
     schema once the table is opened (``("labels",)`` when it holds every label column).
 
-    >>> check_public_use("pub.parquet", ["targets", "init"])
-    ('init', 'targets')
+    >>> check_public_use("pub.parquet", ["interactions", "init"])
+    ('init', 'interactions')
     """
     if public is None:
         if public_use is not None:
@@ -121,6 +123,11 @@ def check_public_use(public, public_use) -> tuple[str, ...]:
     if not isinstance(uses, Sequence) or not all(isinstance(use, str) for use in uses):
         msg = f"The 'public_use' parameter must be a list of names from {list(PUBLIC_USES)}. Got {public_use!r}"
         raise ParameterTypeError(msg)
+    removed = [use for use in uses if use in _REMOVED_PUBLIC_USES]
+    if removed:
+        reasons = "; ".join(f"{use!r} was removed: {_REMOVED_PUBLIC_USES[use]}" for use in dict.fromkeys(removed))
+        msg = f"The 'public_use' parameter names a removed use: {reasons}. The remaining uses are {list(PUBLIC_USES)}"
+        raise ParameterError(msg)
     unknown = [use for use in uses if use not in PUBLIC_USES]
     if unknown or not uses:
         from polars_rap.errors import did_you_mean
@@ -346,18 +353,3 @@ def touches_columns(queries: QuerySet, blocks: np.ndarray, numeric: np.ndarray) 
                           queries.theta_offsets)
     return categorical | per_range(halfspace, queries.halfspace_offsets)
 
-
-def fit_to_public(params: RelaxedParams, queries: QuerySet, answers: np.ndarray, backend: ModuleType,
-                  config: ProjectionConfig) -> RelaxedParams:
-    """``params`` projected (Alg. 1, annealed, unweighted) onto the public ``answers``
-    (float64[n_queries], NaN where there is none) of every group whose answers all exist.
-    Public values only: no budget, nothing private read."""
-    known = ~np.isnan(answers)
-    groups = np.flatnonzero(np.minimum.reduceat(known, queries.group_offsets[:-1])) if queries.n_groups else []
-    if len(groups) == 0:
-        return params
-    fitted, trace = project(params, queries.take_groups(groups), answers[queries.group_query_indices(groups)],
-                            backend, config)
-    logger.debug("fit to the public answers of %d groups: %d Adam steps, exact loss %.4g",
-                 len(groups), trace.steps, trace.exact_loss)
-    return fitted
