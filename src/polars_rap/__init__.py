@@ -7,7 +7,11 @@ Importing the package registers the ``dp`` namespace on Polars frames::
     True
 """
 
-from polars_rap import namespace as _namespace  # noqa: F401  (registers df.dp / lf.dp)
+from polars_rap.threads import limit_numba_threads
+
+limit_numba_threads()  # before Numba is imported: no more kernel threads than the CPUs this process may use
+
+from polars_rap import namespace as _namespace  # noqa: E402, F401  (registers df.dp / lf.dp)
 from polars_rap.cli.config import Config, read_config
 from polars_rap.schema.domain import Categorical, Domain, Numeric
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
