@@ -32,6 +32,42 @@ from polars_rap.kernels import cuda_config, reference  # noqa: E402
 from polars_rap.fit.projection import ProjectionConfig, RelaxedParams, project  # noqa: E402
 from polars_rap.workload.queries import QueryClass, QuerySet  # noqa: E402
 
+
+def _lock_simulator_shared_arrays() -> None:
+    """Numba's CUDA simulator allocates a block's ``cuda.shared.array`` on the first thread that
+    asks, by a dictionary lookup then an insert with no lock: a thread preempted between them
+    (under CPU load) gets an array of its own, and that block's reductions sum the wrong
+    values (one CI run: a loss 8% off). Every thread of a block must see one array, as on a
+    GPU: the allocation is made under a lock here. Simulator only; kernels are unchanged."""
+    import threading
+    import traceback
+
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    allocate, lock = kernelapi.FakeCUDAShared.array, threading.Lock()
+    if getattr(allocate, "locked", False):
+        return
+
+    def array(self, shape, dtype):
+        if shape == 0:  # dynamic shared memory: one buffer, nothing allocated per call site
+            return allocate(self, shape, dtype)
+        if isinstance(dtype, numba.types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        caller = traceback.extract_stack(sys._getframe(1), limit=1)[-1][0:2]  # the kernel's line (the simulator's key)
+        with lock:
+            found = self._allocations.get(caller)
+            if found is None:
+                found = self._allocations[caller] = np.empty(shape, dtype)
+        return found
+
+    array.locked = True
+    kernelapi.FakeCUDAShared.array = array
+
+
+if numba.config.ENABLE_CUDASIM:
+    _lock_simulator_shared_arrays()
+
 # Tiny grids are the point here; on a real GPU numba would warn about each one.
 pytestmark = pytest.mark.filterwarnings("ignore:Grid size .* under-utilization")
 
