@@ -285,27 +285,18 @@ def _config_options(table: dict[str, Any], path: str) -> dict[str, Any]:
             msg = f"config {path!r}: set {name!r} with {SET_ELSEWHERE[name]}, not in [options]"
             raise ConfigError(msg)
         if name in MOVED_TO_STRATEGY:
-            msg = f"config {path!r}: {name!r} is a setting of the strategy now: set {_strategy_spelling(name)}"
+            msg = f"config {path!r}: {name!r} is a setting of the strategy now: set {MOVED_TO_STRATEGY[name][1]}"
             raise ConfigError(msg)
         if name not in valid:
+            hint = did_you_mean([name], valid)
             moved = difflib.get_close_matches(name, list(MOVED_TO_STRATEGY), n=1, cutoff=0.75)
-            hint = (f"; did you mean {moved[0]!r}, a setting of the strategy now: set {_strategy_spelling(moved[0])}"
-                    if moved and not did_you_mean([name], valid) else did_you_mean([name], valid))
+            if moved and not hint:
+                hint = (f"; did you mean {moved[0]!r}, a setting of the strategy now: "
+                        f"set {MOVED_TO_STRATEGY[moved[0]][1]}")
             msg = (f"config {path!r}: unknown option {name!r} in [options]; valid options are "
                    f"{valid}{_misplaced_hint([name])}{hint}")
             raise ConfigError(msg)
     return dict(table)
-
-
-def _strategy_spelling(name: str) -> str:
-    """Where a moved ``[options]`` key goes in the ``[strategy]`` table, as TOML lines."""
-    if name.startswith("rounds_"):
-        return f"{name[len('rounds_'):].upper()} = ... in [strategy.rounds]"
-    if name in ("n_linear_thresholds", "n_mixed_marginals", "max_marginal_cells"):
-        return f"{name} = ... in [strategy.workload]"
-    if name == "projection":
-        return "the [strategy.projection] table"
-    return f"{name} = ... in [strategy]"
 
 
 def _holds_todo(table: dict[str, Any]) -> bool:

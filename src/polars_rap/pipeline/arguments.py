@@ -103,20 +103,23 @@ _CHECKED = ("epsilon", "delta", "domain", "labels", "infer_domain", "inference_s
             "drop")
 
 MOVED_TO_STRATEGY = {
-    "relaxed_rows": "PlannedStrategy(relaxed_rows=...)",
-    "queries_per_round": "PlannedStrategy(queries_per_round=...)",
-    "rounds_cm": 'PlannedStrategy(rounds={"CM": ...})',
-    "rounds_lt": 'PlannedStrategy(rounds={"LT": ...})',
-    "rounds_mm": 'PlannedStrategy(rounds={"MM": ...})',
-    "n_linear_thresholds": "PlannedStrategy(workload=WorkloadSize(n_linear_thresholds=...))",
-    "n_mixed_marginals": "PlannedStrategy(workload=WorkloadSize(n_mixed_marginals=...))",
-    "max_marginal_cells": "PlannedStrategy(workload=WorkloadSize(max_marginal_cells=...))",
-    "selection_share": "PlannedStrategy(selection_share=...)",
-    "projection": "PlannedStrategy(projection=ProjectionConfig(...))",
+    "relaxed_rows": ("PlannedStrategy(relaxed_rows=...)", "relaxed_rows = ... in [strategy]"),
+    "queries_per_round": ("PlannedStrategy(queries_per_round=...)", "queries_per_round = ... in [strategy]"),
+    "rounds_cm": ('PlannedStrategy(rounds={"CM": ...})', "CM = ... in [strategy.rounds]"),
+    "rounds_lt": ('PlannedStrategy(rounds={"LT": ...})', "LT = ... in [strategy.rounds]"),
+    "rounds_mm": ('PlannedStrategy(rounds={"MM": ...})', "MM = ... in [strategy.rounds]"),
+    "n_linear_thresholds": ("PlannedStrategy(workload=WorkloadSize(n_linear_thresholds=...))",
+                            "n_linear_thresholds = ... in [strategy.workload]"),
+    "n_mixed_marginals": ("PlannedStrategy(workload=WorkloadSize(n_mixed_marginals=...))",
+                          "n_mixed_marginals = ... in [strategy.workload]"),
+    "max_marginal_cells": ("PlannedStrategy(workload=WorkloadSize(max_marginal_cells=...))",
+                           "max_marginal_cells = ... in [strategy.workload]"),
+    "selection_share": ("PlannedStrategy(selection_share=...)", "selection_share = ... in [strategy]"),
+    "projection": ("PlannedStrategy(projection=ProjectionConfig(...))", "the [strategy.projection] table"),
 }
 """The tuning keywords ``synthesize`` took before they moved onto the strategy (issue #72), and
-where each is set now (``PaperStrategy`` takes the same loop settings; a config file sets
-them in its ``[strategy]`` table)."""
+where each is set now: its Python spelling and its config-file spelling (``PaperStrategy``
+takes the same loop settings)."""
 
 
 def moved_keyword_error(moved: Mapping[str, Any]) -> ParameterTypeError:
@@ -130,7 +133,7 @@ def moved_keyword_error(moved: Mapping[str, Any]) -> ParameterTypeError:
         valid = sorted({f.name for f in fields(RunSettings)} - set(MOVED_TO_STRATEGY) - {"public_uses"} | {"public"})
         parts.append(f"synthesize() got unexpected keyword arguments {unknown}{did_you_mean(unknown, valid)}")
     if known:
-        where = "; ".join(f"{name}: strategy=polars_rap.{MOVED_TO_STRATEGY[name]}" for name in known)
+        where = "; ".join(f"{name}: strategy=polars_rap.{MOVED_TO_STRATEGY[name][0]}" for name in known)
         parts.append(f"synthesize() no longer takes {known}: tuning settings live on the strategy "
                      f"({where}; \"paper\" takes them on PaperStrategy)")
     return ParameterTypeError("; and ".join(parts))
