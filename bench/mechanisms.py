@@ -158,7 +158,7 @@ def strategy_spec(settings: Mapping[str, Any], **changes: Any) -> dict[str, Any]
     e.g. ``rounds``, key by key)."""
     from bench.harness import merged
 
-    return merged(merged({}, settings.get("strategy") or {}), changes)
+    return merged(settings.get("strategy") or {}, changes)
 
 
 def _projection_config(settings: Mapping[str, Any]):
