@@ -14,8 +14,10 @@ Datasets: the task's public domain from its committed TOML (:mod:`polars_rap.io.
 80/20 split with ``train_test_split(seed=0)``, δ = 1/n_train². Every mechanism is scored on
 the same benchmark workload (``workload_errors(train, synthetic, domain, seed=0)``), by the
 numeric metric (``numeric_summary``: the mean over numeric columns of the Kolmogorov–Smirnov
-distance and of the decile error, as a fraction of the declared range; issue #14) and by
-logistic-regression macro F1 on the test rows, beside the same model trained on real rows.
+distance and of the decile error, as a fraction of the declared range; issue #14), by the
+relations between columns (``relation_summary``: Pearson's and Spearman's |Δr| over numeric
+pairs, the correlation ratio kept over numeric × categorical pairs and the worst per-category
+median; issues #77, #78) and by logistic-regression macro F1 on the test rows, beside the same model trained on real rows.
 ``--domain-updates`` (ablations) changes the declared domain that polars-rap's own
 mechanisms synthesize with, per dataset (e.g. a column's ``scale`` or ``atoms``); the scores
 always use the task's committed domain.
@@ -56,7 +58,8 @@ from typing import Any
 import polars as pl
 
 from bench.harness import (  # noqa: F401  (the harness's names, as bench.run has always offered them)
-    BENCH_DIR, COLUMNS, DONE_STATUSES, ERROR_CLASSES, FLOAT_COLUMNS, NUMERIC_METRICS, REPO_ROOT, RESULTS,
+    BENCH_DIR, COLUMNS, DONE_STATUSES, ERROR_CLASSES, FLOAT_COLUMNS, NUMERIC_METRICS, RELATION_METRICS, REPO_ROOT,
+    RESULTS,
     append_row, canonical_json, completed_keys, execute, machine, merged, read_results, run_key, spec_key,
     table_markdown, utc_now, workload_scores, write_results,
 )
@@ -311,6 +314,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
     the same fit also gave another mechanism's data (a peer's fixed-sampler row)."""
     import polars_rap
     from polars_rap.quality import evaluation
+    from polars_rap.quality.relations import relation_summary
     from polars_rap.schema.domain import Domain
 
     from bench.mechanisms import MECHANISMS
@@ -348,6 +352,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
         if result.status == "ok" and result.data is not None:
             item.update(workload_scores(train, result.data, domain, **parameters.get("eval", {})))
             item.update(evaluation.numeric_summary(train, result.data, domain))  # every mechanism
+            item.update(relation_summary(train, result.data, domain))
             if result.relaxed is not None:  # what the projection reached, before decoding
                 relaxed_errors = evaluation.relaxed_workload_errors(
                     train, result.relaxed, domain, seed=0, **parameters.get("eval", {}))
@@ -503,8 +508,8 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     frame = with_variants(results)
     ok = pl.col("status") == "ok"
     means = [pl.col(c).filter(ok).mean().alias(c) for c in
-             (*(f"{k}_mean_error" for k in ERROR_CLASSES), *NUMERIC_METRICS, "macro_f1", "real_macro_f1",
-              "seconds", "peak_rss_mib")]
+             (*(f"{k}_mean_error" for k in ERROR_CLASSES), *NUMERIC_METRICS, *RELATION_METRICS, "macro_f1",
+              "real_macro_f1", "seconds", "peak_rss_mib")]
     table = (
         frame.group_by("dataset", "epsilon", "variant")
         .agg(pl.col("mechanism").first(), *means, ok.sum().alias("runs_ok"), pl.len().alias("runs"),
@@ -517,8 +522,8 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
         pl.format("{} ({})", status, pl.col("other_status")))
     return table.select(
         "dataset", "epsilon", pl.col("variant").alias("mechanism"),
-        *(pl.col(f"{k}_mean_error") for k in ERROR_CLASSES), *NUMERIC_METRICS, "macro_f1", "real_macro_f1",
-        "seconds", "peak_rss_mib", status.alias("runs"),
+        *(pl.col(f"{k}_mean_error") for k in ERROR_CLASSES), *NUMERIC_METRICS, *RELATION_METRICS, "macro_f1",
+        "real_macro_f1", "seconds", "peak_rss_mib", status.alias("runs"),
     )
 
 

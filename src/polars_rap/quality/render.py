@@ -237,6 +237,7 @@ def report_html(report, fragment: bool = False) -> str:
         "table lists the worst pairs.</p>",
         _image(images["pairs"], "heatmap of the change in association between pairs of columns"),
         _table(report.worst_pairs(10)),
+        *_relations_section(report),
     ]
     if report.workload is not None:
         parts += [
@@ -263,6 +264,33 @@ def report_html(report, fragment: bool = False) -> str:
         f"<title>polars-rap quality report</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
         f"{body}\n</body>\n</html>\n"
     )
+
+
+def _relations_section(report) -> list[str]:
+    """Numeric pairs (Pearson and Spearman) and numeric × categorical pairs (correlation ratio,
+    per-category medians), when the domain has them."""
+    parts = []
+    if report.numeric_pairs.height:
+        pairs = report.numeric_pairs
+        deltas = {m: (pairs[f"{m}_synthetic"] - pairs[f"{m}_real"]).abs() for m in ("pearson", "spearman")}
+        parts += [
+            "<h2>Numeric pairs</h2>",
+            f"<p>Pearson's r and Spearman's rank correlation of each pair of numeric columns "
+            f"(pairwise non-null rows), worst Spearman change first. |Δr| mean "
+            f"{deltas['pearson'].mean():.3f}, worst {deltas['pearson'].max():.3f}; |Δρ| mean "
+            f"{deltas['spearman'].mean():.3f}, worst {deltas['spearman'].max():.3f}.</p>",
+            _table(pairs.head(15)),
+        ]
+    if report.category_relations.height:
+        parts += [
+            "<h2>Numeric columns within categories</h2>",
+            "<p>Correlation ratio of each numeric column with each categorical one (how much of "
+            "its variance the categories explain), and the worst relative error of a "
+            "category's median over the categories holding at least 5% of the real rows; the "
+            "pairs least kept first.</p>",
+            _table(report.category_relations.head(15)),
+        ]
+    return parts
 
 
 def _privacy_section(privacy) -> str:
