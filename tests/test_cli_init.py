@@ -184,3 +184,47 @@ def test_the_cli_shows_a_library_warning_as_one_line(people, tmp_path, capsys):
                        "--delta", "0.01", "--config", str(spec), "--quiet", "--seed", "0"])
     err = capsys.readouterr().err
     assert status == 0 and err.startswith("polars-rap: warning: delta=0.01 is at least 1/n") and err.count("\n") == 1
+
+
+def table_lines(text: str, name: str) -> list[str]:
+    """The lines of ``[domain.NAME]`` in a template, up to the blank line that ends it."""
+    lines = [*text.splitlines(), ""]
+    start = lines.index(next(line for line in lines if line.startswith(f"[domain.{name}]")))
+    return lines[start:lines.index("", start)]
+
+
+def test_init_shows_integer_for_float_columns_and_scale_for_numeric_ones_only():
+    """Issue 77: a float column of whole numbers (a count) came out with fractions because
+    nothing told the user to declare it integer. An integer dtype implies integer; the
+    categorical columns take neither key."""
+    from polars_rap.cli.template import template_text
+
+    text = template_text({"childs": pl.Float64, "hours": pl.Float32, "age": pl.Int64, "smoker": pl.Boolean,
+                          "sex": pl.String, "region": pl.Enum(["a", "b"])}, "people.parquet")
+    for name in ("childs", "hours"):
+        lines = table_lines(text, name)
+        assert any(line.startswith("# integer = true ") and "whole number" in line for line in lines)
+        assert any(line.startswith('# scale = "log" ') and '"sqrt"' in line for line in lines)
+    age = table_lines(text, "age")
+    assert not any("integer" in line for line in age) and any(line.startswith('# scale = "log"') for line in age)
+    for name in ("smoker", "sex", "region"):
+        assert not any("integer" in line or "scale" in line for line in table_lines(text, name))
+
+
+def test_a_template_with_its_integer_and_scale_lines_uncommented_is_read(people, tmp_path):
+    """The commented keys are real ones with allowed values: uncommenting them gives a config
+    that read_config accepts and that declares the column integer and on a log scale."""
+    frame, path = people
+    spec = tmp_path / "spec.toml"
+    assert init(path, spec)[0] == 0
+    text = (spec.read_text()
+            .replace('bounds = ["TODO", "TODO"]', "bounds = [0, 100]", 1)
+            .replace('bounds = ["TODO", "TODO"]', "bounds = [0, 10000]", 1)
+            .replace('categories = ["TODO"]', 'categories = ["F", "M"]'))
+    income = "\n".join(table_lines(text, "income"))
+    filled = income.replace("# integer = true", "integer = true").replace('# scale = "log"', 'scale = "log"')
+    spec.write_text(text.replace(income, filled))
+    config = polars_rap.read_config(spec)
+    assert config.domain["income"] == {"bounds": (0, 10000), "integer": True, "scale": "log"}
+    spec_income = polars_rap.Domain.from_mapping(frame.schema, config.domain)["income"]
+    assert spec_income.is_integer and spec_income.scale == "log"

@@ -35,7 +35,9 @@ Commands
     per-column distances and plots, the change in association of every pair of columns, the
     workload errors (with labels) and ML utility (with ``--test``), and the privacy report of
     ``--model``. It reads the real rows, so it is not private. The domain and labels come from
-    the config, else from the model.
+    the config, else from the model. It prints the worst columns and pair, and a hint for a
+    numeric column whose real values suggest declaring ``integer = true`` (all whole) or
+    ``scale = "log"`` (strongly right-skewed; :mod:`polars_rap.quality.shape`).
 ``polars-rap demo [--report demo-report.html]``
     Synthesize the bundled ACS income table (California), evaluate the result and write its
     quality report.
@@ -385,6 +387,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         row = report.pairs.row(0, named=True)
         print(f"worst pair: {row['column_a']} x {row['column_b']} ({row['measure']} "
               f"{row['real']:.3f} real, {row['synthetic']:.3f} synthetic)")
+    for hint in report.hints:  # what the real values suggest declaring (quality.shape)
+        print(f"hint: {hint.text(hint.config_fix)}")
     _note(args, f"wrote the quality report to {str(output)!r} in {time.perf_counter() - started:.1f} s; "
                 "it reads the real rows, so it is NOT private: share it only with people allowed to see them")
     return EXIT_OK

@@ -3,20 +3,31 @@
 :func:`template_text` writes one ``[domain.NAME]`` table per column from its name and dtype:
 a numeric dtype gives ``kind = "numeric"`` with :data:`~polars_rap.cli.config.TODO` bounds, a
 text dtype ``kind = "categorical"`` with a TODO category list, an ``Enum`` or ``Boolean``
-dtype its declared categories (the dtype's, never the data's). A CSV file has no dtypes, so
+dtype its declared categories (the dtype's, never the data's). A numeric column's optional
+keys come commented out, each with when to use it: ``atoms``, ``scale`` and, for a float
+dtype (an integer dtype implies it), ``integer``. A CSV file has no dtypes, so
 its columns get a TODO kind. The labels are left to choose. No value of the table is read:
 :func:`schema_of` asks Polars for the schema only (a Parquet or IPC file's footer, a CSV
 file's header line). :func:`~polars_rap.cli.config.read_config` refuses the file until every TODO
 is filled in, naming each column that still holds one.
 
 >>> import polars as pl
->>> text = template_text({"age": pl.Int64, "ok": pl.Boolean}, "people.parquet")
+>>> text = template_text({"age": pl.Int64, "children": pl.Float64, "ok": pl.Boolean}, "people.parquet")
 >>> print(text[text.index("[domain.age]"):])
 [domain.age]                    # Int64
 kind = "numeric"
 bounds = ["TODO", "TODO"]       # TODO: public [lower, upper] in whole numbers; values outside are clipped
 nullable = false                # true when the column may hold nulls (their rate is then kept)
 # atoms = []                    # values many rows hold exactly (0, a top code, a bound): kept exactly
+# scale = "log"                 # for a right-skewed column (incomes, prices): "log", or "sqrt" (milder)
+<BLANKLINE>
+[domain.children]               # Float64
+kind = "numeric"
+bounds = ["TODO", "TODO"]       # TODO: public [lower, upper]; values outside are clipped
+nullable = false                # true when the column may hold nulls (their rate is then kept)
+# atoms = []                    # values many rows hold exactly (0, a top code, a bound): kept exactly
+# integer = true                # when every value is a whole number (counts, years): output is then whole
+# scale = "log"                 # for a right-skewed column (incomes, prices): "log", or "sqrt" (milder)
 <BLANKLINE>
 [domain.ok]                     # Boolean: categories from the dtype
 kind = "categorical"
@@ -34,6 +45,7 @@ from pathlib import Path
 import polars as pl
 
 from polars_rap.cli.config import OPTIONAL_TABLES, TODO, toml_key, toml_value
+from polars_rap.schema.transforms import SCALES
 
 __all__ = ["schema_of", "template_text", "write_template"]
 
@@ -101,6 +113,7 @@ def _column_table(name: str, dtype: pl.DataType | None) -> list[str]:
             _commented(f"bounds = {toml_value([TODO, TODO])}", f"TODO: public [lower, upper]{whole}; values outside are clipped"),
             _commented(null_line, "true when the column may hold nulls (their rate is then kept)"),
             _commented("# atoms = []", "values many rows hold exactly (0, a top code, a bound): kept exactly"),
+            *_numeric_options(dtype),
         ]
     return [
         _commented(header, str(dtype)),
@@ -108,6 +121,18 @@ def _column_table(name: str, dtype: pl.DataType | None) -> list[str]:
         _commented(f"categories = {toml_value([TODO])}", 'TODO: every public category, e.g. ["a", "b"]'),
         _commented(null_line, "true when the column may hold nulls (a category of its own)"),
     ]
+
+
+def _numeric_options(dtype: pl.DataType) -> list[str]:
+    """The commented-out ``integer`` (a float dtype only: an integer dtype implies it) and
+    ``scale`` lines of a numeric column, each with when to use it: the template cannot tell,
+    as it reads no value (``polars-rap evaluate`` can, and says so)."""
+    lines = []
+    if dtype.is_float():
+        lines.append(_commented("# integer = true", "when every value is a whole number (counts, years): output is then whole"))
+    scales = ", or ".join(f'"{scale}"' for scale in SCALES if scale != "linear")
+    lines.append(_commented('# scale = "log"', f"for a right-skewed column (incomes, prices): {scales} (milder)"))
+    return lines
 
 
 def _declares_categories(dtype: pl.DataType) -> bool:

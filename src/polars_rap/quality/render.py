@@ -222,6 +222,7 @@ def report_html(report, fragment: bool = False) -> str:
         "included) of a categorical column; Kolmogorov-Smirnov between the distributions of "
         "a numeric column's non-null values (clipped to its bounds). 0 is identical, 1 "
         "disjoint. Worst first.</p>",
+        *_hints_section(report.hints),
         '<div class="grid">',
         _image(images["overview"], "per-column distance, worst first"),
         f"<div>{_table(report.summary())}</div>",
@@ -291,6 +292,15 @@ def _relations_section(report) -> list[str]:
             _table(report.category_relations.head(15)),
         ]
     return parts
+
+
+def _hints_section(hints) -> list[str]:
+    """The declaration hints (:mod:`polars_rap.quality.shape`) as a list, in both spellings."""
+    if not hints:
+        return []
+    items = "".join(f"<li>{_text(hint.text(f'{hint.config_fix} in a config file; {hint.python_fix} in Python'))}</li>"
+                    for hint in hints)
+    return ["<p>What the real values suggest declaring (then synthesize again):</p>", f"<ul>{items}</ul>"]
 
 
 def _privacy_section(privacy) -> str:

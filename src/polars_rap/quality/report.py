@@ -33,6 +33,7 @@ from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.checks import check_int
 from polars_rap.quality.relations import category_relations, numeric_pairs
 from polars_rap.quality.stats import TableStats, association, ks_distance, ks_points
+from polars_rap.quality.shape import DeclarationHint, declaration_hints
 from polars_rap.workload.queries import QueryClass
 from polars_rap.privacy.report import PrivacyReport
 from polars_rap.io.source import DataSource, default_batch_rows, scan_file
@@ -109,6 +110,10 @@ class QualityReport:
         Rows read from each table.
     names : dict
         ``real`` and ``synthetic``: short names of the inputs (a file's name, never its path).
+    hints : tuple of DeclarationHint
+        Domain keys the real values suggest: ``integer`` for a column of whole numbers not
+        declared so, ``scale = "log"`` for a strongly right-skewed one
+        (:mod:`polars_rap.quality.shape`).
     """
 
     columns: pl.DataFrame
@@ -123,6 +128,7 @@ class QualityReport:
     n_real: int
     n_synthetic: int
     names: dict
+    hints: tuple[DeclarationHint, ...] = ()
 
     note = _NOT_PRIVATE
 
@@ -301,6 +307,7 @@ def quality_report(
         workload=workload, workload_errors=workload_errors, ml_utility=ml, privacy=privacy,
         distributions=distributions, n_real=real_stats.n_rows, n_synthetic=synthetic_stats.n_rows,
         names={"real": real_name, "synthetic": _short_name(synthetic)},
+        hints=declaration_hints(domain, real_stats.shapes),
     )
 
 

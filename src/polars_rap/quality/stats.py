@@ -14,6 +14,8 @@ associations and workload errors follow exactly (:mod:`polars_rap.quality.report
 - a pair of columns: a contingency table (categorical × categorical), per-category counts,
   sums and sums of squares (categorical × numeric), co-moment sums (numeric × numeric), from
   which :func:`association` gives Cramér's V, the correlation ratio or Pearson's r;
+- a numeric column's :class:`~polars_rap.quality.shape.ValueShape` (whole numbers, skewness),
+  for the declaration hints;
 - optionally the workload's exact answers (a kernel backend's ``answers_exact``) and a
   uniform sample of rows (the ones with the smallest uniform keys).
 
@@ -33,6 +35,7 @@ from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import encode
 from polars_rap.schema.encoding import numeric_values as _internal_values
 from polars_rap.schema.transforms import scale_points
+from polars_rap.quality.shape import ValueShape
 from polars_rap.workload.queries import QuerySet
 
 __all__ = ["EmpiricalCdf", "TableStats", "association", "bin_edges", "ks_distance", "ks_points",
@@ -134,6 +137,7 @@ class TableStats:
         self.edges = {c.name: bin_edges(c) for c in domain.numeric_columns}
         self.histograms = {c.name: np.zeros(self.edges[c.name].size - 1) for c in domain.numeric_columns}
         self.cdfs = {name: EmpiricalCdf(p) for name, p in points.items()}
+        self.shapes = {c.name: ValueShape(c.lower, c.upper) for c in domain.numeric_columns}  # declaration hints
         self.pair_totals: dict[tuple[str, str], np.ndarray] = {}
         self._answer_counts = None if queries is None else np.zeros(queries.n_queries)
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # encoded rows not counted yet
@@ -185,6 +189,7 @@ class TableStats:
         self.null_counts[spec.name] += column.len() - values.size
         self.histograms[spec.name] += np.histogram(values, bins=self.edges[spec.name])[0]
         self.cdfs[spec.name].add(values)
+        self.shapes[spec.name].add(values)
 
     def _add_pairs(self, columns: dict) -> None:
         names = self.domain.names
