@@ -254,9 +254,19 @@ def _category_series(spec: ColumnSpec) -> pl.Series:
 
 
 def _evaluate(expression: pl.Expr, series: pl.Series, text: str) -> np.ndarray:
-    """float64[len(series)] 0/1: whether each value passes ``expression`` (a null result fails)."""
+    """float64[len(series)] 0/1: whether each value passes ``expression`` (a null result fails).
+    An expression whose answer on the first half of the values, or on the smallest or the largest
+    value alone, differs from its answer on all of them reads more than its own row (an
+    aggregation such as ``mean()``) and is refused."""
     try:
         result = pl.DataFrame([series]).select(expression.alias("passes")).to_series()
+        if len(series) > 1 and len(result) == len(series) and result.dtype == pl.Boolean:
+            order = series.arg_sort(nulls_last=True)
+            for rows in (np.arange(len(series) // 2), order[:1].to_numpy(), order[-1:].to_numpy()):
+                part = pl.DataFrame([series.gather(rows)]).select(expression.alias("passes")).to_series()
+                if not part.equals(result.gather(rows)):
+                    result = result.head(1)  # not row-wise: refused below
+                    break
     except pl.exceptions.PolarsError as error:
         msg = f"The 'where' condition {text!r} cannot be evaluated on column {series.name!r} ({series.dtype}): {error}"
         raise ParameterError(msg) from error
