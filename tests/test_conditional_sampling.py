@@ -237,3 +237,21 @@ def test_the_command_line_samples_under_a_sql_condition(model, tmp_path, capsys)
     assert "has probability 0 under the model" in capsys.readouterr().err
     assert cli.main(["sample", str(path), "-n", "10", "-o", str(tmp_path / "parts"), "--block-rows", "5",
                      "--where", "age > 30"]) == 2
+
+
+def test_with_a_public_label_model_a_label_condition_is_met_after_the_redraw():
+    """A public label model redraws the labels after decoding, so a condition on a label column
+    is checked on the redrawn rows (rejection) and still holds on every row."""
+    rng = np.random.default_rng(2)
+
+    def table(n):
+        return pl.DataFrame({"y": rng.choice(["n", "p"], n), "a": rng.random(n), "c": rng.random(n)})
+
+    res = polars_rap.synthesize(
+        table(300), epsilon=4.0, delta=1e-6, domain={"y": ["n", "p"], "a": (0.0, 1.0), "c": (0.0, 1.0)},
+        labels=["y"], seed=0, progress=False, public=table(200), public_use=["labels"],
+        strategy=PlannedStrategy(relaxed_rows=20, rounds={"LT": 2}, workload={"n_linear_thresholds": 20}))
+    assert res.model.label_model is not None
+    sample = res.model.sample(5_000, seed=0, where={"y": "p", "a": (0.2, 0.8)})
+    assert sample.height == 5_000 and (sample["y"] == "p").all()
+    assert sample["a"].min() >= 0.2 and sample["a"].max() <= 0.8
