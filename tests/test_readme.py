@@ -106,7 +106,7 @@ def test_the_command_line_quickstart_runs_as_written_in_an_empty_directory(tmp_p
     blocks = section_blocks("Command-line quickstart")
     assert [language for language, _ in blocks] == ["bash"]
     commands = shell_commands(blocks[0][1])
-    assert [words[1] for words in commands] == ["export", "synthesize", "sample", "report"]
+    assert [words[1] for words in commands] == ["export", "synthesize", "sample", "sample", "report"]
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("POLARS_RAP_DATA_DIR", raising=False)
@@ -122,6 +122,8 @@ def test_the_command_line_quickstart_runs_as_written_in_an_empty_directory(tmp_p
     real = pl.read_parquet(tmp_path / "adult.parquet")
     assert synthetic.height == ADULT_ROWS and synthetic.schema == real.schema
     assert pl.read_parquet(tmp_path / "more.parquet").height == 10_000
+    women = pl.read_parquet(tmp_path / "women.parquet")  # sample --where: every row under the condition
+    assert women.height == 1_000 and (women["sex"] == "Female").all() and women["age"].min() >= 40
     model = polars_rap.load(tmp_path / "adult-model")
     assert model.report.epsilon == 1.0 and model.report.delta == 1e-9
     assert model.report.parameters["relaxed_rows"] == 40  # the small loop ran

@@ -21,10 +21,14 @@ Commands
 ``polars-rap init IN -o spec.toml [--overwrite]``
     A config template for IN from its schema alone (no value is read): one ``[domain.NAME]``
     table per column, TODO where public bounds, categories and labels must be filled in.
-``polars-rap sample MODEL -n ROWS -o OUT [--seed S] [--engine polars|ray] [--block-rows B]``
+``polars-rap sample MODEL -n ROWS -o OUT [--seed S] [--where EXPR] [--engine polars|ray] [--block-rows B]``
     More rows from a saved model: post-processing, no privacy cost. With ``--engine ray`` or
     ``--block-rows``, OUT is a folder (or URI) of Parquet parts, one per block of B rows
     (:func:`polars_rap.io.blocks.write_parquet`), written by Ray tasks or in this process.
+    ``--where EXPR`` (one file only): every row satisfies EXPR, a SQL expression over the
+    columns (``"SEX = 2 AND AGEP >= 60"``, read by :func:`polars.sql_expr`, as
+    ``model.sample(where="...")`` reads it), drawn from the model conditioned on it
+    (:mod:`polars_rap.decode.conditional`).
 ``polars-rap report MODEL [--json [--full]]``
     The saved model's privacy report: text, its JSON summary, or (``--full``) all of it.
 ``polars-rap export TASK -o OUT [--config FILE] [--rows N]``
@@ -269,11 +273,14 @@ def _sample(args: argparse.Namespace) -> int:
     from polars_rap.pipeline.model import load
 
     if args.engine == "ray" or args.block_rows is not None:
+        if args.where is not None:
+            msg = "--where samples into one file: drop --engine ray and --block-rows, or drop --where"
+            raise _UsageError(msg)
         return _sample_partitioned(args)
     output = Path(args.output)
     _check_output(output, args.overwrite)
     model = load(args.model)
-    frame = model.sample(args.rows, seed=args.seed)
+    frame = model.sample(args.rows, seed=args.seed, where=args.where)
     _write_frame(frame, output)
     _note(args, f"wrote {frame.height} rows to {str(output)!r} (sampled from the saved model: no privacy cost)")
     return EXIT_OK

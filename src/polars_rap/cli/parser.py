@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--output", "-o", required=True, metavar="OUT", help=".parquet, .csv or .arrow/.ipc")
     sample.add_argument("--seed", type=int, default=None)
     sample.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    sample.add_argument("--where", default=None, metavar="EXPR",
+                        help="only rows satisfying EXPR, a SQL expression over the columns such as "
+                             "\"SEX = 2 AND AGEP >= 60\" (drawn from the model conditioned on it)")
     sample.add_argument("--engine", choices=["polars", "ray"], default="polars",
                         help="ray: OUT is a folder of Parquet parts written by Ray tasks")
     sample.add_argument("--block-rows", type=_positive_int, default=None, metavar="B",

@@ -23,6 +23,7 @@ Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -40,7 +41,8 @@ if TYPE_CHECKING:
     from polars_rap.decode.histogram_margins import HistogramMargins
     from polars_rap.decode.numeric_ties import NumericTies
 
-__all__ = ["DECODINGS", "decode", "decode_codes", "decoded_values", "spread_rows", "stratified_uniforms"]
+__all__ = ["DECODINGS", "decode", "decode_codes", "decode_rows", "decoded_values", "numeric_series", "spread_rows",
+           "stratified_uniforms"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +61,16 @@ DECODINGS = ("independent", "controlled")
 
 def decode_codes(
     relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator,
-    uniforms: np.ndarray | None = None,
+    uniforms: np.ndarray | None = None, allowed: Mapping[int, np.ndarray] | None = None,
 ) -> EncodedData:
     """Sample one discrete row per entry of ``rows`` (indices into ``relaxed``).
 
     Categorical blocks are sampled from the relaxed row's probabilities (renormalised) by
     inverting their CDF at ``uniforms[:, block]`` (float64[len(rows), >= n_blocks] in
     ``[0, 1)``; drawn iid from ``rng`` when None); numerics keep the relaxed coordinate.
+    ``allowed`` maps a block index to float64[n_relaxed or 1, n_codes] 0/1 masks: that block's
+    probabilities are multiplied by its relaxed row's mask before renormalising, so its code is
+    drawn within the allowed codes (conditional sampling, :mod:`polars_rap.decode.conditional`).
     """
     relaxed = np.asarray(relaxed, dtype=np.float64)
     picked = relaxed[rows]
@@ -74,6 +79,9 @@ def decode_codes(
     uniform = rng.random((n_out, len(domain.blocks))) if uniforms is None else uniforms
     for b, block_slice in enumerate(block_slices(domain)):
         probs = np.clip(picked[:, block_slice], 0.0, None)
+        if allowed is not None and b in allowed:
+            mask = allowed[b]
+            probs = probs * (mask if mask.shape[0] == 1 else mask[rows])
         cumulative = np.cumsum(probs, axis=1)
         total = cumulative[:, -1:]
         cumulative /= np.where(total > 0, total, 1.0)
@@ -144,6 +152,19 @@ def decode(
         msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
         raise ParameterError(msg)
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
+    return decode_rows(relaxed, domain, rows, rng, method, labels, numeric_coupling, margins, ties)
+
+
+def decode_rows(
+    relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator,
+    method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
+    margins: HistogramMargins | None = None, ties: NumericTies | None = None,
+    allowed: Mapping[int, np.ndarray] | None = None,
+) -> pl.DataFrame:
+    """:func:`decode` for given relaxed rows: one output row per entry of ``rows``
+    (int64[n_rows], indices into ``relaxed``, in output order), each block's code drawn within
+    ``allowed`` (see :func:`decode_codes`; None: all codes)."""
+    n_rows = len(rows)
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
@@ -153,7 +174,7 @@ def decode(
     if ties is not None:
         scores = TieScores()
     frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling,
-                           margins, ties, scores)
+                           margins, ties, scores, allowed)
               for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
@@ -161,11 +182,12 @@ def decode(
 def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  rng: np.random.Generator, method: str, labels: LabelModel | None = None,
                  numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
-                 ties: NumericTies | None = None, scores: TieScores | None = None) -> pl.DataFrame:
+                 ties: NumericTies | None = None, scores: TieScores | None = None,
+                 allowed: Mapping[int, np.ndarray] | None = None) -> pl.DataFrame:
     uniforms = None
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
-    sample = decode_codes(relaxed, domain, rows, rng, uniforms)
+    sample = decode_codes(relaxed, domain, rows, rng, uniforms, allowed)
     pool_codes = None  # the labels as decoded, where the measurements win: each label keeps its fitted numerics
     if labels is not None:
         if numeric_coupling == "label" and labels.share < 1.0:
@@ -184,11 +206,7 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
             block = domain.block_index(spec.name)
             columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)
         else:
-            values = decoded_values(sample.numerics[:, numeric_index[spec.name]], spec)
-            if spec.is_temporal:
-                series = temporal.from_internal(spec.name, values, spec.dtype)
-            else:
-                series = pl.Series(spec.name, values)
+            series = numeric_series(sample.numerics[:, numeric_index[spec.name]], spec)
             if spec.nullable:
                 is_null = sample.codes[:, domain.block_index(spec.name, indicator=True)] == 1
                 series = pl.select(
@@ -196,6 +214,16 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                 ).to_series()
             columns[spec.name] = series.cast(spec.dtype)
     return pl.DataFrame(columns)
+
+
+def numeric_series(u: np.ndarray, spec: ColumnSpec) -> pl.Series:
+    """A numeric column's decoded values from its coordinates ``u`` (float64[n] in ``[0, 1]``),
+    named as the column, in its units (temporal columns as such) before the cast to its dtype
+    and before nulls: :func:`decoded_values` as a Series."""
+    values = decoded_values(u, spec)
+    if spec.is_temporal:
+        return temporal.from_internal(spec.name, values, spec.dtype)
+    return pl.Series(spec.name, values)
 
 
 def decoded_values(u: np.ndarray, spec: ColumnSpec) -> np.ndarray:

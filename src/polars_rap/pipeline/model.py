@@ -92,6 +92,8 @@ import polars as pl
 import pyarrow as pa
 
 from polars_rap.schema.domain import Domain
+from polars_rap.decode.conditional import sample_where
+from polars_rap.decode.conditions import Where
 from polars_rap.decode.decoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.decode.histogram_margins import HistogramMargins
@@ -213,11 +215,15 @@ class SyntheticModel:
                 f"{len(self.domain.names)} columns ({html.escape(names)}); more rows cost no privacy "
                 f"(<code>.sample(rows)</code>).</p>{_summary_html(self.report)}</div>")
 
-    def sample(self, rows: int, seed: int | None = None) -> pl.DataFrame:
+    def sample(self, rows: int, seed: int | None = None, where: Where | None = None) -> pl.DataFrame:
         """Draw ``rows`` synthetic rows; post-processing, so no privacy cost.
 
         Each relaxed row yields ``rows / n_relaxed`` rows (rounded systematically): categories
-        drawn from its probabilities, numerics mapped back to their units and dtypes.
+        drawn from its probabilities, numerics mapped back to their units and dtypes. With
+        ``where``, all ``rows`` rows satisfy the condition, drawn from the fitted distribution
+        conditioned on it (:mod:`polars_rap.decode.conditional`: each relaxed row weighted by its
+        probability of the condition, categories drawn within it; histogram margins are not
+        applied to a conditioned sample).
 
         Parameters
         ----------
@@ -226,6 +232,12 @@ class SyntheticModel:
         seed : int, optional
             Seed of the sampling; ``None`` seeds from the operating system. A fixed seed is
             safe here: sampling reads only released values.
+        where : dict, pl.Expr or str, optional
+            A condition every row satisfies: ``{column: value | [values] | (low, high)}``
+            (ranges hold both ends; ``None`` as an end leaves it open, as a value means null),
+            a row-wise Polars expression, or the same as a SQL expression string
+            (``"SEX = 2 AND AGEP >= 60"``, :func:`polars.sql_expr`). A condition the model
+            gives (almost) no probability raises a ``ParameterError`` stating it.
 
         Returns
         -------
@@ -246,11 +258,19 @@ class SyntheticModel:
         ((10000, 2), True)
         >>> more.equals(res.model.sample(10_000, seed=1))
         True
+        >>> older = res.model.sample(1_000, seed=1, where={"sex": "F", "age": (40, None)})
+        >>> older["sex"].unique().to_list(), older["age"].min() >= 40, older.height
+        (['F'], True, 1000)
         """
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
             msg = f"The 'rows' parameter must be an int in [1, inf). Got {rows!r}"
             raise ParameterError(msg)
         decoding = self.report.parameters.get("decoding", "independent")
+        if where is not None:
+            return sample_where(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), where,
+                                method=decoding, labels=self.label_model,
+                                numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
+                                ties=self.numeric_ties)
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
                       labels=self.label_model,
                       numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
