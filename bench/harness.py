@@ -37,20 +37,26 @@ COLUMNS = (
     "message", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
     "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "pearson_mean_delta",
     "pearson_max_delta", "spearman_mean_delta", "spearman_max_delta", "eta_kept_mean", "eta_kept_min",
-    "median_error_max", "macro_f1", "accuracy", "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start", "details",
+    "median_error_max", "macro_f1", "accuracy", "real_macro_f1", "real_accuracy", "gb_macro_f1", "rf_macro_f1",
+    "real_gb_macro_f1", "real_rf_macro_f1", "seconds", "peak_rss_mib", "load_1m_at_start", "details",
     "machine", "version", "commit", "date",
 )
 FLOAT_COLUMNS = ("epsilon", "delta", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
                  "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "pearson_mean_delta",
                  "pearson_max_delta", "spearman_mean_delta", "spearman_max_delta", "eta_kept_mean", "eta_kept_min",
                  "median_error_max", "macro_f1",
-                 "accuracy", "real_macro_f1", "real_accuracy", "seconds", "peak_rss_mib", "load_1m_at_start")
+                 "accuracy", "real_macro_f1", "real_accuracy", "gb_macro_f1", "rf_macro_f1", "real_gb_macro_f1",
+                 "real_rf_macro_f1", "seconds", "peak_rss_mib", "load_1m_at_start")
 NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
 """Issue #14's numeric metric (``polars_rap.quality.evaluation.numeric_summary``), in every row."""
 RELATION_METRICS = ("pearson_mean_delta", "pearson_max_delta", "spearman_mean_delta", "spearman_max_delta",
                     "eta_kept_mean", "eta_kept_min", "median_error_max")
 """Issues #77 and #78's relation figures (``polars_rap.quality.relations.relation_summary``), in
 every row from the commit that added them on (older rows hold nulls there)."""
+TREE_MODELS = {"gb": "gradient_boosting", "rf": "random_forest"}
+"""Issue #74's classifiers beside logistic regression (``quality.ml_utility.ML_MODELS``): each
+row's ``{prefix}_macro_f1`` and ``real_{prefix}_macro_f1``, from the commit that added them on
+(older rows hold nulls there)."""
 DONE_STATUSES = ("ok", "timeout")
 ERROR_CLASSES = ("CM", "MM", "LT")
 

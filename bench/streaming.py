@@ -194,7 +194,8 @@ def stage_quality(path: Path, options: dict | None = None) -> dict:
     }
     if report.ml_utility is not None:
         run["test_rows"] = test.height
-        run["ml_utility"] = report.ml_utility.select("label", "trained_on", "macro_f1", "n_train").to_dicts()
+        run["ml_utility"] = report.ml_utility.select("label", "model", "trained_on", "macro_f1",
+                                                        "n_train").to_dicts()
         run.update(extra)
     return run
 
@@ -327,7 +328,8 @@ def _findings(runs: list[dict], n_rows: int) -> list[str]:
         if run.get("stage") == "quality" and "seconds" in run:
             verdict = "under" if run["seconds"] < TARGET_QUALITY_SECONDS else "OVER"
             ml = (f"with the ML utility ({run['test_rows']:,} test rows, classifiers on {run['ml_rows']:,} rows; "
-                  + ", ".join(f"{m['trained_on']} F1 {m['macro_f1']:.4f}" for m in run["ml_utility"]) + ")"
+                  + ", ".join(f"{m.get('model', 'logistic')} {m['trained_on']} F1 {m['macro_f1']:.4f}"
+                             for m in run["ml_utility"]) + ")"
                   if "ml_utility" in run else "without test rows")
             findings.append(f"quality report over {run['rows']:,} rows {ml}: {run['seconds']:.1f} s, {verdict} "
                             f"the {TARGET_QUALITY_SECONDS} s target")

@@ -62,6 +62,22 @@ def test_completed_keys_skip_ok_and_timeout_and_retry_errors(tmp_path):
     assert [s["mechanism"] for s in todo] == ["independent"]
 
 
+def test_a_results_file_from_before_the_tree_models_reads_with_nulls_there(tmp_path):
+    """Rows written before issue #74 lack the tree models' F1 columns: they read as Float64
+    nulls, and the next appended row rewrites the file under the current header."""
+    out = tmp_path / "results.csv"
+    new_columns = ["gb_macro_f1", "rf_macro_f1", "real_gb_macro_f1", "real_rf_macro_f1"]
+    old_columns = [c for c in run.COLUMNS if c not in new_columns]
+    out.write_text(",".join(old_columns) + "\n" + ",".join("ok" if c == "status" else "" for c in old_columns) + "\n")
+    results = run.read_results(out)
+    assert results.height == 1 and results.select(new_columns).row(0) == (None,) * 4
+    assert all(results.schema[c] == pl.Float64 for c in new_columns)
+    run.append_row(out, {"status": "ok", "gb_macro_f1": 0.8, "real_rf_macro_f1": 0.7})
+    again = run.read_results(out)
+    assert again["gb_macro_f1"].to_list() == [None, 0.8] and again["real_rf_macro_f1"].to_list() == [None, 0.7]
+    assert list(run.COLUMNS).index("gb_macro_f1") == list(run.COLUMNS).index("real_accuracy") + 1
+
+
 def _finished(spec: dict, status: str = "ok", score: float | None = None) -> dict:
     """A results row for ``spec`` with every error equal to ``score``."""
     row = {"dataset": spec["dataset"], "mechanism": spec["mechanism"], "epsilon": spec["epsilon"],
@@ -275,6 +291,8 @@ def test_headline_table_means_over_seeds_and_best_bins():
     assert mst["macro_f1"] is None and mst["runs"] == "0/2 ok (error)"
     markdown = run.table_markdown(table, title="hand")
     assert markdown.startswith("# hand") and "| rap-binned (bins=20) |" in markdown
+    after_lr = table.columns.index("real_macro_f1")
+    assert table.columns[after_lr + 1:after_lr + 3] == ["gb_macro_f1", "real_gb_macro_f1"]
 
 
 def test_targets_compare_with_the_best_peer_rows_over_seed_means():
@@ -404,6 +422,9 @@ def test_one_child_runs_tiny_rap_plus_plus_and_reports_a_full_row():
     assert 0.0 <= row["CM_mean_error"] <= 1.0 and 0.0 <= row["LT_mean_error"] <= 1.0
     assert 0.0 <= row["macro_f1"] <= 1.0 and row["peak_rss_mib"] > 50
     assert 0.0 <= row["numeric_ks_mean"] <= 1.0 and 0.0 <= row["numeric_decile_error"] <= 1.0
+    for key in ("gb_macro_f1", "rf_macro_f1", "real_gb_macro_f1", "real_rf_macro_f1"):  # issue #74
+        assert 0.0 <= row[key] <= 1.0, key
+    assert row["real_gb_macro_f1"] > 0.6 and row["real_rf_macro_f1"] > 0.6  # learned from 600 real rows
     assert json.loads(row["parameters"]) == parameters
 
 

@@ -7,8 +7,10 @@ import pytest
 
 from polars_rap import PlannedStrategy, WorkloadSize
 from polars_rap.cli import commands as cli
+from polars_rap.cli import parser
 from polars_rap.io import datasets
 from polars_rap.pipeline import synthesis as mechanism
+from polars_rap.quality.ml_utility import ML_MODELS
 
 SMALL_OPTIONS = """
 [strategy]
@@ -145,6 +147,7 @@ def test_demo_writes_its_report_and_says_where(work, tmp_path, monkeypatch, caps
     assert report.is_file() and "Synthetic data quality report" in report.read_text(encoding="utf-8")
     out = capsys.readouterr().out
     assert "macro F1 on held-out rows" in out and str(report.resolve()) in out
+    assert all(f"    {model.replace('_', ' ')} " in out for model in ML_MODELS)  # one line per model
 
 
 def test_evaluate_ml_rows_caps_both_classifiers_training_rows(work):
@@ -153,4 +156,17 @@ def test_evaluate_ml_rows_caps_both_classifiers_training_rows(work):
     output = work / "report-ml-rows.html"
     assert cli.main(evaluate_args(work, output, "--test", str(work / "test.parquet"), "--ml-rows", "137")) == 0
     ml_part = output.read_text(encoding="utf-8").split("Machine-learning utility", 1)[1]
-    assert ml_part.count("<td>137</td>") == 2 and "<td>600</td>" not in ml_part
+    assert ml_part.count("<td>137</td>") == 2 * len(ML_MODELS) and "<td>600</td>" not in ml_part
+
+
+def test_evaluate_ml_models_picks_the_classifiers(work, capsys):
+    """``--ml-models`` reaches ``quality_report(ml_models=...)``; an unknown name is a usage
+    error listing the choices, which are quality.ml_utility's."""
+    output = work / "report-ml-models.html"
+    assert cli.main(evaluate_args(work, output, "--test", str(work / "test.parquet"), "--ml-models", "logistic")) == 0
+    ml_part = output.read_text(encoding="utf-8").split("Machine-learning utility", 1)[1]
+    assert ">logistic</td>" in ml_part and "random_forest" not in ml_part and "gradient boosting" not in ml_part
+    capsys.readouterr()
+    assert cli.main(evaluate_args(work, output, "--test", str(work / "test.parquet"), "--ml-models", "svm")) == 2
+    assert "'gradient_boosting', 'random_forest'" in capsys.readouterr().err
+    assert parser._ML_MODELS == ML_MODELS

@@ -1,4 +1,5 @@
-"""Tests for polars_rap.quality.evaluation.ml_utility (train on one table, score on another)."""
+"""Tests for polars_rap.quality.ml_utility (train on one table, score on another), also
+reached by its old name polars_rap.quality.evaluation.ml_utility."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import polars as pl
 import pytest
 
 from polars_rap.io.datasets import TaskData, load_task, train_test_split
-from polars_rap.quality.evaluation import ml_utility
+from polars_rap.errors import ParameterError
+from polars_rap.quality import evaluation
+from polars_rap.quality.ml_utility import ML_MODELS, ml_utility
 
 def _signal_frame(n_rows: int, seed: int) -> pl.DataFrame:
     """A hand-made table whose label is a clear linear function of x and colour."""
@@ -41,6 +44,44 @@ def test_same_inputs_same_scores():
     train, test = _signal_frame(500, seed=3), _signal_frame(200, seed=4)
     kwargs = dict(categorical=["colour"], numeric={"x": (0.0, 100.0)}, seed=0)
     assert ml_utility(train, test, "label", **kwargs) == ml_utility(train, test, "label", **kwargs)
+
+
+@pytest.mark.parametrize("model", ML_MODELS)
+def test_every_model_separates_a_separable_table(model):
+    """A label that is a threshold on x (with a wide gap around it) or a colour is learned
+    exactly by every model."""
+    train, test = (
+        frame.filter((pl.col("x") - 50.0).abs() > 20.0)
+        .with_columns(label=(pl.col("x") > 50.0) | (pl.col("colour") == "red"))
+        for frame in (_signal_frame(2_000, seed=11), _signal_frame(500, seed=12))
+    )
+    scores = ml_utility(train, test, "label", categorical=["colour"], numeric={"x": (0.0, 100.0)}, model=model)
+    assert scores["macro_f1"] == pytest.approx(1.0)
+    assert scores["accuracy"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("model", ML_MODELS)
+def test_every_model_is_deterministic_for_a_seed(model):
+    """Noisy labels, so that a randomised model could differ between fits: the same seed
+    gives the same scores."""
+    train, test = _signal_frame(1_000, seed=13), _signal_frame(300, seed=14)
+    flip = np.random.default_rng(15).random(train.height) < 0.2
+    train = train.with_columns(label=pl.Series(train["label"].to_numpy() ^ flip))
+    kwargs = dict(categorical=["colour", "noise"], numeric={"x": (0.0, 100.0)}, seed=7, model=model)
+    assert ml_utility(train, test, "label", **kwargs) == ml_utility(train, test, "label", **kwargs)
+
+
+def test_default_model_is_logistic_and_old_names_still_import():
+    train, test = _signal_frame(500, seed=16), _signal_frame(200, seed=17)
+    kwargs = dict(categorical=["colour"], numeric={"x": (0.0, 100.0)})
+    assert ml_utility(train, test, "label", **kwargs) == ml_utility(train, test, "label", model="logistic", **kwargs)
+    assert evaluation.ml_utility is ml_utility and evaluation.ML_MODELS == ML_MODELS
+
+
+def test_unknown_model_is_refused_naming_the_three():
+    frame = _signal_frame(100, seed=18)
+    with pytest.raises(ParameterError, match="'logistic', 'gradient_boosting', 'random_forest'. Got 'svm'"):
+        ml_utility(frame, frame, "label", categorical=["colour"], numeric={"x": (0.0, 100.0)}, model="svm")
 
 
 def test_label_among_features_is_refused():

@@ -11,6 +11,7 @@ import pytest
 
 import polars_rap
 from polars_rap.quality import quality_report
+from polars_rap.quality.ml_utility import ML_MODELS
 from polars_rap.quality.report import QualityReport
 
 SMALL_WORKLOAD = {"n_mixed_marginals": 20, "n_linear_thresholds": 50}
@@ -178,8 +179,10 @@ def test_html_is_self_contained_with_one_figure_per_column_and_the_heatmap(synth
     assert "Not private" in everything_else and "What was released (private)" in everything_else
     # The note comes first, before the privacy part and every figure.
     assert text.index("Not private") < text.index("What was released") < text.index("<img")
-    assert "Machine-learning utility" in text and report.ml_utility.height == 2
-    assert set(report.ml_utility["trained_on"]) == {"synthetic", "real"}
+    assert "Machine-learning utility" in text and report.ml_utility.height == 6
+    assert report.ml_utility.select("model", "trained_on").rows() == [
+        (model, trained_on) for model in ML_MODELS for trained_on in ("synthetic", "real")]
+    assert "gradient boosting" in text and "random forest" in text
     assert report.privacy is result.report and report.n_synthetic == result.data.height
 
 
@@ -197,6 +200,19 @@ def test_both_reference_classifiers_train_on_at_most_ml_rows_uniform_rows(synthe
         "real": real.height, "synthetic": result.data.height}
     with pytest.raises(polars_rap.ParameterError, match=r"The 'ml_rows' parameter must be an int in \[1, inf\)"):
         quality_report(real, result, test=test, ml_rows=0)
+
+
+def test_ml_models_picks_the_classifiers_in_a_fixed_order(synthesized):
+    """``ml_models`` trains only the classifiers asked for, listed in ML_MODELS order; an
+    unknown name is refused before any work, naming the three."""
+    real, test, result = synthesized
+    report = quality_report(real, result, test=test, ml_models=["random_forest", "logistic"], **SMALL_WORKLOAD)
+    assert report.ml_utility.select("model", "trained_on").rows() == [
+        ("logistic", "synthetic"), ("logistic", "real"), ("random_forest", "synthetic"), ("random_forest", "real")]
+    logistic = quality_report(real, result, test=test, ml_models=["logistic"], **SMALL_WORKLOAD)
+    assert logistic.ml_utility.drop("model").equals(report.ml_utility.filter(pl.col("model") == "logistic").drop("model"))
+    with pytest.raises(polars_rap.ParameterError, match="'gradient_boosting', 'random_forest'. Got \\['svm'\\]"):
+        quality_report(real, result, test=test, ml_models=["svm"])
 
 
 def test_figures_are_non_empty_matplotlib_figures(synthesized):

@@ -363,7 +363,7 @@ def _init(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from polars_rap.pipeline.model import load
-    from polars_rap.quality.evaluation import ML_ROWS
+    from polars_rap.quality.ml_utility import ML_MODELS, ML_ROWS
     from polars_rap.quality.report import quality_report
 
     config = _read_config(args.config)
@@ -385,6 +385,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     report = quality_report(args.real, args.synthetic, domain=domain, labels=config.labels or None,
                             test=args.test, model=args.model, seed=args.seed, backend=args.backend,
                             ml_rows=ML_ROWS if args.ml_rows is None else args.ml_rows,
+                            ml_models=ML_MODELS if args.ml_models is None else args.ml_models,
                             drop=config.options.get("drop", ()))  # the columns synthesize left out
     report.to_html(output)
     worst = report.summary().head(3)
@@ -432,10 +433,11 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"  {row['query_class']}: mean error {row['mean_error']:.4f}, "
               f"max error {row['max_error']:.4f} over {row['queries']} queries")
     label = task.labels[0]
-    scores = {row["trained_on"]: row["macro_f1"]
-              for row in report.ml_utility.filter(pl.col("label") == label).iter_rows(named=True)}
-    print(f"  logistic regression macro F1 on held-out rows: synthetic {scores['synthetic']:.3f}"
-          f" vs real {scores['real']:.3f}")
+    print("  macro F1 on held-out rows, trained on synthetic vs on real rows:")
+    scores = report.ml_utility.filter(pl.col("label") == label)
+    for model in scores.get_column("model").unique(maintain_order=True):
+        f1 = dict(scores.filter(pl.col("model") == model).select("trained_on", "macro_f1").iter_rows())
+        print(f"    {model.replace('_', ' '):<18} {f1['synthetic']:.3f} vs {f1['real']:.3f}")
     if importlib.util.find_spec("matplotlib") is None:
         print("\nno quality report written: it needs matplotlib (pip install 'polars-rap[report]')")
         return EXIT_OK

@@ -7,6 +7,10 @@ import argparse
 
 __all__ = ["build_parser"]
 
+# quality.ml_utility.ML_MODELS, spelled out: importing it would load scikit-learn for --help
+# (tests/test_cli_evaluate.py checks the two agree).
+_ML_MODELS = ("logistic", "gradient_boosting", "random_forest")
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with its usage errors as one line and exit status 2."""
@@ -126,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the workload and samples (default 0)")
     evaluate.add_argument("--ml-rows", type=int, default=None, metavar="N",
                           help="training rows of each reference classifier with --test (default: quality_report's)")
+    evaluate.add_argument("--ml-models", nargs="+", default=None, metavar="M", choices=_ML_MODELS,
+                          help="classifiers trained with --test: logistic, gradient_boosting, random_forest "
+                               "(default all three; random_forest is the slow one)")
     evaluate.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                           help="kernels of the workload answers (default auto: a GPU when usable)")
     evaluate.add_argument("--overwrite", action="store_true", help="replace the report if it exists")

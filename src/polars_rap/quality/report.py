@@ -28,7 +28,8 @@ import polars as pl
 
 from polars_rap import kernels
 from polars_rap.schema.domain import Domain
-from polars_rap.quality.evaluation import ML_ROWS, benchmark_workload, ml_utility_for_domain
+from polars_rap.quality.evaluation import benchmark_workload
+from polars_rap.quality.ml_utility import ML_MODELS, ML_ROWS, ml_utility_for_domain
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.checks import check_int
 from polars_rap.quality.relations import category_relations, numeric_pairs
@@ -100,8 +101,10 @@ class QualityReport:
     workload_errors : pl.DataFrame or None
         Every query's error (``query_class``, ``error``), for the distribution plot.
     ml_utility : pl.DataFrame or None
-        Per label and training table (``trained_on``: ``"synthetic"``/``"real"``):
-        ``macro_f1``, ``accuracy``, ``n_train``, ``n_test``, ``note``; when test rows are given.
+        One row per label, classifier (``model``: one of
+        :data:`~polars_rap.quality.ml_utility.ML_MODELS` asked for, in that order) and
+        training table (``trained_on``: ``"synthetic"``/``"real"``): ``macro_f1``,
+        ``accuracy``, ``n_train``, ``n_test``, ``note``; when test rows are given.
     privacy : PrivacyReport or None
         What the synthesis released (the only private part), when known.
     distributions : tuple of ColumnDistribution
@@ -182,6 +185,7 @@ def quality_report(
     seed: int = 0,
     sample_rows: int = 1_000_000,
     ml_rows: int = ML_ROWS,
+    ml_models: Sequence[str] = ML_MODELS,
     n_mixed_marginals: int = 20_000,
     n_linear_thresholds: int = 200_000,
     backend: str = "auto",
@@ -221,7 +225,15 @@ def quality_report(
         are measured on. On the 10-million-row
         benchmark file the real classifier's F1 is 0.7772 from 200,000 rows and 0.7771 from a
         million, and the whole report takes 55 s at 837 MiB peak RSS against 77 s at 2.5 GiB
-        (two cores; ``bench/results/streaming_cpu.json``).
+        (two cores; ``bench/results/streaming_cpu.json``, logistic regression alone).
+    ml_models : sequence of str, default all of ML_MODELS
+        The classifiers trained per label (see ``test``): ``"logistic"``,
+        ``"gradient_boosting"``, ``"random_forest"``
+        (:func:`~polars_rap.quality.ml_utility.ml_utility`). The forest is the slow one: on
+        about 200,000 Adult-shaped rows (114 features) it fits in about 19 s on one core,
+        twice per label, against 6 s for gradient boosting and a second or two for logistic
+        regression; ``ml_models=["logistic"]`` gives the report as it was before the other
+        two.
     n_mixed_marginals, n_linear_thresholds : int
         Size of the benchmark workload (:func:`polars_rap.quality.evaluation.workload_errors`).
     backend : str, default "auto"
@@ -255,6 +267,7 @@ def quality_report(
     """
     check_int("sample_rows", sample_rows, 1)
     check_int("ml_rows", ml_rows, 1)
+    ml_models = _check_ml_models(ml_models)
     synthetic_frame, privacy, known_domain = _synthetic_input(synthetic, _domain_mapping(domain), seed, sample_rows)
     if model is not None:
         privacy = _privacy_input(model)
@@ -298,7 +311,7 @@ def quality_report(
     synthetic_sample = synthetic_frame.sample(ml_rows, seed=seed) if synthetic_frame.height > ml_rows else synthetic_frame
     ml = None
     if test is not None:
-        ml = _ml_frame(real_sample, synthetic_sample, _test_frame(test, mapping, domain), domain, seed)
+        ml = _ml_frame(real_sample, synthetic_sample, _test_frame(test, mapping, domain), domain, seed, ml_models)
     return QualityReport(
         columns=_columns_frame(distributions),
         pairs=_pairs_frame(domain, real_stats, synthetic_stats),
@@ -486,13 +499,27 @@ def _workload_frames(queries, real: TableStats, synthetic: TableStats):
     return by_class, long
 
 
-def _ml_frame(real: pl.DataFrame, synthetic: pl.DataFrame, test: pl.DataFrame, domain: Domain, seed: int):
+def _check_ml_models(ml_models: Sequence[str]) -> tuple[str, ...]:
+    """``ml_models`` as a tuple in :data:`ML_MODELS` order, checked before any work starts."""
+    models = (ml_models,) if isinstance(ml_models, str) else tuple(ml_models)
+    unknown = [m for m in models if m not in ML_MODELS]
+    if not models or unknown:
+        msg = (f"The 'ml_models' parameter must be a non-empty list of {', '.join(map(repr, ML_MODELS))}. "
+               f"Got {list(models)!r}")
+        raise ParameterError(msg)
+    return tuple(m for m in ML_MODELS if m in models)
+
+
+def _ml_frame(real: pl.DataFrame, synthetic: pl.DataFrame, test: pl.DataFrame, domain: Domain, seed: int,
+              models: Sequence[str] = ML_MODELS):
     rows = []
     for label in domain.labels:
-        for trained_on, train in (("synthetic", synthetic), ("real", real)):
-            scores = ml_utility_for_domain(train, test, label, domain, seed=seed)
-            rows.append({"label": label, "trained_on": trained_on, **{k: scores.get(k) for k in
-                         ("macro_f1", "accuracy", "n_train", "n_test")}, "note": scores.get("note", "")})
-    return pl.DataFrame(rows, schema={"label": pl.String, "trained_on": pl.String, "macro_f1": pl.Float64,
-                                      "accuracy": pl.Float64, "n_train": pl.Int64, "n_test": pl.Int64,
-                                      "note": pl.String})
+        for model in models:
+            for trained_on, train in (("synthetic", synthetic), ("real", real)):
+                scores = ml_utility_for_domain(train, test, label, domain, seed=seed, model=model)
+                rows.append({"label": label, "model": model, "trained_on": trained_on,
+                             **{k: scores.get(k) for k in ("macro_f1", "accuracy", "n_train", "n_test")},
+                             "note": scores.get("note", "")})
+    return pl.DataFrame(rows, schema={"label": pl.String, "model": pl.String, "trained_on": pl.String,
+                                      "macro_f1": pl.Float64, "accuracy": pl.Float64, "n_train": pl.Int64,
+                                      "n_test": pl.Int64, "note": pl.String})
