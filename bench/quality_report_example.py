@@ -19,7 +19,7 @@ import numpy as np
 
 import polars_rap
 from polars_rap.io import datasets
-from polars_rap.quality import evaluation
+from polars_rap.quality.report import quality_report
 
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "quality-report.png"
 
@@ -32,7 +32,7 @@ def main() -> None:
     train, test = datasets.train_test_split(task.frame, test_fraction=0.2, seed=0)
     result = polars_rap.synthesize(train, epsilon=1.0, delta=1.0 / train.height**2, domain=task.domain,
                                    labels=task.labels, seed=0, progress=False)
-    report = evaluation.quality_report(train, result, test=test, seed=0)
+    report = quality_report(train, result, test=test, seed=0)
     if args.html:
         report.to_html(args.html)
     figures = report.figures()
