@@ -93,6 +93,12 @@ def test_the_quickstart_runs_as_written_in_an_empty_directory(tmp_path, monkeypa
             exec(compile(code, f"README.md quickstart ({language})", "exec"), namespace)
             for shown in re.findall(r"^res +# (.*)\.\.\.\)$", code, flags=re.M):  # the repr quoted beside res
                 assert repr(namespace["res"]).startswith(shown), (repr(namespace["res"]), shown)
+            if "minority_women" in namespace and "first" not in namespace:  # the first block's result
+                namespace["first"] = namespace["res"]
+    first, women = namespace["first"], namespace["minority_women"]
+    for frame in (first.data, women):  # the constraint holds on every row, conditioned ones too
+        assert frame.filter((pl.col("age") < 18) & (pl.col("hours-per-week") > 40)).height == 0
+    assert women.height == 1_000 and (women["sex"] == "Female").all()
     result = namespace["res"]
     assert isinstance(result, polars_rap.SynthesisResult)
     assert result.report.parameters["relaxed_rows"] == 40  # the small loop ran

@@ -205,6 +205,8 @@ def _synthesize(args: argparse.Namespace) -> int:
     options = dict(config.options)
     if config.strategy is not None:
         options["strategy"] = config.strategy
+    if config.constraints:
+        options["constraints"] = config.constraints
     if args.rows is not None:
         options["rows"] = args.rows
     if args.seed is not None:
@@ -362,6 +364,8 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from polars_rap.pipeline.model import load
     from polars_rap.quality.ml_utility import ML_MODELS, ML_ROWS
     from polars_rap.quality.report import quality_report
@@ -386,7 +390,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                             test=args.test, model=args.model, seed=args.seed, backend=args.backend,
                             ml_rows=ML_ROWS if args.ml_rows is None else args.ml_rows,
                             ml_models=ML_MODELS if args.ml_models is None else args.ml_models,
-                            drop=config.options.get("drop", ()))  # the columns synthesize left out
+                            drop=config.options.get("drop", ()),  # the columns synthesize left out
+                            constraints=config.constraints)
     report.to_html(output)
     worst = report.summary().head(3)
     print("worst columns: " + ", ".join(f"{row['column']} ({row['metric']} {row['distance']:.3f})"
@@ -397,6 +402,10 @@ def _evaluate(args: argparse.Namespace) -> int:
               f"{row['real']:.3f} real, {row['synthetic']:.3f} synthetic)")
     for hint in report.hints:  # what the real values suggest declaring (quality.shape)
         print(f"hint: {hint.text(hint.config_fix)}")
+    broken = [] if report.constraints is None else report.constraints.filter(pl.col("real_broken") > 0).rows(named=True)
+    for rule in broken:
+        print(f"constraint {rule['name']!r} ({rule['rule']}) is broken by {rule['real_broken']:,} real rows "
+              f"({rule['real_broken_share']:.2%}); the synthetic rows keep it, so they differ from the real ones there")
     _note(args, f"wrote the quality report to {str(output)!r} in {time.perf_counter() - started:.1f} s; "
                 "it reads the real rows, so it is NOT private: share it only with people allowed to see them")
     return EXIT_OK

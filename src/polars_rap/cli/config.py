@@ -30,6 +30,9 @@ strategy) and the one ``polars-rap export`` writes.
     nullable = false
     [options]                        # keyword arguments of polars_rap.synthesize
     drop = ["id"]
+    [constraints]                    # optional: public rules every output row keeps (SQL)
+    hours_need_work = "WKHP IS NULL OR COW IS NOT NULL"
+    total = "PINCP = WAGP + OTHER"   # column = expression: computed, not drawn
     [strategy]                       # optional: how the budget is spent, the loop's size
     name = "planned"                 # or "paper"; then the settings of polars_rap.PlannedStrategy
     relaxed_rows = 1000
@@ -60,7 +63,7 @@ from polars_rap.pipeline.arguments import MOVED_TO_STRATEGY
 
 __all__ = ["Config", "ConfigError", "read_config", "config_text", "option_names", "toml_value", "TODO"]
 
-CONFIG_TABLES = ("labels", "public", "privacy", "domain", "options", "strategy")
+CONFIG_TABLES = ("labels", "public", "privacy", "domain", "options", "strategy", "constraints")
 COLUMN_KEYS = ("kind", "bounds", "categories", "nullable", "integer", "scale", "atoms", "note")
 """Keys of a ``[domain.NAME]`` table (``note`` is free text, as in the bundled spec files)."""
 TODO = "TODO"
@@ -74,6 +77,7 @@ SET_ELSEWHERE = {
     "strategy": 'the [strategy] table (name = "planned" or "paper", and its settings)',
     "public": 'the top-level public = "path" (before the first [table])',
     "progress": "--quiet",
+    "constraints": 'the [constraints] table (name = "SQL rule")',
 }
 
 
@@ -107,6 +111,9 @@ class Config:
         The top-level ``public``: the path of a public table used as a prior
         (``synthesize(public=...)``), made absolute (a relative path is relative to the
         config file's folder); None when absent. ``[options] public_use`` says how it is used.
+    constraints : dict or None
+        ``[constraints]``: rule name -> SQL rule (``synthesize(constraints=...)``,
+        :mod:`polars_rap.decode.constraints`); None when absent.
     """
 
     labels: list[str]
@@ -115,6 +122,7 @@ class Config:
     options: dict[str, Any]
     strategy: Any  # PlannedStrategy, PaperStrategy or None
     public: str | None = None
+    constraints: dict[str, str] | None = None
 
     def keywords(self) -> dict[str, Any]:
         """The keyword arguments of :func:`polars_rap.synthesize` this file sets: ``domain``,
@@ -126,6 +134,8 @@ class Config:
             keywords["strategy"] = self.strategy
         if self.public is not None:
             keywords["public"] = self.public
+        if self.constraints:
+            keywords["constraints"] = dict(self.constraints)
         return {**keywords, **self.options}
 
 
@@ -211,6 +221,7 @@ def read_config(path: str | os.PathLike[str] | None) -> Config:
         options=_config_options(_table(raw, "options", path), path),
         strategy=_config_strategy(raw.get("strategy"), path),
         public=_config_public(raw.get("public"), config_path),
+        constraints=_config_constraints(_table(raw, "constraints", path), path),
     )
 
 
@@ -224,6 +235,17 @@ def _config_public(value: Any, config_path: Path) -> str | None:
         raise ConfigError(msg)
     path = Path(value).expanduser()
     return str(path if path.is_absolute() else (config_path.parent / path).resolve())
+
+
+def _config_constraints(table: dict[str, Any], path: str) -> dict[str, str] | None:
+    """``[constraints]``: each entry a rule's name and its SQL text (checked against the domain
+    when the synthesis builds it)."""
+    bad = [name for name, rule in table.items() if not isinstance(rule, str) or not rule.strip()]
+    if bad:
+        msg = (f"config {path!r}: [constraints] {bad[0]} must be a rule in SQL text, e.g. "
+               f'{toml_key(bad[0])} = "start_date <= end_date". Got {table[bad[0]]!r}')
+        raise ConfigError(msg)
+    return dict(table) or None
 
 
 def _table(raw: dict[str, Any], name: str, path: str) -> dict[str, Any]:
@@ -337,6 +359,9 @@ OPTIONAL_TABLES = (
     "# delta = 1e-9",
     "# [options]          # keyword arguments of polars_rap.synthesize",
     '# drop = ["id"]      # columns to leave out (identifiers, weights): never read, not in the output',
+    "# [constraints]      # public rules every output row keeps, in SQL: name = \"rule\"",
+    '# order = "start_date <= end_date"   # a row breaking it is redrawn',
+    '# total = "total = wages + other"    # column = expression: the column is computed',
     "# [strategy]         # how the budget is spent and the loop's size: polars_rap.PlannedStrategy's settings",
     "# relaxed_rows = 1000",
 )

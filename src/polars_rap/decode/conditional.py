@@ -43,6 +43,7 @@ from polars_rap.decode.decoding import LabelModel, decode_rows
 from polars_rap.errors import ParameterError
 
 if TYPE_CHECKING:
+    from polars_rap.decode.constraints import Constraints
     from polars_rap.decode.numeric_ties import NumericTies
     from polars_rap.schema.domain import Domain
 
@@ -63,16 +64,20 @@ _MAX_ROUNDS = 50
 
 def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.Generator, where: Where, *,
                  method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
-                 ties: NumericTies | None = None) -> pl.DataFrame:
+                 ties: NumericTies | None = None, constraints: Constraints | None = None) -> pl.DataFrame:
     """``rows`` decoded rows of ``relaxed`` (float32[n_relaxed, n_coords]) that all satisfy
-    ``where``, drawn from the mixture conditioned on it (module docstring).
+    ``where``, drawn from the mixture conditioned on it (module docstring). With
+    ``constraints`` their relations are computed on every decoded row and the rules join the
+    residual (:mod:`polars_rap.decode.constraints`), as do the parts of ``where`` on a column a
+    relation computes.
 
     Raises :class:`~polars_rap.errors.ParameterError` for a condition that names an unknown
     column or a value outside the domain, and for one the model gives a probability under
     :data:`MIN_PROBABILITY` (or whose residual passes under :data:`MIN_ACCEPTANCE` of the
     proposals, or would need more than ``20 rows + 10**6`` proposals), stating that probability.
     """
-    condition = read_condition(where, domain, relaxed, redrawn_labels=labels is not None)
+    condition = read_condition(where, domain, relaxed, redrawn_labels=labels is not None,
+                               computed=() if constraints is None else constraints.targets)
     weights = row_probabilities(condition, relaxed, domain)
     probability = float(weights.mean())
     if not probability >= MIN_PROBABILITY:
@@ -82,12 +87,16 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
         raise ParameterError(msg)
     frames: list[pl.DataFrame] = []
     kept = drawn = passed = 0
-    proposal = rows if not condition.residual else max(rows, _EVIDENCE)
+    proposal = rows if not condition.residual and constraints is None else max(rows, _EVIDENCE)
     for _ in range(_MAX_ROUNDS):
         allotted = _allot(weights, proposal, rng)
         frame = decode_rows(relaxed, domain, allotted, rng, method, labels, numeric_coupling, None, ties,
                             allowed=condition.masks)
+        if constraints is not None:
+            frame = constraints.repair(frame, domain)
         passes = frame.select(condition.expression.fill_null(False)).to_series()
+        if constraints is not None:
+            passes = passes & pl.Series(constraints.passes(frame, domain))
         n_pass = int(passes.sum())
         drawn, passed = drawn + proposal, passed + n_pass
         if n_pass == proposal and not frames:
@@ -99,9 +108,9 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
         acceptance = passed / drawn
         needed = (rows - kept) / max(acceptance, 1.0 / drawn)
         if (drawn >= _EVIDENCE and acceptance < MIN_ACCEPTANCE) or drawn + needed > 20 * rows + 1_000_000:
-            _refuse(condition.text, probability, passed, drawn, rows)
+            _refuse(condition.text, probability, passed, drawn, rows, constraints is not None)
         proposal = min(_MAX_ROUND_ROWS, max(1_000, math.ceil(1.1 * needed)))
-    _refuse(condition.text, probability, passed, drawn, rows)
+    _refuse(condition.text, probability, passed, drawn, rows, constraints is not None)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -117,11 +126,13 @@ def _allot(weights: np.ndarray, n_rows: int, rng: np.random.Generator) -> np.nda
     return allotted
 
 
-def _refuse(text: str, probability: float, passed: int, drawn: int, rows: int) -> None:
+def _refuse(text: str, probability: float, passed: int, drawn: int, rows: int, constrained: bool = False) -> None:
     estimate = probability * passed / drawn
     proposals = f"about {rows * drawn / passed:.3g}" if passed else f"more than {drawn:,}"
+    residual = "its part over several columns and the model's constraints" if constrained else (
+        "its part over several columns")
     msg = (f"The 'where' condition {text!r} has estimated probability {estimate:.3g} under the model "
-           f"({passed} of {drawn} proposed rows passed its part over several columns, whose per-column part has "
+           f"({passed} of {drawn} proposed rows passed {residual}, whose per-column part has "
            f"probability {probability:.3g}); {rows} rows would take {proposals} proposals. Widen the condition, ask for fewer rows, or state it per column (a dict, or one-column "
            "comparisons joined by AND), which is sampled exactly without proposals")
     raise ParameterError(msg)

@@ -33,7 +33,7 @@ from polars_rap.errors import ParameterError, ParameterTypeError, did_you_mean
 from polars_rap.schema.domain import ColumnSpec, Domain
 from polars_rap.schema.encoding import block_slices
 
-__all__ = ["Condition", "read_condition", "row_probabilities", "condition_expression"]
+__all__ = ["Condition", "read_condition", "row_probabilities", "condition_expression", "column_bounds", "category_series"]
 
 Where = Mapping[str, Any] | pl.Expr | str
 
@@ -56,10 +56,12 @@ class Condition:
     columns: tuple[str, ...] = field(default=())
 
 
-def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_labels: bool = False) -> Condition:
+def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_labels: bool = False,
+                   computed: Sequence[str] = ()) -> Condition:
     """Read ``where`` (module docstring) against ``domain`` and ``relaxed``
     (float32[n_relaxed, n_coords]). With ``redrawn_labels`` (a public label model redraws the
-    label columns after decoding) conjuncts on a label column go to the residual.
+    label columns after decoding) conjuncts on a label column go to the residual, as do those on
+    ``computed`` columns (a constraint's relation computes them after decoding).
 
     Raises :class:`~polars_rap.errors.ParameterError` naming the column for an unknown column,
     a value outside the domain, an empty range or list, or an expression that is not a row-wise
@@ -92,13 +94,13 @@ def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_la
     for expression in conjuncts:
         names = list(dict.fromkeys(expression.meta.root_names()))
         _check_names(names, domain)
-        if len(names) != 1 or (redrawn_labels and names[0] in domain.labels):
+        if len(names) != 1 or (redrawn_labels and names[0] in domain.labels) or names[0] in computed:
             residual.append(expression)
             continue
         spec = domain[names[0]]
         columns.append(spec.name)
         if spec.is_categorical:
-            mask = _evaluate(expression, _category_series(spec), text)[None, :]
+            mask = _evaluate(expression, category_series(spec), text)[None, :]
             _combine(masks, domain.block_index(spec.name), mask)
             continue
         passes = _evaluate(expression, decoded.series(spec), text)
@@ -187,7 +189,7 @@ def _check_values(spec: ColumnSpec, values: list[Any]) -> None:
                    "use one of them")
             raise ParameterError(msg)
         return
-    lower, upper = _numeric_bounds(spec)
+    lower, upper = column_bounds(spec)
     for v in present:
         if not _compare(spec, lambda: lower <= v <= upper):
             msg = f"where[{spec.name!r}]: {v!r} is outside the column's bounds [{lower}, {upper}]; use a value inside"
@@ -206,7 +208,7 @@ def _check_range(spec: ColumnSpec, low: Any, high: Any) -> None:
                    f"{list(spec.categories)[:20]}")
             raise ParameterError(msg)
         return
-    lower, upper = _numeric_bounds(spec)
+    lower, upper = column_bounds(spec)
     if _compare(spec, lambda: (low is not None and low > upper) or (high is not None and high < lower)):
         msg = (f"where[{spec.name!r}]: the range ({low!r}, {high!r}) lies outside the column's bounds "
                f"[{lower}, {upper}]; give a range that meets them")
@@ -227,7 +229,7 @@ def _same(value: Any, category: Any) -> bool:
         and not isinstance(value, bool) and not isinstance(category, bool) and value == category)
 
 
-def _numeric_bounds(spec: ColumnSpec) -> tuple[Any, Any]:
+def column_bounds(spec: ColumnSpec) -> tuple[Any, Any]:
     """The column's lowest and highest decoded values, as Python values of its dtype."""
     values = numeric_series(np.array([0.0, 1.0]), spec).cast(spec.dtype).to_list()
     return values[0], values[1]
@@ -246,7 +248,7 @@ def _conjuncts(expression: pl.Expr) -> list[pl.Expr]:
     return _conjuncts(left) + _conjuncts(right)
 
 
-def _category_series(spec: ColumnSpec) -> pl.Series:
+def category_series(spec: ColumnSpec) -> pl.Series:
     """The column's codes' values, in code order (the null last where declared), in its dtype."""
     categories = list(spec.categories) + ([None] if spec.nullable else [])
     lookup = pl.String if isinstance(spec.dtype, (pl.Enum, pl.Categorical)) else spec.dtype

@@ -38,6 +38,8 @@ from polars_rap.errors import ParameterError
 from polars_rap.schema.transforms import from_unit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from polars_rap.decode.histogram_margins import HistogramMargins
     from polars_rap.decode.numeric_ties import NumericTies
 
@@ -55,6 +57,15 @@ class LabelModel(Protocol):
     share: float
 
     def redraw(self, sample: EncodedData, domain: Domain, rng: np.random.Generator) -> None: ...
+
+
+class RowRules(Protocol):
+    """What decoding asks of declared constraints (:class:`~polars_rap.decode.constraints.Constraints`):
+    the decoded rows made to keep them, with more decoded rows from ``redraw(n)`` as needed."""
+
+    def enforce(self, frame: pl.DataFrame, domain: Domain,
+                redraw: Callable[[int], pl.DataFrame]) -> pl.DataFrame: ...
+
 
 _DECODE_CHUNK_ROWS = 100_000
 DECODINGS = ("independent", "controlled")
@@ -129,6 +140,7 @@ def decode(
     relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator,
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
     margins: HistogramMargins | None = None, ties: NumericTies | None = None,
+    constraints: RowRules | None = None,
 ) -> pl.DataFrame:
     """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
 
@@ -146,13 +158,19 @@ def decode(
     again within each label so that they follow the released numeric ties
     (:mod:`polars_rap.decode.numeric_ties`). With ``margins`` the numeric values are last moved toward
     the released histograms (:mod:`polars_rap.decode.histogram_margins`), chunk by chunk.
+    With ``constraints`` (:mod:`polars_rap.decode.constraints`) relations are then computed and
+    rows that break a rule are replaced in place by rows decoded the same way that keep them.
     """
     check_numeric_coupling(numeric_coupling)
     if method not in DECODINGS:
         msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
         raise ParameterError(msg)
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
-    return decode_rows(relaxed, domain, rows, rng, method, labels, numeric_coupling, margins, ties)
+    frame = decode_rows(relaxed, domain, rows, rng, method, labels, numeric_coupling, margins, ties)
+    if constraints is None:
+        return frame
+    return constraints.enforce(frame, domain, lambda n: decode_rows(
+        relaxed, domain, spread_rows(relaxed.shape[0], n, rng), rng, method, labels, numeric_coupling, margins, ties))
 
 
 def decode_rows(

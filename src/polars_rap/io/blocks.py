@@ -52,13 +52,14 @@ def block_file_name(index: int) -> str:
 
 def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, entropy: int,
                  decoding: str = "independent", labels=None, numeric_coupling: str = "fitted",
-                 margins=None, ties=None) -> pl.DataFrame:
+                 margins=None, ties=None, constraints=None) -> pl.DataFrame:
     """Block ``index`` of the output: ``height`` rows decoded from ``relaxed``
     (float32[n_relaxed, n_coords]) with a generator seeded by ``(entropy, index)`` only, their
     labels redrawn by ``labels`` (a :class:`~polars_rap.public.labels.LabelModel`) if given,
     their numerics coupled as ``numeric_coupling`` says (:mod:`polars_rap.decode.numeric_coupling`) and
     moved toward ``ties`` (:class:`~polars_rap.decode.numeric_ties.NumericTies`) and ``margins`` (a
-    :class:`~polars_rap.decode.histogram_margins.HistogramMargins`) if given.
+    :class:`~polars_rap.decode.histogram_margins.HistogramMargins`) if given, every row keeping
+    ``constraints`` (:class:`~polars_rap.decode.constraints.Constraints`) if given.
 
     >>> import polars as pl, numpy as np
     >>> from polars_rap import Domain
@@ -69,7 +70,7 @@ def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, e
     """
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(index),)))
     return decode(relaxed, domain, int(height), rng, method=decoding, labels=labels,
-                  numeric_coupling=numeric_coupling, margins=margins, ties=ties)
+                  numeric_coupling=numeric_coupling, margins=margins, ties=ties, constraints=constraints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,7 @@ class _WriteJob:
     numeric_coupling: str = "fitted"
     margins: object = None  # a HistogramMargins, or None
     ties: object = None  # a NumericTies, or None
+    constraints: object = None  # a Constraints, or None
 
     @property
     def n_blocks(self) -> int:
@@ -99,7 +101,7 @@ class _WriteJob:
 
         height = min(self.block_rows, self.rows - index * self.block_rows)
         frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding, self.labels,
-                             self.numeric_coupling, self.margins, self.ties)
+                             self.numeric_coupling, self.margins, self.ties, self.constraints)
         final = f"{self.root}/{block_file_name(index)}"
         partial = f"{self.root}/.{block_file_name(index)}.partial"
         pq.write_table(frame.to_arrow(), partial, filesystem=self.filesystem)
@@ -160,16 +162,16 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
         "decoding", "independent"), seed=seed, block_rows=block_rows, engine=engine, overwrite=overwrite,
         ray_tasks=ray_tasks, labels=model.label_model,
         numeric_coupling=model.report.parameters.get("numeric_coupling", "fitted"), margins=model.histogram_margins,
-        ties=model.numeric_ties)
+        ties=model.numeric_ties, constraints=model.constraints)
 
 
 def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, rows: int, *, decoding: str,
                   seed: int | None = None, block_rows: int = DEFAULT_BLOCK_ROWS, engine: str = "polars",
                   overwrite: bool = False, ray_tasks: int | None = None, labels=None,
-                  numeric_coupling: str = "fitted", margins=None, ties=None) -> list[str]:
+                  numeric_coupling: str = "fitted", margins=None, ties=None, constraints=None) -> list[str]:
     """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
     n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``), label
-    model (None without one), numeric coupling, histogram margins and numeric ties (None without);
+    model (None without one), numeric coupling, histogram margins, numeric ties and constraints (None without);
     :func:`polars_rap.synthesize` writes its ``output=`` with it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -185,7 +187,7 @@ def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, 
     entropy = secrets.randbits(128) if seed is None else int(seed)
     check_numeric_coupling(numeric_coupling)
     job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root, labels,
-                    numeric_coupling, margins, ties)
+                    numeric_coupling, margins, ties, constraints)
     if engine == "ray":
         from polars_rap.io.ray_engine import write_blocks
 

@@ -65,6 +65,8 @@ class RunSettings:
     output: Any
     output_block_rows: int
     drop: list[str]
+    constraints: Any
+    """As given; read against the domain once it is built (:func:`~polars_rap.decode.constraints.read_constraints`)."""
 
 
 def check_arguments(*, public: Any, moved: Mapping[str, Any], **keywords: Any) -> RunSettings:

@@ -42,7 +42,7 @@ def decode_release(inputs: Inputs, workload: Workload, fitted: Fitted, run: RunS
                    streams: RandomStreams) -> Decoded:
     """Decode ``fitted.relaxed`` into ``fitted.out_rows`` rows (into ``run.output`` when given,
     from Ray tasks when the pass ran on Ray), labels from the public table's model when it is
-    used for them."""
+    used for them, every row keeping the declared constraints."""
     strategy, domain, queries, record = run.strategy, inputs.domain, workload.queries, fitted.record
     label_model = None if "labels" not in inputs.public_uses else label_model_for_release(
         inputs.public_table, domain, fitted.relaxed, label_noise_std(record.groups, record.noise_stds, queries, domain),
@@ -58,7 +58,8 @@ def decode_release(inputs: Inputs, workload: Workload, fitted: Fitted, run: RunS
     if fitted.tie_release is not None and numeric_coupling == "label":
         # the numeric pairs' test reads each earlier column's counts by bin from its released histogram
         ties = fitted_ties(fitted.relaxed, domain, fitted.tie_layout, *fitted.tie_release, histograms=margins)
-    add_ons: dict[str, Any] = dict(labels=label_model, numeric_coupling=numeric_coupling, margins=margins, ties=ties)
+    add_ons: dict[str, Any] = dict(labels=label_model, numeric_coupling=numeric_coupling, margins=margins, ties=ties,
+                                   constraints=inputs.constraints)
     if run.output is None:
         frame = decode(fitted.relaxed, domain, fitted.out_rows, streams.decode, method=strategy.decoding, **add_ons)
         return Decoded(frame, None, numeric_coupling, label_model, margins, ties)

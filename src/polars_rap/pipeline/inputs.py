@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from polars_rap.decode.constraints import Constraints, read_constraints
 from polars_rap.errors import DataError
 from polars_rap.io.engines import open_source
 from polars_rap.io.source import without_columns
@@ -35,7 +36,8 @@ class Inputs:
     """The sensitive table as a source (``source``: a ``DataSource`` or ``RaySource``, not yet
     read but by inference), its public ``domain``, the columns whose domain was inferred
     (``requests``), the public table (None without one) and its checked ``public_uses``, and
-    the run's ``budget`` and ``ledger`` (charged with the inference already)."""
+    the run's ``budget`` and ``ledger`` (charged with the inference already), and the declared
+    ``constraints`` checked against the domain (None without)."""
 
     source: Any
     domain: Domain
@@ -44,6 +46,7 @@ class Inputs:
     public_uses: tuple[str, ...]
     budget: BudgetSplit
     ledger: PrivacyLedger
+    constraints: Constraints | None = None
 
 
 def open_inputs(data: Any, public: Any, run: RunSettings, streams: RandomStreams) -> Inputs:
@@ -73,9 +76,10 @@ def open_inputs(data: Any, public: Any, run: RunSettings, streams: RandomStreams
         declared.update(infer_declarations(source.inference_counts(requests), source.schema, requests,
                                            run.inference_share * budget.rho, ledger, streams.inference))
     domain = Domain.from_mapping(source.schema, declared, run.labels)
+    constraints = read_constraints(run.constraints, domain)  # public rules against the public domain
     check_memory(relaxed_rows=run.relaxed_rows, n_coords=domain.n_categorical_coords + len(domain.numeric_columns),
                  n_numeric=len(domain.numeric_columns), n_columns=len(domain.columns), rows=run.rows,
                  n_linear_thresholds=run.n_linear_thresholds, n_mixed_marginals=run.n_mixed_marginals)
     # the public table, read freely (no charge) and checked before the pass over the sensitive rows
     public_table = None if public_source is None else read_public(public_source, domain)
-    return Inputs(source, domain, requests, public_table, public_uses, budget, ledger)
+    return Inputs(source, domain, requests, public_table, public_uses, budget, ledger, constraints)

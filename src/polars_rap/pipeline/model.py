@@ -39,6 +39,11 @@ On disk a model is a directory of open, versioned files::
                     ties and the numeric pairs kept each sampled block's
                     numerics follow, one row per (column, feature, label, code, label code)
                     (:meth:`NumericTies.to_frame <polars_rap.decode.numeric_ties.NumericTies.to_frame>`)
+    constraints.json
+                    only with declared constraints: a JSON list of ``{"name", "sql",
+                    "expression"}``, each rule's SQL text or, for a Polars expression, Polars'
+                    JSON serialisation of it (:meth:`Constraints.to_json
+                    <polars_rap.decode.constraints.Constraints.to_json>`); every sampled row keeps them
 
 Format version 1 (polars-rap before issue 16) kept the whole report in ``report.json``
 (:meth:`PrivacyReport.to_dict`, megabytes on the CA task); version 2 (before issue 19) had no
@@ -48,7 +53,8 @@ sample different labels (hence version 4); version 4 had no ``histogram_margins.
 older reader would ignore and decode other numerics (hence version 5); version 5 had no
 ``numeric_ties.arrow`` (hence version 6); version 6 had no numeric pairs (``<column>.bins``
 features), which an older reader would refuse as ties that do not match the domain (hence
-version 7). All still load (a version-2 model's
+version 7); version 7 had no constraints, which an older reader would ignore and sample rows
+that break them (hence version 8). All still load (a version-2 model's
 ``report.public_data`` is None; models before version 4 have no label model, before version 5
 no histogram margins, before version 6 no numeric ties).
 
@@ -94,6 +100,7 @@ import pyarrow as pa
 from polars_rap.schema.domain import Domain
 from polars_rap.decode.conditional import sample_where
 from polars_rap.decode.conditions import Where
+from polars_rap.decode.constraints import Constraints
 from polars_rap.decode.decoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.decode.histogram_margins import HistogramMargins
@@ -107,9 +114,9 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 7
-"""The on-disk format this library writes; it reads this one and versions 1 to 6."""
-_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, FORMAT_VERSION)
+FORMAT_VERSION = 8
+"""The on-disk format this library writes; it reads this one and versions 1 to 7."""
+_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
@@ -118,6 +125,7 @@ _REPORT = "report.json"
 _LABEL_MODEL = "label_model.arrow"
 _MARGINS = "histogram_margins.arrow"
 _TIES = "numeric_ties.arrow"
+_CONSTRAINTS = "constraints.json"
 _CONTENTS = {
     _RELAXED: "relaxed synthetic data, float32[n_relaxed, n_coords], one column per coordinate",
     _DOMAIN: "public domain: Arrow schema with per-field metadata, no rows",
@@ -129,7 +137,8 @@ _OPTIONAL_CONTENTS = {_LABEL_MODEL: "the public table's label model: one row per
                       _MARGINS: "released numeric histograms the decoded numerics move toward: one row per "
                                 "(column, label code, edge)",
                       _TIES: "fitted numeric ties the decoded numerics follow: one row per (column, feature, label, "
-                             "code, label code)"}
+                             "code, label code)",
+                      _CONSTRAINTS: "declared constraints every sampled row keeps: one entry per rule"}
 """Files a model has only with what they hold (a label model, histogram margins)."""
 _MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS, *_OPTIONAL_CONTENTS})
 
@@ -166,6 +175,9 @@ class SyntheticModel:
         With ``tie_share`` (where measured): the fitted ties and the numeric pairs kept
         each sampled block's numerics follow (:mod:`polars_rap.decode.numeric_ties`,
         :mod:`polars_rap.decode.numeric_pairs`); None otherwise.
+    constraints : Constraints or None
+        Declared rules every sampled row keeps (:mod:`polars_rap.decode.constraints`): relations
+        computed, rows breaking a rule redrawn; None without.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
     format_version : int
@@ -178,6 +190,7 @@ class SyntheticModel:
     label_model: LabelModel | None = field(default=None, repr=False)
     histogram_margins: HistogramMargins | None = field(default=None, repr=False)
     numeric_ties: NumericTies | None = field(default=None, repr=False)
+    constraints: Constraints | None = field(default=None, repr=False)
     library_version: str = field(default_factory=_library_version)
     format_version: int = FORMAT_VERSION
 
@@ -223,7 +236,7 @@ class SyntheticModel:
         ``where``, all ``rows`` rows satisfy the condition, drawn from the fitted distribution
         conditioned on it (:mod:`polars_rap.decode.conditional`: each relaxed row weighted by its
         probability of the condition, categories drawn within it; histogram margins are not
-        applied to a conditioned sample).
+        applied to a conditioned sample). Every row keeps the model's ``constraints``.
 
         Parameters
         ----------
@@ -270,11 +283,11 @@ class SyntheticModel:
             return sample_where(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), where,
                                 method=decoding, labels=self.label_model,
                                 numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
-                                ties=self.numeric_ties)
+                                ties=self.numeric_ties, constraints=self.constraints)
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
                       labels=self.label_model,
                       numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
-                      margins=self.histogram_margins, ties=self.numeric_ties)
+                      margins=self.histogram_margins, ties=self.numeric_ties, constraints=self.constraints)
 
     def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
                       block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:
@@ -326,6 +339,10 @@ class SyntheticModel:
             written.append(_write_atomic(directory / _TIES, _ipc_bytes(ties)))
         elif (directory / _TIES).exists():  # an overwritten model's
             (directory / _TIES).unlink()
+        if self.constraints is not None:
+            written.append(_write_atomic(directory / _CONSTRAINTS, self.constraints.to_json()))
+        elif (directory / _CONSTRAINTS).exists():  # an overwritten model's
+            (directory / _CONSTRAINTS).unlink()
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -372,7 +389,10 @@ class SyntheticModel:
         ties = None
         if any(isinstance(e, dict) and e.get("name") == _TIES for e in manifest["files"]):
             ties = _ties_from_ipc(_read_checked(directory, _TIES, manifest), domain)
-        return cls(relaxed, domain, report, label_model, margins, ties,
+        constraints = None
+        if any(isinstance(e, dict) and e.get("name") == _CONSTRAINTS for e in manifest["files"]):
+            constraints = _constraints_from_json(_read_checked(directory, _CONSTRAINTS, manifest), domain)
+        return cls(relaxed, domain, report, label_model, margins, ties, constraints,
                    library_version=str(manifest.get("library_version", "unknown")),
                    format_version=manifest["format_version"])
 
@@ -586,6 +606,14 @@ def _margins_from_ipc(data: bytes, domain: Domain) -> HistogramMargins:
         return HistogramMargins.from_frame(frame, domain)
     except (pl.exceptions.PolarsError, OSError, KeyError, ValueError) as error:
         msg = f"{_MARGINS} is not a readable Arrow IPC file of histogram margins for this domain: {error}"
+        raise DataError(msg) from error
+
+
+def _constraints_from_json(data: bytes, domain: Domain) -> Constraints:
+    try:
+        return Constraints.from_json(data, domain)
+    except (ValueError, TypeError, KeyError, pl.exceptions.PolarsError) as error:
+        msg = f"{_CONSTRAINTS} does not hold constraints for this domain: {error}"
         raise DataError(msg) from error
 
 

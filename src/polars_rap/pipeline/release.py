@@ -50,6 +50,7 @@ def release_report(inputs: Inputs, workload: Workload, fitted: Fitted, decoded: 
         labels=list(inputs.domain.labels), rows=fitted.out_rows, backend=run.backend.__name__.rsplit(".", 1)[-1],
         strategy=described, decoding=strategy.decoding, numeric_coupling=decoded.numeric_coupling,
         warm_doublings=projection.warm_doublings, max_steps=projection.stage_steps, dropped_columns=run.drop,
+        constraints=[] if inputs.constraints is None else inputs.constraints.describe(),
     )
     public_data = _public_record(inputs.public_table, inputs.public_uses, decoded.label_model, fitted.reweight)
     return build_report(inputs.budget, inputs.ledger, fitted.n_rows, workload.queries, inputs.domain, workload.plan,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from polars_rap.decode.constraints import Constraints
 from polars_rap.decode.histogram_margins import HistogramMargins
 from polars_rap.decode.numeric_ties import NumericTies
 from polars_rap.schema.domain import Domain
@@ -33,7 +34,7 @@ class SynthesisResult:
     ``label_model`` (a public table's, with ``public_use="labels"``; else None) and
     ``histogram_margins`` (with released histograms; else None) and ``numeric_ties`` (with
     ``tie_share``; else None) let more rows be sampled at no
-    privacy cost. No attribute refers to the sensitive input.
+    privacy cost; ``constraints`` are the declared rules every sampled row keeps (None without). No attribute refers to the sensitive input.
     """
 
     data: pl.DataFrame | pl.LazyFrame
@@ -44,13 +45,14 @@ class SynthesisResult:
     label_model: LabelModel | None = field(default=None, repr=False)
     histogram_margins: HistogramMargins | None = field(default=None, repr=False)
     numeric_ties: NumericTies | None = field(default=None, repr=False)
+    constraints: Constraints | None = field(default=None, repr=False)
 
     @property
     def model(self) -> SyntheticModel:
         """The released part as a :class:`~polars_rap.pipeline.model.SyntheticModel`: sample more rows
         from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
         return SyntheticModel(self.relaxed, self.domain, self.report, self.label_model, self.histogram_margins,
-                              self.numeric_ties)
+                              self.numeric_ties, self.constraints)
 
     def __repr__(self) -> str:
         """One line: the table's shape, the guarantee and where the rest is (the fields whole

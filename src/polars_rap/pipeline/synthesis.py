@@ -58,6 +58,7 @@ def synthesize(
     output: str | os.PathLike | None = None,
     output_block_rows: int = DEFAULT_BLOCK_ROWS,
     drop: Sequence[str] = (),
+    constraints: str | pl.Expr | Sequence[str | pl.Expr] | Mapping[str, str | pl.Expr] | None = None,
     **moved: Any,
 ) -> SynthesisResult:
     """Differentially private synthetic data with RAP++.
@@ -173,6 +174,15 @@ def synthesize(
         name ``data`` lacks, or one that ``domain``, ``labels`` or ``infer_domain`` also names,
         is a ``ParameterError``. A Python caller may as well pass ``data.drop(...)``; this is
         for a path, a config file's ``[options]`` and the command line.
+    constraints : rule, list of rules or dict of name -> rule, optional
+        Public rules every output row keeps (:mod:`polars_rap.decode.constraints`), each a
+        row-wise boolean Polars expression or the same as SQL text: ``"start_date <=
+        end_date"``, ``["AGEP >= 16 OR COW IS NULL"]``, ``{"total": "total = wages + other"}``.
+        A ``column = expression`` relation is computed after decoding; a row breaking any other
+        rule is redrawn from the model. Declared like the domain, never read from the data,
+        checked against the domain before the pass over the rows, no privacy cost; the report
+        (``report.parameters["constraints"]``) and the saved model keep them. A config file's
+        ``[constraints]`` table (name = "rule").
 
     Returns
     -------
@@ -219,7 +229,7 @@ def synthesize(
         epsilon=epsilon, delta=delta, domain=domain, labels=labels, infer_domain=infer_domain,
         inference_share=inference_share, rows=rows, seed=seed, backend=backend, confidence=confidence,
         strategy=strategy, progress=progress, engine=engine, public=public, public_use=public_use, output=output,
-        output_block_rows=output_block_rows, drop=drop, moved=moved)
+        output_block_rows=output_block_rows, drop=drop, constraints=constraints, moved=moved)
     streams = RandomStreams.from_seed(seed)
     inputs = open_inputs(data, public, run, streams)
     workload = Workload(*workload_and_plan(
@@ -230,4 +240,4 @@ def synthesize(
     decoded = decode_release(inputs, workload, fitted, run, streams)
     report = release_report(inputs, workload, fitted, decoded, run)
     return SynthesisResult(decoded.frame, report, inputs.domain, fitted.relaxed, decoded.files, decoded.label_model,
-                           decoded.margins, decoded.ties)
+                           decoded.margins, decoded.ties, inputs.constraints)

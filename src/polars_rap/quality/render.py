@@ -223,6 +223,7 @@ def report_html(report, fragment: bool = False) -> str:
         "a numeric column's non-null values (clipped to its bounds). 0 is identical, 1 "
         "disjoint. Worst first.</p>",
         *_hints_section(report.hints),
+        *_constraints_section(report.constraints),
         '<div class="grid">',
         _image(images["overview"], "per-column distance, worst first"),
         f"<div>{_table(report.summary())}</div>",
@@ -313,6 +314,15 @@ def _hints_section(hints) -> list[str]:
     items = "".join(f"<li>{_text(hint.text(f'{hint.config_fix} in a config file; {hint.python_fix} in Python'))}</li>"
                     for hint in hints)
     return ["<p>What the real values suggest declaring (then synthesize again):</p>", f"<ul>{items}</ul>"]
+
+
+def _constraints_section(constraints) -> list[str]:
+    """The declared rules with the rows breaking each, real and synthetic."""
+    if constraints is None:
+        return []
+    return ["<p>Declared constraints, and the rows that break each (a rule false, or a computed column off "
+            "its value): the synthetic rows keep them by construction; real rows that break one mean the rule "
+            "is not what the data holds.</p>", _table(constraints)]
 
 
 def _privacy_section(privacy) -> str:

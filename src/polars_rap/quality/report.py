@@ -28,16 +28,19 @@ import polars as pl
 
 from polars_rap import kernels
 from polars_rap.schema.domain import Domain
+from polars_rap.decode.constraints import Constraints, read_constraints
 from polars_rap.quality.evaluation import benchmark_workload
 from polars_rap.quality.ml_utility import ML_MODELS, ML_ROWS, ml_utility_for_domain
-from polars_rap.errors import DataError, ParameterError, ParameterTypeError
+from polars_rap.errors import DataError, ParameterError
 from polars_rap.checks import check_int
 from polars_rap.quality.relations import category_relations, numeric_pairs
 from polars_rap.quality.stats import TableStats, association, ks_distance, ks_points
 from polars_rap.quality.shape import DeclarationHint, declaration_hints
 from polars_rap.workload.queries import QueryClass
 from polars_rap.privacy.report import PrivacyReport
-from polars_rap.io.source import DataSource, default_batch_rows, scan_file
+from polars_rap.io.source import DataSource, default_batch_rows
+from polars_rap.quality.report_inputs import (check_schemas, domain_mapping, privacy_input, read_test_frame,
+                                               resolve_domain, short_name, synthetic_input, without_columns)
 
 __all__ = ["QualityReport", "ColumnDistribution", "quality_report"]
 
@@ -117,6 +120,12 @@ class QualityReport:
         Domain keys the real values suggest: ``integer`` for a column of whole numbers not
         declared so, ``scale = "log"`` for a strongly right-skewed one
         (:mod:`polars_rap.quality.shape`).
+    constraints : pl.DataFrame or None
+        With declared constraints, one row per rule: ``name``, ``rule``, ``enforced_by``
+        (``"redraw"`` or ``"repair"``), ``real_broken`` and ``synthetic_broken`` (rows that
+        break it in each table: false, or a relation's column off its computed value) and
+        their shares of each table's rows. Real rows breaking a rule mean the rule, or the
+        data, is not what was declared (:mod:`polars_rap.decode.constraints`).
     """
 
     columns: pl.DataFrame
@@ -132,6 +141,7 @@ class QualityReport:
     n_synthetic: int
     names: dict
     hints: tuple[DeclarationHint, ...] = ()
+    constraints: pl.DataFrame | None = None
 
     note = _NOT_PRIVATE
 
@@ -191,6 +201,7 @@ def quality_report(
     backend: str = "auto",
     batch_rows: int | None = None,
     drop: Sequence[str] = (),
+    constraints: Any = None,
 ) -> QualityReport:
     """Compare ``synthetic`` with ``real``: per column, per pair, on the workload, for ML.
 
@@ -248,6 +259,9 @@ def quality_report(
         Columns of ``real`` and ``test`` to leave out, as ``synthesize(drop=...)`` left them
         out of the synthetic rows (a name they lack is ignored). The report still names
         ``real`` by its file.
+    constraints : rule, list or dict of rules, optional
+        Declared rules (as ``synthesize(constraints=...)`` takes them) to count the real and
+        synthetic rows that break; default: those of a result or model given as ``synthetic``.
 
     Raises
     ------
@@ -268,19 +282,22 @@ def quality_report(
     check_int("sample_rows", sample_rows, 1)
     check_int("ml_rows", ml_rows, 1)
     ml_models = _check_ml_models(ml_models)
-    synthetic_frame, privacy, known_domain = _synthetic_input(synthetic, _domain_mapping(domain), seed, sample_rows)
+    given = synthetic_input(synthetic, domain_mapping(domain), seed, sample_rows)
+    synthetic_frame, privacy, known_domain = given.frame, given.privacy, given.domain
     if model is not None:
-        privacy = _privacy_input(model)
-    mapping = _domain_mapping(domain if domain is not None else known_domain)
-    real_name = _short_name(real)
+        privacy = privacy_input(model)
+    mapping = domain_mapping(domain if domain is not None else known_domain)
+    real_name = short_name(real)
     drop = [drop] if isinstance(drop, str) else list(drop)
     if drop:
-        real = _without(real, mapping, drop)
-        test = None if test is None else _without(test, mapping, drop)
+        real = without_columns(real, mapping, drop)
+        test = None if test is None else without_columns(test, mapping, drop)
     source = DataSource.from_input(real, mapping)
-    _check_schemas(source.schema, synthetic_frame.schema)
-    domain = _resolve_domain(domain if domain is not None else known_domain, source.schema, labels)
+    check_schemas(source.schema, synthetic_frame.schema)
+    domain = resolve_domain(domain if domain is not None else known_domain, source.schema, labels)
     synthetic_frame = synthetic_frame.select(domain.names)
+    rules = given.constraints if constraints is None else read_constraints(constraints, domain)
+    real_broken = np.zeros(0 if rules is None else len(rules.rules), dtype=np.int64)
     if test is not None and not domain.labels:
         msg = ("test rows are for the ML utility, which needs a label column: pass labels=[...] "
                "(or use a domain with labels), or leave test out")
@@ -295,6 +312,8 @@ def quality_report(
     real_stats = TableStats(domain, points, queries, backend_module, ml_rows, rng)  # the sample: relations, ML
     for batch in source.batches(domain.names, batch_rows or default_batch_rows(domain)):
         real_stats.add(batch)
+        if rules is not None:
+            real_broken += rules.broken(batch, domain)
     if real_stats.n_rows == 0:
         msg = "the real table has no rows; a quality report needs at least one"
         raise DataError(msg)
@@ -311,7 +330,7 @@ def quality_report(
     synthetic_sample = synthetic_frame.sample(ml_rows, seed=seed) if synthetic_frame.height > ml_rows else synthetic_frame
     ml = None
     if test is not None:
-        ml = _ml_frame(real_sample, synthetic_sample, _test_frame(test, mapping, domain), domain, seed, ml_models)
+        ml = _ml_frame(real_sample, synthetic_sample, read_test_frame(test, mapping, domain), domain, seed, ml_models)
     return QualityReport(
         columns=_columns_frame(distributions),
         pairs=_pairs_frame(domain, real_stats, synthetic_stats),
@@ -319,120 +338,24 @@ def quality_report(
         category_relations=_category_frame(real_sample, synthetic_sample, domain),
         workload=workload, workload_errors=workload_errors, ml_utility=ml, privacy=privacy,
         distributions=distributions, n_real=real_stats.n_rows, n_synthetic=synthetic_stats.n_rows,
-        names={"real": real_name, "synthetic": _short_name(synthetic)},
+        names={"real": real_name, "synthetic": short_name(synthetic)},
         hints=declaration_hints(domain, real_stats.shapes),
+        constraints=None if rules is None else _constraints_frame(rules, domain, real_broken, real_stats.n_rows,
+                                                                  synthetic_frame),
     )
 
 
-# ---------------------------------------------------------------- inputs
-def _synthetic_input(synthetic, mapping, seed: int, max_rows: int) -> tuple[pl.DataFrame, PrivacyReport | None, Domain | None]:
-    """The synthetic rows, and the privacy report and domain when the input carries them; a
-    model gives as many rows as it was fitted on, at most ``max_rows``."""
-    from polars_rap.pipeline.result import SynthesisResult
-    from polars_rap.pipeline.model import SyntheticModel, load
-
-    if isinstance(synthetic, (str, os.PathLike)) and Path(synthetic).is_dir():
-        synthetic = load(synthetic)
-    if isinstance(synthetic, SynthesisResult):
-        return synthetic.data, synthetic.report, synthetic.domain
-    if isinstance(synthetic, SyntheticModel):
-        rows = min(synthetic.report.n_rows, max_rows)
-        return synthetic.sample(rows, seed=seed), synthetic.report, synthetic.domain
-    if isinstance(synthetic, pl.LazyFrame):
-        return synthetic.collect(), None, None
-    if isinstance(synthetic, (str, os.PathLike)):
-        return scan_file(synthetic, mapping).collect(), None, None
-    source = DataSource.from_input(synthetic)
-    return source.frame, None, None
-
-
-def _privacy_input(model) -> PrivacyReport:
-    from polars_rap.pipeline.model import SyntheticModel, load
-
-    if isinstance(model, PrivacyReport):
-        return model
-    if isinstance(model, SyntheticModel):
-        return model.report
-    if isinstance(model, (str, os.PathLike)):
-        return load(model).report
-    msg = f"The 'model' parameter must be a SyntheticModel, PrivacyReport or model directory. Got {type(model).__name__}"
-    raise ParameterTypeError(msg)
-
-
-def _domain_mapping(domain) -> dict[str, Any] | None:
-    """The ``domain=`` mapping (a CSV file's column types come from it)."""
-    if isinstance(domain, Domain):
-        return {c.name: c.declaration() for c in domain.columns}
-    return None if domain is None else dict(domain)
-
-
-def _resolve_domain(domain, schema: pl.Schema, labels: Sequence[str] | None) -> Domain:
-    if domain is None:
-        msg = ("quality_report needs the public domain: pass domain= (the mapping given to "
-               "synthesize) or a SynthesisResult / saved model as 'synthetic'")
-        raise ParameterError(msg)
-    if isinstance(domain, Domain):
-        labels = domain.labels if labels is None else tuple([labels] if isinstance(labels, str) else labels)
-        return Domain(domain.columns, tuple(labels))
-    return Domain.from_mapping(schema, domain, () if labels is None else labels)
-
-
-def _family(dtype: pl.DataType) -> str:
-    if dtype.is_numeric():
-        return "number"
-    if dtype == pl.Boolean:
-        return "boolean"
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, (pl.Enum, pl.Categorical)):
-        return "text"
-    return str(dtype)
-
-
-def _check_schemas(real: pl.Schema, synthetic: pl.Schema) -> None:
-    """The same column names, and types of the same family (number, text, boolean)."""
-    only_real = [name for name in real if name not in synthetic]
-    only_synthetic = [name for name in synthetic if name not in real]
-    if only_real or only_synthetic:
-        msg = (f"the real and synthetic tables have different columns: only in the real table "
-               f"{only_real}, only in the synthetic table {only_synthetic}; compare tables with "
-               "the same columns (the synthetic table of this real one)")
-        raise DataError(msg)
-    clashes = [f"{name} (real {real[name]}, synthetic {synthetic[name]})" for name in real
-               if _family(real[name]) != _family(synthetic[name])]
-    if clashes:
-        msg = f"the real and synthetic tables disagree on column types: {', '.join(clashes)}; cast one to match"
-        raise DataError(msg)
-
-
-def _test_frame(test, mapping, domain: Domain) -> pl.DataFrame:
-    if isinstance(test, (str, os.PathLike)):
-        test = scan_file(test, mapping)
-    if isinstance(test, pl.LazyFrame):
-        test = test.collect()
-    frame = DataSource.from_input(test, mapping).frame  # columns of objects typed as the real table's
-    missing = [name for name in domain.names if name not in frame.columns]
-    if missing:
-        msg = f"the test table lacks columns {missing}"
-        raise DataError(msg)
-    return frame.select(domain.names)
-
-
-def _without(data, mapping, drop: list[str]) -> pl.LazyFrame:
-    """``data`` (a frame or a file, a CSV typed by ``mapping``) as a LazyFrame without ``drop``."""
-    if isinstance(data, (str, os.PathLike)):
-        data = scan_file(data, mapping)
-    elif not isinstance(data, (pl.DataFrame, pl.LazyFrame)):
-        data = DataSource.from_input(data, mapping).frame
-    return data.lazy().drop(drop, strict=False)
-
-
-def _short_name(data) -> str:
-    """A file's name (never its full path, which may say more than the report should), or the kind of object."""
-    if isinstance(data, (str, os.PathLike)):
-        return Path(data).name
-    return f"in-memory {type(data).__name__}"
-
-
 # ---------------------------------------------------------------- results
+def _constraints_frame(rules: Constraints, domain: Domain, real_broken: np.ndarray, n_real: int,
+                       synthetic: pl.DataFrame) -> pl.DataFrame:
+    synthetic_broken = rules.broken(synthetic, domain)
+    return pl.DataFrame(rules.describe()).with_columns(
+        real_broken=pl.Series(real_broken.tolist(), dtype=pl.Int64),
+        real_broken_share=pl.Series(real_broken / n_real),
+        synthetic_broken=pl.Series(synthetic_broken, dtype=pl.Int64),
+        synthetic_broken_share=pl.Series(np.asarray(synthetic_broken) / synthetic.height))
+
+
 def _column_distribution(spec, real: TableStats, synthetic: TableStats) -> ColumnDistribution:
     if spec.is_categorical:
         p_real = real.category_counts[spec.name] / real.n_rows
