@@ -28,7 +28,10 @@ not name:
   conditional law, found by rejection), and ``law_floor``: the filtered rows against the next
   :data:`ROWS` filtered rows of the same pool (two samples of one law: the noise of
   ``law_check``). Numerics differ by design here: an unconditioned sample's numerics are moved
-  toward the released histograms, a conditioned one's are not (docs/conditional-sampling.md).
+  toward the released histograms, a conditioned one's are not (docs/conditional-sampling.md);
+  so does everything under a condition on a numeric column, which picks relaxed rows by their
+  own numeric values where unconditioned decoding re-pairs the numerics with the other columns
+  (label coupling, then ties): ``bench/results/conditional_accuracy.md``.
 
 The metrics (:func:`scores`): ``tv_1way`` and ``tv_2way``, the mean total-variation distance of
 every categorical column's 1-way margin and every pair's 2-way margin (nulls a category);
@@ -43,7 +46,7 @@ Output: one row per (dataset, seed, condition, metric) in
 skipped), and on stdout the 3-seed tables (:func:`summary`'s ratios of the means, each also
 pivoted by metric).
 
-Run (one fit at a time; about 3 minutes per fit on 2 cores)::
+Run (one fit at a time; 2-3 minutes per fit, about 15 in all, on 2 shared cores)::
 
     python -m bench.conditional_accuracy                     # both datasets, seeds 0 1 2
     python -m bench.conditional_accuracy --datasets adult --seeds 0
