@@ -11,15 +11,14 @@ downstream can reach the answers. Every read of them goes through a charged mech
 from __future__ import annotations
 
 import logging
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from polars_rap.decode.numeric_ties import (TIE_NOISE_CAP, TIE_NUMERIC_BINS, TieLayout, TieSums, layout_of,
-                                            release_ties, tables_values, tie_layout, tie_noise_std)
+from polars_rap.decode.numeric_ties import (TIE_NOISE_CAP, TIE_NUMERIC_BINS, TieLayout, TieSums, release_ties,
+                                            tie_layout, tie_noise_std)
 from polars_rap.errors import warn_caller
 from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions
 from polars_rap.fit.loop import run_plan
@@ -128,7 +127,7 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
     release.before_loop(queries, answers.true, answers.l1_sensitivity, n_rows,
                         candidate_rows(answers.out_rows, run.relaxed_rows), loop_floor, ledger, run.backend,
                         streams.noise, streams.reweight, dry_run)
-    tie_release, released_layout = _release_ties(answers, tie_share * ledger.rho_remaining, ledger, streams.ties)
+    tie_release = _release_ties(answers, tie_share * ledger.rho_remaining, ledger, streams.ties)
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, run.queries_per_round,
                               run.selection_share, run.epsilon)
     if run.delta >= 1.0 / n_rows:
@@ -142,7 +141,7 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
     # the public rows raked to the loop's or the measured margins, released if the check prefers them
     relaxed, reweight = release.after_loop(record.params.relaxed(), queries, answers.true, answers.l1_sensitivity,
                                            n_rows, run.backend, streams.noise, streams.reweight)
-    return Fitted(record, relaxed, reweight, tie_release, released_layout, n_rows, answers.out_rows)
+    return Fitted(record, relaxed, reweight, tie_release, answers.tie_layout, n_rows, answers.out_rows)
 
 
 def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: PrivacyLedger, start: RelaxedParams,
@@ -156,31 +155,18 @@ def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: Pr
                     progress=progress)
 
 
-def _release_ties(answers: Answers, rho: float, ledger: PrivacyLedger, rng) -> tuple[tuple | None, TieLayout | None]:
-    """(The numeric ties' sums released at ``rho``, the layout released): the whole layout where
-    its noise per cell is at most ``TIE_NOISE_CAP``, else its numeric pair tables alone where
-    theirs is (fewer tables, less noise per cell: their evidence test, not the cap, then decides
-    which pairs are kept), else nothing ``(None, None)``. The choice reads public values only
-    (the domain's tables, the row count, the budget)."""
-    layout = answers.tie_layout
-    if layout is None:
-        return None, None
-    tie_std = tie_noise_std(layout, answers.n_rows, rho)  # public values
-    totals = answers.tie_totals.totals
+def _release_ties(answers: Answers, rho: float, ledger: PrivacyLedger, rng) -> tuple | None:
+    """The numeric ties' sums released at ``rho`` (None when not measured: no layout, or their
+    noise per cell above ``TIE_NOISE_CAP``, which is decided from public values)."""
+    if answers.tie_layout is None:
+        return None
+    tie_std = tie_noise_std(answers.tie_layout, answers.n_rows, rho)  # public values
     if tie_std > TIE_NOISE_CAP:
-        n_blocks = len(answers.tie_totals.domain.blocks)
-        pairs = [table for table in layout.tables if table[1] >= n_blocks]
-        pairs_layout = layout_of(answers.tie_totals.domain, pairs, layout.bins) if pairs else None
-        pairs_std = math.inf if pairs_layout is None else tie_noise_std(pairs_layout, answers.n_rows, rho)
-        if pairs_std > TIE_NOISE_CAP:
-            logger.info("numeric ties not measured: their noise std per cell would be %.3g (the pair tables "
-                        "alone %.3g), above TIE_NOISE_CAP=%g", tie_std, pairs_std, TIE_NOISE_CAP)
-            return None, None
-        logger.info("numeric ties: only the %d pair tables measured (noise std per cell %.3g; all tables %.3g, "
-                    "above TIE_NOISE_CAP=%g)", len(pairs), pairs_std, tie_std, TIE_NOISE_CAP)
-        totals, layout = tables_values(layout, totals, pairs), pairs_layout
+        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above TIE_NOISE_CAP=%g",
+                    tie_std, TIE_NOISE_CAP)
+        return None
     # released now, fitted to the loop's rows after it
-    return release_ties(totals, answers.n_rows, layout, rho, ledger, rng), layout
+    return release_ties(answers.tie_totals.totals, answers.n_rows, answers.tie_layout, rho, ledger, rng)
 
 
 def _starting_point(public_table: PublicTable | None, uses: Sequence[str], domain: Domain, queries: QuerySet,
