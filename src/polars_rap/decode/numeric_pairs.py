@@ -62,10 +62,7 @@ logger = logging.getLogger(__name__)
 
 PAIR_EVIDENCE = 2.0
 """A numeric pair is kept where the released sums are more than ``e`` times (twice the log: 2)
-as likely under the relaxed rows' pairing (or the release's own trend) as under none."""
-
-TREND_PENALTY = 2.0
-"""Twice-log-likelihood charged per slope the release's trend fits (Akaike's 2 per parameter)."""
+as likely under the relaxed rows' pairing as under none."""
 
 
 def pair_deviations(relaxed: np.ndarray, domain: Domain, layout: TieLayout) -> np.ndarray:
@@ -89,7 +86,7 @@ def pair_evidence(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy:
     table's label block (:func:`_cell_counts`), else the relaxed rows' cell mass (``var(n) = 0``:
     then ``(|s - h0|^2 - |s - h1|^2) / std^2``); all as shares of the rows."""
     cells = _pair_cells(relaxed, domain, layout)
-    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std, domain)
+    return _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
 
 
 def _pair_cells(relaxed, domain: Domain, layout: TieLayout) -> dict[int, tuple[np.ndarray, ...]]:
@@ -167,59 +164,21 @@ def _cell_means(mass: np.ndarray, sums: np.ndarray, means: np.ndarray) -> np.nda
     return np.where(mass > 1e-12, np.divide(sums, mass, out=np.zeros(len(mass)), where=mass > 1e-12), means)
 
 
-def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float, domain: Domain) -> np.ndarray:
+def _evidence(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float) -> np.ndarray:
     """:func:`pair_evidence` (float64[n_tables], NaN but for the pair tables) from
     :func:`_pair_cells`' ``cells`` and :func:`_cell_counts`' ``counts``."""
-    return _evidences(layout, cells, counts, noisy, std, domain)[0]
-
-
-def _evidences(layout: TieLayout, cells, counts, noisy: np.ndarray, std: float, domain: Domain):
-    """(float64[n_tables] the relaxed rows' pairing's evidence against none, float64[n_tables]
-    the released trend's (:func:`_trend_means`) less :data:`TREND_PENALTY` per fitted slope,
-    {table: float64[cells] the trend's cell means}); NaN but for the pair tables."""
     noise = max(float(std), 1e-12) ** 2
     evidence = np.full(len(layout.tables), np.nan)
-    trend_evidence = np.full(len(layout.tables), np.nan)
-    trends = {}
     for t, (mass, sums, means, _) in cells.items():
         count, count_variance = counts[t]
         released = noisy[layout.offsets[t]:layout.offsets[t + 1]]
         paired = _cell_means(mass, sums, means)
-        trend, slopes = _trend_means(layout, domain.blocks[layout.tables[t][2]].n_codes, count, means, released, noise)
-        trends[t] = trend
         log_likelihood = []
-        for mean in (means, paired, trend):  # no pairing, the relaxed rows' pairing, the release's trend
+        for mean in (means, paired):  # no pairing, the relaxed rows' pairing
             variance = noise + mean**2 * count_variance
             log_likelihood.append(-float(np.sum((released - count * mean) ** 2 / variance + np.log(variance))))
         evidence[t] = log_likelihood[1] - log_likelihood[0]
-        trend_evidence[t] = log_likelihood[2] - log_likelihood[0] - TREND_PENALTY * slopes
-    return evidence, trend_evidence, trends
-
-
-def _trend_means(layout: TieLayout, k_l: int, count: np.ndarray, means: np.ndarray, released: np.ndarray,
-                 noise: float) -> tuple[np.ndarray, int]:
-    """(float64[cells] each cell's mean of ``x_j`` under a straight line in the earlier column's
-    bin centres, fitted per label value to the released sums by least squares and shrunk by its
-    noise (James-Stein: ``b (1 - var(b) / b^2)``, 0 below); the number of slopes fitted).
-    Post-processing of the release and the released counts: a null bin keeps the label's mean."""
-    centres = (np.arange(layout.bins) + 0.5) / layout.bins
-    out = means.copy()
-    slopes = 0
-    for c in range(k_l):
-        idx = np.arange(c, layout.bins * k_l, k_l)  # the bins' cells of label value c (no null code)
-        n = count[idx]
-        if n.sum() <= 0.0:
-            continue
-        u = centres - float(n @ centres) / float(n.sum())
-        a = n * u
-        norm = float(a @ a)
-        if norm <= 0.0:
-            continue
-        slopes += 1
-        slope = float(a @ (released[idx] - n * means[idx])) / norm
-        shrink = max(0.0, 1.0 - noise / norm / max(slope * slope, 1e-300))
-        out[idx] = means[idx] + shrink * slope * u
-    return out, slopes
+    return evidence
 
 
 def fitted_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.ndarray,
@@ -243,33 +202,23 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
     ``histograms``) exceeds :data:`PAIR_EVIDENCE`, their targets read from the relaxed rows
     (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
     cells = _pair_cells(relaxed, domain, layout)
-    evidence, trend_evidence, trends = _evidences(
-        layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std, domain)
-    source = {}  # kept table -> "relaxed" (the relaxed rows' pairing) or "trend" (the release's)
-    for t in sorted(cells):
-        if evidence[t] > PAIR_EVIDENCE and evidence[t] >= trend_evidence[t]:
-            source[layout.tables[t]] = "relaxed"
-        elif trend_evidence[t] > PAIR_EVIDENCE:
-            source[layout.tables[t]] = "trend"
-    kept = set(source)
+    evidence = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
+    kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
     tested = sorted(cells)
     if tested:
         logger.info("numeric pairs (kept where the evidence exceeds %g): %s", PAIR_EVIDENCE,
-                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} / trend "
-                              f"{trend_evidence[t]:.1f} {source.get(layout.tables[t], 'dropped')}" for t in tested))
+                    ", ".join(f"{_pair_name(domain, layout.tables[t])} {evidence[t]:.1f} "
+                              f"{'kept' if layout.tables[t] in kept else 'dropped'}" for t in tested))
     if not kept:
         return ties
     fitted = set() if ties is None else set(ties.layout.tables)
     tables = [table for table in layout.tables if table in kept or table in fitted]
     out = layout_of(domain, tables, layout.bins)
     paired = _deviations(layout, cells)
-    for t, trend in trends.items():
-        if source.get(layout.tables[t]) == "trend":
-            paired[layout.offsets[t]:layout.offsets[t + 1]] = trend - cells[t][2]
     deviations = np.zeros(out.n_cells)
     for t, table in enumerate(tables):
-        origin, values = (ties.layout, ties.deviations) if table in fitted else (layout, paired)
-        deviations[out.offsets[t]:out.offsets[t + 1]] = tables_values(origin, values, [table])
+        source, values = (ties.layout, ties.deviations) if table in fitted else (layout, paired)
+        deviations[out.offsets[t]:out.offsets[t + 1]] = tables_values(source, values, [table])
     return NumericTies(out, deviations)
 
 
