@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import json
 import pstats
 import sys
@@ -56,7 +55,7 @@ import polars as pl
 if __package__ in (None, ""):  # run as ``python bench/wide.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import RESULTS, run_stage, write_record  # noqa: E402
-from bench.host import own_peak_rss_mib  # noqa: E402
+from bench.host import git_commit, own_peak_rss_mib  # noqa: E402
 
 ACS_TASK = "acs-income-CA"
 ACS_COPIES = {20: 0, 39: 1, 77: 3, 153: 7}
@@ -277,7 +276,7 @@ def _warm_up(table: Table) -> None:
     """Compile (or load from Numba's cache) the kernels outside the timed region."""
     import polars_rap
 
-    polars_rap.synthesize(table.frame.head(1_000), epsilon=1.0, delta=1e-6, domain=table.domain,
+    polars_rap.synthesize(table.frame.head(20_000), epsilon=1.0, delta=1e-6, domain=table.domain,
                           labels=table.labels, seed=0, progress=False,
                           strategy=polars_rap.PlannedStrategy(relaxed_rows=20, rounds={"CM": 1, "LT": 1},
                                                               workload={"n_linear_thresholds": 20}))
@@ -313,6 +312,13 @@ TRUTH_PAIRS = 400
 """Categorical column pairs ``tv2_truth`` is the mean over (bn tables)."""
 MECHANISMS = ("rap++", "independent")
 TEST_ROWS = 20_000
+BLOCK_ROWS = 100_000
+GRID = ([("bn", c, 100_000, m) for c in (50, 100, 200, 300) for m in MECHANISMS]
+        + [("acs", c, 100_000, m) for c in (20, 39, 77, 153) for m in MECHANISMS]
+        + [("bn", c, 1_000_000, "rap++") for c in (50, 100, 200, 300)])
+"""(kind, columns, rows, mechanism) of ``python bench/wide.py fit``; the independent baseline
+reads its rows in memory, so it runs at 100,000 rows only."""
+RESULTS_FILE = RESULTS / "wide.jsonl"
 ML_MODELS = {"logistic": "logistic", "gb": "gradient_boosting"}
 
 
@@ -359,15 +365,33 @@ def truth_distance(net: BayesNet, synthetic: pl.DataFrame, pairs: int = TRUTH_PA
     return float(np.mean(distances))
 
 
+def _write_blocks(kind: str, columns: int, rows: int, folder: Path) -> Table:
+    """``rows`` rows of the table written as Parquet parts of :data:`BLOCK_ROWS` rows (so that a
+    million-row wide table never sits in memory); returns the first block as the table."""
+    first = None
+    for block in range(-(-rows // BLOCK_ROWS)):
+        part = _table(kind, columns, min(BLOCK_ROWS, rows - block * BLOCK_ROWS), block)
+        part.frame.write_parquet(folder / f"part-{block:04d}.parquet")
+        first = part if first is None else first
+    assert first is not None
+    return first
+
+
 def fit_and_score(kind: str, columns: int, rows: int, mechanism: str, seed: int) -> dict[str, Any]:
-    """One fit of ``mechanism`` on the generated table and its scores (see the module docstring)."""
+    """One fit of ``mechanism`` on the generated table and its scores (see the module docstring).
+    Past :data:`BLOCK_ROWS` rows the table is written to Parquet parts and synthesized from
+    them (:data:`BLOCK_ROWS` synthetic rows out), and scored against its first part."""
+    import tempfile
+
     import polars_rap
     from polars_rap.quality.evaluation import ml_utility_for_domain, workload_errors
     from polars_rap.schema.domain import Domain
 
     from bench.mechanisms import independent
 
-    table = _table(kind, columns, rows, 0)
+    folder = tempfile.TemporaryDirectory()
+    on_disk = rows > BLOCK_ROWS
+    table = _write_blocks(kind, columns, rows, Path(folder.name)) if on_disk else _table(kind, columns, rows, 0)
     test = _table(kind, columns, TEST_ROWS, 1000, part="test").frame
     label = table.labels[0]
     row: dict[str, Any] = {"table": table.name, "kind": kind, "columns": table.frame.width, "rows": rows,
@@ -376,9 +400,13 @@ def fit_and_score(kind: str, columns: int, rows: int, mechanism: str, seed: int)
         _warm_up(table)
     started = time.perf_counter()
     if mechanism == "rap++":
-        result = polars_rap.synthesize(table.frame, epsilon=EPSILON, delta=1.0 / rows**2, domain=table.domain,
-                                       labels=table.labels, seed=seed, progress=False)
+        data = str(Path(folder.name) / "*.parquet") if on_disk else table.frame
+        result = polars_rap.synthesize(data, epsilon=EPSILON, delta=1.0 / rows**2, domain=table.domain,
+                                       labels=table.labels, seed=seed, progress=False,
+                                       rows=BLOCK_ROWS if on_disk else None)
         synthetic = result.data
+    elif on_disk:
+        raise ValueError("the independent baseline reads its rows in memory: give it at most BLOCK_ROWS rows")
     else:
         synthetic = independent(table.frame, table.domain, table.labels, EPSILON, 1.0 / rows**2, seed, {}).data
     row["seconds"] = round(time.perf_counter() - started, 2)
@@ -395,6 +423,34 @@ def fit_and_score(kind: str, columns: int, rows: int, mechanism: str, seed: int)
         row[f"real_{prefix}_macro_f1"] = ml_utility_for_domain(table.frame, test, label, domain,
                                                                model=model)["macro_f1"]
     return row
+
+
+FIT_COLUMNS = ("seconds", "peak_rss_mib", "CM_mean_error", "MM_mean_error", "tv2_truth", "logistic_macro_f1",
+               "gb_macro_f1", "real_logistic_macro_f1", "real_gb_macro_f1")
+
+
+def fit_markdown(rows: list[dict[str, Any]]) -> str:
+    """Each (table, rows, mechanism)'s mean over its seeds of :data:`FIT_COLUMNS`, and the
+    machine's load while it ran."""
+    frame = pl.DataFrame([r for r in rows if "error" not in r], infer_schema_length=None)
+    present = [c for c in FIT_COLUMNS if c in frame.columns]
+    table = (frame.group_by("kind", "columns", "rows", "mechanism", maintain_order=True)
+             .agg(pl.len().alias("seeds"), *(pl.col(c).mean().round(4) for c in present),
+                  pl.col("other_processes_cores").max().alias("other_cores_max"))
+             .sort("kind", "rows", "columns", "mechanism"))
+    lines = ["# Wide tables: fit time, memory and accuracy against the columns (issue #75)", "",
+             "`python bench/wide.py fit`; ε = 1, δ = 1/n², default settings; means over the seeds. "
+             "CM: class-conditional 3-way marginals on a fixed sample of column pairs; MM: the suite's mixed "
+             "marginals; tv2_truth: the mean total-variation distance of categorical pairs' 2-way margins "
+             "from the network's exact ones (bn tables); F1 on held-out generated rows. "
+             "`other_cores_max`: cores other processes kept busy meanwhile (above ~0.2 the seconds are inflated).",
+             "", "| " + " | ".join(table.columns) + " |", "|" + "---|" * table.width]
+    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in table.iter_rows()]
+    failed = [r for r in rows if "error" in r]
+    if failed:
+        lines += ["", "Failed runs:", ""] + [f"- {r.get('kind')} {r.get('columns')} x {r.get('rows')} "
+                                             f"{r.get('mechanism')}: {r['error']}" for r in failed]
+    return "\n".join(lines) + "\n"
 
 
 # ============================================================================================
@@ -417,8 +473,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)  # a child process's stage
     parser.add_argument("command", nargs="?", choices=("profile", "fit"))
-    parser.add_argument("--columns", type=int, nargs="+", default=list(PROFILE_COLUMNS))
-    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--columns", type=int, nargs="+", help="only these widths (default: all)")
+    parser.add_argument("--rows", type=int, default=100_000, help="profile: the table's rows")
+    parser.add_argument("--kind", choices=("acs", "bn"), help="fit: only this kind of table")
+    parser.add_argument("--only-rows", type=int, help="fit: only the grid's tables of this many rows")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     args = parser.parse_args(argv)
     if args.stage:
         name, *rest = args.stage
@@ -430,16 +489,36 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(fit_and_score(kind, columns, rows, mechanism, seed)))
         return 0
     if args.command == "profile":
-        rows = []
-        for columns in args.columns:
+        rows, widths = [], args.columns or list(PROFILE_COLUMNS)
+        for columns in widths:
             row = run_stage(__file__, "profile", "acs", columns, args.rows)
             print(json.dumps({k: v for k, v in row.items() if not k.startswith("by_")}), flush=True)
             rows.append(row)
-        if tuple(args.columns) == PROFILE_COLUMNS and all("error" not in r for r in rows):
+        if tuple(widths) == PROFILE_COLUMNS and all("error" not in r for r in rows):
             write_record(RESULTS / "wide_profile.json", "wide_profile", runs=rows)
             (RESULTS / "wide_profile.md").write_text(profile_markdown(rows))
         else:
             print(profile_markdown([r for r in rows if "error" not in r]))
+        return 0
+    if args.command == "fit":
+        done = set()
+        if RESULTS_FILE.is_file():
+            done = {(r["kind"], r["columns"], r["rows"], r["mechanism"], r["seed"])
+                    for r in map(json.loads, RESULTS_FILE.read_text().splitlines()) if "error" not in r}
+        for kind, columns, rows, mechanism in GRID:
+            if ((args.kind and kind != args.kind) or (args.columns and columns not in args.columns)
+                    or (args.only_rows and rows != args.only_rows)):
+                continue
+            for seed in args.seeds:
+                if (kind, columns, rows, mechanism, seed) in done:
+                    continue
+                row = run_stage(__file__, "fit", kind, columns, rows, mechanism, seed)
+                row.update(kind=kind, columns=columns, rows=rows, mechanism=mechanism, seed=seed,
+                           commit=git_commit(), date=time.strftime("%Y-%m-%d"))
+                print(json.dumps(row), flush=True)
+                with RESULTS_FILE.open("a") as handle:
+                    handle.write(json.dumps(row) + "\n")
+        (RESULTS / "wide.md").write_text(fit_markdown([json.loads(x) for x in RESULTS_FILE.read_text().splitlines()]))
         return 0
     parser.error("name a command: profile or fit")
     return 2

@@ -191,6 +191,24 @@ def test_decoding_follows_the_ties_and_keeps_each_labels_values() -> None:
     assert before.max() > 0.15 and after.max() < 0.02
 
 
+def test_tables_stepping_together_in_one_block_still_follow_the_ties(monkeypatch) -> None:
+    """A wide column's tables step in blocks from one assignment (BACKFIT_BLOCKS): with every
+    table of a column in one block the decoded rows still meet the ties and keep each label's
+    values."""
+    from polars_rap.decode import numeric_ties
+
+    monkeypatch.setattr(numeric_ties, "BACKFIT_BLOCKS", 1)
+    domain = _domain()
+    ties, codes, numerics, shuffled, label = _ties_and_decoupled_rows(domain, 4_000, np.random.default_rng(5))
+    out = ties.apply(codes, shuffled, domain, np.random.default_rng(6))
+    for c in range(2):
+        assert np.array_equal(np.sort(out[label == c, 0]), np.sort(shuffled[label == c, 0]))
+    for block in ("edu", "sex"):
+        b = domain.block_index(block)
+        truth = _cell_means(codes, numerics[:, 0], domain, b)
+        assert np.abs(_cell_means(codes, out[:, 0], domain, b) - truth).max() < 0.03
+
+
 def test_later_chunks_reuse_the_first_chunks_scores_and_still_follow_the_ties(monkeypatch) -> None:
     domain = _domain()
     ties, codes, numerics, shuffled, label = _ties_and_decoupled_rows(domain, 8_000, np.random.default_rng(9))

@@ -85,6 +85,11 @@ TIE_QUANTUM = 1024
 """Grid steps of a mapped numeric value in a tie sum: the release adds integer noise to integers."""
 BACKFIT_SWEEPS = 8
 """Sweeps over a column's tables when decoding fits the latent scores."""
+BACKFIT_BLOCKS = 24
+"""Most assignments per sweep: a column's tables are updated one at a time up to this many
+(every suite table: at most 23), past it in this many blocks whose tables step together from
+one assignment, so that decoding a wide table costs O(rows log rows) per sweep and column, not
+per table (``bench/results/wide_profile.md``)."""
 BACKFIT_STEP = 1.5
 """A table's score moves by this many latent units per std of ``x_j`` its cell mean is off."""
 
@@ -311,25 +316,29 @@ class NumericTies:
             cells.append(feature * domain.blocks[l].n_codes + codes[rows, l])
         noise = rng.standard_normal(len(rows))
 
-        def assign(betas) -> np.ndarray:
-            score = noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True))
+        def assign(score: np.ndarray) -> np.ndarray:
+            """The column's values handed out within each label group in the order of ``score``."""
             new = np.empty(len(rows))
             for piece, values_sorted in zip(pieces, sorted_values, strict=True):
                 new[piece[np.argsort(score[piece], kind="stable")]] = values_sorted
             return new
 
         if fitted is None:
-            betas, assigned = self._backfit(codes, values[rows], rows, domain, tables, cells, assign)
+            betas, assigned = self._backfit(codes, values[rows], rows, domain, tables, cells, noise, assign)
         else:
-            betas, assigned = fitted, assign(fitted)
+            betas = fitted
+            assigned = assign(noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True)))
         out = values.copy()
         out[rows] = assigned
         return out, betas
 
-    def _backfit(self, codes, x, rows, domain, tables, cells, assign) -> tuple[list[np.ndarray], np.ndarray]:
+    def _backfit(self, codes, x, rows, domain, tables, cells, noise, assign) -> tuple[list[np.ndarray], np.ndarray]:
         """(The tables' latent cell scores, float64[n_cells] each, backfitted so that each cell's
         mean of the values ``x`` (float64[len(rows)]) as assigned meets its tie target; ``x`` as
-        last assigned by them)."""
+        last assigned by them). A row's score is ``noise`` plus its cells' scores, kept as a
+        running sum that each table's update adds to, and a sweep assigns the values at most
+        :data:`BACKFIT_BLOCKS` times: a sweep costs O(rows x tables + rows log rows), not
+        O(rows x tables^2)."""
         spread = float(x.std()) or 1.0
         label_means = {}  # per label block: x's mean among the live rows of each code
         for l in {self.layout.tables[t][2] for t in tables}:
@@ -342,14 +351,21 @@ class NumericTies:
             deviations = self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]]
             targets.append(np.tile(label_means[l], len(deviations) // domain.blocks[l].n_codes) + deviations)
             betas.append(np.zeros(len(deviations)))
-        current = assign(betas)
+        score = noise.copy()
+        current = assign(score)
+        blocks = np.array_split(np.arange(len(cells)), min(len(cells), BACKFIT_BLOCKS))
         for _ in range(BACKFIT_SWEEPS):
-            for i, cell in enumerate(cells):
-                size = len(betas[i])
-                count = np.bincount(cell, minlength=size)
-                mean = np.bincount(cell, weights=current, minlength=size) / np.maximum(count, 1)
-                betas[i] += np.where(count > 0, BACKFIT_STEP * (targets[i] - mean) / spread, 0.0)
-                current = assign(betas)
+            for block in blocks:  # the tables of a block step from the same assignment
+                steps = []
+                for i in block:
+                    size = len(betas[i])
+                    count = np.bincount(cells[i], minlength=size)
+                    mean = np.bincount(cells[i], weights=current, minlength=size) / np.maximum(count, 1)
+                    steps.append(np.where(count > 0, BACKFIT_STEP * (targets[i] - mean) / spread, 0.0))
+                for i, step in zip(block, steps, strict=True):
+                    betas[i] += step
+                    score += step[cells[i]]
+                current = assign(score)
         return betas, current
 
     def to_frame(self, domain: Domain) -> pl.DataFrame:

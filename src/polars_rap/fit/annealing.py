@@ -7,7 +7,9 @@ spreads the budget too thin, at large epsilon it stops short. Here the step's bu
 ``rho_step`` (the class's share, fixed by the public plan) is spent by rounds of
 select / measure / project, and the noise level decides how many:
 
-1. *select* ``k`` groups (tables) among **all** the class's groups, measured before or not,
+1. *select* ``k`` groups (tables) among **all** the class's groups, measured before or not
+   (on a wide table, one slice of them per round, the slices in turn:
+   :mod:`polars_rap.fit.table_turns`),
    by one-shot Gumbel top-``k`` (``selection_share`` of the round's budget) on AIM's
    noise-aware score: the L1 error of the current synthetic data minus the expected L1 norm
    of the group's measurement noise at this round's budget, ``sqrt(2/pi) sigma_t cells``
@@ -70,6 +72,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,6 +82,7 @@ from polars_rap.fit.loop_record import LoopRecord
 from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.fit.projection import ProjectionConfig
+from polars_rap.fit.table_turns import table_stride, table_turn
 from polars_rap.workload.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.fit.rounds import fit_measurements, measure_groups
 from polars_rap.privacy.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
@@ -114,6 +118,27 @@ def outright_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: f
     :func:`polars_rap.fit.rounds.measure_groups` splits a step's budget
     (:func:`polars_rap.privacy.selection_scores.expected_noise_l1`). Public values only."""
     return float(np.mean(expected_noise_l1(l2_sensitivity, sizes, step_rho * (1.0 / len(sizes)))))
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """The tables one round looks at (:func:`polars_rap.fit.table_turns.table_turn`): their
+    ``groups`` (int64[g]), ``queries``, ``sizes`` and answer ``starts`` (int64[g + 1]), and their
+    true answers as whole counts (float64, **private**; None when nothing is selected)."""
+
+    groups: np.ndarray
+    queries: QuerySet
+    sizes: np.ndarray
+    starts: np.ndarray
+    true_counts: np.ndarray | None
+
+    @classmethod
+    def of(cls, queries: QuerySet, groups: np.ndarray, true_answers: np.ndarray | None, n_rows: int) -> _Pool:
+        sizes = queries.group_sizes[groups]
+        true_counts = (None if true_answers is None
+                       else np.rint(true_answers[queries.group_query_indices(groups)] * n_rows))
+        return cls(groups, queries.take_groups(groups), sizes,
+                   np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), true_counts)
 
 
 def run_annealed_step(
@@ -156,32 +181,37 @@ def run_annealed_step(
     candidates = np.flatnonzero(queries.group_class == CLASS_CODES[name])
     noise_l1 = outright_noise_l1(l2_sensitivity[candidates], queries.group_sizes[candidates], step_rho)
     precise = step.outright_l1 is not None and noise_l1 <= step.outright_l1
-    sizes = queries.group_sizes[candidates]
     k = min(int(step.k), len(candidates))
     selecting = k < len(candidates)
-    candidate_queries = queries.take_groups(candidates)
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     if precise:  # public: every group measured in one round, the step's whole budget, no selection
         selecting, k = False, len(candidates)
+    # a wide table's rounds each score one slice of the tables, the slices in turn (public)
+    stride = table_stride(len(candidates), len(queries.column_sizes)) if selecting else 1
+    pools: dict[int, _Pool] = {}
     margins = np.flatnonzero(queries.group_class == QueryClass.BASE_MARGINAL)
     reserve = 0.0 if precise or len(margins) == 0 else float(step.margin_reserve)
     rounds_rho = step_rho * (1.0 - reserve)  # public: the rounds' part of the step's budget
     logger.debug("%s: measuring every group at once would add a mean noise L1 norm of %.3g per group%s",
                  name, noise_l1, ": measured so, in one round" if precise else "")
-    if selecting:  # the only reads of the real data outside the measurements, all charged
-        true_counts = np.rint(true_answers[queries.group_query_indices(candidates)] * n_rows)
+    if selecting:
         selection_l1 = float(l1_sensitivity[candidates].max())  # answer units: 2/n or 1/n
     charges: list[float] = []  # this step's, to close it at step_rho exactly
     units_spent, multiplier, round_index = 0, 1, first_round
     while True:
         last = precise or is_last_round(total_units - units_spent, multiplier)
         round_rho = closing_charge(charges, rounds_rho) if last else rounds_rho * multiplier / total_units
-        synthetic = backend.answers_relaxed(record.params.relaxed(), candidate_queries, np.inf)
+        turn = (round_index - first_round) % stride
+        if turn not in pools:
+            pools[turn] = _Pool.of(queries, table_turn(candidates, len(queries.column_sizes), turn),
+                                   true_answers if selecting else None, n_rows)
+        pool = pools[turn]
+        synthetic = backend.answers_relaxed(record.params.relaxed(), pool.queries, np.inf)
         measure_rho = (1.0 - selection_share) * round_rho if selecting else round_rho
         if selecting:
             selection_rho = selection_share * round_rho
-            shift = noise_shift_counts(l2_sensitivity[candidates], sizes, measure_rho / k, n_rows)
-            scores = selection_scores(true_counts, synthetic, sizes, n_rows) - shift
+            shift = noise_shift_counts(l2_sensitivity[pool.groups], pool.sizes, measure_rho / k, n_rows)
+            # the only read of the real data outside the measurements, charged
+            scores = selection_scores(pool.true_counts, synthetic, pool.sizes, n_rows) - shift
             selected_local = gumbel_top_k(
                 scores, k, float(np.rint(selection_l1 * n_rows)), selection_rho, ledger, rng,
                 description=f"{name} selection", round=round_index,
@@ -189,7 +219,7 @@ def run_annealed_step(
             charges.append(selection_rho)
         else:  # every group each round: choosing all reveals nothing and costs nothing
             selected_local = np.arange(len(candidates))
-        selected = candidates[selected_local]
+        selected = pool.groups[selected_local]
         if reserve > 0.0:  # the rounds close at their part; the refresh below closes the step
             close = lambda: closing_charge(charges, rounds_rho)  # noqa: E731
         else:
@@ -198,15 +228,16 @@ def run_annealed_step(
                               measure_rho=measure_rho, round_index=round_index,
                               n_rows=n_rows,
                               close=close if last else None, charges=charges)
-        if selecting:
-            record.selections[name] = selection_record(
-                round_index, name, queries, candidates, synthetic, selected_local,
+        if selecting:  # one record per slice: each table's bound comes from the last round it competed in
+            record.selections[name if stride == 1 else f"{name} slice {turn}"] = selection_record(
+                round_index, name, queries, pool.groups, synthetic, selected_local,
                 gumbel_scale(selection_l1, selection_rho, k), record.noisy_parts[-len(selected):],
                 stds, 1.0 / n_rows, shift / n_rows,
             )
         trace = fit_measurements(record, queries, backend, projection, inverse_variance=inverse_variance,
                                  anneal=anneal_temperature, public=public, independence=independence)[0]
-        before = np.concatenate([synthetic[starts[i]:starts[i + 1]] for i in selected_local]).astype(np.float64)
+        before = np.concatenate([synthetic[pool.starts[i]:pool.starts[i + 1]]
+                                 for i in selected_local]).astype(np.float64)
         after = backend.answers_relaxed(record.params.relaxed(), queries.take_groups(selected), np.inf)
         movement = float(np.abs(after.astype(np.float64) - before).sum())
         threshold = annealing_threshold(stds, queries.group_sizes[selected])

@@ -20,7 +20,8 @@ categorical measurement so far, CM or base marginal: a table the selection left 
 whose interaction, at that noise, was not worth its budget). The target keeps the table's margins where the measured tables put
 them and pulls its interaction toward zero; once the table is measured its pseudo-target is
 dropped and the measurement alone is fitted. The targets are recomputed at every projection,
-from the rows the last one left.
+from the rows the last one left. On a wide table each projection fits
+one slice of them, the slices taking turns (:mod:`polars_rap.fit.table_turns`).
 
 ``independence_prior="mediated"`` (:class:`PriorSettings`) goes one step further where the
 measured tables allow it: a table ``(a, b, label)`` whose features each share a measured table
@@ -52,6 +53,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from polars_rap.fit.table_turns import table_turn
 from polars_rap.workload.queries import QueryClass, QuerySet
 
 if TYPE_CHECKING:
@@ -337,7 +339,7 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, 
     through the measured tables :func:`significant_links` keeps at :data:`MEDIATOR_GATE`."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
-    unmeasured = unmeasured_marginals(queries, groups)
+    unmeasured = table_turn(unmeasured_marginals(queries, groups), len(queries.column_sizes), len(groups))
     if not categorical.any() or len(unmeasured) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))

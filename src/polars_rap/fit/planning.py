@@ -11,6 +11,7 @@ carry noise above :data:`MAX_NOISE_STD` (design.md §5b), naming the rows it nee
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from polars_rap.errors import DataError, ParameterError
 from polars_rap.fit.null_rates import add_null_rates
 from polars_rap.fit.numeric_histograms import add_numeric_histograms, histogram_runs
 from polars_rap.fit.plan_steps import Step
+from polars_rap.fit.table_turns import COLUMNS_PER_PICK, MAX_ANNEALED_ROUNDS
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
 from polars_rap.fit.strategy import Strategy
 from polars_rap.workload.builders import build_workload
@@ -60,7 +62,8 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
         n_linear_thresholds=n_linear_thresholds, max_marginal_cells=max_marginal_cells,
     )
     group_counts = {c: int(np.count_nonzero(queries.group_class == CLASS_CODES[c])) for c in asked}
-    plan = strategy.plan(group_counts, asked, queries_per_round)
+    plan = [with_round_cap(step, len(queries.column_sizes))
+            for step in strategy.plan(group_counts, asked, queries_per_round)]
     if strategy.base_share > 0:
         queries, plan, group_counts = add_base_marginals(domain, queries, plan, group_counts, strategy.base_share)
     if strategy.histogram_share > 0:
@@ -74,6 +77,25 @@ def workload_and_plan(domain: Domain, strategy: Strategy, rng: np.random.Generat
         )
         raise ParameterError(msg)
     return queries, plan, group_counts
+
+
+def with_round_cap(step: Step, n_columns: int) -> Step:
+    """``step`` sized for a table of ``n_columns`` categorical columns: an annealed step
+    (:mod:`polars_rap.fit.annealing`) picks ``K = ceil(n_columns /`` :data:`~polars_rap.fit.
+    table_turns.COLUMNS_PER_PICK` ``)`` tables a round (at least the step's own K) over
+    ``T0 = ceil(min(T0,`` :data:`~polars_rap.fit.table_turns.MAX_ANNEALED_ROUNDS` ``) / K)``
+    budget units, so that each table's share of the budget stays that of K = 1 over the capped
+    T0. T0 is the number of tables (about ``c^2 / 2``): a wide table ran more rounds the wider
+    it was, each of them longer, though the informative measurements a fixed budget pays for
+    do not grow with the columns (``bench/results/wide_profile.md``). No suite table reaches
+    either cap; other steps are returned as they are."""
+    if not step.annealed:
+        return step
+    k = max(int(step.k or 1), -(-max(n_columns, 1) // COLUMNS_PER_PICK))
+    units = min(int(step.annealed_rounds), MAX_ANNEALED_ROUNDS)
+    if k == step.k and units == step.annealed_rounds:
+        return step
+    return replace(step, k=k, annealed_rounds=max(1, -(-units // k)) if k > (step.k or 1) else units)
 
 
 def smallest_share(plan: Sequence[Step], queries: QuerySet) -> dict[tuple[str, bool], float]:
