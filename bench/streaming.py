@@ -267,8 +267,8 @@ def stage_synthesize(path: Path, options: dict) -> dict:
     decoding, and the report (which encodes the synthetic rows)."""
     import polars_rap
     from polars_rap.io import datasets
-    from polars_rap.pipeline import synthesis as mechanism
     from polars_rap.fit import rounds
+    from polars_rap.pipeline import decoding, fitting, release
 
     task = datasets.load_task(TASK)
     n_rows = pq.ParquetFile(path).metadata.num_rows  # public under replace-one
@@ -276,8 +276,8 @@ def stage_synthesize(path: Path, options: dict) -> dict:
                           labels=task.labels, seed=0, progress=False,
                           strategy=polars_rap.PlannedStrategy(rounds={"CM": 1, "LT": 1}))
     meter = _PhaseMeter()
-    for module, name in ((mechanism, "exact_answers"), (rounds, "project"), (mechanism, "decode"),
-                         (mechanism, "build_report")):
+    for module, name in ((fitting, "exact_answers"), (rounds, "project"), (decoding, "decode"),
+                         (release, "build_report")):  # where the pipeline's stages look them up
         meter.wrap(module, name)
     rss_before = _rss_mib()
     with meter:
