@@ -108,3 +108,21 @@ def test_a_wide_annealed_step_picks_more_tables_a_round_with_each_table_s_share_
     assert with_round_cap(Step("CM", 2.0, 1, 136), 18) == Step("CM", 2.0, 1, 136)  # NIST national
     fixed = Step("LT", 1.0, 10)
     assert with_round_cap(fixed, 300) is fixed
+
+
+def test_a_step_that_measures_every_table_at_once_takes_them_all_past_the_cap(monkeypatch, categorical_setup) -> None:
+    """The outright case of an annealed step (its noise small enough to measure every table in
+    one round) measures every table, sliced or not."""
+    import functools
+
+    import test_annealing
+    from polars_rap.fit import annealing
+    from polars_rap.fit.plan_steps import Step
+
+    monkeypatch.setattr(table_turns, "TABLES_PER_COLUMN", 1)
+    monkeypatch.setattr(annealing, "outright_noise_l1", lambda *a: 0.0)
+    monkeypatch.setattr(test_annealing, "Step", functools.partial(Step, outright_l1=1.0))  # the stub's step
+    out = _run_stub(monkeypatch, categorical_setup, [True], total_units=40)
+    queries = categorical_setup[0]
+    cm = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
+    assert out["rounds"] == 1 and sorted(out["record"].groups) == cm.tolist() and not out["selections"]
