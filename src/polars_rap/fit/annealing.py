@@ -122,7 +122,7 @@ def outright_noise_l1(l2_sensitivity: np.ndarray, sizes: np.ndarray, step_rho: f
 
 @dataclass(frozen=True, slots=True)
 class _Pool:
-    """The tables one round looks at (:func:`polars_rap.fit.table_turns.table_turn`): their
+    """The tables one round looks at (a slice of the candidates, :mod:`polars_rap.fit.table_turns`): their
     ``groups`` (int64[g]), ``queries``, ``sizes`` and answer ``starts`` (int64[g + 1]), and their
     true answers as whole counts (float64, **private**; None when nothing is selected)."""
 

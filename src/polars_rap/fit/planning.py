@@ -91,11 +91,14 @@ def with_round_cap(step: Step, n_columns: int) -> Step:
     either cap; other steps are returned as they are."""
     if not step.annealed:
         return step
-    k = max(int(step.k or 1), -(-max(n_columns, 1) // COLUMNS_PER_PICK))
+    own_k = int(step.k or 1)
+    k = max(own_k, -(-max(n_columns, 1) // COLUMNS_PER_PICK))
     units = min(int(step.annealed_rounds), MAX_ANNEALED_ROUNDS)
-    if k == step.k and units == step.annealed_rounds:
+    if k > own_k:
+        units = max(1, -(-units // k))
+    if (k, units) == (step.k, step.annealed_rounds):
         return step
-    return replace(step, k=k, annealed_rounds=max(1, -(-units // k)) if k > (step.k or 1) else units)
+    return replace(step, k=k, annealed_rounds=units)
 
 
 def smallest_share(plan: Sequence[Step], queries: QuerySet) -> dict[tuple[str, bool], float]:

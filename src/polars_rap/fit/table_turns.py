@@ -5,7 +5,7 @@ Two things touched every one of them in every round of the annealed CM step: the
 scores (the relaxed rows' answers on every candidate table) and the independence prior's
 pseudo-targets (every table not yet measured, fitted at every projection). With the rounds set
 by the budget, not the width, that made a fit's time grow like ``c^3`` (``bench/results/
-wide_profile.md``: 12 s at 20 columns, 76 s at 39, 424 s at 77).
+wide_profile_before.md``: 12 s at 20 columns, 81 s at 39, 486 s at 77).
 
 The step's T0 (the rounds its budget is first split over) stops growing at
 :data:`MAX_ANNEALED_ROUNDS` and its rounds pick more tables each past :data:`COLUMNS_PER_PICK`
