@@ -20,11 +20,11 @@ from test_annealing import TINY_LOOP, _run_stub, _tiny_frame, categorical_setup 
 def test_the_slices_of_a_stride_cover_every_table_once_and_stay_under_the_cap(n_tables, n_columns) -> None:
     groups = np.arange(100, 100 + n_tables, dtype=np.int64)
     stride = table_stride(n_tables, n_columns)
-    slices = [table_turn(groups, n_columns, turn) for turn in range(stride)]
+    slices = [table_turn(groups, stride, turn) for turn in range(stride)]
     assert np.array_equal(np.sort(np.concatenate(slices)), groups)
     assert max(map(len, slices)) <= table_turns.TABLES_PER_COLUMN * n_columns
     assert (stride == 1) == (n_tables <= table_turns.TABLES_PER_COLUMN * n_columns)
-    assert np.array_equal(table_turn(groups, n_columns, stride + 1), slices[1 % stride])  # turns wrap
+    assert np.array_equal(table_turn(groups, stride, stride + 1), slices[1 % stride])  # turns wrap
 
 
 def test_an_annealed_round_scores_one_slice_with_the_same_charges(monkeypatch, categorical_setup) -> None:

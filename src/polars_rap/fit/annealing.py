@@ -82,10 +82,12 @@ from polars_rap.fit.loop_record import LoopRecord
 from polars_rap.fit.plan_steps import Step
 from polars_rap.privacy.ledger import PrivacyLedger, closing_charge, gumbel_scale, gumbel_top_k
 from polars_rap.fit.projection import ProjectionConfig
-from polars_rap.fit.table_turns import table_stride
+from polars_rap.fit.table_turns import table_stride, table_turn
 from polars_rap.workload.queries import CLASS_CODES, QueryClass, QuerySet
 from polars_rap.fit.rounds import fit_measurements, measure_groups
-from polars_rap.privacy.selection_scores import expected_noise_l1, noise_shift_counts, selection_record, selection_scores
+from polars_rap.privacy.selection_scores import (
+    expected_noise_l1, noise_shift_counts, selection_record, selection_scores,
+)
 
 __all__ = ["ANNEAL_FACTOR", "annealing_threshold", "is_last_round", "outright_noise_l1", "run_annealed_step"]
 
@@ -202,7 +204,8 @@ def run_annealed_step(
         round_rho = closing_charge(charges, rounds_rho) if last else rounds_rho * multiplier / total_units
         turn = (round_index - first_round) % stride
         if turn not in pools:
-            pools[turn] = _Pool.of(queries, candidates[turn::stride], true_answers if selecting else None, n_rows)
+            pools[turn] = _Pool.of(queries, table_turn(candidates, stride, turn),
+                                   true_answers if selecting else None, n_rows)
         pool = pools[turn]
         synthetic = backend.answers_relaxed(record.params.relaxed(), pool.queries, np.inf)
         measure_rho = (1.0 - selection_share) * round_rho if selecting else round_rho

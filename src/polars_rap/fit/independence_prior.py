@@ -17,11 +17,11 @@ the conditional independence fit of the relaxed data's own table,
 
 weighed in the loss as if it were a measurement of std ``prior_std`` per cell (the noisiest
 categorical measurement so far, CM or base marginal: a table the selection left out is one
-whose interaction, at that noise, was not worth its budget). The target keeps the table's margins where the measured tables put
-them and pulls its interaction toward zero; once the table is measured its pseudo-target is
-dropped and the measurement alone is fitted. The targets are recomputed at every projection,
-from the rows the last one left. On a wide table each projection fits
-one slice of them, the slices taking turns (:mod:`polars_rap.fit.table_turns`).
+whose interaction, at that noise, was not worth its budget). The target keeps the table's
+margins where the measured tables put them and pulls its interaction toward zero; once the
+table is measured its pseudo-target is dropped and the measurement alone is fitted. The
+targets are recomputed at every projection, from the rows the last one left. On a wide table
+each projection fits one slice of them, the slices taking turns (:mod:`polars_rap.fit.table_turns`).
 
 ``independence_prior="mediated"`` (:class:`PriorSettings`) goes one step further where the
 measured tables allow it: a table ``(a, b, label)`` whose features each share a measured table
@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from polars_rap.fit.table_turns import table_turn
+from polars_rap.fit.table_turns import table_stride, table_turn
 from polars_rap.workload.queries import QueryClass, QuerySet
 
 if TYPE_CHECKING:
@@ -139,7 +139,8 @@ def raked_interaction(public: np.ndarray, table: np.ndarray, shape: tuple[int, .
     reference = np.clip(np.asarray(public, dtype=np.float64), 0.0, None).reshape(cube.shape) ** float(strength)
     reference_mass = reference.sum(axis=(0, 1), keepdims=True)
     scaled = np.divide(reference * mass, reference_mass, out=np.zeros(cube.shape), where=reference_mass > 0.0)
-    independent = np.divide(row * column, mass, out=np.zeros(cube.shape), where=mass > 0.0)  # as conditional_independence
+    # as conditional_independence
+    independent = np.divide(row * column, mass, out=np.zeros(cube.shape), where=mass > 0.0)
     fitted = (1.0 - RAKING_FLOOR) * scaled + RAKING_FLOOR * independent
     for _ in range(RAKING_SWEEPS):
         sums = fitted.sum(axis=1, keepdims=True)
@@ -339,7 +340,8 @@ def independence_pseudo_targets(record: LoopRecord, queries: QuerySet, backend, 
     through the measured tables :func:`significant_links` keeps at :data:`MEDIATOR_GATE`."""
     groups = np.asarray(record.groups, dtype=np.int64)
     categorical = np.isin(queries.group_class[groups], (QueryClass.CATEGORICAL_MARGINAL, QueryClass.BASE_MARGINAL))
-    unmeasured = table_turn(unmeasured_marginals(queries, groups), len(queries.column_sizes), len(groups))
+    unmeasured = unmeasured_marginals(queries, groups)
+    unmeasured = table_turn(unmeasured, table_stride(len(unmeasured), len(queries.column_sizes)), len(groups))
     if not categorical.any() or len(unmeasured) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0), 0.0
     prior_std = float(np.max(np.asarray(record.noise_stds)[categorical]))

@@ -49,12 +49,12 @@ def table_stride(n_tables: int, n_columns: int) -> int:
     return max(1, -(-int(n_tables) // cap))
 
 
-def table_turn(groups: np.ndarray, n_columns: int, turn: int) -> np.ndarray:
-    """The slice of ``groups`` (int64[g]) looked at on turn ``turn`` (an int >= 0): all of them
-    under the cap, else every ``s``-th (:func:`table_stride`) from position ``turn mod s``.
+def table_turn(groups: np.ndarray, stride: int, turn: int) -> np.ndarray:
+    """The slice of ``groups`` (int64[g]) looked at on turn ``turn`` (an int >= 0): every
+    ``stride``-th from position ``turn mod stride`` (all of them at stride 1). The caller picks
+    the stride: :func:`table_stride` of its tables, or 1 where every table is taken at once.
 
-    >>> table_turn(np.arange(25), n_columns=2, turn=3).tolist()  # cap 20 < 25: stride 2
+    >>> table_turn(np.arange(25), stride=table_stride(25, n_columns=2), turn=3).tolist()  # cap 20
     [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23]
     """
-    stride = table_stride(len(groups), n_columns)
     return groups if stride == 1 else groups[turn % stride::stride]
