@@ -84,12 +84,13 @@ def decode_codes(
     drawn within the allowed codes (conditional sampling, :mod:`polars_rap.decode.conditional`).
     """
     relaxed = np.asarray(relaxed, dtype=np.float64)
-    picked = relaxed[rows]
     n_out = len(rows)
     codes = np.empty((n_out, len(domain.blocks)), dtype=np.int32)
     uniform = rng.random((n_out, len(domain.blocks))) if uniforms is None else uniforms
+    # each block's coordinates gathered alone: the picked rows' whole width at once would be
+    # float64[n_out, n_coords] (0.8 GB at 100,000 rows of a 300-column table)
     for b, block_slice in enumerate(block_slices(domain)):
-        probs = np.clip(picked[:, block_slice], 0.0, None)
+        probs = np.clip(relaxed[rows, block_slice], 0.0, None)
         if allowed is not None and b in allowed:
             mask = allowed[b]
             probs = probs * (mask if mask.shape[0] == 1 else mask[rows])
@@ -98,7 +99,7 @@ def decode_codes(
         cumulative /= np.where(total > 0, total, 1.0)
         chosen = (cumulative < uniform[:, b : b + 1]).sum(axis=1)
         codes[:, b] = np.minimum(chosen, block_slice.stop - block_slice.start - 1)
-    numerics = np.clip(picked[:, domain.n_categorical_coords :], 0.0, 1.0)
+    numerics = np.clip(relaxed[rows, domain.n_categorical_coords :], 0.0, 1.0)
     return EncodedData(codes, numerics)
 
 
