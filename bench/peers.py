@@ -73,8 +73,9 @@ PEERS_VENV = Path(os.environ.get("POLARS_RAP_PEERS_VENV", BENCH / ".venv-peers")
 SMARTNOISE_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
                          "aim-replace-one", "aim-replace-one-fixed-sampler")
 MECHANISMS = (*SMARTNOISE_MECHANISMS, *OPENDP_MECHANISMS, *DPMM_MECHANISMS)
-__all__ = ["DPMM_VENV", "MECHANISMS", "OPENDP_VENV", "PEERS_VENV", "PeerResult", "bin_for_peers", "ensure_env_for",
-           "ensure_dpmm_env", "ensure_opendp_env", "ensure_peer_env", "opendp_env_ready", "peer_env_ready", "run_peer", "unbin"]
+__all__ = ["DPMM_VENV", "MECHANISMS", "OPENDP_VENV", "PEERS_VENV", "PeerResult", "bin_for_peers", "ensure_dpmm_env",
+           "ensure_env_for", "ensure_opendp_env", "ensure_peer_env", "opendp_env_ready", "peer_env_ready", "run_peer",
+           "unbin"]
 
 # The lean install of benchmarks.md ("Peers"): smartnoise-synth without its CUDA PyTorch
 # dependencies, then only what AIM and MST really import.
@@ -327,7 +328,8 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     fixed_path.unlink(missing_ok=True)
     from polars_rap.privacy.ledger import rho_from_epsilon_delta
 
-    rho = rho_from_epsilon_delta(float(epsilon), float(delta))
+    needs_rho = is_opendp or is_dpmm or "-replace-one" in mechanism
+    rho = rho_from_epsilon_delta(float(epsilon), float(delta)) if needs_rho else None
     if is_dpmm:
         arguments, dpmm_spec = _dpmm_inputs(mechanism, train, domain, rho, workdir)
         command = [str(python), str(DPMM_WORKER), *arguments, "--bins", str(int(bins))]
@@ -346,7 +348,7 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
             return unbin(frame, spec, np.random.default_rng([int(seed), stream]))
     command += ["--mechanism", mechanism, "--epsilon", repr(float(epsilon)), "--delta", repr(float(delta)),
                 "--seed", str(int(seed)), "--rows", str(int(rows)), "--out", str(out_path)]
-    if is_opendp or is_dpmm or "-replace-one" in mechanism:
+    if needs_rho:
         command += ["--rho", repr(rho)]
     if also_fixed_sampler and not is_dpmm and not mechanism.endswith("-fixed-sampler"):
         command += ["--also-fixed-out", str(fixed_path)]
