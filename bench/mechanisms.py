@@ -377,18 +377,25 @@ def independent(train, task_domain, labels, epsilon, delta, seed, settings, *,
 
 PEER_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
                    "aim-replace-one", "aim-replace-one-fixed-sampler",
-                   "aim-opendp", "aim-opendp-fixed-sampler")
+                   "aim-opendp", "aim-opendp-fixed-sampler",
+                   "dpmm-aim", "dpmm-mst", "dpmm-privbayes")
 OPENDP_PEERS = ("aim-opendp", "aim-opendp-fixed-sampler")
 """OpenDP's AIM: its own venv (bench/peers_opendp.py), built by ``ensure_opendp_env``."""
+DPMM_PEERS = ("dpmm-aim", "dpmm-mst", "dpmm-privbayes")
+"""dpmm's pipelines: their own venv (bench/peers_dpmm.py), built by ``ensure_dpmm_env``; raw
+columns with PrivTree binning, and no fixed-sampler companion (dpmm's model is its own mbi)."""
 
 
 def _peer(name: str) -> Callable[..., MechanismRun]:
-    shares_fit = not name.endswith("-fixed-sampler")
+    shares_fit = not name.endswith("-fixed-sampler") and name not in DPMM_PEERS
 
     def run(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
         try:
             if name in OPENDP_PEERS:
                 from bench.peers import ensure_opendp_env as ensure_env
+                from bench.peers import run_peer
+            elif name in DPMM_PEERS:
+                from bench.peers import ensure_dpmm_env as ensure_env
                 from bench.peers import run_peer
             else:
                 from bench.peers import ensure_peer_env as ensure_env

@@ -24,7 +24,11 @@ that makes it ρ-zCDP under polars-rap's replace-one neighbours (the shipped ``"
 calibrates its noise and selections to add/remove neighbours, and so spends 2.2 ρ in those terms).
 ``"aim-opendp"`` / ``"aim-opendp-fixed-sampler"`` are OpenDP's AIM (``opendp.extras.mbi``),
 with their own venv and worker (``bench/peers_opendp.py``, ``bench/peers_opendp_worker.py``)
-and the same binned codes.
+and the same binned codes. ``"dpmm-aim"``, ``"dpmm-mst"`` and ``"dpmm-privbayes"`` are dpmm 0.1.9's
+pipelines (``bench/peers_dpmm.py``, ``bench/peers_dpmm_worker.py``): they get the RAW columns with
+the public domain and bin numeric columns themselves with PrivTree, which spends a share of ρ;
+the whole fit is ρ-zCDP under replace-one (see ``bench/peers_dpmm.py``). ``bins`` is then
+PrivTree's most bins per numeric column.
 
     python bench/peers.py --ensure                       # build / check the venv only
     python -m bench.run --suite quick --mechanisms mst   # one scored run through the harness
@@ -52,22 +56,26 @@ import polars as pl
 from polars_rap.schema.domain import Domain
 
 try:
+    from bench.peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
     from bench.venvs import build_venv, venv_python, venv_ready
 except ImportError:  # run as a script (python bench/peers.py) or loaded from its file path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
     from venvs import build_venv, venv_python, venv_ready
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"
 OPENDP_WORKER = BENCH / "peers_opendp_worker.py"
+DPMM_WORKER = BENCH / "peers_dpmm_worker.py"
 PEERS_VENV = Path(os.environ.get("POLARS_RAP_PEERS_VENV", BENCH / ".venv-peers"))
 SMARTNOISE_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
                          "aim-replace-one", "aim-replace-one-fixed-sampler")
-MECHANISMS = (*SMARTNOISE_MECHANISMS, *OPENDP_MECHANISMS)
-__all__ = ["MECHANISMS", "OPENDP_VENV", "PEERS_VENV", "PeerResult", "bin_for_peers", "ensure_env_for",
-           "ensure_opendp_env", "ensure_peer_env", "opendp_env_ready", "peer_env_ready", "run_peer", "unbin"]
+MECHANISMS = (*SMARTNOISE_MECHANISMS, *OPENDP_MECHANISMS, *DPMM_MECHANISMS)
+__all__ = ["DPMM_VENV", "MECHANISMS", "OPENDP_VENV", "PEERS_VENV", "PeerResult", "bin_for_peers", "ensure_dpmm_env",
+           "ensure_env_for", "ensure_opendp_env", "ensure_peer_env", "opendp_env_ready", "peer_env_ready", "run_peer",
+           "unbin"]
 
 # The lean install of benchmarks.md ("Peers"): smartnoise-synth without its CUDA PyTorch
 # dependencies, then only what AIM and MST really import.
@@ -114,6 +122,8 @@ def ensure_peer_env(venv: Path | None = None) -> Path:
 
 def ensure_env_for(mechanism: str) -> Path:
     """Build (or check) the venv that runs ``mechanism``; return its python."""
+    if mechanism in DPMM_MECHANISMS:
+        return ensure_dpmm_env()
     return ensure_opendp_env() if mechanism in OPENDP_MECHANISMS else ensure_peer_env()
 
 
@@ -297,37 +307,50 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     OpenDP mechanisms run ``peers_opendp_worker.py`` in ``OPENDP_VENV`` and are given
     ``--rho``, the zCDP budget ρ(ε, δ) of polars-rap's tight conversion (the one rap++ spends);
     so is ``aim-replace-one``, which ``peers_worker.py`` runs at the add/remove budget that
-    makes smartnoise's AIM ρ-zCDP under replace-one (``aim_replace_one_rho``).
+    makes smartnoise's AIM ρ-zCDP under replace-one (``aim_replace_one_rho``). dpmm mechanisms
+    run ``peers_dpmm_worker.py`` in ``DPMM_VENV`` on the raw columns (:func:`_dpmm_inputs`).
     """
     if mechanism not in MECHANISMS:
         msg = f"mechanism must be one of {MECHANISMS}. Got {mechanism!r}"
         raise ValueError(msg)
-    is_opendp = mechanism in OPENDP_MECHANISMS
-    venv = OPENDP_VENV if is_opendp else PEERS_VENV
+    is_opendp, is_dpmm = mechanism in OPENDP_MECHANISMS, mechanism in DPMM_MECHANISMS
+    venv = DPMM_VENV if is_dpmm else OPENDP_VENV if is_opendp else PEERS_VENV
     python = Path(python) if python else venv_python(venv)
     if not python.exists():
-        script = "bench/peers_opendp.py" if is_opendp else "bench/peers.py"
+        script = "bench/peers_dpmm.py" if is_dpmm else "bench/peers_opendp.py" if is_opendp else "bench/peers.py"
         msg = f"peers venv python {python} not found; build it with {script} --ensure"
         raise FileNotFoundError(msg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    codes, spec = bin_for_peers(train, domain, bins)
-    codes_path, spec_path = workdir / "codes.parquet", workdir / "spec.json"
     out_path = workdir / "synthetic.parquet"
     fixed_path = workdir / "synthetic_fixed.parquet"
     out_path.unlink(missing_ok=True)
     fixed_path.unlink(missing_ok=True)
-    codes.write_parquet(codes_path)
-    spec_path.write_text(json.dumps(spec))
-    command = [str(python), str(OPENDP_WORKER if is_opendp else WORKER), "--codes", str(codes_path),
-               "--spec", str(spec_path), "--mechanism", mechanism, "--epsilon", repr(float(epsilon)),
-               "--delta", repr(float(delta)), "--seed", str(int(seed)), "--rows", str(int(rows)),
-               "--out", str(out_path)]
-    if is_opendp or "-replace-one" in mechanism:
-        from polars_rap.privacy.ledger import rho_from_epsilon_delta
+    from polars_rap.privacy.ledger import rho_from_epsilon_delta
 
-        command += ["--rho", repr(rho_from_epsilon_delta(float(epsilon), float(delta)))]
-    if also_fixed_sampler and not mechanism.endswith("-fixed-sampler"):
+    needs_rho = is_opendp or is_dpmm or "-replace-one" in mechanism
+    rho = rho_from_epsilon_delta(float(epsilon), float(delta)) if needs_rho else None
+    if is_dpmm:
+        arguments, dpmm_spec = _dpmm_inputs(mechanism, train, domain, rho, workdir)
+        command = [str(python), str(DPMM_WORKER), *arguments, "--bins", str(int(bins))]
+
+        def decode(frame: pl.DataFrame, stream: int) -> pl.DataFrame:
+            return from_dpmm(frame, dpmm_spec)
+    else:
+        codes, spec = bin_for_peers(train, domain, bins)
+        codes_path, spec_path = workdir / "codes.parquet", workdir / "spec.json"
+        codes.write_parquet(codes_path)
+        spec_path.write_text(json.dumps(spec))
+        command = [str(python), str(OPENDP_WORKER if is_opendp else WORKER), "--codes", str(codes_path),
+                   "--spec", str(spec_path)]
+
+        def decode(frame: pl.DataFrame, stream: int) -> pl.DataFrame:
+            return unbin(frame, spec, np.random.default_rng([int(seed), stream]))
+    command += ["--mechanism", mechanism, "--epsilon", repr(float(epsilon)), "--delta", repr(float(delta)),
+                "--seed", str(int(seed)), "--rows", str(int(rows)), "--out", str(out_path)]
+    if needs_rho:
+        command += ["--rho", repr(rho)]
+    if also_fixed_sampler and not is_dpmm and not mechanism.endswith("-fixed-sampler"):
         command += ["--also-fixed-out", str(fixed_path)]
     stdout_path, stderr_path = workdir / "worker.stdout", workdir / "worker.stderr"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": str(int(seed)), "PYTHONUNBUFFERED": "1"}
@@ -369,9 +392,8 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     if proc.returncode != 0 or not out_path.exists():
         return PeerResult(mechanism, bins, "error", None, seconds, peak,
                           f"exit {proc.returncode}\n{stderr_tail}".strip())
-    data = unbin(pl.read_parquet(out_path), spec, np.random.default_rng([int(seed), 4]))
-    fixed = (unbin(pl.read_parquet(fixed_path), spec, np.random.default_rng([int(seed), 5]))
-             if fixed_path.exists() else None)
+    data = decode(pl.read_parquet(out_path), 4)
+    fixed = decode(pl.read_parquet(fixed_path), 5) if fixed_path.exists() else None
     try:
         summary = json.loads(stdout_path.read_text().strip().splitlines()[-1])
     except (IndexError, ValueError):
@@ -379,6 +401,20 @@ def run_peer(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, epsi
     cliques = summary.get("cliques")
     return PeerResult(mechanism, bins, "ok", data, seconds, peak, "", summary.get("fit_seconds"), fixed,
                       None if cliques is None else tuple(tuple(c) for c in cliques), summary.get("details"))
+
+
+def _dpmm_inputs(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, rho: float,
+                 workdir: Path) -> tuple[list[str], dict]:
+    """Write dpmm's raw columns, its public domain and the budget plan into ``workdir``;
+    return the worker's arguments for them and the spec that decodes its output."""
+    data, dpmm_domain, spec = to_dpmm(train, domain)
+    plan = plan_budget(mechanism.removeprefix("dpmm-"), rho, spec["n_columns"], spec["n_numeric"])
+    paths = {name: workdir / name for name in ("data.parquet", "domain.json", "plan.json")}
+    data.write_parquet(paths["data.parquet"])
+    paths["domain.json"].write_text(json.dumps(dpmm_domain))
+    paths["plan.json"].write_text(json.dumps(plan))
+    return ["--data", str(paths["data.parquet"]), "--domain", str(paths["domain.json"]),
+            "--plan", str(paths["plan.json"])], spec
 
 
 def main() -> int:

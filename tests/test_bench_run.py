@@ -105,8 +105,9 @@ def test_headline_plan_tunes_bins_at_one_point_then_runs_the_choice_everywhere()
 
     first = plan({})
     # before any result: every point for the unbinned five, all bins at the tuning point for the
-    # binned seven (rap-binned; smartnoise's AIM, MST and their fixed-sampler rows; OpenDP's AIM and its)
-    assert len(first) == 2 * (3 * 3 * 5 + 7 * 4)
+    # binned ten (rap-binned; smartnoise's AIM, MST and their fixed-sampler rows; OpenDP's AIM and its;
+    # dpmm's AIM, MST and PrivBayes)
+    assert len(first) == 2 * (3 * 3 * 5 + 10 * 4)
     assert first[0]["epsilon"] == 1.0 and first[0]["seed"] == 0  # the tuning point comes first
     assert {r["parameters"]["bins"] for r in first if r["mechanism"] == "rap-binned"} == {10, 20, 30, 50}
     assert all((r["epsilon"], r["seed"]) == (1.0, 0) for r in first if r["mechanism"] in run.BINNED)
