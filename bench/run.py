@@ -542,6 +542,32 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+SPREAD_METRICS = (*(f"{k}_mean_error" for k in ERROR_CLASSES), "numeric_ks_mean", "pearson_mean_delta",
+                  "eta_kept_mean", "macro_f1", "gb_macro_f1", "rf_macro_f1")
+SPREAD_SEEDS = 5
+"""Issue #74: a metric's seed spread is its max / min over at least this many seeds."""
+
+
+def spread_table(results: pl.DataFrame) -> pl.DataFrame:
+    """Dataset × ε × mechanism (variant, as :func:`headline_table`): each of
+    :data:`SPREAD_METRICS`' seed spread, max / min over the ok runs' seeds (1 when every seed
+    agrees; null with fewer than :data:`SPREAD_SEEDS` seeds, or a minimum of 0), and how
+    many seeds that is. A spread near 1 says one seed's figure stands for the others."""
+    frame = with_variants(results).filter(pl.col("status") == "ok")
+    enough = pl.col("seed").n_unique() >= SPREAD_SEEDS
+
+    def spread(column: str) -> pl.Expr:
+        low, high = pl.col(column).min(), pl.col(column).max()
+        return pl.when(enough & (low > 0)).then(high / low).otherwise(None).alias(column.removesuffix("_mean_error"))
+
+    present = [c for c in SPREAD_METRICS if c in frame.columns]
+    return (frame.group_by("dataset", "epsilon", "variant")
+            .agg(pl.col("mechanism").first(), *(spread(c) for c in present), pl.col("seed").n_unique().alias("seeds"))
+            .with_columns(_mechanism_order(frame).alias("_order"))
+            .sort("dataset", "epsilon", "_order", "variant")
+            .drop("_order", "mechanism").rename({"variant": "mechanism"}))
+
+
 TARGETS = {
     "MM_vs_best_peer": ("MM mean error ÷ the best peer's (AIM at polars-rap's guarantee as for `CM_vs_AIM`, "
                         "MST as shipped, or dpmm's AIM, MST and PrivBayes; shipped or fixed sampler)", "<=", 0.5),
@@ -860,7 +886,9 @@ def main(argv: Sequence[str] | None = None) -> int:
           "`aim-fixed-sampler`), calibrated to add/remove neighbours: 2.2 ρ under polars-rap's replace-one\n\n"
         + table_markdown(targets_table(results)) + "\n"
         + "## Bins tried where every value ran (the chosen one is used above)\n\n"
-        + table_markdown(tuning))
+        + table_markdown(tuning) + "\n"
+        + f"## Seed spread: max / min over the seeds (issue #74; shown from {SPREAD_SEEDS} seeds)\n\n"
+        + table_markdown(spread_table(results)))
     written = write_plots(results, plots_dir)
     if not args.quiet:
         print(f"table -> {out.with_suffix('.md')}; {len(written)} plot(s) -> {plots_dir}")

@@ -296,6 +296,23 @@ def test_headline_table_means_over_seeds_and_best_bins():
     assert table.columns[after_lr + 1:after_lr + 3] == ["gb_macro_f1", "real_gb_macro_f1"]
 
 
+def test_the_seed_spread_is_max_over_min_from_enough_seeds(monkeypatch):
+    """rap++'s CM is 0.010 and 0.012 over its two seeds: spread 1.2 once two seeds are enough;
+    AIM has one ok seed (the other timed out) and so no spread; a metric that is 0 has none."""
+    monkeypatch.setattr(run, "SPREAD_SEEDS", 2)
+    table = run.spread_table(_hand_results())
+    first = table.filter((pl.col("dataset") == "adult") & (pl.col("epsilon") == 1.0))
+    assert first["mechanism"].to_list() == ["rap++", "rap++paper", "rap-binned (bins=20)", "rap++fixed-sigma",
+                                            "aim (bins=20)"]  # mst has no ok run
+    rap = first.row(0, named=True)
+    assert math.isclose(rap["CM"], 0.012 / 0.010) and math.isclose(rap["macro_f1"], 0.72 / 0.70)
+    assert rap["MM"] == 1.0 and rap["seeds"] == 2 and rap["gb_macro_f1"] is None
+    aim = first.filter(pl.col("mechanism") == "aim (bins=20)").row(0, named=True)
+    assert aim["seeds"] == 1 and aim["CM"] is None
+    monkeypatch.setattr(run, "SPREAD_SEEDS", 3)
+    assert run.spread_table(_hand_results())["CM"].is_null().all()
+
+
 def test_targets_compare_with_the_best_peer_rows_over_seed_means():
     results = _hand_results()
     # like-for-like AIM (replace-one): its rows stand where smartnoise's shipped fit stands
