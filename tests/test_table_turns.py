@@ -110,19 +110,24 @@ def test_a_wide_annealed_step_picks_more_tables_a_round_with_each_table_s_share_
     assert with_round_cap(fixed, 300) is fixed
 
 
-def test_a_step_that_measures_every_table_at_once_takes_them_all_past_the_cap(monkeypatch, categorical_setup) -> None:
-    """The outright case of an annealed step (its noise small enough to measure every table in
-    one round) measures every table, sliced or not."""
+def test_a_step_precise_enough_to_measure_every_table_at_once_anneals_past_the_cap(
+        monkeypatch, categorical_setup) -> None:
+    """Under the cap, an annealed step whose noise is small enough measures every table in one
+    round; past it (1 table per column: 6 tables over 5 columns, stride 2) the same step
+    anneals over the slices: it selects, one slice a round, and takes more than one round."""
     import functools
 
     import test_annealing
     from polars_rap.fit import annealing
     from polars_rap.fit.plan_steps import Step
 
-    monkeypatch.setattr(table_turns, "TABLES_PER_COLUMN", 1)
     monkeypatch.setattr(annealing, "outright_noise_l1", lambda *a: 0.0)
     monkeypatch.setattr(test_annealing, "Step", functools.partial(Step, outright_l1=1.0))  # the stub's step
-    out = _run_stub(monkeypatch, categorical_setup, [True], total_units=40)
     queries = categorical_setup[0]
     cm = np.flatnonzero(queries.group_class == CLASS_CODES["CM"])
-    assert out["rounds"] == 1 and sorted(out["record"].groups) == cm.tolist() and not out["selections"]
+    at_once = _run_stub(monkeypatch, categorical_setup, [True], total_units=40)
+    assert at_once["rounds"] == 1 and sorted(at_once["record"].groups) == cm.tolist() and not at_once["selections"]
+    monkeypatch.setattr(table_turns, "TABLES_PER_COLUMN", 1)
+    wide = _run_stub(monkeypatch, categorical_setup, [True, True, True, True], total_units=40)
+    assert wide["rounds"] > 1 and [len(scores) for scores, *_ in wide["selections"]] == [3] * len(wide["selections"])
+    assert sorted(wide["record"].selections) == ["CM slice 0", "CM slice 1"]

@@ -36,7 +36,8 @@ on average (a table's answers sum to 1; public: the budget, the row count, the t
 sensitivities), the annealed step measures them all in one round instead (``Step.outright_l1``):
 annealing measures a few tables well where noise is large; where every table can be measured
 precisely, measuring them all is better. 0.15 lies between both headline datasets' 0.07-0.08 at
-eps = 5 and 0.33-0.36 at eps = 1 (chosen on them)."""
+eps = 5 and 0.33-0.36 at eps = 1 (chosen on them). Only where every table fits one slice of
+:mod:`polars_rap.fit.table_turns` (every suite table): a wider table's step anneals."""
 
 WARM_DOUBLINGS = 1
 """A threshold round after the first starts from rows already fitted to sharp thresholds, so its
