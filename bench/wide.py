@@ -24,7 +24,10 @@ Stages, each in a fresh process (:func:`bench.harness.run_stage`, so that peak R
     writes ``bench/results/wide_profile.{json,md}`` for the widened ACS table at 20, 39, 77 and
     153 columns (the issue's 40, 80 and 160).
 ``fit``
-    one mechanism (``rap++`` default, ``independent``) on one table: seconds, peak RSS, CM
+    one mechanism (``rap++`` default, ``independent``) on one table, written to Parquet and
+    fitted in a process of its own (the table's generation and the scoring are not counted
+    in its peak RSS; the fit reads the file into a frame, or scans it past 100,000 rows):
+    seconds, peak RSS, CM
     (class-conditional 3-way marginals on a fixed sample of column pairs), MM (the suite's
     mixed marginals), ``tv2_truth`` (bn tables) and logistic / gradient-boosting macro F1 on
     held-out generated rows. ``python bench/wide.py fit`` appends to
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import pickle
 import pstats
 import sys
 import time
@@ -54,7 +58,7 @@ import polars as pl
 
 if __package__ in (None, ""):  # run as ``python bench/wide.py``: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.harness import RESULTS, run_stage, write_record  # noqa: E402
+from bench.harness import RESULTS, machine, run_stage, write_record  # noqa: E402
 from bench.host import git_commit, own_peak_rss_mib  # noqa: E402
 
 ACS_TASK = "acs-income-CA"
@@ -377,40 +381,63 @@ def _write_blocks(kind: str, columns: int, rows: int, folder: Path) -> Table:
     return first
 
 
-def fit_and_score(kind: str, columns: int, rows: int, mechanism: str, seed: int) -> dict[str, Any]:
-    """One fit of ``mechanism`` on the generated table and its scores (see the module docstring).
-    Past :data:`BLOCK_ROWS` rows the table is written to Parquet parts and synthesized from
-    them (:data:`BLOCK_ROWS` synthetic rows out), and scored against its first part."""
-    import tempfile
-
+def synthesize_files(folder: Path, domain_file: Path, mechanism: str, seed: int) -> dict[str, Any]:
+    """The fit alone, as a user runs it: ``mechanism`` on the Parquet parts in ``folder`` (read
+    into one frame when there is one part, scanned in batches past it), its domain from
+    ``domain_file`` (a pickle of ``domain`` and ``labels``: JSON would turn bounds into lists);
+    the synthetic rows go to ``folder/synthetic.parquet``. Seconds (kernels compiled or loaded before) and the process's
+    peak RSS, which so counts the fit and its input, not the generation of the table."""
     import polars_rap
-    from polars_rap.quality.evaluation import ml_utility_for_domain, workload_errors
-    from polars_rap.schema.domain import Domain
 
     from bench.mechanisms import independent
 
-    folder = tempfile.TemporaryDirectory()
-    on_disk = rows > BLOCK_ROWS
-    table = _write_blocks(kind, columns, rows, Path(folder.name)) if on_disk else _table(kind, columns, rows, 0)
-    test = _table(kind, columns, TEST_ROWS, 1000, part="test").frame
-    label = table.labels[0]
-    row: dict[str, Any] = {"table": table.name, "kind": kind, "columns": table.frame.width, "rows": rows,
-                           "mechanism": mechanism, "epsilon": EPSILON, "seed": seed}
+    spec = pickle.loads(domain_file.read_bytes())
+    parts = sorted(folder.glob("part-*.parquet"))
+    on_disk = len(parts) > 1
+    data: str | pl.DataFrame = str(folder / "part-*.parquet") if on_disk else pl.read_parquet(parts[0])
+    rows = pl.scan_parquet(parts).select(pl.len()).collect().item()
+    table = Table("fit", pl.read_parquet(parts[0], n_rows=20_000), spec["domain"], spec["labels"])
     if mechanism == "rap++":
         _warm_up(table)
     started = time.perf_counter()
     if mechanism == "rap++":
-        data = str(Path(folder.name) / "*.parquet") if on_disk else table.frame
-        result = polars_rap.synthesize(data, epsilon=EPSILON, delta=1.0 / rows**2, domain=table.domain,
-                                       labels=table.labels, seed=seed, progress=False,
-                                       rows=BLOCK_ROWS if on_disk else None)
-        synthetic = result.data
+        synthetic = polars_rap.synthesize(data, epsilon=EPSILON, delta=1.0 / rows**2, domain=spec["domain"],
+                                          labels=spec["labels"], seed=seed, progress=False,
+                                          rows=BLOCK_ROWS if on_disk else None).data
     elif on_disk:
         raise ValueError("the independent baseline reads its rows in memory: give it at most BLOCK_ROWS rows")
     else:
-        synthetic = independent(table.frame, table.domain, table.labels, EPSILON, 1.0 / rows**2, seed, {}).data
-    row["seconds"] = round(time.perf_counter() - started, 2)
-    row["peak_rss_mib"] = round(own_peak_rss_mib(), 1)
+        synthetic = independent(data, spec["domain"], spec["labels"], EPSILON, 1.0 / rows**2, seed, {}).data
+    seconds = round(time.perf_counter() - started, 2)
+    synthetic.write_parquet(folder / "synthetic.parquet")
+    return {"seconds": seconds, "peak_rss_mib": round(own_peak_rss_mib(), 1)}
+
+
+def fit_and_score(kind: str, columns: int, rows: int, mechanism: str, seed: int) -> dict[str, Any]:
+    """One fit of ``mechanism`` on the generated table and its scores (see the module docstring).
+    The table is written to Parquet parts of :data:`BLOCK_ROWS` rows and fitted in a process of
+    its own (:func:`synthesize_files`: its seconds and peak RSS are the fit's); past one part it
+    is synthesized from the files (:data:`BLOCK_ROWS` synthetic rows out) and scored against
+    its first part."""
+    import tempfile
+
+    from polars_rap.quality.evaluation import ml_utility_for_domain, workload_errors
+    from polars_rap.schema.domain import Domain
+
+    folder = tempfile.TemporaryDirectory()
+    table = _write_blocks(kind, columns, rows, Path(folder.name))
+    domain_file = Path(folder.name) / "domain.pickle"
+    domain_file.write_bytes(pickle.dumps({"domain": table.domain, "labels": table.labels}))
+    fitted = run_stage(__file__, "synthesize", folder.name, domain_file, mechanism, seed)
+    if "error" in fitted:
+        raise RuntimeError(f"the fit failed: {fitted['error']}")
+    synthetic = pl.read_parquet(Path(folder.name) / "synthetic.parquet")
+    test = _table(kind, columns, TEST_ROWS, 1000, part="test").frame
+    label = table.labels[0]
+    row: dict[str, Any] = {"table": table.name, "kind": kind, "columns": table.frame.width, "rows": rows,
+                           "mechanism": mechanism, "epsilon": EPSILON, "seed": seed,
+                           "seconds": fitted["seconds"], "peak_rss_mib": fitted["peak_rss_mib"],
+                           "fit_other_processes_cores": fitted["other_processes_cores"]}
     domain = Domain.from_mapping(table.frame.schema, table.domain, table.labels)
     row.update(class_conditional_errors(table.frame, synthetic, table.domain, label))
     for scores in workload_errors(table.frame, synthetic, domain, seed=0, classes=("MM",)).iter_rows(named=True):
@@ -434,10 +461,15 @@ def fit_markdown(rows: list[dict[str, Any]]) -> str:
     machine's load while it ran."""
     frame = pl.DataFrame([r for r in rows if "error" not in r], infer_schema_length=None)
     present = [c for c in FIT_COLUMNS if c in frame.columns]
-    table = (frame.group_by("kind", "columns", "rows", "mechanism", maintain_order=True)
+    if "machine" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("machine"))
+    # the fit's own process since the fit ran apart from the scoring; the stage's before
+    other = (pl.coalesce("fit_other_processes_cores", "other_processes_cores")
+             if "fit_other_processes_cores" in frame.columns else pl.col("other_processes_cores"))
+    table = (frame.group_by("machine", "kind", "columns", "rows", "mechanism", maintain_order=True)
              .agg(pl.len().alias("seeds"), *(pl.col(c).mean().round(4) for c in present),
-                  pl.col("other_processes_cores").max().alias("other_cores_max"))
-             .sort("kind", "rows", "columns", "mechanism"))
+                  other.max().alias("other_cores_max"))
+             .sort("machine", "kind", "rows", "columns", "mechanism", nulls_last=True))
     lines = ["# Wide tables: fit time, memory and accuracy against the columns (issue #75)", "",
              "`python bench/wide.py fit`; ε = 1, δ = 1/n², default settings; means over the seeds. "
              "CM: class-conditional 3-way marginals on a fixed sample of column pairs; MM: the suite's mixed "
@@ -484,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == "profile":
             kind, columns, rows = rest[0], int(rest[1]), int(rest[2])
             print(json.dumps(profile_fit(_table(kind, columns, rows, 0))))
+        elif name == "synthesize":
+            print(json.dumps(synthesize_files(Path(rest[0]), Path(rest[1]), rest[2], int(rest[3]))))
         elif name == "fit":
             kind, columns, rows, mechanism, seed = rest[0], int(rest[1]), int(rest[2]), rest[3], int(rest[4])
             print(json.dumps(fit_and_score(kind, columns, rows, mechanism, seed)))
@@ -514,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 row = run_stage(__file__, "fit", kind, columns, rows, mechanism, seed)
                 row.update(kind=kind, columns=columns, rows=rows, mechanism=mechanism, seed=seed,
-                           commit=git_commit(), date=time.strftime("%Y-%m-%d"))
+                           commit=git_commit(), date=time.strftime("%Y-%m-%d"), machine=machine())
                 print(json.dumps(row), flush=True)
                 with RESULTS_FILE.open("a") as handle:
                     handle.write(json.dumps(row) + "\n")
