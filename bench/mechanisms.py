@@ -379,11 +379,9 @@ PEER_MECHANISMS = ("aim", "mst", "aim-fixed-sampler", "mst-fixed-sampler",
                    "aim-replace-one", "aim-replace-one-fixed-sampler",
                    "aim-opendp", "aim-opendp-fixed-sampler",
                    "dpmm-aim", "dpmm-mst", "dpmm-privbayes")
-OPENDP_PEERS = ("aim-opendp", "aim-opendp-fixed-sampler")
-"""OpenDP's AIM: its own venv (bench/peers_opendp.py), built by ``ensure_opendp_env``."""
 DPMM_PEERS = ("dpmm-aim", "dpmm-mst", "dpmm-privbayes")
-"""dpmm's pipelines: their own venv (bench/peers_dpmm.py), built by ``ensure_dpmm_env``; raw
-columns with PrivTree binning, and no fixed-sampler companion (dpmm's model is its own mbi)."""
+"""dpmm's pipelines: raw columns with PrivTree binning, and no fixed-sampler companion (dpmm's
+model is its own mbi). Every peer's venv is built by ``bench.peers.ensure_env_for``."""
 
 
 def _peer(name: str) -> Callable[..., MechanismRun]:
@@ -391,20 +389,12 @@ def _peer(name: str) -> Callable[..., MechanismRun]:
 
     def run(train, task_domain, labels, epsilon, delta, seed, settings) -> MechanismRun:
         try:
-            if name in OPENDP_PEERS:
-                from bench.peers import ensure_opendp_env as ensure_env
-                from bench.peers import run_peer
-            elif name in DPMM_PEERS:
-                from bench.peers import ensure_dpmm_env as ensure_env
-                from bench.peers import run_peer
-            else:
-                from bench.peers import ensure_peer_env as ensure_env
-                from bench.peers import run_peer
+            from bench.peers import ensure_env_for, run_peer
         except Exception as error:  # absent or broken module: a row that says so
             return MechanismRun(None, "error", 0.0, None, {},
                                 f"bench.peers unavailable: {type(error).__name__}: {error}")
         try:
-            ensure_env()
+            ensure_env_for(name)
         except Exception as error:
             return MechanismRun(None, "error", 0.0, None, {},
                                 f"peer environment could not be built: {type(error).__name__}: {error}")

@@ -213,9 +213,10 @@ def test_mechanism_builds_the_dpmm_venv_and_has_no_companion(monkeypatch):
         data, fixed_data = train.reverse(), None
         details = {"rho": 0.01, "rho_binning": 0.001}
 
+    monkeypatch.setattr(peers, "ensure_peer_env", lambda: built.append("smartnoise"))
+    monkeypatch.setattr(peers, "ensure_dpmm_env", lambda: built.append("dpmm"))
     module = types.ModuleType("bench.peers")
-    module.ensure_peer_env = lambda: built.append("smartnoise")
-    module.ensure_dpmm_env = lambda: built.append("dpmm")
+    module.ensure_env_for = peers.ensure_env_for  # the real choice of venv, over the stubs above
     module.run_peer = lambda *args, **kwargs: calls.append(kwargs) or Result()
     monkeypatch.setitem(sys.modules, "bench.peers", module)
     result = mechanisms.MECHANISMS["dpmm-privbayes"](train, {"age": (17, 90), "label": [False, True]}, ["label"],

@@ -134,9 +134,10 @@ def test_mechanism_builds_the_opendp_venv_and_keeps_the_workers_details(monkeypa
         data, fixed_data = train.reverse(), train
         details = {"rho": 0.01, "rho_charged": 0.01, "rows_redrawn": {"shipped": 1, "fixed": 0}}
 
+    monkeypatch.setattr(peers, "ensure_peer_env", lambda: built.append("smartnoise"))
+    monkeypatch.setattr(peers, "ensure_opendp_env", lambda: built.append("opendp"))
     module = types.ModuleType("bench.peers")
-    module.ensure_peer_env = lambda: built.append("smartnoise")
-    module.ensure_opendp_env = lambda: built.append("opendp")
+    module.ensure_env_for = peers.ensure_env_for  # the real choice of venv, over the stubs above
     module.run_peer = lambda *args, **kwargs: Result()
     monkeypatch.setitem(sys.modules, "bench.peers", module)
     result = mechanisms.MECHANISMS["aim-opendp"](train, {"age": (17, 90), "label": [False, True]}, ["label"],

@@ -386,7 +386,7 @@ def _fake_peers(monkeypatch, run_peer):
     import types
 
     module = types.ModuleType("bench.peers")
-    module.ensure_peer_env = lambda: None
+    module.ensure_env_for = lambda mechanism: None
     module.run_peer = run_peer
     monkeypatch.setitem(sys.modules, "bench.peers", module)
 
