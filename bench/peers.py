@@ -36,7 +36,6 @@ PrivTree's most bins per numeric column.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -58,12 +57,12 @@ from polars_rap.schema.domain import Domain
 try:
     from bench.peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
-    from bench.venvs import build_venv, venv_python, venv_ready
+    from bench.venvs import build_venv, ensure_command, venv_python, venv_ready
 except ImportError:  # run as a script (python bench/peers.py) or loaded from its file path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
-    from venvs import build_venv, venv_python, venv_ready
+    from venvs import build_venv, ensure_command, venv_python, venv_ready
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"
@@ -418,12 +417,7 @@ def _dpmm_inputs(mechanism: str, train: pl.DataFrame, domain: Mapping | Domain, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ensure", action="store_true", help="build or check the peers venv")
-    args = parser.parse_args()
-    if args.ensure:
-        ensure_peer_env()
-    return 0
+    return ensure_command(__doc__, ensure_peer_env, "the peers venv")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,6 @@ from (ε, δ) with its own ``cdp_rho``; the worker overrides it after constructi
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -64,9 +63,9 @@ import polars as pl
 from polars_rap.schema.domain import Domain
 
 try:  # run as a module (bench.peers_dpmm) or as a script (python bench/peers_dpmm.py)
-    from bench.venvs import build_venv, venv_ready
+    from bench.venvs import build_venv, ensure_command, venv_ready
 except ImportError:  # pragma: no cover - script use
-    from venvs import build_venv, venv_ready
+    from venvs import build_venv, ensure_command, venv_ready
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_dpmm_worker.py"
@@ -300,12 +299,7 @@ def from_dpmm(data: pl.DataFrame, spec: Mapping) -> pl.DataFrame:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ensure", action="store_true", help="build or check the venv")
-    args = parser.parse_args()
-    if args.ensure:
-        ensure_dpmm_env()
-    return 0
+    return ensure_command(__doc__, ensure_dpmm_env)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,14 @@ that ``torch`` is neither installed nor imported.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 try:  # run as a module (bench.peers_opendp) or as a script (python bench/peers_opendp.py)
-    from bench.venvs import build_venv, venv_ready
+    from bench.venvs import build_venv, ensure_command, venv_ready
 except ImportError:  # pragma: no cover - script use
-    from venvs import build_venv, venv_ready
+    from venvs import build_venv, ensure_command, venv_ready
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_opendp_worker.py"
@@ -75,12 +74,7 @@ def ensure_opendp_env(venv: Path | None = None) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ensure", action="store_true", help="build or check the venv")
-    args = parser.parse_args()
-    if args.ensure:
-        ensure_opendp_env()
-    return 0
+    return ensure_command(__doc__, ensure_opendp_env)
 
 
 if __name__ == "__main__":

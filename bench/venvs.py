@@ -13,10 +13,10 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["build_venv", "venv_python", "venv_ready"]
+__all__ = ["build_venv", "ensure_command", "venv_python", "venv_ready"]
 
 
 def venv_python(venv: Path) -> Path:
@@ -60,3 +60,15 @@ def build_venv(venv: Path, *, label: str, marker: str, requested: dict, pins: Se
     (venv / marker).write_text(json.dumps({"requested": requested, "freeze": freeze}, indent=1))
     print(f"{label} venv built in {time.perf_counter() - started:.0f}s: {venv}", flush=True)
     return python
+
+
+def ensure_command(description: str, ensure: Callable[[], Path], what: str = "the venv") -> int:
+    """A peer module's command line: ``--ensure`` builds or checks its venv with ``ensure``;
+    ``description`` (the module's docstring) is the help text. Returns the exit status, 0."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ensure", action="store_true", help=f"build or check {what}")
+    if parser.parse_args().ensure:
+        ensure()
+    return 0
