@@ -58,11 +58,13 @@ try:
     from bench.peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
     from bench.venvs import build_venv, ensure_command, venv_python, venv_ready
+    from bench.peer_frames import dtype_from, dtype_name, worker_module
 except ImportError:  # run as a script (python bench/peers.py) or loaded from its file path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
     from venvs import build_venv, ensure_command, venv_python, venv_ready
+    from peer_frames import dtype_from, dtype_name, worker_module
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"
@@ -131,16 +133,6 @@ def ensure_env_for(mechanism: str) -> Path:
 # ============================================================================================
 
 
-def _dtype_name(dtype: pl.DataType) -> str:
-    return dtype.base_type().__name__
-
-
-def _dtype_from(name: str, categories: list) -> pl.DataType:
-    if name == "Enum":
-        return pl.Enum([c for c in categories if c is not None])
-    return getattr(pl, name)()
-
-
 def _integer_bin_ranges(lower: float, upper: float, bins: int) -> list[list[int] | None]:
     """Smallest and largest integer in each equal-width bin (``None`` for a bin without one)."""
     lo, hi = math.ceil(lower), math.floor(upper)
@@ -179,7 +171,7 @@ def bin_for_peers(frame: pl.DataFrame, domain: Mapping | Domain, bins: int) -> t
     columns, codes = [], {}
     for spec in parsed.columns:
         series = frame[spec.name]
-        entry: dict[str, Any] = {"name": spec.name, "kind": spec.kind, "dtype": _dtype_name(series.dtype),
+        entry: dict[str, Any] = {"name": spec.name, "kind": spec.kind, "dtype": dtype_name(series.dtype),
                                  "nullable": spec.nullable}
         if spec.is_categorical:
             cats = list(spec.categories)
@@ -231,7 +223,7 @@ def unbin(codes: pl.DataFrame, spec: Mapping, rng: np.random.Generator | int | N
         if np.any((raw < 0) | (raw >= entry["n_codes"])):
             msg = f"column {name!r}: codes outside [0, {entry['n_codes']})"
             raise ValueError(msg)
-        dtype = _dtype_from(entry["dtype"], entry.get("categories", []))
+        dtype = dtype_from(entry["dtype"], entry.get("categories", []))
         if entry["kind"] == "categorical":
             cats = entry["categories"]
             values = [cats[c] if c < len(cats) else None for c in raw.tolist()]

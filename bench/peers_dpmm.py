@@ -63,8 +63,10 @@ import polars as pl
 from polars_rap.schema.domain import Domain
 
 try:  # run as a module (bench.peers_dpmm) or as a script (python bench/peers_dpmm.py)
+    from bench.peer_frames import dtype_from, dtype_name
     from bench.venvs import build_venv, ensure_command, venv_ready
 except ImportError:  # pragma: no cover - script use
+    from peer_frames import dtype_from, dtype_name
     from venvs import build_venv, ensure_command, venv_ready
 
 BENCH = Path(__file__).resolve().parent
@@ -198,16 +200,6 @@ def _code(index: int) -> str:
     return f"k{index}"
 
 
-def _dtype_name(dtype: pl.DataType) -> str:
-    return dtype.base_type().__name__
-
-
-def _dtype_from(name: str, categories: list) -> pl.DataType:
-    if name == "Enum":
-        return pl.Enum([c for c in categories if c is not None])
-    return getattr(pl, name)()
-
-
 def to_dpmm(frame: pl.DataFrame, domain: Mapping | Domain) -> tuple[pl.DataFrame, dict, dict]:
     """``frame`` as dpmm reads it, with only the PUBLIC ``domain``: (data, dpmm_domain, spec).
 
@@ -225,7 +217,7 @@ def to_dpmm(frame: pl.DataFrame, domain: Mapping | Domain) -> tuple[pl.DataFrame
     for position, spec in enumerate(parsed.columns):
         name, series = f"col{position}", frame[spec.name]
         entry: dict[str, Any] = {"name": spec.name, "column": name, "kind": spec.kind,
-                                 "dtype": _dtype_name(series.dtype), "nullable": spec.nullable}
+                                 "dtype": dtype_name(series.dtype), "nullable": spec.nullable}
         if spec.is_temporal:
             msg = f"column {spec.name!r}: temporal columns are not mapped for dpmm"
             raise ValueError(msg)
@@ -275,7 +267,7 @@ def from_dpmm(data: pl.DataFrame, spec: Mapping) -> pl.DataFrame:
     out = []
     for entry in spec["columns"]:
         column = data[entry["column"]]
-        dtype = _dtype_from(entry["dtype"], entry.get("categories", []))
+        dtype = dtype_from(entry["dtype"], entry.get("categories", []))
         if entry["kind"] == "categorical":
             cats = entry["categories"]
             index = column.cast(pl.String).str.strip_prefix("k").cast(pl.Int64, strict=False)

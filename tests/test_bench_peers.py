@@ -210,13 +210,6 @@ def test_timeout_kills_the_worker_and_leaves_no_zombie(task, tmp_path):
             assert fields[0] != "Z", f"zombie child {pid}"
 
 
-def _load_worker():
-    spec = importlib.util.spec_from_file_location("bench_peers_worker", BENCH / "peers_worker.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("rho", [0.0123, 0.5, 3.7])
 @pytest.mark.parametrize("reductions", [(), (3,), (1, 2, 9)])
 def test_aim_at_the_replace_one_budget_spends_at_most_rho(rho, reductions):
@@ -224,7 +217,7 @@ def test_aim_at_the_replace_one_budget_spends_at_most_rho(rho, reductions):
     with sigma halved at the given rounds: its charges, read under replace-one (a count vector
     moves by sqrt 2, a score by 2 w), add up to at most rho, and to more than 2 rho' (the bound
     is nearly tight)."""
-    worker = _load_worker()
+    worker = peers.worker_module(BENCH / "peers_worker.py", "bench_peers_worker")
     budget = worker.aim_replace_one_rho(rho)
     rounds, oneway = 16 * 15, 15  # Adult's 15 columns
     sigma = np.sqrt(rounds / (2 * 0.9 * budget))

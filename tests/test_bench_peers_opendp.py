@@ -4,7 +4,6 @@ venv exists (python bench/peers_opendp.py --ensure), one small fit and a timeout
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
@@ -18,18 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not of the package
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.peer_frames import worker_module  # noqa: E402
 from bench import mechanisms, peers, peers_opendp, run  # noqa: E402
 
 
-def _load_worker():
-    """The worker module from its file (its helpers need only NumPy; main() needs the venv)."""
-    spec = importlib.util.spec_from_file_location("peers_opendp_worker", peers.OPENDP_WORKER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-worker = _load_worker()
+worker = worker_module(peers.OPENDP_WORKER)
 from polars_rap.privacy.ledger import rho_from_epsilon_delta  # noqa: E402
 
 needs_opendp_venv = pytest.mark.skipif(
