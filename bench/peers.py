@@ -58,13 +58,13 @@ try:
     from bench.peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from bench.peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
     from bench.venvs import build_venv, ensure_command, venv_python, venv_ready
-    from bench.peer_frames import dtype_from, dtype_name, worker_module
+    from bench.peer_frames import dtype_from, dtype_name
 except ImportError:  # run as a script (python bench/peers.py) or loaded from its file path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers_dpmm import DPMM_MECHANISMS, DPMM_VENV, ensure_dpmm_env, from_dpmm, plan_budget, to_dpmm
     from peers_opendp import OPENDP_MECHANISMS, OPENDP_VENV, ensure_opendp_env, opendp_env_ready
     from venvs import build_venv, ensure_command, venv_python, venv_ready
-    from peer_frames import dtype_from, dtype_name, worker_module
+    from peer_frames import dtype_from, dtype_name
 
 BENCH = Path(__file__).resolve().parent
 WORKER = BENCH / "peers_worker.py"

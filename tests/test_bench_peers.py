@@ -16,15 +16,17 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-def _load_peers():
-    spec = importlib.util.spec_from_file_location("bench_peers", BENCH / "peers.py")
+def _load(name: str, path: Path):
+    """The module at ``path`` loaded from its file as ``name`` (this test reaches bench/ by path,
+    as a script would, not as the ``bench`` package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_peers"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-peers = _load_peers()
+peers = _load("bench_peers", BENCH / "peers.py")
 PEER_PYTHON = peers.venv_python(peers.PEERS_VENV)
 needs_venv = pytest.mark.skipif(not peers.peer_env_ready(),
                                 reason=f"peers venv {peers.PEERS_VENV} not built (python bench/peers.py --ensure)")
@@ -217,7 +219,7 @@ def test_aim_at_the_replace_one_budget_spends_at_most_rho(rho, reductions):
     with sigma halved at the given rounds: its charges, read under replace-one (a count vector
     moves by sqrt 2, a score by 2 w), add up to at most rho, and to more than 2 rho' (the bound
     is nearly tight)."""
-    worker = peers.worker_module(BENCH / "peers_worker.py", "bench_peers_worker")
+    worker = _load("bench_peers_worker", BENCH / "peers_worker.py")
     budget = worker.aim_replace_one_rho(rho)
     rounds, oneway = 16 * 15, 15  # Adult's 15 columns
     sigma = np.sqrt(rounds / (2 * 0.9 * budget))
