@@ -335,3 +335,61 @@ def test_query_sets_of_different_null_layouts_are_not_concatenated():
         QuerySet.concatenate([queries, other])
     assert QuerySet.concatenate([queries, queries]).null_coord is queries.null_coord
     np.testing.assert_array_equal(queries.take_groups([1, 0]).null_coord, NULL_COORD)
+
+
+# ------------------------------------------------- hard thresholds at a rounding boundary
+def _pattern_dots(x, weights, q, mask):
+    """(term by term, shortcut) dot products of a halfspace over WIDE_NUMERIC nullable columns
+    for one null pattern: the first leaves the pattern's null entries out, as ``reference``
+    does; the second takes the pattern without nulls and subtracts their terms, as the CPU
+    kernel's shortcut does."""
+    def dot(leave_out):
+        total = 0.0
+        for k in range(WIDE_NUMERIC):
+            if k >= EXACT_NULLABLE_PER_HALFSPACE:  # at its expected value
+                total += weights[k] * ((1.0 - q) * x[k])
+            elif not (leave_out >> k) & 1:
+                total += weights[k] * x[k]
+        return total
+
+    shortcut = dot(0)
+    for k in range(EXACT_NULLABLE_PER_HALFSPACE):
+        if (mask >> k) & 1:
+            shortcut -= weights[k] * x[k]
+    return dot(mask), shortcut
+
+
+def test_hard_thresholds_where_the_shortcut_rounds_across_keep_the_exact_indicator():
+    """A threshold between a null pattern's term-by-term dot product and the CPU kernel's
+    shortcut one (the pattern without nulls minus the left-out terms): the kernel's rounding
+    bound sends the row to the term-by-term sum, so hard answers equal the reference's to the
+    bit. The row's last numeric is searched, ulp by ulp, for such a straddle (float64 rows:
+    float32 steps are too coarse to land between the two)."""
+    dtype = np.float64
+    weights = np.array([0.5, -0.4, 0.3, 0.45, -0.35, 0.4], dtype=np.float32)
+    tau = np.float32(0.3)
+    q = 0.5
+    x = np.array([0.7, 0.2, 0.9, 0.35, 0.6, 0.0], dtype=dtype)
+    w64, t64 = weights.astype(np.float64), float(tau)
+    straddle = None
+    for mask in range(1, 1 << EXACT_NULLABLE_PER_HALFSPACE):
+        x[-1] = 0.0
+        partial, _ = _pattern_dots(x.astype(np.float64), w64, q, mask)
+        candidate = dtype((t64 - partial) / (w64[-1] * (1.0 - q)))
+        for _ in range(400):
+            x[-1] = candidate
+            exact, shortcut = _pattern_dots(x.astype(np.float64), w64, q, mask)
+            if (t64 - exact >= 0.0) != (t64 - shortcut >= 0.0):
+                straddle = mask
+                break
+            candidate = np.nextafter(candidate, dtype(2.0))
+        if straddle is not None:
+            break
+    assert straddle is not None, "no straddling row found: the search needs another start"
+    queries = QuerySet.from_lists([([], [(list(range(WIDE_NUMERIC)), weights.tolist(), float(tau))])], [1],
+                                  [[]], WIDE_SIZES, WIDE_NUMERIC, null_coord=WIDE_NULL_COORD)
+    X = np.zeros((1, queries.n_coords), dtype=dtype)
+    X[0, : queries.numeric_offset] = 0.5  # every block's two codes at 1/2: q = 1/2 everywhere
+    X[0, queries.numeric_offset:] = x
+    expected = reference.answers_relaxed(X, queries, np.inf)
+    np.testing.assert_array_equal(cpu.answers_relaxed(X, queries, np.inf), expected)

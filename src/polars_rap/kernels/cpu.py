@@ -25,8 +25,10 @@ A halfspace over nullable numeric columns is the expectation over their null ind
 ``EXACT_NULLABLE_PER_HALFSPACE`` nullable columns (further ones at their expected value
 ``(1 - q) x``), leaving each pattern's s and probability in a scratch that the backward
 pass's ``_null_halfspace_grad`` reads (derivatives with respect to the numerics and to the
-null-code probabilities) instead of evaluating the patterns again. A halfspace without
-nullable columns takes the plain path, unchanged.
+null-code probabilities) instead of evaluating the patterns again. The patterns share one dot
+product: each is the pattern without nulls minus its left-out terms (hard thresholds fall back
+to the term-by-term sum where the threshold is within rounding of it, so they still agree to
+the bit). A halfspace without nullable columns takes the plain path, unchanged.
 
 Halfspace dot products are accumulated in float64, term by term, without fast-math, exactly as
 in ``reference``: hard thresholds agree to the bit. Only the row sums of the relaxed answers

@@ -4,7 +4,8 @@ query's factors, and the host-side plan that splits a workload into marginal gro
 as a whole) and single queries (the CSR loop).
 
 Halfspace dot products are accumulated in float64, term by term, without fast-math, exactly as
-in ``reference``: hard thresholds agree to the bit.
+in ``reference``: hard thresholds agree to the bit. The null patterns of a halfspace over
+nullable columns share one such dot product (:func:`_null_patterns`).
 """
 
 from __future__ import annotations
@@ -192,22 +193,106 @@ def _null_patterns(XT, numeric_offset, null_coord, theta_offsets, theta_index, t
     """For each null pattern ``m`` of halfspace h over nullable columns (a bit mask over its
     first ``_EXACT_NULLS`` nullable entries) on rows r0 .. r0 + nb: ``patterns[m]`` = its s
     (the indicator at ``sigma == inf``) and ``patterns[_PATTERNS + m]`` its probability.
-    Returns the number of patterns."""
+    Returns the number of patterns.
+
+    The dot product of the pattern without nulls is taken once, term by term, into ``dot``;
+    each other pattern's is that minus the terms of the entries it leaves out (a few
+    subtractions instead of a whole dot product per pattern). Relaxed thresholds take their s
+    from it (differing from the term-by-term s in the last bits). Hard ones must agree with
+    ``reference`` to the bit: where the threshold lies within the two sums' rounding bound of
+    the shortcut's dot product (:func:`_dot_rounding_bound`), the row's indicator comes from
+    the term-by-term dot product (:func:`_pattern_dot_row`)."""
     n_patterns = 1 << min(_null_count(null_coord, theta_offsets, theta_index, h), _EXACT_NULLS)
     threshold = np.float64(tau[h])
     hard = np.isinf(sigma)
-    for mask in range(n_patterns):
-        _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
-                     mask, r0, nb, dot)
+    _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, 0, r0, nb, dot)
+    magnitude = patterns[_PATTERNS]  # sum of |terms| per row; mask 0's probability row, written last
+    bound = 0.0
+    if hard:
+        bound = _dot_rounding_bound(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
+                                    r0, nb, magnitude)
+    for mask in range(n_patterns - 1, -1, -1):
+        s_values = patterns[mask]  # the pattern's dot product first, then its s
+        for i in range(nb):
+            s_values[i] = dot[i]
+        k = 0
+        for t in range(theta_offsets[h], theta_offsets[h + 1]):
+            if null_coord[theta_index[t]] < 0:
+                continue
+            if k == _EXACT_NULLS:
+                break
+            if (mask >> k) & 1:
+                weight = np.float64(theta_weight[t])
+                source = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+                for i in range(nb):
+                    s_values[i] -= weight * np.float64(source[i])
+            k += 1
+        if hard:
+            for i in range(nb):
+                margin = threshold - s_values[i]
+                if mask and abs(margin) <= bound * magnitude[i]:
+                    margin = threshold - _pattern_dot_row(XT, numeric_offset, null_coord, theta_offsets,
+                                                          theta_index, theta_weight, h, mask, r0 + i)
+                s_values[i] = 1.0 if margin >= 0.0 else 0.0
+        else:
+            for i in range(nb):
+                s_values[i] = _sigmoid(sigma * (threshold - s_values[i]))
         _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, -1, r0, nb,
                         patterns[_PATTERNS + mask])
-        s_values = patterns[mask]
-        for i in range(nb):
-            if hard:
-                s_values[i] = 1.0 if threshold - dot[i] >= 0.0 else 0.0
-            else:
-                s_values[i] = _sigmoid(sigma * (threshold - dot[i]))
     return n_patterns
+
+
+@njit(cache=True)
+def _dot_rounding_bound(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, r0, nb,
+                        magnitude):
+    """magnitude[:nb] = the sum of the absolute terms of halfspace h's dot product without
+    nulls (as ``_pattern_dot`` with mask 0 takes them), and the factor ``c`` such that any
+    pattern's dot product taken as that sum minus the pattern's left-out terms lies within
+    ``c * magnitude`` of the same taken term by term.
+
+    With n terms, u = 2^-53 and gamma_m = m u / (1 - m u): the term-by-term sum is within
+    gamma_(n+2) of the exact one times the sum of |terms| (a product, an expected value's two
+    products, then the n additions), and the shortcut, at most ``_EXACT_NULLS`` more products
+    and subtractions, within gamma_(n+2+2 _EXACT_NULLS) of it; the sum of both bounds, doubled
+    for the rounding of ``magnitude`` itself, is below ``c = 4 (n + 2 + 2 _EXACT_NULLS) u``."""
+    for i in range(nb):
+        magnitude[i] = 0.0
+    n_terms = theta_offsets[h + 1] - theta_offsets[h]
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        weight = np.float64(theta_weight[t])
+        source = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+        coord = null_coord[theta_index[t]]
+        if coord >= 0:
+            k += 1
+            if k > _EXACT_NULLS:
+                q = XT[coord, r0 : r0 + nb]
+                for i in range(nb):
+                    magnitude[i] += abs(weight * ((1.0 - np.float64(q[i])) * np.float64(source[i])))
+                continue
+        for i in range(nb):
+            magnitude[i] += abs(weight * np.float64(source[i]))
+    return 4.0 * (n_terms + 2 + 2 * _EXACT_NULLS) * 2.0**-53
+
+
+@njit(cache=True)
+def _pattern_dot_row(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, mask, r):
+    """``_pattern_dot`` of one row ``r``: the same terms, in the same order, to the bit."""
+    dot = 0.0
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        weight = np.float64(theta_weight[t])
+        x = np.float64(XT[numeric_offset + theta_index[t], r])
+        coord = null_coord[theta_index[t]]
+        if coord >= 0:
+            k += 1
+            if k > _EXACT_NULLS:
+                dot += weight * ((1.0 - np.float64(XT[coord, r])) * x)
+                continue
+            if (mask >> (k - 1)) & 1:
+                continue
+        dot += weight * x
+    return dot
 
 
 @njit(cache=True)
@@ -239,51 +324,69 @@ def _null_halfspace_grad(XT, numeric_offset, null_coord, theta_offsets, theta_in
                          theta_weight, tau, h, sigma, coefficient, r0, nb, patterns, scratch, grad):
     """grad[:, :nb] += coefficient * d value_h / dX for a halfspace h over nullable columns
     (value as in ``_halfspace_value``, whose ``patterns`` of the same rows it reads: each null
-    pattern's s and probability), pattern by pattern: each pattern's probability times its
-    slope times theta for the entries it keeps, and its s times the derivative of its
-    probability for each pattern-making null-code coordinate (also at sigma = inf, where the
-    value is linear in those probabilities); an entry at its expected value ``(1 - q) x``
-    gets the slope times theta times ``1 - q`` (numeric) and ``-x`` (null code), not at
-    sigma = inf. ``scratch``: float64[2, >= nb]."""
-    n_null = _null_count(null_coord, theta_offsets, theta_index, h)
+    pattern's s and probability).
+
+    The numerics: with ``term_m`` = coefficient times pattern m's probability times its slope,
+    an entry gets theta times the sum of ``term_m`` over the patterns that keep it (all of them
+    for a column without nulls; those with its bit clear for a pattern-making one), and an
+    entry at its expected value ``(1 - q) x`` gets that sum times theta times ``1 - q``, and
+    ``-x`` on its null code; nothing at sigma = inf. The null codes that make the patterns:
+    each pattern's s times the derivative of its probability (also at sigma = inf, where the
+    value is linear in those probabilities). ``scratch``: float64[3 + _EXACT_NULLS, >= nb]."""
+    n_exact = min(_null_count(null_coord, theta_offsets, theta_index, h), _EXACT_NULLS)
+    n_patterns = 1 << n_exact
     hard = np.isinf(sigma)
-    derivative, term = scratch[0], scratch[1]
-    for mask in range(1 << min(n_null, _EXACT_NULLS)):
-        s_values, chance = patterns[mask], patterns[_PATTERNS + mask]
+    derivative, term, every = scratch[0], scratch[1], scratch[2]
+    if not hard:  # the sums of term_m: over every pattern, and over those keeping entry k
         for i in range(nb):
-            if hard:
-                term[i] = 0.0
-            else:
+            every[i] = 0.0
+        for k in range(n_exact):
+            kept = scratch[3 + k]
+            for i in range(nb):
+                kept[i] = 0.0
+        for mask in range(n_patterns):
+            s_values, chance = patterns[mask], patterns[_PATTERNS + mask]
+            for i in range(nb):
                 s = s_values[i]
                 term[i] = coefficient[i] * chance[i] * (-sigma * s * (1.0 - s))
-        k = 0
-        for t in range(theta_offsets[h], theta_offsets[h + 1]):
-            coord = null_coord[theta_index[t]]
-            weight = np.float64(theta_weight[t])
-            x_target = grad[numeric_offset + theta_index[t]]
-            if coord >= 0 and k >= _EXACT_NULLS:  # at its expected value (1 - q) x
-                if not hard:
-                    x = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
-                    q = XT[coord, r0 : r0 + nb]
-                    q_target = grad[coord]
+                every[i] += term[i]
+            for k in range(n_exact):
+                if not (mask >> k) & 1:
+                    kept = scratch[3 + k]
                     for i in range(nb):
-                        x_target[i] += term[i] * weight * (1.0 - np.float64(q[i]))
-                        q_target[i] += term[i] * weight * -np.float64(x[i])
-                k += 1
-                continue
-            is_null = False
-            if coord >= 0:
-                is_null = ((mask >> k) & 1) == 1
-                _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, k, r0, nb,
-                                derivative)
+                        kept[i] += term[i]
+    k = 0
+    for t in range(theta_offsets[h], theta_offsets[h + 1]):
+        coord = null_coord[theta_index[t]]
+        weight = np.float64(theta_weight[t])
+        x_target = grad[numeric_offset + theta_index[t]]
+        if coord >= 0 and k >= _EXACT_NULLS:  # at its expected value (1 - q) x
+            if not hard:
+                x = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
+                q = XT[coord, r0 : r0 + nb]
                 q_target = grad[coord]
-                sign = 1.0 if is_null else -1.0
                 for i in range(nb):
-                    q_target[i] += sign * coefficient[i] * s_values[i] * derivative[i]
-                k += 1
-            if not hard and not is_null:
+                    x_target[i] += every[i] * weight * (1.0 - np.float64(q[i]))
+                    q_target[i] += every[i] * weight * -np.float64(x[i])
+            k += 1
+            continue
+        if coord < 0:
+            if not hard:
                 for i in range(nb):
-                    x_target[i] += term[i] * weight
+                    x_target[i] += every[i] * weight
+            continue
+        q_target = grad[coord]
+        for mask in range(n_patterns):
+            _pattern_weight(XT, null_coord, theta_offsets, theta_index, h, mask, k, r0, nb, derivative)
+            s_values = patterns[mask]
+            sign = 1.0 if (mask >> k) & 1 else -1.0
+            for i in range(nb):
+                q_target[i] += sign * coefficient[i] * s_values[i] * derivative[i]
+        if not hard:
+            kept = scratch[3 + k]
+            for i in range(nb):
+                x_target[i] += kept[i] * weight
+        k += 1
 
 
 @njit(cache=True)

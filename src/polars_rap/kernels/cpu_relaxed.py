@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit, prange
 
 from polars_rap.kernels.cpu_halfspaces import (
+    _EXACT_NULLS,
     _PATTERNS,
     _REDUCTION_FASTMATH,
     _RELAXED_ROW_BLOCK,
@@ -297,7 +298,7 @@ def _grad_kernel(XT, numeric_offset, null_coord, cat_offsets, cat_coords, halfsp
         prefix = np.empty((max(max_group_columns, 1), row_block), dtype=np.float64)
         adjoint = np.empty_like(prefix)
         index = np.zeros(max(max_group_columns, 1), dtype=np.int64)
-        null_scratch = np.empty((2, row_block), dtype=np.float64)
+        null_scratch = np.empty((3 + _EXACT_NULLS, row_block), dtype=np.float64)
         for a in range(len(groups)):
             g = groups[a]
             group_sigma = np.float64(sigma[group_offsets[g]])
