@@ -234,7 +234,12 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
 def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None = None) -> dict[tuple[str, str], int]:
     """The bins value per (dataset, mechanism) with the lowest mean, over ok rows, of the
     CM, MM and LT mean errors, compared only at the (ε, seed) points where every bins value
-    has a finished (ok or timeout) row — the tuning point, in the headline suite.
+    has a finished (ok or timeout) row — the tuning point, in the headline suite. An error is
+    retried (a resumed suite runs it again), but a value whose run failed twice where another
+    value's run at the same point was ok counts as finished (and lost): the mechanism fails at
+    that value (dpmm's PrivTree at 50 bins on sdnist-national), and waiting for it would leave
+    the rest of the grid unplanned. Errors at a point with no ok row (a broken environment
+    fails every value) do not count.
 
     ``required`` maps a mechanism to the bins values that must all be finished before it
     gets a choice (the planner passes the suite's); without it, the values present count.
@@ -243,7 +248,10 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
     """
     frame = (_with_bins(results).with_columns(_score().alias("_score"))
              .filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null()
-                     & pl.col("status").is_in(DONE_STATUSES)))
+                     & pl.col("status").is_in((*DONE_STATUSES, "error"))))
+    has_ok = (pl.col("status") == "ok").any().over("dataset", "mechanism", "epsilon", "seed")
+    failed_twice = (pl.col("status") == "error").sum().over("dataset", "mechanism", "epsilon", "seed", "bins") >= 2
+    frame = frame.filter(pl.col("status").is_in(DONE_STATUSES) | (has_ok & failed_twice))
     chosen: dict[tuple[str, str], int] = {}
     for (dataset, mechanism), part in frame.group_by("dataset", "mechanism", maintain_order=True):
         wanted = set(required.get(mechanism, ())) if required else set(part["bins"].unique())

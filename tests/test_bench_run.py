@@ -157,6 +157,22 @@ def test_choose_bins_compares_only_where_every_value_ran_and_companions_follow()
     assert run.choose_bins(_as_results(timeouts)) == {("adult", "aim"): 10, ("adult", "aim-replace-one"): 10}
 
 
+def test_choose_bins_counts_a_value_that_failed_beside_an_ok_one_as_lost():
+    """A bins value whose run failed twice where another value ran ok at the same point is
+    finished and lost (the mechanism fails there); one failure is still to retry, and
+    failures alone at a point (a broken environment) leave the sweep unfinished."""
+    spec = {"dataset": "sdnist-national", "mechanism": "dpmm-mst", "epsilon": 1.0, "seed": 0}
+    rows = [_finished({**spec, "parameters": {"bins": 10}}, "ok", 0.03),
+            _finished({**spec, "parameters": {"bins": 20}}, "ok", 0.02),
+            _finished({**spec, "parameters": {"bins": 50}}, "error")]
+    required = {"dpmm-mst": (10, 20, 50)}
+    assert run.choose_bins(_as_results(rows), required) == {}
+    rows.append(_finished({**spec, "parameters": {"bins": 50}}, "error"))
+    assert run.choose_bins(_as_results(rows), required) == {("sdnist-national", "dpmm-mst"): 20}
+    broken = [_finished({**spec, "parameters": {"bins": b}}, "error") for b in (10, 20, 50) for _ in range(2)]
+    assert run.choose_bins(_as_results(broken), required) == {}
+
+
 # ------------------------------------------------------------------ independent baseline
 
 
