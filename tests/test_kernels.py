@@ -157,6 +157,33 @@ def test_cpu_exact_answers_equal_reference(problem):
     np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12)
 
 
+def test_cpu_exact_counts_of_paired_thresholds_equal_each_alone():
+    """Neighbouring linear thresholds over the same columns share one sweep of them in the CSR
+    loop; interleaved with thresholds over other columns, two-halfspace queries and an odd
+    count, every query counts exactly the rows it counts alone, and as the reference does."""
+    rng = np.random.default_rng(11)
+    n_numeric, column_sizes = 5, [3, 2]
+    shared = list(range(n_numeric))
+    specs = []
+    for k in range(23):
+        weights = (rng.standard_normal(n_numeric) / math.sqrt(n_numeric)).tolist()
+        tau = float(np.asarray(weights) @ rng.random(n_numeric))
+        if k % 7 == 3:  # other columns, then two halfspaces: never paired with a neighbour
+            specs.append(([3 + k % 2], [([1, 3], weights[:2], tau)]))
+        elif k % 7 == 5:
+            specs.append(([int(k % 3)], [(shared, weights, tau), ([2], [1.0], 0.5)]))
+        else:
+            specs.append(([3 + k % 2], [(shared, weights, tau)]))
+    queries = QuerySet.from_lists(specs, [1] * len(specs), [[]] * len(specs), column_sizes, n_numeric)
+    codes = np.stack([rng.integers(0, size, 3_000) for size in column_sizes], axis=1).astype(np.int32)
+    numerics = np.round(rng.random((3_000, n_numeric)), 3)  # ties at thresholds are likelier
+    together = cpu.answers_exact(codes, numerics, queries)
+    alone = np.concatenate([cpu.answers_exact(codes, numerics, queries.take_groups([g]))
+                            for g in range(len(specs))])
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(together, reference.answers_exact(codes, numerics, queries))
+
+
 def test_cpu_exact_histogram_equals_csr_path(problem):
     """The per-group histogram and the per-query CSR loop count the same rows."""
     rng, column_sizes, n_numeric, queries = problem

@@ -62,38 +62,89 @@ def _exact_csr_kernel(codes_t, numerics_t, cat_offsets, cat_coords, halfspace_of
                       queries, weights, n_chunks, row_block, out):
     """out[q] (counts) for every q in ``queries``; chunks of queries in parallel, each chunk
     sweeping blocks of rows so a block is reused from cache by all its queries. Row ``r``
-    counts ``weights[r]`` times (int64)."""
+    counts ``weights[r]`` times (int64). Two neighbouring queries of one halfspace over the
+    same numeric columns (linear thresholds) take their dot products in one sweep of those
+    columns (:func:`_halfspace_dot_pair`), each term by term as alone."""
     n_rows = codes_t.shape[1]
     n_items = len(queries)
     for chunk in prange(n_chunks):
         lo = chunk * n_items // n_chunks
         hi = (chunk + 1) * n_items // n_chunks
         counts = np.zeros(hi - lo, dtype=np.int64)
-        keep = np.empty(row_block, dtype=np.uint8)
-        dot = np.empty(row_block, dtype=np.float64)
+        keep = np.empty((2, row_block), dtype=np.uint8)
+        dot = np.empty((2, row_block), dtype=np.float64)
         for r0 in range(0, n_rows, row_block):
             nb = min(row_block, n_rows - r0)
-            for a in range(lo, hi):
+            a = lo
+            while a < hi:
                 q = queries[a]
-                for i in range(nb):
-                    keep[i] = 1
-                for p in range(cat_offsets[q], cat_offsets[q + 1]):
-                    source = codes_t[coord_column[cat_coords[p]], r0 : r0 + nb]
-                    code = coord_code[cat_coords[p]]
+                if a + 1 < hi and _one_shared_halfspace(halfspace_offsets, theta_offsets, theta_index, q,
+                                                        queries[a + 1]):
+                    pair = 2
+                    _halfspace_dot_pair(numerics_t, theta_offsets, theta_index, theta_weight,
+                                        halfspace_offsets[q], halfspace_offsets[queries[a + 1]], r0, nb,
+                                        dot[0], dot[1])
+                else:
+                    pair = 1
+                for u in range(pair):
+                    qu = queries[a + u]
+                    row_keep, row_dot = keep[u], dot[u]
                     for i in range(nb):
-                        keep[i] &= source[i] == code
-                for h in range(halfspace_offsets[q], halfspace_offsets[q + 1]):
-                    _halfspace_dot(numerics_t, 0, theta_offsets, theta_index, theta_weight, h,
-                                   r0, nb, dot)
-                    threshold = np.float64(tau[h])
+                        row_keep[i] = 1
+                    for p in range(cat_offsets[qu], cat_offsets[qu + 1]):
+                        source = codes_t[coord_column[cat_coords[p]], r0 : r0 + nb]
+                        code = coord_code[cat_coords[p]]
+                        for i in range(nb):
+                            row_keep[i] &= source[i] == code
+                    for h in range(halfspace_offsets[qu], halfspace_offsets[qu + 1]):
+                        if pair == 1:
+                            _halfspace_dot(numerics_t, 0, theta_offsets, theta_index, theta_weight, h,
+                                           r0, nb, row_dot)
+                        threshold = np.float64(tau[h])
+                        for i in range(nb):
+                            row_keep[i] &= row_dot[i] <= threshold
+                    total = 0
                     for i in range(nb):
-                        keep[i] &= dot[i] <= threshold
-                total = 0
-                for i in range(nb):
-                    total += keep[i] * weights[r0 + i]
-                counts[a - lo] += total
+                        total += row_keep[i] * weights[r0 + i]
+                    counts[a + u - lo] += total
+                a += pair
         for a in range(lo, hi):
             out[queries[a]] = counts[a - lo]
+
+
+@njit(cache=True)
+def _one_shared_halfspace(halfspace_offsets, theta_offsets, theta_index, q, other):
+    """Whether queries q and ``other`` each have exactly one halfspace, over the same numeric
+    columns in the same order."""
+    h = halfspace_offsets[q]
+    g = halfspace_offsets[other]
+    if halfspace_offsets[q + 1] - h != 1 or halfspace_offsets[other + 1] - g != 1:
+        return False
+    length = theta_offsets[h + 1] - theta_offsets[h]
+    if theta_offsets[g + 1] - theta_offsets[g] != length:
+        return False
+    for u in range(length):
+        if theta_index[theta_offsets[h] + u] != theta_index[theta_offsets[g] + u]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _halfspace_dot_pair(values_t, theta_offsets, theta_index, theta_weight, h, g, r0, nb, dot_h, dot_g):
+    """``_halfspace_dot`` of halfspaces h and g over the same columns (in the same order) in one
+    sweep: each column's values are read once for both; each dot product takes the same terms
+    in the same order as alone, so it is the same to the bit."""
+    for i in range(nb):
+        dot_h[i] = 0.0
+        dot_g[i] = 0.0
+    for u in range(theta_offsets[h + 1] - theta_offsets[h]):
+        weight_h = np.float64(theta_weight[theta_offsets[h] + u])
+        weight_g = np.float64(theta_weight[theta_offsets[g] + u])
+        source = values_t[theta_index[theta_offsets[h] + u], r0 : r0 + nb]
+        for i in range(nb):
+            x = np.float64(source[i])
+            dot_h[i] += weight_h * x
+            dot_g[i] += weight_g * x
 
 
 # ---------------------------------------------------------------------------- host side
