@@ -6,7 +6,11 @@ Workloads (synthetic, seeded; the kernels' cost does not depend on the values):
   (two feature columns of 2..25 categories x a 2-category label, all cells in row-major
   order) plus 500 linear thresholds (one label coordinate x one halfspace over 2..6 numeric
   columns);
-- exact: ``n = 35,000`` rows; ~400,000 marginal cells plus 20,000 linear thresholds.
+- exact: ``n = 35,000`` rows; ~400,000 marginal cells plus 20,000 linear thresholds;
+- nullable: 20,000 linear thresholds over 25 numeric columns, 6 of them nullable (as the
+  default workload draws them on the 100-column network of ``bench/wide.py``), on 1,000
+  relaxed rows: relaxed (sigma = 8) and hard (sigma = inf, how selection scores them) answers,
+  and the loss and gradient. Each halfspace sums 16 null patterns.
 
 Each figure is the median of several runs after a warm-up call (which also compiles or loads
 the Numba cache). Throughput is query x row evaluations per second (``n_queries * n_rows /
@@ -23,6 +27,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -34,6 +39,8 @@ import numpy as np
 
 from polars_rap.kernels import cpu, reference
 from polars_rap.kernels._checks import check_queries, check_real_data, check_relaxed, check_sigma
+from polars_rap.schema.domain import Domain
+from polars_rap.workload.builders import linear_thresholds
 from polars_rap.workload.queries import QuerySet, _offsets
 
 if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``bench`` importable
@@ -42,6 +49,8 @@ if __package__ in (None, ""):  # run as ``python bench/<script>.py``: make ``ben
 N_FEATURES = 50
 N_NUMERIC = 6
 LABEL_SIZE = 2
+NULLABLE_NUMERIC = (25, 6)
+"""Numeric columns of the nullable section, and how many of them are nullable."""
 
 
 def make_domain(rng: np.random.Generator) -> np.ndarray:
@@ -104,6 +113,21 @@ def make_queries(
 def relaxed_matrix(column_sizes: np.ndarray, n_rows: int, rng: np.random.Generator) -> np.ndarray:
     blocks = [rng.dirichlet(np.ones(k), size=n_rows) for k in column_sizes]
     return np.hstack([*blocks, rng.random((n_rows, N_NUMERIC))]).astype(np.float32)
+
+
+def nullable_thresholds(n_queries: int, rng: np.random.Generator) -> tuple[QuerySet, np.ndarray]:
+    """``n_queries`` default linear thresholds over :data:`NULLABLE_NUMERIC` numeric columns
+    (the first ones nullable) beside a 2-category label, and 1,000 relaxed rows for them."""
+    import polars as pl
+
+    n_numeric, n_nullable = NULLABLE_NUMERIC
+    mapping = {"y": [0, 1]}
+    mapping.update({f"x{j}": {"bounds": (0.0, 1.0), "nullable": j < n_nullable} for j in range(n_numeric)})
+    schema = {"y": pl.Int64, **{f"x{j}": pl.Float64 for j in range(n_numeric)}}
+    queries = linear_thresholds(Domain.from_mapping(schema, mapping, ["y"]), n_queries, rng)
+    blocks = [rng.dirichlet(np.ones(k), size=1000) for k in queries.column_sizes]
+    X = np.hstack([*blocks, rng.random((1000, queries.n_numeric))]).astype(np.float32)
+    return queries, X
 
 
 def median_seconds(function, repeats: int) -> float:
@@ -188,6 +212,31 @@ def main() -> None:
         relaxed[f"speedup_structured_over_csr_{name}"] = (
             relaxed["csr"][name]["seconds"] / relaxed["structured"][name]["seconds"]
         )
+
+    # --------------------------------------------------------------- nullable
+    null_rng = np.random.default_rng(7)  # its own stream: the sections before and after keep theirs
+    null_queries, X_null = nullable_thresholds(20_000, null_rng)
+    m_null = null_queries.n_queries
+    null_targets = null_rng.random(m_null) * 0.01
+    plain_queries = dataclasses.replace(null_queries, null_coord=np.full(null_queries.n_numeric, -1, np.int32))
+    few = null_queries.take_groups(np.arange(0, null_queries.n_groups, 97))
+    for level in (8.0, np.inf):
+        _require(
+            np.allclose(cpu.answers_relaxed(X_null, few, level), reference.answers_relaxed(X_null, few, level),
+                        atol=1e-6),
+            f"cpu answers over nullable columns differ from the reference at sigma={level}",
+        )
+    nullable = {
+        "n_numeric": NULLABLE_NUMERIC[0],
+        "n_nullable": NULLABLE_NUMERIC[1],
+        "answers_relaxed": timed(lambda: cpu.answers_relaxed(X_null, null_queries, 8.0), m_null, 1000),
+        "answers_hard": timed(lambda: cpu.answers_relaxed(X_null, null_queries, np.inf), m_null, 1000),
+        "loss_and_grad": timed(lambda: cpu.loss_and_grad(X_null, null_queries, null_targets, 8.0), m_null, 1000),
+        # the same halfspaces with no column nullable: what the 16 patterns cost on top
+        "plain_answers_relaxed": timed(lambda: cpu.answers_relaxed(X_null, plain_queries, 8.0), m_null, 1000),
+        "plain_loss_and_grad": timed(lambda: cpu.loss_and_grad(X_null, plain_queries, null_targets, 8.0),
+                                     m_null, 1000),
+    }
 
     # ------------------------------------------------------------------ exact
     exact_queries = make_queries(column_sizes, 400_000, 20_000, rng)
@@ -282,6 +331,7 @@ def main() -> None:
             "n_linear_thresholds": linear_part.n_queries,
             **exact,
         },
+        "nullable": nullable,
     }
     from bench.harness import write_record
 
