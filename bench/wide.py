@@ -491,14 +491,14 @@ def fit_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def _table(kind: str, columns: int, rows: int, seed: int, part: str = "train") -> Table:
-    """A generated table; ``part="test"`` gives held-out rows of the same table (the ACS task's
-    test split, or more rows of the same network)."""
+    """A generated table; ``seed`` picks its rows (a block of a larger table, or the held-out
+    rows), never its columns: ``part="test"`` gives held-out rows of the same table (the ACS
+    task's test split), and a network is always the one of seed 0, so that every block and the
+    held-out rows are rows of one network (seed 0 gives :func:`bayes_net_table`'s rows)."""
     if kind == "acs":
         return widened_acs(ACS_COPIES[columns], rows, seed, part)
-    if part == "test":
-        net = BayesNet.random(columns, 0)
-        return Table(f"bn-{columns}", net.sample(rows, seed + 1), net.domain(), ["y"], net)
-    return bayes_net_table(columns, rows, seed)
+    net = BayesNet.random(columns, 0)
+    return Table(f"bn-{columns}", net.sample(rows, seed + 1), net.domain(), ["y"], net)
 
 
 def main(argv: list[str] | None = None) -> int:

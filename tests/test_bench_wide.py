@@ -1,0 +1,27 @@
+"""bench/wide.py's generated tables: a table written in blocks is one table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # bench/ is a folder of the repository, not of the package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench import wide  # noqa: E402
+
+
+def test_a_network_table_written_in_blocks_is_rows_of_one_network(tmp_path, monkeypatch):
+    """Every Parquet part holds rows of the same network (same columns and dtypes, so the parts
+    scan as one table), the first part is the 100,000-row table's rows, and the parts differ."""
+    monkeypatch.setattr(wide, "BLOCK_ROWS", 40)
+    first = wide._write_blocks("bn", 12, 100, tmp_path)
+    parts = sorted(tmp_path.glob("part-*.parquet"))
+    assert len(parts) == 3
+    scanned = pl.scan_parquet(parts).collect()
+    assert scanned.height == 100 and scanned.schema == first.frame.schema
+    assert first.frame.equals(wide.bayes_net_table(12, 40, 0).frame)
+    assert not pl.read_parquet(parts[1]).equals(pl.read_parquet(parts[0]))
