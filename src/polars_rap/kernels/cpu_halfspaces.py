@@ -136,13 +136,17 @@ def _null_count(null_coord, theta_offsets, theta_index, h):
 
 @njit(cache=True)
 def _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
-                 mask, r0, nb, dot):
+                 mask, r0, nb, dot, magnitude):
     """dot[:nb] = theta_h . x with the nullable entries whose bit is set in ``mask`` left out
     (x_j := 0) and those past the first ``_EXACT_NULLS`` nullable ones at ``(1 - q_j) x_j``,
     term by term as ``_halfspace_dot`` (which it equals for ``mask == 0`` and at most
-    ``_EXACT_NULLS`` nullable entries)."""
+    ``_EXACT_NULLS`` nullable entries). Unless ``magnitude`` is empty, magnitude[:nb] = the
+    sum of the same terms' absolute values (:func:`_rounding_factor`)."""
+    track = len(magnitude) > 0
     for i in range(nb):
         dot[i] = 0.0
+        if track:
+            magnitude[i] = 0.0
     k = 0
     for t in range(theta_offsets[h], theta_offsets[h + 1]):
         weight = np.float64(theta_weight[t])
@@ -153,12 +157,18 @@ def _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, the
             if k > _EXACT_NULLS:  # expected value
                 q = XT[coord, r0 : r0 + nb]
                 for i in range(nb):
-                    dot[i] += weight * ((1.0 - np.float64(q[i])) * np.float64(source[i]))
+                    term = weight * ((1.0 - np.float64(q[i])) * np.float64(source[i]))
+                    dot[i] += term
+                    if track:
+                        magnitude[i] += abs(term)
                 continue
             if (mask >> (k - 1)) & 1:
                 continue
         for i in range(nb):
-            dot[i] += weight * np.float64(source[i])
+            term = weight * np.float64(source[i])
+            dot[i] += term
+            if track:
+                magnitude[i] += abs(term)
 
 
 @njit(cache=True)
@@ -200,18 +210,16 @@ def _null_patterns(XT, numeric_offset, null_coord, theta_offsets, theta_index, t
     subtractions instead of a whole dot product per pattern). Relaxed thresholds take their s
     from it (differing from the term-by-term s in the last bits). Hard ones must agree with
     ``reference`` to the bit: where the threshold lies within the two sums' rounding bound of
-    the shortcut's dot product (:func:`_dot_rounding_bound`), the row's indicator comes from
-    the term-by-term dot product (:func:`_pattern_dot_row`). The probabilities come last
-    (:func:`_pattern_weights`)."""
+    the shortcut's dot product (:func:`_rounding_factor` times the sum of |terms|), the row's
+    indicator comes from the term-by-term dot product (``_pattern_dot`` of that row alone).
+    The probabilities come last (:func:`_pattern_weights`)."""
     n_patterns = 1 << min(_null_count(null_coord, theta_offsets, theta_index, h), _EXACT_NULLS)
     threshold = np.float64(tau[h])
     hard = np.isinf(sigma)
-    _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, 0, r0, nb, dot)
     magnitude = patterns[_PATTERNS]  # sum of |terms| per row; mask 0's probability row, written last
-    bound = 0.0
-    if hard:
-        bound = _dot_rounding_bound(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
-                                    r0, nb, magnitude)
+    _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, 0, r0, nb, dot,
+                 magnitude if hard else magnitude[:0])
+    bound = _rounding_factor(theta_offsets, h)
     for mask in range(n_patterns - 1, -1, -1):
         s_values = patterns[mask]  # the pattern's dot product first, then its s
         for i in range(nb):
@@ -231,9 +239,11 @@ def _null_patterns(XT, numeric_offset, null_coord, theta_offsets, theta_index, t
         if hard:
             for i in range(nb):
                 margin = threshold - s_values[i]
-                if mask and abs(margin) <= bound * magnitude[i]:
-                    margin = threshold - _pattern_dot_row(XT, numeric_offset, null_coord, theta_offsets,
-                                                          theta_index, theta_weight, h, mask, r0 + i)
+                if mask and abs(margin) <= bound * magnitude[i]:  # rare: this row term by term
+                    exact = np.empty(1, dtype=np.float64)
+                    _pattern_dot(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h,
+                                 mask, r0 + i, 1, exact, exact[:0])
+                    margin = threshold - exact[0]
                 s_values[i] = 1.0 if margin >= 0.0 else 0.0
         else:
             for i in range(nb):
@@ -269,56 +279,19 @@ def _pattern_weights(XT, null_coord, theta_offsets, theta_index, h, r0, nb, out)
 
 
 @njit(cache=True)
-def _dot_rounding_bound(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, r0, nb,
-                        magnitude):
-    """magnitude[:nb] = the sum of the absolute terms of halfspace h's dot product without
-    nulls (as ``_pattern_dot`` with mask 0 takes them), and the factor ``c`` such that any
-    pattern's dot product taken as that sum minus the pattern's left-out terms lies within
-    ``c * magnitude`` of the same taken term by term.
+def _rounding_factor(theta_offsets, h):
+    """The factor ``c`` such that any null pattern's dot product of halfspace h, taken as the
+    dot product without nulls minus the pattern's left-out terms, lies within ``c`` times the
+    sum of the absolute terms (``_pattern_dot``'s ``magnitude``, mask 0) of the same taken term
+    by term.
 
     With n terms, u = 2^-53 and gamma_m = m u / (1 - m u): the term-by-term sum is within
     gamma_(n+2) of the exact one times the sum of |terms| (a product, an expected value's two
     products, then the n additions), and the shortcut, at most ``_EXACT_NULLS`` more products
     and subtractions, within gamma_(n+2+2 _EXACT_NULLS) of it; the sum of both bounds, doubled
-    for the rounding of ``magnitude`` itself, is below ``c = 4 (n + 2 + 2 _EXACT_NULLS) u``."""
-    for i in range(nb):
-        magnitude[i] = 0.0
+    for the rounding of the sum of |terms| itself, is below ``c = 4 (n + 2 + 2 _EXACT_NULLS) u``."""
     n_terms = theta_offsets[h + 1] - theta_offsets[h]
-    k = 0
-    for t in range(theta_offsets[h], theta_offsets[h + 1]):
-        weight = np.float64(theta_weight[t])
-        source = XT[numeric_offset + theta_index[t], r0 : r0 + nb]
-        coord = null_coord[theta_index[t]]
-        if coord >= 0:
-            k += 1
-            if k > _EXACT_NULLS:
-                q = XT[coord, r0 : r0 + nb]
-                for i in range(nb):
-                    magnitude[i] += abs(weight * ((1.0 - np.float64(q[i])) * np.float64(source[i])))
-                continue
-        for i in range(nb):
-            magnitude[i] += abs(weight * np.float64(source[i]))
     return 4.0 * (n_terms + 2 + 2 * _EXACT_NULLS) * 2.0**-53
-
-
-@njit(cache=True)
-def _pattern_dot_row(XT, numeric_offset, null_coord, theta_offsets, theta_index, theta_weight, h, mask, r):
-    """``_pattern_dot`` of one row ``r``: the same terms, in the same order, to the bit."""
-    dot = 0.0
-    k = 0
-    for t in range(theta_offsets[h], theta_offsets[h + 1]):
-        weight = np.float64(theta_weight[t])
-        x = np.float64(XT[numeric_offset + theta_index[t], r])
-        coord = null_coord[theta_index[t]]
-        if coord >= 0:
-            k += 1
-            if k > _EXACT_NULLS:
-                dot += weight * ((1.0 - np.float64(XT[coord, r])) * x)
-                continue
-            if (mask >> (k - 1)) & 1:
-                continue
-        dot += weight * x
-    return dot
 
 
 @njit(cache=True)
