@@ -119,10 +119,8 @@ class HistogramMargins:
         cell = np.minimum(np.searchsorted(target, (np.arange(len(values)) + 0.5) / len(values)), len(edges) - 1)
         low = np.concatenate([[0.0], edges[:-1]])[cell]
         high = edges[cell]
-        current = values[order]
-        inside = ((current > low) | (cell == 0)) & (current <= high)
         moved = np.empty_like(values)
-        moved[order] = np.where(inside, current, low + rng.random(len(values)) * (high - low))
+        moved[order] = low + rng.random(len(values)) * (high - low)
         return moved
 
     def binned(self, domain: Domain, column: int, label_block: int, bins: int) -> tuple[np.ndarray, np.ndarray] | None:
