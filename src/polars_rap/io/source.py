@@ -87,7 +87,8 @@ class DataSource:
     def from_input(cls, data, domain: Mapping[str, object] | None = None) -> DataSource:
         """Wrap ``data``: a ``pl.DataFrame`` (kept as is, not copied), a ``pl.LazyFrame``, a
         path to a ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file, a glob pattern
-        or a directory of such files (scanned lazily, :func:`scan_file`), a pyarrow Table or a pandas DataFrame (converted to a Polars DataFrame).
+        or a directory of such files (scanned lazily, :func:`scan_file`), a pyarrow Table or a
+        pandas DataFrame (converted to a Polars DataFrame).
 
         ``domain`` is the user's ``domain=`` mapping (None: no entries). It types every column
         whose input has no type of its own, never its values: a CSV file's columns
