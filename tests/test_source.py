@@ -16,7 +16,8 @@ from polars_rap.schema.encoding import encode
 from polars_rap.privacy.inference import inference_requests
 from polars_rap.kernels import get_backend
 from polars_rap import PlannedStrategy, ProjectionConfig, WorkloadSize
-from polars_rap.io.source import DataSource, default_batch_rows, exact_answers
+from polars_rap.errors import DataError
+from polars_rap.io.source import DataSource, default_batch_rows, exact_answers, scan_file
 from polars_rap.workload.builders import build_workload
 
 FAST = dict(strategy=PlannedStrategy(relaxed_rows=100, rounds={"CM": 2, "LT": 2, "MM": 1},
@@ -347,3 +348,69 @@ def test_add_counts_is_exact_in_int64_and_refuses_overflow_and_impossible_counts
         with pytest.raises(RuntimeError, match="outside"):
             source.add_counts(total, 0, bad, 2)
     assert total.tolist() == [2**53 + 1, 1]  # a refused batch adds nothing
+
+
+# ------------------------------------------------------------------ several files at once
+def _parts(frame: pl.DataFrame, folder, write, suffix: str, n: int = 3) -> list:
+    """``frame`` written as ``n`` consecutive parts ``folder/part-<i>.<suffix>``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    size = -(-frame.height // n)
+    paths = []
+    for i in range(n):
+        paths.append(folder / f"part-{i}.{suffix}")
+        write(frame.slice(i * size, size), paths[-1])
+    return paths
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "arrow", "csv"])
+def test_a_pattern_or_a_directory_reads_its_parts_as_one_table(task, suffix, tmp_path):
+    """A glob pattern and a directory (subfolders included, ``_SUCCESS`` and hidden files
+    skipped) read the parts in path order, as the whole table."""
+    frame = task.frame.head(3_000)
+    write = {"parquet": pl.DataFrame.write_parquet, "arrow": pl.DataFrame.write_ipc,
+             "csv": pl.DataFrame.write_csv}[suffix]
+    _parts(frame.head(2_000), tmp_path / "table", write, suffix, n=2)
+    _parts(frame.tail(1_000), tmp_path / "table" / "z", write, suffix, n=1)  # sorts after part-1
+    (tmp_path / "table" / "_SUCCESS").write_text("")
+    (tmp_path / "table" / ".part-0.crc").write_text("x")
+    mapping = dict(task.domain)
+    for given in (tmp_path / "table", str(tmp_path / "table" / "**" / f"*.{suffix}")):
+        read = scan_file(given, mapping).collect()
+        assert read.height == 3_000
+        expected = frame if suffix != "csv" else scan_file(_parts(frame, tmp_path / "one", write, suffix, 1)[0],
+                                                           mapping).collect()
+        assert read.equals(expected)
+    assert [p.name for p in source.input_files(tmp_path / "table")] == ["part-0." + suffix, "part-1." + suffix,
+                                                                       "part-0." + suffix]
+
+
+def test_parts_with_other_columns_or_formats_are_named(task, tmp_path):
+    frame = task.frame.head(100)
+    frame.write_parquet(tmp_path / "a.parquet")
+    frame.with_columns(pl.col("AGEP").cast(pl.Float64)).write_parquet(tmp_path / "b.parquet")
+    with pytest.raises(DataError, match=r"'.*b.parquet' does not have the columns of .*a.parquet.*AGEP: "
+                                        r"Int32 against Float64"):
+        scan_file(tmp_path / "*.parquet")
+    frame.drop("SEX").write_parquet(tmp_path / "b.parquet")
+    with pytest.raises(DataError, match=r"it lacks \['SEX'\]"):
+        scan_file(tmp_path)
+    frame.write_csv(tmp_path / "b.csv")
+    with pytest.raises(ValueError, match="holds files of several formats \\(csv, parquet\\)"):
+        DataSource.from_input(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no file matches the pattern .*nothing-\\*.parquet"):
+        DataSource.from_input(str(tmp_path / "nothing-*.parquet"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no .parquet, .csv or .arrow/.ipc file in the directory"):
+        DataSource.from_input(tmp_path / "empty")
+
+
+def test_synthesize_reads_a_partitioned_table(small, task, tmp_path):
+    """The parts of a table give the run of the whole table: the same rows in the same order,
+    so the same release."""
+    _parts(small, tmp_path / "parts", pl.DataFrame.write_parquet, "parquet")
+    want = _synthesize(small, task)
+    for given in (tmp_path / "parts", str(tmp_path / "parts" / "part-*.parquet")):
+        got = _synthesize(given, task)
+        assert got.report.n_rows == small.height
+        assert got.data.equals(want.data)
+        assert got.report.measurements.equals(want.report.measurements)

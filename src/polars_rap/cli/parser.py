@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     synth = commands.add_parser("synthesize", parents=[common], help="synthesize a Parquet/CSV/IPC table")
-    synth.add_argument("input", metavar="IN", help="the sensitive table (.parquet, .csv, .arrow/.ipc)")
+    synth.add_argument("input", metavar="IN", help="the sensitive table (.parquet, .csv, .arrow/.ipc): one file, a glob pattern "
+                            "in quotes or a directory of parts")
     synth.add_argument("--output", "-o", required=True, metavar="OUT",
                        help="synthetic table (.parquet, .csv, .arrow/.ipc)")
     synth.add_argument("--epsilon", type=float, default=None, help="epsilon of (epsilon, delta)-DP")

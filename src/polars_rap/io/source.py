@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import glob
 import logging
 import numbers
 import os
@@ -46,7 +47,7 @@ __all__ = [
     "DataSource", "RowStatistics", "without_columns", "exact_answers", "batch_counts", "add_counts",
     "finish_answers",
     "default_batch_rows",
-    "csv_dtype", "scan_csv", "scan_file", "typed_column", "MAX_BATCH_ROWS", "BATCH_BYTES",
+    "csv_dtype", "input_files", "scan_csv", "scan_file", "typed_column", "MAX_BATCH_ROWS", "BATCH_BYTES",
 ]  # fmt: skip
 
 logger = logging.getLogger(__name__)
@@ -65,12 +66,8 @@ this figure whatever the number of columns."""
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
 
-_SCANNERS = {
-    ".parquet": pl.scan_parquet,
-    ".arrow": pl.scan_ipc,
-    ".ipc": pl.scan_ipc,
-    ".feather": pl.scan_ipc,
-}
+_FORMATS = {".parquet": "parquet", ".arrow": "ipc", ".ipc": "ipc", ".feather": "ipc", ".csv": "csv"}
+"""The input file formats, by suffix (lower case)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -89,8 +86,9 @@ class DataSource:
     @classmethod
     def from_input(cls, data, domain: Mapping[str, object] | None = None) -> DataSource:
         """Wrap ``data``: a ``pl.DataFrame`` (kept as is, not copied), a ``pl.LazyFrame``, a
-        path to a ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file (scanned
-        lazily), a pyarrow Table or a pandas DataFrame (converted to a Polars DataFrame).
+        path to a ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file, a glob pattern
+        or a directory of such files (scanned lazily, :func:`scan_file`), a pyarrow Table or a
+        pandas DataFrame (converted to a Polars DataFrame).
 
         ``domain`` is the user's ``domain=`` mapping (None: no entries). It types every column
         whose input has no type of its own, never its values: a CSV file's columns
@@ -263,27 +261,97 @@ def _first_line(error: Exception) -> str:
 
 
 def scan_file(path: str | os.PathLike, domain: Mapping[str, object] | None = None) -> pl.LazyFrame:
-    """A lazy scan of the ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` file at
-    ``path``, a CSV file typed by ``domain`` (:func:`scan_csv`).
+    """A lazy scan of the ``.parquet``, ``.csv`` or ``.arrow``/``.ipc``/``.feather`` rows at
+    ``path``, CSV typed by ``domain`` (:func:`scan_csv`): one file, a glob pattern
+    (``"parts/*.parquet"``, ``"**"`` for subfolders) or a directory (its files of a known
+    suffix, subfolders included), read as one table (:func:`input_files`).
 
-    Raises ``FileNotFoundError`` for a path with no file, ``ParameterError`` for another suffix
-    and ``DataError`` for a file Polars cannot read (empty, corrupt).
+    Several files must share one format and their columns (names, order and types; CSV
+    headers by name, their types coming from ``domain``): every file's header or footer is
+    read first, so a part that differs is named before any row is read. Values in folder names
+    (Hive partitions, ``year=2020/``) are not read: a column the output should hold must be in
+    the files, typed by the file (or ``domain``), never from a path's text.
+
+    Raises ``FileNotFoundError`` for a path, pattern or directory with no file, ``ParameterError``
+    for another suffix or a mix of formats, and ``DataError`` for a file Polars cannot read
+    (empty, corrupt) and for parts whose columns differ.
     """
-    path = Path(path)
-    if not path.exists():
-        msg = f"no file at {str(path)!r}"
-        raise FileNotFoundError(msg)
-    scanner = _SCANNERS.get(path.suffix.lower())
-    if scanner is None and path.suffix.lower() != ".csv":
-        msg = f"cannot read {str(path)!r}: use a .parquet, .csv or .arrow/.ipc file"
-        raise ParameterError(msg)
+    files = input_files(path)
+    kind = _FORMATS[files[0].suffix.lower()]
+    given = files[0] if len(files) == 1 else files
     try:
-        lazy = scan_csv(path, domain) if scanner is None else scanner(path)
+        if kind == "csv":
+            lazy = scan_csv(given, domain)
+        else:  # a part's folder names are never read as values (docstring)
+            lazy = (pl.scan_parquet if kind == "parquet" else pl.scan_ipc)(given, hive_partitioning=False)
         lazy.collect_schema()  # reads the header or footer only: an unreadable file fails here
+        if len(files) > 1:
+            _check_same_columns(files, kind)
     except pl.exceptions.PolarsError as error:
         msg = f"cannot read {str(path)!r}: {_first_line(error)}"
         raise DataError(msg) from None
     return lazy
+
+
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def input_files(path: str | os.PathLike) -> list[Path]:
+    """The files ``path`` names, sorted: itself; a glob pattern's matches (``**`` reaching into
+    subfolders); a directory's files of a known suffix at any depth, leaving out hidden files
+    and those starting with ``_`` (``_SUCCESS``, ``.crc`` markers). All must share one format.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(f for f in path.rglob("*") if f.is_file() and f.suffix.lower() in _FORMATS
+                       and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts))
+        if not files:
+            msg = f"no .parquet, .csv or .arrow/.ipc file in the directory {str(path)!r} or its subfolders"
+            raise FileNotFoundError(msg)
+    elif not path.exists() and _GLOB_CHARACTERS & set(str(path)):
+        files = sorted(Path(f) for f in glob.glob(str(path), recursive=True) if Path(f).is_file())
+        if not files:
+            msg = f"no file matches the pattern {str(path)!r}"
+            raise FileNotFoundError(msg)
+    elif not path.exists():
+        msg = f"no file at {str(path)!r}"
+        raise FileNotFoundError(msg)
+    else:
+        files = [path]
+    unknown = [f for f in files if f.suffix.lower() not in _FORMATS]
+    if unknown:
+        msg = f"cannot read {str(unknown[0])!r}: use a .parquet, .csv or .arrow/.ipc file"
+        raise ParameterError(msg)
+    kinds = sorted({_FORMATS[f.suffix.lower()] for f in files})
+    if len(kinds) > 1:
+        msg = (f"{str(path)!r} holds files of several formats ({', '.join(kinds)}): read one at a time, "
+               "e.g. with a pattern such as 'parts/*.parquet'")
+        raise ParameterError(msg)
+    return files
+
+
+def _check_same_columns(files: Sequence[Path], kind: str) -> None:
+    """Refuse parts whose columns differ from the first file's (names and order; types too,
+    except CSV's, which ``domain`` gives), naming the first such part and the difference."""
+    def columns(file: Path) -> pl.Schema:
+        if kind == "csv":
+            return pl.scan_csv(file, infer_schema=False).collect_schema()
+        return pl.read_parquet_schema(file) if kind == "parquet" else pl.read_ipc_schema(file)
+
+    first = columns(files[0])
+    for file in files[1:]:
+        other = columns(file)
+        if other == first:
+            continue
+        missing = [n for n in first if n not in other]
+        extra = [n for n in other if n not in first]
+        types = [f"{n}: {first[n]} against {other[n]}" for n in first if n in other and first[n] != other[n]]
+        parts = [f"it lacks {missing}" if missing else "", f"it adds {extra}" if extra else "",
+                 f"types differ ({', '.join(types)})" if types else ""]
+        detail = "; ".join(p for p in parts if p) or "its columns are in another order"
+        msg = (f"the parts differ: {str(file)!r} does not have the columns of {str(files[0])!r} ({detail}); "
+               "every part must hold the same columns with the same types")
+        raise DataError(msg)
 
 
 # ---------------------------------------------------------------- CSV types

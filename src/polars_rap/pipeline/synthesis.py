@@ -67,7 +67,8 @@ def synthesize(
     ----------
     data : DataFrame, LazyFrame or path to a Parquet/CSV/IPC file
         The sensitive table (a pyarrow Table, a pandas DataFrame or a ``ray.data.Dataset``
-        works too; see ``engine``). Read once, in batches
+        works too; see ``engine``). A path may be a glob pattern (``"parts/*.parquet"``) or a
+        directory, whose parts are read as one table (:func:`polars_rap.io.source.scan_file`). Read once, in batches
         (:func:`polars_rap.io.source.default_batch_rows`: up to 250,000 rows); a LazyFrame or a
         file streams, so it may be larger than memory. No reference is kept.
     epsilon, delta : float
