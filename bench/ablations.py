@@ -50,7 +50,8 @@ from bench.harness import (
 DATASETS = ("acs-income-CA", "adult")
 EPSILONS = (0.25, 1.0)
 SEEDS = (0, 1, 2)
-METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "numeric_ks_mean", "macro_f1", "seconds")
+METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "numeric_ks_mean", "macro_f1", "gb_macro_f1", "rf_macro_f1",
+           "seconds")
 CHANGE_KEYS = ("synthesize", "strategy", "domain_updates", "public", "public_use")
 NOTES_HEADING = "## What it showed"
 
@@ -127,13 +128,15 @@ def paired(results: pl.DataFrame, change: dict) -> pl.DataFrame:
 
 def summary(pairs: pl.DataFrame) -> pl.DataFrame:
     """Per dataset and ε: the default's mean, the change's, the mean of the per-seed ratios
-    (``dF1``: the mean difference in macro F1) and on how many seeds the change is lower."""
+    (``dF1``, ``dGB F1``, ``dRF F1``: the mean difference in each classifier's macro F1) and on
+    how many seeds the change is lower."""
     columns = []
     for metric in METRICS:
         short = metric.removesuffix("_mean_error").removesuffix("_mean").replace("numeric_ks", "KS")
-        if metric == "macro_f1":
-            columns += [pl.col("macro_f1_default").mean().alias("F1 default"), pl.col("macro_f1").mean().alias("F1"),
-                        (pl.col("macro_f1") - pl.col("macro_f1_default")).mean().round(4).alias("dF1")]
+        if metric.endswith("macro_f1"):  # logistic regression's, gradient boosting's, the forest's
+            name = {"macro_f1": "F1", "gb_macro_f1": "GB F1", "rf_macro_f1": "RF F1"}[metric]
+            columns += [pl.col(f"{metric}_default").mean().alias(f"{name} default"), pl.col(metric).mean().alias(name),
+                        (pl.col(metric) - pl.col(f"{metric}_default")).mean().round(4).alias(f"d{name}")]
         else:
             ratio = pl.col(metric) / pl.col(f"{metric}_default")
             columns += [pl.col(f"{metric}_default").mean().alias(f"{short} default"), pl.col(metric).mean().alias(short),

@@ -28,8 +28,8 @@ from bench.harness import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_m
 __all__ = ["compare", "splice"]
 
 KEY = ("dataset", "epsilon", "seed")
-METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "numeric_ks_mean", "pearson_max_delta",
-           "spearman_max_delta", "eta_kept_min", "seconds")
+METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "gb_macro_f1", "rf_macro_f1", "numeric_ks_mean",
+           "pearson_max_delta", "spearman_max_delta", "eta_kept_min", "seconds")
 
 
 def compare(old: pl.DataFrame, new: pl.DataFrame, mechanism: str) -> pl.DataFrame:

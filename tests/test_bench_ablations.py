@@ -64,7 +64,8 @@ def test_a_change_the_runner_cannot_run_is_refused_naming_what_it_may_hold():
 def _row(change, dataset, epsilon, seed, cm, f1):
     return {"dataset": dataset, "mechanism": "rap++", "epsilon": epsilon, "seed": seed, "status": "ok",
             "parameters": harness.canonical_json(ablations.parameters(change)), "CM_mean_error": cm,
-            "MM_mean_error": 1.0, "LT_mean_error": 1.0, "numeric_ks_mean": 0.1, "macro_f1": f1, "seconds": 10.0}
+            "MM_mean_error": 1.0, "LT_mean_error": 1.0, "numeric_ks_mean": 0.1, "macro_f1": f1, "gb_macro_f1": f1 - 0.1,
+            "rf_macro_f1": f1 - 0.2, "seconds": 10.0}
 
 
 def test_the_table_pairs_each_seed_with_the_defaults_and_keeps_its_notes(tmp_path, monkeypatch):
@@ -79,6 +80,7 @@ def test_the_table_pairs_each_seed_with_the_defaults_and_keeps_its_notes(tmp_pat
     assert table.height == 1
     row = table.row(0, named=True)
     assert row["seeds"] == 3 and row["CM lower"] == 2 and row["dF1"] == pytest.approx(0.02)
+    assert row["dGB F1"] == pytest.approx(0.02) and row["GB F1 default"] == pytest.approx(0.6)
     assert row["CM ratio"] == pytest.approx(round((0.5 + 1.2 + 0.5) / 3, 3))
     assert row["CM default"] == pytest.approx(1.1 / 3)
     markdown = ablations.write_table("toy", change)
