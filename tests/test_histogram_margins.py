@@ -67,18 +67,47 @@ def test_at_band_zero_each_label_s_values_take_the_histogram_s_distribution() ->
     np.testing.assert_array_equal(moved[null], numerics[null])
 
 
-def test_a_wide_band_leaves_the_rows_alone_and_ranks_are_kept() -> None:
+def test_a_wide_band_keeps_every_row_s_cell_and_ranks_are_kept() -> None:
     """Within Z noise stds of the histogram the rows' own distribution is kept: with stds of 1
-    nothing moves; at band 0 a row's cell (its whole value) among its label's non-null rows
-    never drops below that of a row it was above (within a cell, moved rows are spread)."""
+    every row keeps its cell (here its whole value); at band 0 a row's cell among its label's
+    non-null rows never drops below that of a row it was above."""
     codes, numerics = _rows()
     prefixes = np.tile(np.linspace(0.05, 0.5, 10)[:, None], (1, 2))
     unchanged = _margins(prefixes, 2.0, stds=1.0).apply(codes, numerics, _domain(), np.random.default_rng(2))
-    np.testing.assert_array_equal(unchanged, numerics)
+    for label in (0, 1):
+        np.testing.assert_array_equal(_values(codes, unchanged, label), _values(codes, numerics, label))
+    null = codes[:, 1] == 1
+    np.testing.assert_array_equal(unchanged[null], numerics[null])
     moved = _margins(prefixes, 0.0).apply(codes, numerics, _domain(), np.random.default_rng(2))
     before, after = _values(codes, numerics, 0), _values(codes, moved, 0)
     assert after[before == 7].min() >= after[before == 3].max()
     assert set(np.unique(after)) == set(range(2, 11))  # the first cell holds the nulls' share alone
+
+
+def test_within_a_cell_values_are_uniform_whatever_their_relaxed_positions() -> None:
+    """The relaxed rows' positions inside a cell are not released (the histogram says how many
+    rows a cell holds, not where in it): a cell's values are drawn uniformly over it, so one
+    label's rows heaped at its low end and the other's at its high end come out alike and
+    uniform (KS at 1%), each row still in its cell."""
+    from scipy import stats
+
+    domain = Domain.from_mapping({"y": pl.String, "x": pl.Float64}, {"y": ["n", "p"], "x": (0.0, 1.0)}, ["y"])
+    edges = np.array([0.5, 1.0])  # two cells of x (mapped linearly: u = x)
+    margins = HistogramMargins(2.0, (0,), (domain.block_index("y"),), (edges,),
+                               (np.array([[0.25, 0.25], [0.5, 0.5]]),), (np.full(2, 1.0),))
+    rng = np.random.default_rng(3)
+    n = 8_000
+    label = np.repeat([0, 1], n // 2)
+    cell = rng.integers(0, 2, n)  # a row's cell, kept
+    within = np.where(label == 0, 0.05, 0.95) + rng.normal(0.0, 0.01, n).clip(-0.04, 0.04)
+    numerics = ((cell + within) / 2)[:, None]
+    codes = label[:, None].astype(np.int32)
+    moved = margins.apply(codes, numerics, domain, rng)[:, 0]
+    np.testing.assert_array_equal(moved > 0.5, numerics[:, 0] > 0.5)
+    for k in (0, 1):
+        for y in (0, 1):
+            inside = (moved[(cell == k) & (label == y)] - k / 2) * 2
+            assert stats.kstest(inside, "uniform").pvalue > 0.01
 
 
 def test_monotone_pools_adjacent_violators() -> None:
