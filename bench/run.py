@@ -334,6 +334,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
     from polars_rap.schema.domain import Domain
 
     from bench.mechanisms import MECHANISMS
+    from bench.sdmetrics_eval import sdmetrics_scores
 
     parameters = spec["parameters"]
     row: dict[str, Any] = {c: None for c in COLUMNS}
@@ -372,6 +373,7 @@ def run_one(spec: dict[str, Any]) -> list[dict[str, Any]]:
             item.update(workload_scores(train, result.data, domain, **parameters.get("eval", {})))
             item.update(evaluation.numeric_summary(train, result.data, domain))  # every mechanism
             item.update(relation_summary(train, result.data, domain))
+            item.update(sdmetrics_scores(train, result.data, domain))  # nulls without the extra
             if result.relaxed is not None:  # what the projection reached, before decoding
                 relaxed_errors = evaluation.relaxed_workload_errors(
                     train, result.relaxed, domain, seed=0, **parameters.get("eval", {}))
@@ -524,7 +526,7 @@ def _mechanism_order(frame: pl.DataFrame) -> pl.Expr:
 def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     """Dataset × ε × mechanism: means over seeds (ok runs only) of the CM/MM/LT mean error,
     macro F1 of logistic regression and of gradient boosting (each with its real-data F1),
-    seconds and peak RSS, with how many runs were ok.
+    SDMetrics' overall quality score, seconds and peak RSS, with how many runs were ok.
 
     Mechanisms run over several bins show their best bins only (see :func:`with_variants`).
     """
@@ -532,7 +534,7 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     ok = pl.col("status") == "ok"
     means = [pl.col(c).filter(ok).mean().alias(c) for c in
              (*(f"{k}_mean_error" for k in ERROR_CLASSES), *NUMERIC_METRICS, *RELATION_METRICS, "macro_f1",
-              "real_macro_f1", "gb_macro_f1", "real_gb_macro_f1", "seconds", "peak_rss_mib")]
+              "real_macro_f1", "gb_macro_f1", "real_gb_macro_f1", "sdm_overall", "seconds", "peak_rss_mib")]
     table = (
         frame.group_by("dataset", "epsilon", "variant")
         .agg(pl.col("mechanism").first(), *means, ok.sum().alias("runs_ok"), pl.len().alias("runs"),
@@ -546,12 +548,13 @@ def headline_table(results: pl.DataFrame) -> pl.DataFrame:
     return table.select(
         "dataset", "epsilon", pl.col("variant").alias("mechanism"),
         *(pl.col(f"{k}_mean_error") for k in ERROR_CLASSES), *NUMERIC_METRICS, *RELATION_METRICS, "macro_f1",
-        "real_macro_f1", "gb_macro_f1", "real_gb_macro_f1", "seconds", "peak_rss_mib", status.alias("runs"),
+        "real_macro_f1", "gb_macro_f1", "real_gb_macro_f1", "sdm_overall", "seconds", "peak_rss_mib",
+        status.alias("runs"),
     )
 
 
 SPREAD_METRICS = (*(f"{k}_mean_error" for k in ERROR_CLASSES), "numeric_ks_mean", "pearson_mean_delta",
-                  "eta_kept_mean", "macro_f1", "gb_macro_f1", "rf_macro_f1")
+                  "eta_kept_mean", "macro_f1", "gb_macro_f1", "rf_macro_f1", "sdm_overall")
 SPREAD_SEEDS = 5
 """Issue #74: a metric's seed spread is its max / min over at least this many seeds."""
 
