@@ -23,7 +23,7 @@ no release says where inside a cell the rows lie, and the relaxed rows' position
 an artefact of the fit that tree models learn as signal. On sdnist-national one cell of person
 weights (51-100) held 41% of the rows; the decoded rows of one label sat in its upper half and
 the other's in its lower, where the real rows are spread alike, and gradient boosting trained
-on them lost 0.07 of macro F1 (``bench/results/ablation_cell_redraw.md``).
+on them lost 0.07 of macro F1 (``bench/results/ablation_cell_redraw_generalization.md``).
 
 Post-processing: the released prefixes and their public stds, the public edges and the decoded
 rows. It costs no budget and reads nothing private. A saved model keeps the targets
