@@ -394,8 +394,7 @@ def synthesize_files(folder: Path, domain_file: Path, mechanism: str, seed: int)
     spec = pickle.loads(domain_file.read_bytes())
     parts = sorted(folder.glob("part-*.parquet"))
     on_disk = len(parts) > 1
-    # past one part, a lazy scan of them all (synthesize reads a path to one file only)
-    data: pl.LazyFrame | pl.DataFrame = pl.scan_parquet(parts) if on_disk else pl.read_parquet(parts[0])
+    data: str | pl.DataFrame = str(folder / "part-*.parquet") if on_disk else pl.read_parquet(parts[0])
     rows = pl.scan_parquet(parts).select(pl.len()).collect().item()
     table = Table("fit", pl.read_parquet(parts[0], n_rows=20_000), spec["domain"], spec["labels"])
     if mechanism == "rap++":
