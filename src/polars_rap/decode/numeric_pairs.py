@@ -203,8 +203,7 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
     (:func:`pair_deviations`); ``ties`` as it is where no pair passes."""
     cells = _pair_cells(relaxed, domain, layout)
     evidence = _evidence(layout, cells, _cell_counts(domain, layout, cells, len(relaxed), histograms), noisy, std)
-    weight = 1.0 / (1.0 + np.exp(-(np.nan_to_num(evidence, nan=-np.inf) - PAIR_EVIDENCE) / 2.0))
-    kept = {layout.tables[t] for t in np.flatnonzero(weight > 0.0)}
+    kept = {layout.tables[t] for t in np.flatnonzero(evidence > PAIR_EVIDENCE)}
     tested = sorted(cells)
     if tested:
         logger.info("numeric pairs (kept where the evidence exceeds %g): %s", PAIR_EVIDENCE,
@@ -216,8 +215,6 @@ def pair_ties(relaxed: np.ndarray, domain: Domain, layout: TieLayout, noisy: np.
     tables = [table for table in layout.tables if table in kept or table in fitted]
     out = layout_of(domain, tables, layout.bins)
     paired = _deviations(layout, cells)
-    for t in cells:  # probe: posterior-weighted pairing
-        paired[layout.offsets[t]:layout.offsets[t + 1]] *= weight[t]
     deviations = np.zeros(out.n_cells)
     for t, table in enumerate(tables):
         source, values = (ties.layout, ties.deviations) if table in fitted else (layout, paired)
