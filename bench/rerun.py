@@ -12,7 +12,8 @@ reads the suite's default rows see the current library::
     python -m bench.run --plots-only             # redraw headline.md and the plots
 
 The old rows stay in git history; only runs present in both files are compared, and only the
-(dataset, ε, seed) points the rerun holds are replaced.
+(dataset, ε, seed) points the rerun holds are replaced (``--datasets`` takes only some
+datasets' rows of it, e.g. when another dataset's rerun is incomplete).
 """
 
 from __future__ import annotations
@@ -73,8 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--why", required=True, help="what changed in the library, for the note")
     parser.add_argument("--note", type=Path, required=True, help="Markdown note to write")
     parser.add_argument("--finding", default="", help="one line on what the rerun showed")
+    parser.add_argument("--datasets", nargs="+", help="take only these datasets' rows of the rerun (the others "
+                                                      "keep their old rows)")
     args = parser.parse_args(argv)
     old, new = read_results(args.suite_csv), read_results(args.new)
+    if args.datasets:
+        new = new.filter(pl.col("dataset").is_in(args.datasets))
     table = compare(old, new, args.mechanism)
     args.note.write_text(
         f"# Rerun of `{args.mechanism}` in {args.suite_csv.name}: {args.why}\n\n"

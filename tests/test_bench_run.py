@@ -519,6 +519,26 @@ def test_a_rerun_replaces_only_its_mechanism_at_its_points_and_compares_paired_s
         ("aim", 1.0, 0, 0.3), ("rap++", 1.0, 0, 0.1), ("rap++", 1.0, 1, 0.3), ("rap++", 5.0, 0, 0.2)]
 
 
+def test_a_rerun_can_take_only_some_datasets_rows(tmp_path):
+    from bench import rerun
+
+    def row(dataset, error):
+        return {"dataset": dataset, "mechanism": "mst", "epsilon": 1.0, "seed": 0, "parameters": "{}",
+                "status": "ok", "CM_mean_error": error}
+
+    suite, new = tmp_path / "headline.csv", tmp_path / "rerun.csv"
+    for r in [row("adult", 0.4), row("acs-income-CA", 0.6)]:
+        run.append_row(suite, r)
+    for r in [row("adult", 0.1), row("acs-income-CA", 0.2)]:
+        run.append_row(new, r)
+    note = tmp_path / "note.md"
+    assert rerun.main(["--suite-csv", str(suite), "--new", str(new), "--mechanism", "mst", "--why", "test",
+                       "--note", str(note), "--datasets", "adult"]) == 0
+    after = dict(run.read_results(suite).select("dataset", "CM_mean_error").rows())
+    assert after == {"adult": 0.1, "acs-income-CA": 0.6}
+    assert "acs-income-CA" not in note.read_text()
+
+
 # ------------------------------------------------------------------ the public tables (bench/mechanisms.py)
 
 
