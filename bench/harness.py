@@ -42,12 +42,8 @@ COLUMNS = (
     "real_gb_macro_f1", "real_rf_macro_f1", *SDMETRICS_METRICS, "seconds", "peak_rss_mib", "load_1m_at_start",
     "details", "machine", "version", "commit", "date",
 )
-FLOAT_COLUMNS = ("epsilon", "delta", "CM_mean_error", "CM_max_error", "MM_mean_error", "MM_max_error",
-                 "LT_mean_error", "LT_max_error", "numeric_ks_mean", "numeric_decile_error", "pearson_mean_delta",
-                 "pearson_max_delta", "spearman_mean_delta", "spearman_max_delta", "eta_kept_mean", "eta_kept_min",
-                 "median_error_max", "macro_f1",
-                 "accuracy", "real_macro_f1", "real_accuracy", "gb_macro_f1", "rf_macro_f1", "real_gb_macro_f1",
-                 "real_rf_macro_f1", *SDMETRICS_METRICS, "seconds", "peak_rss_mib", "load_1m_at_start")
+FLOAT_COLUMNS = ("epsilon", "delta", *COLUMNS[COLUMNS.index("CM_mean_error"):COLUMNS.index("details")])
+"""The float columns: ε, δ and every metric (the errors through the load at start), as COLUMNS orders them."""
 NUMERIC_METRICS = ("numeric_ks_mean", "numeric_decile_error")
 """Issue #14's numeric metric (``polars_rap.quality.evaluation.numeric_summary``), in every row."""
 RELATION_METRICS = ("pearson_mean_delta", "pearson_max_delta", "spearman_mean_delta", "spearman_max_delta",
