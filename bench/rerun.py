@@ -26,7 +26,7 @@ import polars as pl
 
 from bench.harness import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown, write_results
 
-__all__ = ["compare", "splice"]
+__all__ = ["compare", "splice", "with_bins"]
 
 KEY = ("dataset", "epsilon", "seed")
 METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "gb_macro_f1", "rf_macro_f1", "numeric_ks_mean",
@@ -34,23 +34,35 @@ METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "gb_macro_f1
 
 
 def compare(old: pl.DataFrame, new: pl.DataFrame, mechanism: str) -> pl.DataFrame:
-    """Dataset × ε: mean over the seeds both hold of each metric, old, new and new / old."""
+    """Dataset × ε (× bins, for a binned mechanism): mean over the seeds both hold of each metric,
+    old, new and new / old. A binned peer's rows at the suite's tuning point hold every bins value
+    tried; each bins value is its own row here, so the chosen value's seeds are never averaged
+    with the values it was chosen over."""
     def means(frame: pl.DataFrame) -> pl.DataFrame:
-        return (frame.filter((pl.col("mechanism") == mechanism) & (pl.col("status") == "ok"))
-                .group_by("dataset", "epsilon").agg(*(pl.col(m).mean() for m in METRICS),
-                                                   pl.col("seed").n_unique().alias("seeds")))
+        return (with_bins(frame).filter((pl.col("mechanism") == mechanism) & (pl.col("status") == "ok"))
+                .group_by("dataset", "epsilon", "bins").agg(*(pl.col(m).mean() for m in METRICS),
+                                                           pl.col("seed").n_unique().alias("seeds")))
 
-    shared = (old.filter(pl.col("mechanism") == mechanism).select(KEY)
-              .join(new.filter(pl.col("mechanism") == mechanism).select(KEY), on=list(KEY)))
-    before = means(old.join(shared, on=list(KEY)))
-    after = means(new.join(shared, on=list(KEY)))
-    joined = before.join(after, on=["dataset", "epsilon"], suffix="_new")
+    shared = (with_bins(old).filter(pl.col("mechanism") == mechanism).select(*KEY, "bins").unique()
+              .join(with_bins(new).filter(pl.col("mechanism") == mechanism).select(*KEY, "bins").unique(),
+                    on=[*KEY, "bins"], nulls_equal=True))
+    before = means(with_bins(old).join(shared, on=[*KEY, "bins"], nulls_equal=True))
+    after = means(with_bins(new).join(shared, on=[*KEY, "bins"], nulls_equal=True))
+    joined = before.join(after, on=["dataset", "epsilon", "bins"], suffix="_new", nulls_equal=True)
     columns = []
     for metric in METRICS:
         columns += [pl.col(metric).alias(f"{metric} old"), pl.col(f"{metric}_new").alias(f"{metric} new"),
                     (pl.col(f"{metric}_new") / pl.col(metric)).round(3).alias(f"{metric} new/old")]
-    return joined.select("dataset", "epsilon", *columns, "seeds_new").rename({"seeds_new": "seeds"}).sort(
-        "dataset", "epsilon")
+    table = joined.select("dataset", "epsilon", "bins", *columns, "seeds_new").rename({"seeds_new": "seeds"}).sort(
+        "dataset", "epsilon", "bins")
+    return table if table["bins"].is_not_null().any() else table.drop("bins")
+
+
+def with_bins(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with an Int64 ``bins`` column read from each row's ``parameters`` JSON (null for
+    a mechanism that does not bin)."""
+    return frame.with_columns(
+        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
 
 
 def splice(suite_csv: Path, new: pl.DataFrame, mechanism: str) -> int:

@@ -519,6 +519,23 @@ def test_a_rerun_replaces_only_its_mechanism_at_its_points_and_compares_paired_s
         ("aim", 1.0, 0, 0.3), ("rap++", 1.0, 0, 0.1), ("rap++", 1.0, 1, 0.3), ("rap++", 5.0, 0, 0.2)]
 
 
+def test_a_rerun_compares_a_binned_peer_per_bins_value(tmp_path):
+    """At the suite's tuning point a binned peer holds a row per bins value tried: the chosen
+    value's seeds are compared among themselves, never averaged with the values it beat."""
+    from bench import rerun
+
+    def row(bins, seed, error):
+        return {"dataset": "adult", "mechanism": "mst", "epsilon": 1.0, "seed": seed,
+                "parameters": json.dumps({"bins": bins}), "status": "ok", "CM_mean_error": error}
+
+    old = [row(10, 0, 0.9), row(50, 0, 0.4), row(50, 1, 0.6)]
+    new = [row(10, 0, 0.7), row(50, 0, 0.1), row(50, 1, 0.3)]
+    table = rerun.compare(_as_results(old), _as_results(new), "mst")
+    assert table.select("bins", "seeds").rows() == [(10, 1), (50, 2)]
+    chosen = table.row(1, named=True)
+    assert math.isclose(chosen["CM_mean_error old"], 0.5) and math.isclose(chosen["CM_mean_error new"], 0.2)
+
+
 def test_a_rerun_can_take_only_some_datasets_rows(tmp_path):
     from bench import rerun
 
