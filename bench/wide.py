@@ -456,6 +456,16 @@ FIT_COLUMNS = ("seconds", "peak_rss_mib", "CM_mean_error", "MM_mean_error", "tv2
                "gb_macro_f1", "real_logistic_macro_f1", "real_gb_macro_f1")
 
 
+def _still_failed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failed rows of ``rows`` (in file order) that no later row of the same kind, columns,
+    rows, mechanism and seed replaced with a result: a failure fixed and rerun is history."""
+    def key(r):
+        return tuple(r.get(k) for k in ("kind", "columns", "rows", "mechanism", "seed"))
+
+    last_ok = {key(r): i for i, r in enumerate(rows) if "error" not in r}
+    return [r for i, r in enumerate(rows) if "error" in r and last_ok.get(key(r), -1) < i]
+
+
 def fit_markdown(rows: list[dict[str, Any]]) -> str:
     """Each (table, rows, mechanism)'s mean over its seeds of :data:`FIT_COLUMNS`, and the
     machine's load while it ran."""
@@ -478,10 +488,11 @@ def fit_markdown(rows: list[dict[str, Any]]) -> str:
              "`other_cores_max`: cores other processes kept busy meanwhile (above ~0.2 the seconds are inflated).",
              "", "| " + " | ".join(table.columns) + " |", "|" + "---|" * table.width]
     lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in table.iter_rows()]
-    failed = [r for r in rows if "error" in r]
+    failed = _still_failed(rows)
     if failed:
-        lines += ["", "Failed runs:", ""] + [f"- {r.get('kind')} {r.get('columns')} x {r.get('rows')} "
-                                             f"{r.get('mechanism')}: {r['error']}" for r in failed]
+        lines += ["", "Failed runs (no later run of the same table, mechanism and seed succeeded):", ""] + [
+            f"- {r.get('kind')} {r.get('columns')} x {r.get('rows')} {r.get('mechanism')} seed {r.get('seed')}: "
+            f"{r['error']}" for r in failed]
     return "\n".join(lines) + "\n"
 
 

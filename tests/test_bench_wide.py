@@ -25,3 +25,21 @@ def test_a_network_table_written_in_blocks_is_rows_of_one_network(tmp_path, monk
     assert scanned.height == 100 and scanned.schema == first.frame.schema
     assert first.frame.equals(wide.bayes_net_table(12, 40, 0).frame)
     assert not pl.read_parquet(parts[1]).equals(pl.read_parquet(parts[0]))
+
+
+def test_the_fit_table_lists_only_the_failures_no_later_run_fixed():
+    """A failed run that a later run of the same table, mechanism and seed replaced is history;
+    one without such a run (or whose rerun failed again) is still listed."""
+    def ok(seed, seconds):
+        return {"kind": "bn", "columns": 50, "rows": 1000, "mechanism": "rap++", "seed": seed,
+                "seconds": seconds, "other_processes_cores": 0.0}
+
+    def failed(seed, error):
+        return {"kind": "bn", "columns": 50, "rows": 1000, "mechanism": "rap++", "seed": seed, "error": [error]}
+
+    rows = [failed(0, "fixed since"), ok(0, 10.0), ok(1, 12.0), failed(1, "failed after a success"),
+            failed(2, "never rerun")]
+    text = wide.fit_markdown(rows)
+    assert "fixed since" not in text
+    assert "failed after a success" in text and "never rerun" in text
+    assert "| bn | 50 | 1000 | rap++ | 2 | 11.0 |" in text
