@@ -66,16 +66,15 @@ def with_bins(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def splice(suite_csv: Path, new: pl.DataFrame, mechanism: str) -> int:
-    """Rewrite ``suite_csv`` with ``mechanism``'s rows at the rerun's points (dataset, ε, seed and
-    bins value) replaced by the rerun's rows (other rows untouched, in order: a binned peer's
-    other bins values at the tuning point stay); returns the number of rows replaced."""
-    old = with_bins(read_results(suite_csv)).with_row_index("_at")
-    rows = with_bins(new.filter(pl.col("mechanism") == mechanism))
-    points = rows.select(*KEY, "bins").unique()
-    replaced = (old.filter(pl.col("mechanism") == mechanism)
-                .join(points, on=[*KEY, "bins"], how="semi", nulls_equal=True))
-    kept = old.filter(~pl.col("_at").is_in(replaced["_at"].implode())).sort("_at")
-    write_results(suite_csv, pl.concat([kept.select(COLUMNS), rows.select(COLUMNS)], how="vertical_relaxed"))
+    """Rewrite ``suite_csv`` with ``mechanism``'s rows at the rerun's points replaced by the
+    rerun's rows (other rows untouched, in order); returns the number of rows replaced."""
+    old = read_results(suite_csv)
+    rows = new.filter(pl.col("mechanism") == mechanism)
+    points = rows.select(KEY).unique()
+    replaced = old.join(points, on=list(KEY), how="semi").filter(pl.col("mechanism") == mechanism)
+    kept = old.join(replaced.select(KEY).with_columns(pl.lit(mechanism).alias("mechanism")),
+                    on=[*KEY, "mechanism"], how="anti")
+    write_results(suite_csv, pl.concat([kept, rows.select(COLUMNS)], how="vertical_relaxed"))
     return replaced.height
 
 

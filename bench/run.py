@@ -30,9 +30,7 @@ the bins value that gave the lowest mean of the CM, MM and LT mean errors there 
 fixed-sampler row follows its shipped row's choice: it is the same fit). The choice looks at
 the training rows' errors, as the paper's "best of 10/20/30/50" does; it is a benchmark
 convenience, not a private procedure. Runs waiting for that choice are planned as soon as
-the tuning point is complete. ``--bins-from bench/results/headline.csv`` takes instead the choice
-that file's tuning rows made and runs only it (a rerun of a peer for new metrics keeps the
-committed choice rather than making it again from refits within the peer's own noise).
+the tuning point is complete.
 
 Peers (AIM, MST and their fixed-sampler rows from smartnoise-synth, as shipped: calibrated to
 add/remove neighbours; ``aim-replace-one``, smartnoise's AIM at the budget that makes it
@@ -196,8 +194,7 @@ def bins_values(suite: dict[str, Any], mechanism: str) -> tuple:
 
 def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequence[str],
               epsilons: Sequence[float], seeds: Sequence[int], peer_time_cap_s: float,
-              chosen_bins: dict[tuple[str, str], int] | None = None,
-              pinned_bins: dict[tuple[str, str], int] | None = None) -> list[dict]:
+              chosen_bins: dict[tuple[str, str], int] | None = None) -> list[dict]:
     """Every run of a suite that can be planned now, as ``--one`` specs, in execution order.
 
     Per dataset, the suite's tuning point (ε, seed) comes first, then seed by seed every ε
@@ -205,12 +202,9 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
     bins values runs all of them there (even when that point is outside ``epsilons`` ×
     ``seeds``) and, elsewhere, only ``chosen_bins[(dataset, mechanism)]`` (a companion row
     uses its parent's entry, see ``SAME_FIT_AS``); without an entry those runs are left out
-    until the tuning point is complete (:func:`choose_bins`). ``pinned_bins`` (``--bins-from``:
-    a choice made once, from another results file) runs only its value, at the grid's points
-    alone, as a mechanism that borrows its bins does: a rerun for new metrics then keeps the
-    choice instead of making it again from refits whose scores lie within the peer's noise.
+    until the tuning point is complete (:func:`choose_bins`).
     """
-    chosen_bins, pinned_bins = chosen_bins or {}, pinned_bins or {}
+    chosen_bins = chosen_bins or {}
     tuning = (float(suite["tuning"][0]), int(suite["tuning"][1]))
     grid = [(float(e), int(s)) for s in seeds for e in epsilons]  # a partial run covers every ε
     runs = []
@@ -221,12 +215,11 @@ def plan_runs(suite: dict[str, Any], datasets: Sequence[str], mechanisms: Sequen
                 values = bins_values(suite, mechanism)
                 tuned = len(values) > 1
                 fit = SAME_FIT_AS.get(mechanism, mechanism)  # the mechanism whose fit gives its rows
-                pinned = pinned_bins.get((dataset, fit))
-                borrowed = fit in BINS_FROM or pinned is not None
+                borrowed = fit in BINS_FROM
                 if not (in_grid or (tuned and not borrowed)):
                     continue
                 if tuned and (borrowed or (epsilon, seed) != tuning):
-                    choice = pinned if pinned is not None else chosen_bins.get((dataset, fit))
+                    choice = chosen_bins.get((dataset, fit))
                     if choice is None:
                         continue
                     values = (choice,)
@@ -852,9 +845,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="per dataset, keys merged into numeric columns' declared domains for "
                              "polars-rap's mechanisms (an ablation), e.g. "
                              "'{\"adult\": {\"capital-gain\": {\"scale\": \"log\", \"atoms\": [0]}}}'")
-    parser.add_argument("--bins-from", type=Path, metavar="CSV",
-                        help="binned mechanisms take the bins choice this results file's tuning rows made (e.g. "
-                             "bench/results/headline.csv, when rerunning peers for new metrics) and run only it")
     parser.add_argument("--plots-only", action="store_true", help="only redraw plots and the table from --out")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or per-run lines")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -877,14 +867,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or RESULTS / f"{args.suite}.csv"
     plots_dir = args.plots_dir or default_plots_dir(args.suite, out)
     if not args.plots_only:
-        required = {m: bins_values(suite, m) for m in ALL_MECHANISMS if bins_values(suite, m) != (None,)}
-        pinned = choose_bins(read_results(args.bins_from), required) if args.bins_from else None
-
         def plan(chosen: dict[tuple[str, str], int]) -> list[dict]:
             return plan_runs(suite, args.datasets or suite["datasets"], args.mechanisms or ALL_MECHANISMS,
                              args.epsilons or suite["epsilons"], args.seeds or suite["seeds"],
-                             args.peer_time_cap, chosen, pinned)
+                             args.peer_time_cap, chosen)
 
+        required = {m: bins_values(suite, m) for m in ALL_MECHANISMS if bins_values(suite, m) != (None,)}
         started = time.perf_counter()
         rows = run_suite(plan, out, args.resume, args.quiet, required)
         if not args.quiet:

@@ -137,21 +137,6 @@ def test_headline_plan_tunes_bins_at_one_point_then_runs_the_choice_everywhere()
     assert not [r for r in first if r["mechanism"].startswith("aim-replace-one")]  # nothing before AIM's choice
 
 
-def test_a_pinned_bins_choice_runs_only_its_value_at_the_grid_points():
-    """``--bins-from``: a choice made once elsewhere runs alone, at every point of the grid and
-    only there (no tuning fits), its companion row following; other datasets still tune."""
-    suite = run.SUITES["headline"]
-    runs = run.plan_runs(suite, suite["datasets"], ["mst", "mst-fixed-sampler"], suite["epsilons"], suite["seeds"],
-                         1800.0, {}, {("acs-income-CA", "mst"): 30})
-    pinned = [r for r in runs if r["dataset"] == "acs-income-CA"]
-    assert {r["parameters"]["bins"] for r in pinned} == {30}
-    assert sorted((r["mechanism"], r["epsilon"], r["seed"]) for r in pinned) == sorted(
-        (m, e, s) for m in ("mst", "mst-fixed-sampler") for e in suite["epsilons"] for s in suite["seeds"])
-    tuned = [r for r in runs if r["dataset"] == "adult"]
-    assert {r["parameters"]["bins"] for r in tuned} == {10, 20, 30, 50}
-    assert all((r["epsilon"], r["seed"]) == (1.0, 0) for r in tuned)
-
-
 def test_choose_bins_compares_only_where_every_value_ran_and_companions_follow():
     spec = {"dataset": "adult", "epsilon": 1.0, "seed": 0}
     rows = []
@@ -549,13 +534,6 @@ def test_a_rerun_compares_a_binned_peer_per_bins_value(tmp_path):
     assert table.select("bins", "seeds").rows() == [(10, 1), (50, 2)]
     chosen = table.row(1, named=True)
     assert math.isclose(chosen["CM_mean_error old"], 0.5) and math.isclose(chosen["CM_mean_error new"], 0.2)
-    suite = tmp_path / "headline.csv"
-    for r in old:
-        run.append_row(suite, r)
-    # a rerun of the chosen value alone replaces its rows; the value it beat keeps its row
-    assert rerun.splice(suite, _as_results(new[1:]), "mst") == 2
-    after = run.read_results(suite)
-    assert after.select("seed", "CM_mean_error").rows() == [(0, 0.9), (0, 0.1), (1, 0.3)]
 
 
 def test_a_rerun_can_take_only_some_datasets_rows(tmp_path):
