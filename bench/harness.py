@@ -105,6 +105,12 @@ def read_results(path: Path) -> pl.DataFrame:
     )
 
 
+def with_bins(results: pl.DataFrame) -> pl.DataFrame:
+    """``results`` with ``bins`` (Int64, null when the run has none) from its parameters JSON."""
+    return results.with_columns(
+        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
+
+
 def completed_keys(results: pl.DataFrame) -> set[tuple]:
     """Keys of the runs whose rows say ok or timeout; errors are retried."""
     done = results.filter(pl.col("status").is_in(DONE_STATUSES))

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import polars as pl
 
-from bench.harness import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown, write_results
+from bench.harness import COLUMNS, ERROR_CLASSES, RESULTS, read_results, table_markdown, with_bins, write_results
 
-__all__ = ["compare", "splice", "with_bins"]
+__all__ = ["compare", "splice"]
 
 KEY = ("dataset", "epsilon", "seed")
 METRICS = (*(f"{c}_mean_error" for c in ERROR_CLASSES), "macro_f1", "gb_macro_f1", "rf_macro_f1", "numeric_ks_mean",
@@ -56,13 +56,6 @@ def compare(old: pl.DataFrame, new: pl.DataFrame, mechanism: str) -> pl.DataFram
     table = joined.select("dataset", "epsilon", "bins", *columns, "seeds_new").rename({"seeds_new": "seeds"}).sort(
         "dataset", "epsilon", "bins")
     return table if table["bins"].is_not_null().any() else table.drop("bins")
-
-
-def with_bins(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with an Int64 ``bins`` column read from each row's ``parameters`` JSON (null for
-    a mechanism that does not bin)."""
-    return frame.with_columns(
-        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
 
 
 def splice(suite_csv: Path, new: pl.DataFrame, mechanism: str) -> int:

@@ -64,7 +64,7 @@ from bench.harness import (  # noqa: F401  (the harness's names, as bench.run ha
     BENCH_DIR, COLUMNS, DONE_STATUSES, ERROR_CLASSES, FLOAT_COLUMNS, NUMERIC_METRICS, RELATION_METRICS, REPO_ROOT,
     RESULTS, TREE_MODELS,
     append_row, canonical_json, completed_keys, execute, machine, merged, read_results, run_key, spec_key,
-    table_markdown, utc_now, workload_scores, write_results,
+    table_markdown, utc_now, with_bins, workload_scores, write_results,
 )
 from bench.host import SHARED_DATA, git_commit, own_peak_rss_mib
 
@@ -172,12 +172,6 @@ def mechanism_parameters(suite: dict[str, Any], mechanism: str, bins: int | None
     return parameters
 
 
-def _with_bins(results: pl.DataFrame) -> pl.DataFrame:
-    """``results`` with ``bins`` (Int64, null when the run has none) from its parameters JSON."""
-    return results.with_columns(
-        pl.col("parameters").str.json_path_match("$.bins").cast(pl.Int64, strict=False).alias("bins"))
-
-
 def _score() -> pl.Expr:
     """What a bins choice minimises: the mean of the CM, MM and LT mean errors of a row."""
     return pl.mean_horizontal(*(pl.col(f"{c}_mean_error") for c in ERROR_CLASSES))
@@ -246,7 +240,7 @@ def choose_bins(results: pl.DataFrame, required: dict[str, Sequence[int]] | None
     Ties go to fewer bins; a mechanism with no ok row at those points gets its fewest bins.
     Companion rows (``SAME_FIT_AS``) get their parent's choice when the parent has one.
     """
-    frame = (_with_bins(results).with_columns(_score().alias("_score"))
+    frame = (with_bins(results).with_columns(_score().alias("_score"))
              .filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null()
                      & pl.col("status").is_in((*DONE_STATUSES, "error"))))
     has_ok = (pl.col("status") == "ok").any().over("dataset", "mechanism", "epsilon", "seed")
@@ -478,7 +472,7 @@ def with_variants(results: pl.DataFrame) -> pl.DataFrame:
     or table shows; for mechanisms run over several bins, only the chosen bins per dataset
     is kept (:func:`choose_bins`: best at the points where every bins value ran), named in
     the variant."""
-    frame = _with_bins(results)
+    frame = with_bins(results)
     chosen = choose_bins(results)
     best = pl.DataFrame({"dataset": [d for d, _ in chosen], "mechanism": [m for _, m in chosen],
                          "best_bins": list(chosen.values())},
@@ -495,7 +489,7 @@ def bins_table(results: pl.DataFrame) -> pl.DataFrame:
     """How each bins value did where every one of them ran (the tuning point): dataset,
     mechanism, bins, ε, seeds, mean CM/MM/LT error and their mean (the choice's score),
     macro F1, seconds, and ``chosen`` (the value the table and plots use)."""
-    frame = _with_bins(results).filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null())
+    frame = with_bins(results).filter(pl.col("mechanism").is_in(BINNED) & pl.col("bins").is_not_null())
     points = (frame.filter(pl.col("status").is_in(DONE_STATUSES))
               .group_by("dataset", "mechanism", "epsilon", "seed").agg(pl.col("bins").n_unique().alias("_n")))
     most = frame.group_by("dataset", "mechanism").agg(pl.col("bins").n_unique().alias("_all"))
