@@ -38,17 +38,16 @@ def compare(old: pl.DataFrame, new: pl.DataFrame, mechanism: str) -> pl.DataFram
     old, new and new / old. A binned peer's rows at the suite's tuning point hold every bins value
     tried; each bins value is its own row here, so the chosen value's seeds are never averaged
     with the values it was chosen over."""
+    on = [*KEY, "bins"]
+    old, new = (with_bins(frame).filter(pl.col("mechanism") == mechanism) for frame in (old, new))
+    shared = old.select(on).unique().join(new.select(on).unique(), on=on, nulls_equal=True)
+
     def means(frame: pl.DataFrame) -> pl.DataFrame:
-        return (with_bins(frame).filter((pl.col("mechanism") == mechanism) & (pl.col("status") == "ok"))
+        return (frame.join(shared, on=on, nulls_equal=True).filter(pl.col("status") == "ok")
                 .group_by("dataset", "epsilon", "bins").agg(*(pl.col(m).mean() for m in METRICS),
                                                            pl.col("seed").n_unique().alias("seeds")))
 
-    shared = (with_bins(old).filter(pl.col("mechanism") == mechanism).select(*KEY, "bins").unique()
-              .join(with_bins(new).filter(pl.col("mechanism") == mechanism).select(*KEY, "bins").unique(),
-                    on=[*KEY, "bins"], nulls_equal=True))
-    before = means(with_bins(old).join(shared, on=[*KEY, "bins"], nulls_equal=True))
-    after = means(with_bins(new).join(shared, on=[*KEY, "bins"], nulls_equal=True))
-    joined = before.join(after, on=["dataset", "epsilon", "bins"], suffix="_new", nulls_equal=True)
+    joined = means(old).join(means(new), on=["dataset", "epsilon", "bins"], suffix="_new", nulls_equal=True)
     columns = []
     for metric in METRICS:
         columns += [pl.col(metric).alias(f"{metric} old"), pl.col(f"{metric}_new").alias(f"{metric} new"),
