@@ -15,10 +15,7 @@ import pytest
 import polars_rap
 from polars_rap.schema.domain import Domain
 from polars_rap.kernels import get_backend
-from polars_rap.fit.numeric_histograms import (
-    MAX_TREE_CELLS, NOISE_TO_MASS, TREE_BRANCHINGS, HistogramTree, histogram_groups, histogram_prefixes, histogram_runs,
-    histogram_tree, merged_cells,
-)
+from polars_rap.fit.numeric_histograms import MAX_TREE_CELLS, TREE_BRANCHINGS, HistogramTree, histogram_groups, histogram_prefixes, histogram_runs, histogram_tree
 from polars_rap.privacy.report import subgaussian_halfwidth
 from polars_rap.io.source import DataSource, exact_answers
 
@@ -172,11 +169,9 @@ def test_a_run_releases_each_tree_once_charged_and_reports_its_least_squares_pre
         n_cells = int(spec.upper - spec.lower + 1)
         cells = np.zeros((n_cells, 2))
         np.add.at(cells, ((whole - spec.lower).astype(int), labels), 1.0)  # nulls in the first cell
-        kept = merged_cells(n_cells, 2, n, call["rho"])  # the cells the budget affords (public)
-        cells = np.diff(np.cumsum(cells, axis=0)[kept], axis=0, prepend=0.0)
-        tree = histogram_tree(len(kept), "auto")
-        assert f"({len(kept)} cells per label value, tree of branching {tree.branching}: {len(tree.nodes)} nodes, " \
-               f"{tree.levels} levels)" in call["description"]
+        tree = histogram_tree(n_cells, "auto")
+        assert tree.branching == 2
+        assert f"tree of branching 2: {len(tree.nodes)} nodes, {tree.levels} levels" in call["description"]
         np.testing.assert_allclose(call["values"] * n, (tree.nodes @ cells).ravel(), rtol=1e-12)  # counts / n
         assert call["l2"] == math.sqrt(2.0 * tree.levels) / n and call["charged"] == [call["rho"]]
         expected_prefix.append((tree.prefix_weights @ call["noisy"].reshape(-1, 2)).ravel())
@@ -203,34 +198,3 @@ def test_every_run_releases_its_histograms_as_auto_picks_and_bad_branchings_are_
     for bad in (1, 0, 2.0, True, "binary", "flat"):
         with pytest.raises(polars_rap.ParameterError, match="branching"):
             histogram_tree(30, bad)
-
-
-def _node_std_times_cells(n_cells: int, n_labels: int, n_rows: int, rho: float) -> float:
-    """A release of ``n_cells`` cells' noise std per node over a cell's mean mass."""
-    levels = histogram_tree(n_cells, "auto").levels
-    return math.sqrt(2.0 * levels) / (n_rows * math.sqrt(2.0 * rho)) * n_cells * n_labels
-
-
-@pytest.mark.parametrize("n_cells", [10, 83, 202])
-def test_cells_merge_by_the_least_factor_whose_noise_per_node_is_at_most_half_a_cells_mass(n_cells) -> None:
-    """Every prefix where the budget affords the cells; else the least merge factor m (m cells a
-    merged cell, the first and last cells alone) at which the rule holds, the factor below
-    failing it; fewer cells as the budget falls."""
-    n_rows, labels = 27_540, 2
-    ample = merged_cells(n_cells, labels, n_rows, 1.0)
-    np.testing.assert_array_equal(ample, np.arange(n_cells))
-    counts = []
-    for rho in (1e-3, 1e-4, 1e-5, 1e-6):
-        kept = merged_cells(n_cells, labels, n_rows, rho)
-        assert kept[0] == 0 and kept[-1] == n_cells - 1 and np.all(np.diff(kept) > 0)
-        counts.append(len(kept))
-        if len(kept) == n_cells or len(kept) <= 4:
-            continue
-        merge = int(kept[1] - kept[0])  # the first merged cell after the first cell holds m cells
-        assert np.all(np.diff(kept[1:-2]) == merge) and merge >= 2
-        assert _node_std_times_cells(len(kept), labels, n_rows, rho) <= NOISE_TO_MASS
-        fewer = merge - 1
-        inner = np.arange(fewer, n_cells - 1, fewer)
-        finer = len(np.unique(np.concatenate([[0], inner, [n_cells - 2, n_cells - 1]]))) if fewer > 1 else n_cells
-        assert _node_std_times_cells(finer, labels, n_rows, rho) > NOISE_TO_MASS
-    assert counts == sorted(counts, reverse=True) and counts[-1] < n_cells

@@ -16,7 +16,7 @@ import pytest
 import polars_rap
 from polars_rap.schema.domain import Domain
 from polars_rap.kernels import get_backend
-from polars_rap.fit.numeric_histograms import histogram_edges, merged_cells, histogram_groups, histogram_runs
+from polars_rap.fit.numeric_histograms import histogram_edges, histogram_groups, histogram_runs
 from polars_rap.privacy.ledger import split_budget
 from polars_rap.workload.queries import QueryClass
 from polars_rap.privacy.report import interval_halfwidth, simultaneous_halfwidth, subgaussian_halfwidth
@@ -154,7 +154,6 @@ def test_each_histogram_is_one_charged_release_of_its_true_cells_and_prefixes_ar
         assert call["l2"] == math.sqrt(2.0) / n and call["n_rows"] == n
         assert call["charged"] == [call["rho"]]  # one event, charged before the noise
         edges = histogram_edges(spec, 40).astype(np.float64)
-        edges = edges[merged_cells(len(edges), 2, n, call["rho"])]  # the cells the budget affords (public)
         values = frame[spec.name].to_numpy().astype(np.float64)
         unit = np.where(np.isnan(values), 0.0, to_unit(np.nan_to_num(values), spec)).astype(np.float32)
         cell = np.searchsorted(edges.astype(np.float32), unit, side="left")  # first edge >= x

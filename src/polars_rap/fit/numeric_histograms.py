@@ -73,7 +73,7 @@ from polars_rap.workload.builders import _feature_and_label_blocks, _marginal_gr
 
 __all__ = ["DEFAULT_MAX_BINS", "HISTOGRAM_BRANCHING", "HISTOGRAM_FROM", "HISTOGRAM_WEIGHT", "MAX_TREE_CELLS",
            "TREE_BRANCHINGS", "HistogramTree", "add_numeric_histograms", "histogram_edges", "histogram_groups",
-           "histogram_runs", "histogram_tree", "measure_histograms", "merged_cells"]
+           "histogram_runs", "histogram_tree", "measure_histograms"]
 
 DEFAULT_MAX_BINS = 200
 """Cells of a numeric histogram at most (two more on a wider integer column: its bounds' own):
@@ -103,15 +103,6 @@ trees of :data:`TREE_BRANCHINGS` has the least expected prefix noise for its num
 datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_trees.md``): MM -15 to -25%, LT
 -12 to -19%, numeric KS -15 to -38%, CM level, macro F1 +0.001 to +0.004."""
 
-
-NOISE_TO_MASS = 0.5
-"""A histogram's cells are merged (:func:`merged_cells`) until its release's noise std per node
-is at most this fraction of a cell's mean mass ``1 / (K L)`` (``K`` cells, ``L`` label values):
-public, from the row count, the histogram's budget and the grid. acs-income-CA's age (83 whole
-values, 2 labels) has 1.66 at eps = 0.25 and 0.46 at eps = 1, so 0.5 keeps every whole value at
-eps >= 1 and merges three ages a cell at 0.25, where single ages' noise (0.010 a node against
-0.006 of mass) had put a quarter of 18-20-year-olds above 50,000 dollars
-(``bench/results/gb_gap_ca.md``)."""
 
 TREE_BRANCHINGS = (2, 3, 4, 8, 16)
 """The branchings ``"auto"`` weighs against the flat release (:func:`histogram_tree`)."""
@@ -247,37 +238,15 @@ def _label_block(queries: QuerySet, group: int) -> int:
 
 
 def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
-    """``groups`` (NH group ids, ascending) cut into histograms: maximal runs on the same
-    numeric column and label block (consecutive ids in the workload; a release of merged cells
-    measures some of them), each one histogram's prefixes in order."""
+    """``groups`` (NH group ids, ascending) cut into histograms: maximal runs of consecutive
+    ids on the same numeric column and label block, each one histogram's prefixes in order."""
     groups = np.asarray(groups, dtype=np.int64)
     if len(groups) == 0:
         return []
     column = _threshold_column(queries, groups)
     label = np.array([_label_block(queries, int(g)) for g in groups])
-    cut = np.flatnonzero((np.diff(column) != 0) | (np.diff(label) != 0)) + 1
+    cut = np.flatnonzero((np.diff(groups) != 1) | (np.diff(column) != 0) | (np.diff(label) != 0)) + 1
     return np.split(groups, cut)
-
-
-def merged_cells(n_cells: int, n_labels: int, n_rows: int, rho: float) -> np.ndarray:
-    """int64[K']: the prefixes (indices into the ``n_cells`` prefixes of a histogram's groups)
-    released when consecutive cells are merged ``m`` at a time, for the least ``m`` at which the
-    release's noise std per node, ``sqrt(2 h) / (n sqrt(2 rho))`` (``h`` the levels of the
-    :func:`histogram_tree` of ``K'`` cells) is at most :data:`NOISE_TO_MASS` times a cell's mean
-    mass ``1 / (K' n_labels)``; every prefix (``m = 1``) when that holds already. The first cell
-    and the last stay cells of their own (an integer column's bounds are one whole value each:
-    capital-gain's zeros). Public: the grid's size, the label values, the row count and
-    ``rho``."""
-    every = np.arange(n_cells, dtype=np.int64)
-    for merge in range(1, n_cells):
-        inner = np.arange(merge, n_cells - 1, merge, dtype=np.int64)  # prefix k-1 closes cells ..k
-        kept = np.unique(np.concatenate([[0], inner - 1 + (merge > 1), [n_cells - 2, n_cells - 1]]))
-        kept = kept[(kept >= 0) & (kept < n_cells)] if merge > 1 else every
-        tree = histogram_tree(len(kept), HISTOGRAM_BRANCHING)
-        node_std = math.sqrt(2.0 * tree.levels) / (n_rows * math.sqrt(2.0 * rho))
-        if node_std * len(kept) * n_labels <= NOISE_TO_MASS or len(kept) <= 4:
-            return kept
-    return every
 
 
 def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answers: np.ndarray,
@@ -286,8 +255,7 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
     """Release every histogram of the NH ``groups`` (:func:`histogram_runs`) by one Gaussian
     mechanism on the nodes of its :func:`histogram_tree` (:data:`HISTOGRAM_BRANCHING`; flat: its
     cells, L2 sensitivity ``sqrt(2)/n``; a tree of ``h`` levels: ``sqrt(2 h)/n``, module docstring),
-    ``measure_rho`` split evenly over them, its cells merged where their noise would outweigh
-    their mass (:func:`merged_cells`), and append its prefixes to ``record`` (a
+    ``measure_rho`` split evenly over them, and append its prefixes to ``record`` (a
     :class:`polars_rap.fit.loop_record.LoopRecord`) group by group: noisy answers, std ``sigma
     ||w_k||`` and the draws summed (``k`` for the ``k``-th prefix of a flat release), each
     with ``loss_scale``. ``close`` (callable or None): the last histogram's charge is its
@@ -295,7 +263,6 @@ def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answe
     runs = histogram_runs(queries, groups)
     for position, run in enumerate(runs):
         rho = close() if close is not None and position == len(runs) - 1 else measure_rho / len(runs)
-        run = run[merged_cells(len(run), queries.group_sizes[run[0]], n_rows, rho)]
         prefix_counts = np.rint(true_answers[queries.group_query_indices(run)] * n_rows).reshape(len(run), -1)
         cell_counts = np.diff(prefix_counts, axis=0, prepend=0.0)
         tree = histogram_tree(len(run), HISTOGRAM_BRANCHING)
