@@ -82,12 +82,8 @@ class HistogramMargins:
     ``columns[h]`` its numeric column (index among the domain's numeric columns),
     ``label_blocks[h]`` its label block (-1: the column alone), ``edges[h]`` float64[K] its
     upper edges on the mapped ``[0, 1]`` coordinate, ``prefixes[h]`` float64[K, L] the released
-    ``P(label = code, x <= edge)`` and ``stds[h]`` float64[K] their noise stds; ``pooled[h]``
-    (empty: None for every one) the column's histogram pooled over the labels where its
-    labelled one was released on merged cells (:func:`polars_rap.fit.numeric_histograms.
-    histogram_releases`), as (float64[F] fine edges, float64[F] released ``P(x <= edge)``,
-    float64[F] stds), else None. Only the first label block's histograms of a column are kept:
-    one ranking per column."""
+    ``P(label = code, x <= edge)`` and ``stds[h]`` float64[K] their noise stds. Only the first
+    label block's histograms of a column are kept: one ranking per column."""
 
     band: float
     columns: tuple[int, ...]
@@ -95,7 +91,6 @@ class HistogramMargins:
     edges: tuple[np.ndarray, ...]
     prefixes: tuple[np.ndarray, ...]
     stds: tuple[np.ndarray, ...]
-    pooled: tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, ...] = ()
 
     def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator) -> np.ndarray:
         """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values; ``codes``
@@ -128,35 +123,11 @@ class HistogramMargins:
         target = np.clip(monotone(target), 0.0, 1.0)
         target[-1] = 1.0
         cell = np.minimum(np.searchsorted(target, (np.arange(len(values)) + 0.5) / len(values)), len(edges) - 1)
-        low, high = self._within_cells(h, cell, rng)
+        low = np.concatenate([[0.0], edges[:-1]])[cell]
+        high = edges[cell]
         moved = np.empty_like(values)
         moved[order] = low + rng.random(len(values)) * (high - low)
         return moved
-
-    def _within_cells(self, h: int, cell: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(float64[m], float64[m]): the interval each row of histogram ``h``'s ``cell`` (int[m])
-        is drawn uniformly in: the cell itself, or with a pooled histogram one of its fine cells
-        inside the cell, drawn in proportion to their released mass (clipped at 0; uniform over
-        them where none is positive)."""
-        edges = self.edges[h]
-        lows = np.concatenate([[0.0], edges[:-1]])
-        pooled = self.pooled[h] if self.pooled else None
-        if pooled is None:
-            return lows[cell], edges[cell]
-        fine_edges, fine_prefix = pooled[0], pooled[1]
-        fine_lows = np.concatenate([[0.0], fine_edges[:-1]])
-        mass = np.clip(np.diff(fine_prefix, prepend=0.0), 0.0, None)
-        owner = np.minimum(np.searchsorted(edges, fine_edges, side="left"), len(edges) - 1)  # fine cell -> cell
-        low, high = lows[cell].astype(np.float64), edges[cell].astype(np.float64)
-        for c in np.unique(cell):
-            rows = np.flatnonzero(cell == c)
-            inside = np.flatnonzero(owner == c)
-            if len(inside) == 0:
-                continue
-            weights = mass[inside] if mass[inside].sum() > 0.0 else np.ones(len(inside))
-            chosen = inside[rng.choice(len(inside), size=len(rows), p=weights / weights.sum())]
-            low[rows], high[rows] = fine_lows[chosen], fine_edges[chosen]
-        return low, high
 
     def binned(self, domain: Domain, column: int, label_block: int, bins: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The released histogram of numeric ``column`` within ``label_block`` regrouped into
@@ -180,23 +151,19 @@ class HistogramMargins:
         return shares.T @ cells, np.broadcast_to(variance, (bins, cells.shape[1])).copy()
 
     def to_frame(self, domain: Domain) -> pl.DataFrame:
-        """One row per (histogram, label code, edge): ``column``, ``label`` (null: none; a
-        column's pooled histogram beside its labelled one), ``code``, ``edge`` (mapped),
-        ``prefix``, ``std`` and ``band``: what a saved model keeps."""
+        """One row per (histogram, label code, edge): ``column``, ``label`` (null: none),
+        ``code``, ``edge`` (mapped), ``prefix``, ``std`` and ``band``: what a saved model keeps."""
         parts = []
-        histograms = [(j, self.label_blocks[h], self.edges[h], self.prefixes[h], self.stds[h])
-                      for h, j in enumerate(self.columns)]
-        histograms += [(j, -1, pooled[0], pooled[1][:, None], pooled[2])
-                       for j, pooled in zip(self.columns, self.pooled, strict=False) if pooled is not None]
-        for j, block, edges, prefixes, stds in histograms:
-            k, n_codes = prefixes.shape
+        for h, j in enumerate(self.columns):
+            k, n_codes = self.prefixes[h].shape
+            block = self.label_blocks[h]
             parts.append(pl.DataFrame({
                 "column": [domain.numeric_columns[j].name] * (k * n_codes),
                 "label": [domain.blocks[block].source if block >= 0 else None] * (k * n_codes),
                 "code": np.repeat(np.arange(n_codes), k).astype(np.int32),
-                "edge": np.tile(edges, n_codes),
-                "prefix": prefixes.T.ravel(),
-                "std": np.tile(stds, n_codes),
+                "edge": np.tile(self.edges[h], n_codes),
+                "prefix": self.prefixes[h].T.ravel(),
+                "std": np.tile(self.stds[h], n_codes),
                 "band": [self.band] * (k * n_codes),
             }, schema={"column": pl.String, "label": pl.String, "code": pl.Int32, "edge": pl.Float64,
                        "prefix": pl.Float64, "std": pl.Float64, "band": pl.Float64}))
@@ -206,25 +173,17 @@ class HistogramMargins:
     def from_frame(cls, frame: pl.DataFrame, domain: Domain) -> HistogramMargins:
         """The margins :meth:`to_frame` wrote, for the ``domain`` it was written with."""
         names = [spec.name for spec in domain.numeric_columns]
-        columns, blocks, edges, prefixes, stds, alone = [], [], [], [], [], {}
-        labelled = set(frame.filter(pl.col("label").is_not_null())["column"].to_list())
+        columns, blocks, edges, prefixes, stds = [], [], [], [], []
         for (column, label), part in frame.group_by("column", "label", maintain_order=True):
             part = part.sort("code", "edge")
             n_codes = part["code"].n_unique()
             k = part.height // n_codes
-            edge, std = part["edge"].to_numpy()[:k].copy(), part["std"].to_numpy()[:k].copy()
-            prefix = part["prefix"].to_numpy().reshape(n_codes, k).T.copy()
-            if label is None and column in labelled:  # the pooled histogram beside a labelled one
-                alone[names.index(column)] = (edge, prefix[:, 0].copy(), std)
-                continue
             columns.append(names.index(column))
             blocks.append(domain.block_index(label) if label is not None else -1)
-            edges.append(edge)
-            prefixes.append(prefix)
-            stds.append(std)
-        pooled = tuple(alone.get(j) for j in columns) if alone else ()
-        return cls(float(frame["band"][0]), tuple(columns), tuple(blocks), tuple(edges), tuple(prefixes), tuple(stds),
-                   pooled)
+            edges.append(part["edge"].to_numpy()[:k].copy())
+            prefixes.append(part["prefix"].to_numpy().reshape(n_codes, k).T.copy())
+            stds.append(part["std"].to_numpy()[:k].copy())
+        return cls(float(frame["band"][0]), tuple(columns), tuple(blocks), tuple(edges), tuple(prefixes), tuple(stds))
 
 
 WHOLE_VALUES_LISTED = 2_000_000
@@ -259,23 +218,15 @@ def histogram_margins(record, queries: QuerySet, band: float = HISTOGRAM_MATCH) 
                 if queries.group_class[g] == QueryClass.NUMERIC_HISTOGRAM}
     if not measured:
         return None
-    columns, blocks, edges, prefixes, stds, runs = [], [], [], [], [], {}
+    columns, blocks, edges, prefixes, stds = [], [], [], [], []
     for run in histogram_runs(queries, np.array(sorted(measured), dtype=np.int64)):
         column, block = int(_threshold_column(queries, run[:1])[0]), _label_block(queries, int(run[0]))
-        halfspaces = queries.halfspace_offsets[queries.group_offsets[run]]
-        released = (queries.tau[halfspaces].astype(np.float64), np.stack([measured[int(g)][0] for g in run]),
-                    np.array([measured[int(g)][1] for g in run]))
-        runs.setdefault(column, []).append((block, released))
-    pooled = []
-    for column, histograms in runs.items():
-        labelled = [(block, released) for block, released in histograms if block >= 0]
-        block, (edge, prefix, std) = (labelled or histograms)[0]  # one ranking per column: its first label block's
+        if column in columns:  # one ranking per column: its first label block's histogram
+            continue
         columns.append(column)
         blocks.append(block)
-        edges.append(edge)
-        prefixes.append(prefix)
-        stds.append(std)
-        alone = [released for block, released in histograms if block < 0]
-        pooled.append((alone[0][0], alone[0][1][:, 0], alone[0][2]) if labelled and alone else None)
-    return HistogramMargins(float(band), tuple(columns), tuple(blocks), tuple(edges), tuple(prefixes), tuple(stds),
-                            tuple(pooled) if any(p is not None for p in pooled) else ())
+        halfspaces = queries.halfspace_offsets[queries.group_offsets[run]]
+        edges.append(queries.tau[halfspaces].astype(np.float64))
+        prefixes.append(np.stack([measured[int(g)][0] for g in run]))
+        stds.append(np.array([measured[int(g)][1] for g in run]))
+    return HistogramMargins(float(band), tuple(columns), tuple(blocks), tuple(edges), tuple(prefixes), tuple(stds))

@@ -72,8 +72,8 @@ from polars_rap.schema.transforms import to_unit
 from polars_rap.workload.builders import _feature_and_label_blocks, _marginal_groups, half_integer_threshold
 
 __all__ = ["DEFAULT_MAX_BINS", "HISTOGRAM_BRANCHING", "HISTOGRAM_FROM", "HISTOGRAM_WEIGHT", "MAX_TREE_CELLS",
-           "NOISE_TO_MASS", "POOLED_SHARE", "TREE_BRANCHINGS", "HistogramTree", "add_numeric_histograms", "histogram_edges", "histogram_groups",
-           "histogram_releases", "histogram_runs", "histogram_tree", "measure_histograms", "merged_cells"]
+           "TREE_BRANCHINGS", "HistogramTree", "add_numeric_histograms", "histogram_edges", "histogram_groups",
+           "histogram_runs", "histogram_tree", "measure_histograms"]
 
 DEFAULT_MAX_BINS = 200
 """Cells of a numeric histogram at most (two more on a wider integer column: its bounds' own):
@@ -103,19 +103,6 @@ trees of :data:`TREE_BRANCHINGS` has the least expected prefix noise for its num
 datasets at eps 0.25 and 1 (``bench/results/ablation_histogram_trees.md``): MM -15 to -25%, LT
 -12 to -19%, numeric KS -15 to -38%, CM level, macro F1 +0.001 to +0.004."""
 
-
-NOISE_TO_MASS = 0.5
-"""A labelled histogram is split (:func:`histogram_releases`) where its release's noise std per
-node exceeds this fraction of a cell's mean mass ``1 / (K L)`` (``K`` cells, ``L`` label values),
-and its labelled part's cells merged until it does not (:func:`merged_cells`): public, from the
-row count, the histogram's budget and the grid. acs-income-CA's age (83 whole values, 2 labels)
-has 1.66 at eps = 0.25, where single ages' noise (0.010 a node against 0.006 of mass) put a
-quarter of 18-20-year-olds above 50,000 dollars (``bench/results/gb_gap_ca.md``)."""
-
-POOLED_SHARE = 0.5
-"""The share of a split histogram's budget (:func:`histogram_releases`) that releases its cells
-pooled over the labels, which place values within the labelled part's merged cells at decoding
-(:mod:`polars_rap.decode.histogram_margins`) and which the projection fits."""
 
 TREE_BRANCHINGS = (2, 3, 4, 8, 16)
 """The branchings ``"auto"`` weighs against the flat release (:func:`histogram_tree`)."""
@@ -225,15 +212,13 @@ def histogram_edges(spec, max_bins: int = DEFAULT_MAX_BINS) -> np.ndarray:
 def histogram_groups(domain: Domain, max_bins: int = DEFAULT_MAX_BINS) -> QuerySet:
     """The prefix groups of every numeric column's histogram within each label block (class
     ``"NH"``): for column ``j`` and label block ``l``, one group per edge ``t`` of
-    :func:`histogram_edges`, the cells of ``l`` times ``1[x_j <= t]``, edges ascending; where
-    the domain has labels, then the column's histogram pooled over them (``1[x_j <= t]`` alone,
-    measured only where the labelled one is split: :func:`histogram_releases`). A (column,
-    label block) pair's groups are consecutive (:func:`histogram_runs`)."""
+    :func:`histogram_edges`, the cells of ``l`` times ``1[x_j <= t]``, edges ascending. A
+    (column, label block) pair's groups are consecutive (:func:`histogram_runs`)."""
     _, labels = _feature_and_label_blocks(domain)
     block_groups, halfspaces = [], []
     for j, spec in enumerate(domain.numeric_columns):
         index, weight = np.array([j], dtype=np.int32), np.array([1.0], dtype=np.float32)
-        for label in [*labels, None] if labels else [None]:
+        for label in labels or [None]:
             for tau in histogram_edges(spec, max_bins):
                 block_groups.append(() if label is None else (label,))
                 halfspaces.append([(index, weight, float(tau))])
@@ -253,107 +238,41 @@ def _label_block(queries: QuerySet, group: int) -> int:
 
 
 def histogram_runs(queries: QuerySet, groups: np.ndarray) -> list[np.ndarray]:
-    """``groups`` (NH group ids, ascending) cut into histograms: maximal runs on the same
-    numeric column and label block, each one histogram's prefixes in order (consecutive ids in
-    the workload; a release on merged cells measures some of them: :func:`merged_cells`)."""
+    """``groups`` (NH group ids, ascending) cut into histograms: maximal runs of consecutive
+    ids on the same numeric column and label block, each one histogram's prefixes in order."""
     groups = np.asarray(groups, dtype=np.int64)
     if len(groups) == 0:
         return []
     column = _threshold_column(queries, groups)
     label = np.array([_label_block(queries, int(g)) for g in groups])
-    cut = np.flatnonzero((np.diff(column) != 0) | (np.diff(label) != 0)) + 1
+    cut = np.flatnonzero((np.diff(groups) != 1) | (np.diff(column) != 0) | (np.diff(label) != 0)) + 1
     return np.split(groups, cut)
-
-
-def merged_cells(n_cells: int, n_labels: int, n_rows: int, rho: float) -> np.ndarray:
-    """int64[K']: the prefixes (positions among a histogram's ``n_cells``) released when its
-    cells are merged ``m`` at a time, for the least ``m`` at which the release's noise std per
-    node, ``sqrt(2 h) / (n sqrt(2 rho))`` (``h`` the levels of the :func:`histogram_tree` of
-    ``K'`` cells), is at most :data:`NOISE_TO_MASS` times a cell's mean mass ``1 / (K'
-    n_labels)``, or ``K'`` is down to 4; every prefix (``m = 1``) where that holds already.
-    The first cell and the last stay cells of their own (an integer column's bounds are one
-    whole value each: capital-gain's zeros, a top code). Public: the grid's size, the label
-    values, the row count and ``rho``.
-
-    >>> merged_cells(10, 2, 1_000_000, 1.0).tolist()
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
-    >>> merged_cells(10, 2, 100, 0.01).tolist()
-    [0, 4, 8, 9]
-    """
-    for merge in range(1, max(n_cells, 2)):
-        kept = _merged_prefixes(n_cells, merge)
-        node_std = math.sqrt(2.0 * histogram_tree(len(kept)).levels) / (n_rows * math.sqrt(2.0 * rho))
-        if node_std * len(kept) * n_labels <= NOISE_TO_MASS or len(kept) <= 4:
-            return kept
-    return _merged_prefixes(n_cells, 1)
-
-
-def _merged_prefixes(n_cells: int, merge: int) -> np.ndarray:
-    """int64[K']: prefixes ``0, m, 2m, ...`` and the last two (the first and last cells alone)."""
-    if merge == 1:
-        return np.arange(n_cells, dtype=np.int64)
-    kept = np.concatenate([[0], np.arange(merge, n_cells - 1, merge), [n_cells - 2, n_cells - 1]])
-    return np.unique(kept[kept >= 0]).astype(np.int64)
-
-
-def histogram_releases(queries: QuerySet, groups: np.ndarray, n_rows: int,
-                       measure_rho: float) -> list[tuple[np.ndarray, float, bool]]:
-    """The releases of a histogram step over the NH ``groups``: (the prefix groups released,
-    their share of ``measure_rho``, whether pooled over the labels), in order.
-
-    The step's budget is split evenly over the labelled histograms (every histogram where the
-    domain has no label). A labelled histogram whose cells :func:`merged_cells` would merge
-    at its whole share is split: :data:`POOLED_SHARE` of it releases the column's histogram
-    pooled over the labels, every cell kept, and the rest the labelled one on the cells merged
-    at what is left (a column's first label block only: its pooled histogram is released
-    once). Where the merging keeps every cell, the release is as it was. Public: the groups,
-    ``n_rows`` and ``measure_rho``."""
-    runs = histogram_runs(queries, groups)
-    labelled = [run for run in runs if _label_block(queries, int(run[0])) >= 0]
-    if not labelled:
-        return [(run, 1.0 / len(runs), False) for run in runs]
-    pooled = {int(_threshold_column(queries, run[:1])[0]): run for run in runs
-              if _label_block(queries, int(run[0])) < 0}
-    share = 1.0 / len(labelled)
-    releases = []
-    for run in labelled:
-        column = int(_threshold_column(queries, run[:1])[0])
-        n_labels = int(queries.group_sizes[run[0]])
-        if column in pooled and len(merged_cells(len(run), n_labels, n_rows, share * measure_rho)) < len(run):
-            coarse = (1.0 - POOLED_SHARE) * share
-            releases.append((run[merged_cells(len(run), n_labels, n_rows, coarse * measure_rho)], coarse, False))
-            releases.append((pooled.pop(column), POOLED_SHARE * share, True))
-        else:
-            releases.append((run, share, False))
-    return releases
 
 
 def measure_histograms(record, queries: QuerySet, groups: np.ndarray, true_answers: np.ndarray,
                        ledger: PrivacyLedger, rng, *, measure_rho: float, round_index: int, n_rows: int,
                        close=None, loss_scale: float = 1.0) -> None:
-    """Release the histograms of the NH ``groups`` (:func:`histogram_releases`: ``measure_rho``
-    split evenly over the labelled ones, a split one's share between its merged cells x label
-    and its cells pooled over the labels), each by one Gaussian mechanism on the nodes of its
-    :func:`histogram_tree` (:data:`HISTOGRAM_BRANCHING`; flat: its cells, L2 sensitivity
-    ``sqrt(2)/n``; a tree of ``h`` levels: ``sqrt(2 h)/n``, module docstring), and append its
-    prefixes to ``record`` (a :class:`polars_rap.fit.loop_record.LoopRecord`) group by group:
-    noisy answers, std ``sigma ||w_k||`` and the draws summed (``k`` for the ``k``-th prefix of
-    a flat release), each with ``loss_scale``. ``close`` (callable or None): the last
-    release's charge is its value, read just before that charge (what is left)."""
-    releases = histogram_releases(queries, groups, n_rows, measure_rho)
-    for position, (run, share, pooled) in enumerate(releases):
-        rho = close() if close is not None and position == len(releases) - 1 else measure_rho * share
+    """Release every histogram of the NH ``groups`` (:func:`histogram_runs`) by one Gaussian
+    mechanism on the nodes of its :func:`histogram_tree` (:data:`HISTOGRAM_BRANCHING`; flat: its
+    cells, L2 sensitivity ``sqrt(2)/n``; a tree of ``h`` levels: ``sqrt(2 h)/n``, module docstring),
+    ``measure_rho`` split evenly over them, and append its prefixes to ``record`` (a
+    :class:`polars_rap.fit.loop_record.LoopRecord`) group by group: noisy answers, std ``sigma
+    ||w_k||`` and the draws summed (``k`` for the ``k``-th prefix of a flat release), each
+    with ``loss_scale``. ``close`` (callable or None): the last histogram's charge is its
+    value, read just before that charge (what is left)."""
+    runs = histogram_runs(queries, groups)
+    for position, run in enumerate(runs):
+        rho = close() if close is not None and position == len(runs) - 1 else measure_rho / len(runs)
         prefix_counts = np.rint(true_answers[queries.group_query_indices(run)] * n_rows).reshape(len(run), -1)
         cell_counts = np.diff(prefix_counts, axis=0, prepend=0.0)
         tree = histogram_tree(len(run), HISTOGRAM_BRANCHING)
         column = int(_threshold_column(queries, run[:1])[0])
-        cells = f"{len(run)} cells {'pooled over the labels' if pooled else 'per label value'}"
-        description = f"NH histogram of numeric column {column} ({cells})"
+        description = f"NH histogram of numeric column {column} ({len(run)} cells per label value)"
         if tree.branching is None:
             released = cell_counts
         else:
             released = tree.nodes @ cell_counts  # integer sums, exact in float64
-            description = (f"NH histogram of numeric column {column} ({cells}, "
+            description = (f"NH histogram of numeric column {column} ({len(run)} cells per label value, "
                            f"tree of branching {tree.branching}: {len(tree.nodes)} nodes, {tree.levels} levels)")
         noisy, std = gaussian_mechanism(
             released.ravel() / n_rows, math.sqrt(2.0 * tree.levels) / n_rows, rho, ledger, rng,

@@ -20,7 +20,7 @@ from polars_rap.fit.base_marginals import add_base_marginals
 from polars_rap.schema.domain import Domain
 from polars_rap.errors import DataError, ParameterError
 from polars_rap.fit.null_rates import add_null_rates
-from polars_rap.fit.numeric_histograms import POOLED_SHARE, add_numeric_histograms, histogram_runs
+from polars_rap.fit.numeric_histograms import add_numeric_histograms, histogram_runs
 from polars_rap.fit.plan_steps import Step
 from polars_rap.fit.table_turns import COLUMNS_PER_PICK, MAX_ANNEALED_ROUNDS
 from polars_rap.workload.queries import CLASS_CODES, QuerySet
@@ -118,10 +118,9 @@ def smallest_share(plan: Sequence[Step], queries: QuerySet) -> dict[tuple[str, b
 def _smallest_group_share(queries: QuerySet, query_class: str, outright: bool, k: int) -> float:
     """The smallest share of one step's measurement budget a group of ``query_class`` can get
     (see :func:`smallest_share`)."""
-    if query_class == "NH":  # the step's budget split evenly over the labelled histograms, a split one's in two
-        runs = histogram_runs(queries, np.flatnonzero(queries.group_class == CLASS_CODES["NH"]))
-        labelled = [run for run in runs if len(queries.columns_of(int(run[0])))]
-        return (1.0 - POOLED_SHARE) / len(labelled) if labelled else 1.0 / len(runs)
+    if query_class == "NH":  # one release per histogram, the step's budget split evenly
+        nh_groups = np.flatnonzero(queries.group_class == CLASS_CODES["NH"])
+        return 1.0 / len(histogram_runs(queries, nh_groups))
     n_groups = int(np.count_nonzero(queries.group_class == CLASS_CODES[query_class]))
     return 1.0 / (n_groups if outright else min(k, n_groups))
 
