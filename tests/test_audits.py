@@ -57,6 +57,7 @@ from polars_rap.pipeline import fitting as fitting_stage
 from polars_rap.pipeline import synthesis as mechanism
 from polars_rap.fit import numeric_histograms
 from polars_rap.decode import numeric_ties
+from polars_rap.decode import rank_pairs
 from polars_rap.privacy import ledger as privacy
 from polars_rap.pipeline import release
 from polars_rap.fit import loop, rounds
@@ -676,6 +677,8 @@ def recorded() -> Iterator[Recording]:
             recording, "rap", "gumbel_top_k", privacy.gumbel_top_k, "gumbel_top_k", np.array)),
         mock.patch.object(numeric_ties, "gaussian_mechanism", _recorder(  # the default's numeric ties
             recording, "ties", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
+        mock.patch.object(rank_pairs, "gaussian_mechanism", _recorder(  # the default's numeric pairs, last
+            recording, "ranks", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(inference, "gaussian_mechanism", _recorder(
             recording, "inference", "gaussian_mechanism", privacy.gaussian_mechanism, "gaussian", copy_pair)),
         mock.patch.object(bounds, "gaussian_mechanism", _recorder(
@@ -891,11 +894,12 @@ def test_inference_is_charged_first_and_the_statement_composes(rows, task) -> No
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho, event.delta) == (call.mechanism, call.rho, call.delta)
     sites = [call.site for call in calls]
-    assert sites == ["inference"] * 3 + ["rap"] * (len(calls) - 3)
+    last = ["ranks"] if result.rank_pairs is not None else []  # the numeric pairs' release closes the ledger
+    assert sites == ["inference"] * 3 + ["rap"] * (len(calls) - 3 - len(last)) + last
     # frame order: AGEP (bounds), OCCP (categories from its values), JWMNP (bounds)
     assert [e.mechanism for e in report.events[:3]] == ["gaussian", "gaussian_threshold", "gaussian"]
     assert all(e.round is None for e in report.events[:3])
-    assert all(e.round is not None for e in report.events[3:])
+    assert all(e.round is not None for e in report.events[3:len(report.events) - len(last)])
     assert report.events[1].delta > 0
     assert all(e.delta == 0.0 for i, e in enumerate(report.events) if i != 1)
     assert report.approximate_delta > 0
@@ -922,7 +926,7 @@ def test_refined_bounds_are_charged_recorded_calls_before_the_loop(task) -> None
     report, calls = result.report, recording.calls
     assert [(c.site, c.mechanism) for c in calls[:2]] == [("inference", "gaussian"),
                                                          ("inference", "gaussian_binary_search")]
-    assert all(c.site in ("rap", "ties") for c in calls[2:])
+    assert all(c.site in ("rap", "ties") for c in calls[2:-1]) and calls[-1].site in ("rap", "ranks")
     for index, (event, call) in enumerate(zip(report.events, calls, strict=True)):
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
@@ -976,6 +980,7 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
     assert ties[0].rho == 0.1 * report.rho_budget
+    assert "ranks" not in {c.site for c in calls} and result.rank_pairs is None  # the ties carry the pairs
     layout = tie_layout(result.domain, TIE_NUMERIC_BINS)  # the numeric pairs' tables too
     encoded = encode(task.frame, result.domain)
     units = task.frame.height * TIE_QUANTUM
@@ -984,6 +989,48 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
                                   tie_sums(encoded.codes, encoded.numerics, result.domain, layout))
     assert round((ties[0].arguments["l2_sensitivity"] * units) ** 2) == 2 * len(layout.tables) * TIE_QUANTUM**2
     assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+
+
+def test_numeric_pairs_are_the_last_recorded_call_on_the_true_statistic_at_the_stated_sensitivity(task) -> None:
+    """The numeric pairs' rank statistic (``rank_share``, the ties off; 30,000 CA rows, a copy of
+    AGEP, halved, makes three numeric columns, P = 3 pairs): one recorded Gaussian call, the last, after every loop call,
+    charging what the loop left of the budget (the ledger then closes to the last float):
+    the reserve that brings its noise std to RANK_TARGET_STD, 18 P / (n^2 target^2); its values are, in units of 4 Q^2 n, each pair's sum over
+    every row of m_j m_k, recomputed here from the encoded rows with the cell scores it
+    released (integers in [-Q, Q]: the relaxed rows' mid-CDF within each label); its squared
+    sensitivity in those units is 4 Q^4 P (a row's term moves by at most 2 Q^2 per pair); the
+    model keeps its output as released, with its std. Deterministic."""
+    from polars_rap.decode.rank_pairs import RANK_QUANTUM, RANK_TARGET_STD, cell_codes, label_index
+    from polars_rap.schema.encoding import encode
+
+    data = task.frame.sample(30_000, seed=6).with_columns(AGE2=(pl.col("AGEP") // 2).cast(pl.Int64))
+    domain = {**task.domain, "AGE2": (0, 50)}
+    settings = {**RUN_SETTINGS, "strategy": dataclasses.replace(RUN_SETTINGS["strategy"], tie_share=0.0)}
+    with recorded() as recording:  # without the ties, which would carry the pairs instead
+        result = polars_rap.synthesize(data, domain=domain, labels=task.labels, **settings)
+    report, calls = result.report, recording.calls
+    assert [c.site for c in calls].count("ranks") == 1 and calls[-1].site == "ranks"
+    call, pairs = calls[-1], result.rank_pairs
+    for index, (event, recorded_call) in enumerate(zip(report.events, calls, strict=True)):
+        assert (recorded_call.events_before, recorded_call.events_after) == (index, index + 1)
+        assert (event.mechanism, event.rho) == (recorded_call.mechanism, recorded_call.rho)
+    assert report.rho_spent == math.fsum(e.rho for e in report.events) == report.rho_budget
+    n, units = data.height, 4 * RANK_QUANTUM**2 * data.height
+    assert call.rho == pytest.approx(18 * 3 / (n**2 * RANK_TARGET_STD**2), rel=1e-12)
+    assert call.arguments["n_rows"] == units
+    assert round((call.arguments["l2_sensitivity"] * units) ** 2) == 4 * RANK_QUANTUM**4 * 3
+    encoded = encode(data, result.domain)
+    group, _ = label_index(encoded.codes, result.domain)
+    cells = cell_codes(encoded.codes, encoded.numerics, result.domain)
+    m = np.take_along_axis(pairs.scores[group].astype(np.int64), cells[:, :, None], axis=2)[:, :, 0]
+    assert np.abs(pairs.scores).max() <= RANK_QUANTUM
+    expected = [int(m[:, j] @ m[:, k]) for j, k in [(0, 1), (0, 2), (1, 2)]]
+    assert np.rint(call.arguments["values"] * units).astype(np.int64).tolist() == expected
+    noisy, std = call.output
+    assert std == call.arguments["l2_sensitivity"] / math.sqrt(2 * call.rho)
+    np.testing.assert_array_equal(pairs.released, noisy)
+    assert pairs.std == std
+    assert abs(expected[1]) / units * 12 > 0.5  # AGEP and its halved copy move together, as released
 
 
 PUBLIC_COLUMNS = ["AGEP", "SEX", "MAR", "SCHL", "RAC1P", "JWMNP", "PINCP_gt_50000"]

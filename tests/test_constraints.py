@@ -21,6 +21,7 @@ import polars_rap
 from polars_rap import Domain, PlannedStrategy, ProjectionConfig
 from polars_rap.cli import commands as cli
 from polars_rap.decode.constraints import Constraints, read_constraints
+from polars_rap.pipeline.model import FORMAT_VERSION
 from polars_rap.errors import ParameterError, ParameterTypeError
 from polars_rap.schema.encoding import block_slices
 
@@ -217,7 +218,7 @@ def test_the_saved_model_keeps_its_rules_in_both_forms(tmp_path):
     result = _fit(constraints={"order": pl.col("age") <= pl.col("retire"), "span": "span = retire - age"})
     path = result.save(tmp_path / "model")
     manifest = json.loads((path / "manifest.json").read_text())
-    assert manifest["format_version"] == 8 and "constraints.json" in [f["name"] for f in manifest["files"]]
+    assert manifest["format_version"] == FORMAT_VERSION and "constraints.json" in [f["name"] for f in manifest["files"]]
     saved = json.loads((path / "constraints.json").read_text())
     assert [entry["name"] for entry in saved] == ["order", "span"] and saved[1]["sql"] == "span = retire - age"
     model = polars_rap.load(path)

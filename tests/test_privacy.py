@@ -256,6 +256,53 @@ def test_charge_remaining_after_awkward_charges_hits_budget_exactly() -> None:
     assert ledger.rho_remaining == 0.0
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.001, 0.3), min_size=0, max_size=6), st.floats(0.001, 0.3),
+       st.floats(1e-6, 10.0))
+def test_a_reserve_is_left_by_the_loop_and_closes_the_budget_last(fractions: list[float], share: float,
+                                                                  budget: float) -> None:
+    """``reserve(r)``: charges before it, a loop that closes with ``rho_remaining``, then
+    ``release_reserve`` and a last charge of ``rho_remaining``: the loop's close leaves the
+    reserve (to the float: the fsum with the reserve is the budget), the last charge is the
+    reserve within an ulp or two, the fsum of every charge is the budget to the last float and
+    the exact total never above it; no charge may eat into a held reserve, and nothing is
+    recorded by reserving."""
+    ledger = PrivacyLedger(budget)
+    for fraction in fractions:
+        if math.fsum([ledger.rho_spent, fraction * budget]) < 0.9 * budget:
+            ledger.charge(PrivacyEvent("gaussian", fraction * budget, "before"))
+    reserve = share * ledger.rho_remaining
+    events = len(ledger.events)
+    ledger.reserve(reserve)
+    assert len(ledger.events) == events
+    closing = ledger.rho_remaining
+    with pytest.raises(BudgetExceededError, match="reserved"):
+        ledger.charge(PrivacyEvent("gaussian", math.nextafter(closing, math.inf) * 1.000001, "into the reserve"))
+    ledger.charge(PrivacyEvent("gaussian", closing, "the loop's close"))
+    assert math.fsum([*(e.rho for e in ledger.events), reserve, -budget]) <= 0.0  # the exact total, reserve held
+    assert ledger.rho_remaining <= 4 * math.ulp(budget)  # closed, or one rounding step short of it
+    assert ledger.release_reserve() == reserve
+    last = ledger.rho_remaining
+    assert last == pytest.approx(reserve, rel=1e-9, abs=4 * math.ulp(budget))
+    ledger.charge(PrivacyEvent("gaussian", last, "the reserved release"))
+    assert math.fsum(e.rho for e in ledger.events) <= budget
+    assert math.fsum([*(e.rho for e in ledger.events), -budget]) <= 0.0
+    assert ledger.rho_remaining == 0.0 or math.fsum(e.rho for e in ledger.events) == budget
+
+
+def test_a_reserve_is_one_at_a_time_and_within_what_remains() -> None:
+    ledger = PrivacyLedger(1.0)
+    ledger.charge(PrivacyEvent("gaussian", 0.75, ""))
+    with pytest.raises(BudgetExceededError, match="only 0.25 remains"):
+        ledger.reserve(0.5)
+    ledger.reserve(0.125)
+    with pytest.raises(BudgetExceededError, match="already held"):
+        ledger.reserve(0.0625)
+    assert ledger.rho_remaining == 0.125
+    assert ledger.release_reserve() == 0.125 and ledger.release_reserve() == 0.0
+    assert ledger.rho_remaining == 0.25
+
+
 @pytest.mark.parametrize(("epsilon", "delta"), GRID)
 def test_rounds_that_take_rho_remaining_last_spend_the_budget_exactly(epsilon: float, delta: float) -> None:
     """The RAP++ pattern: T rounds of rho_remaining / rounds_left, the last group charged with

@@ -246,13 +246,13 @@ def test_a_strategy_object_missing_a_setting_is_named() -> None:
         def plan(self, group_counts, rounds, k):
             return []
 
-    with pytest.raises(ValueError, match="lacks relaxed_rows, queries_per_round, rounds, workload, projection, rounds_lt, selection_share, base_share, histogram_share, tie_share, numeric_coupling, warm_doublings, max_steps, independence_prior, describe"):
+    with pytest.raises(ValueError, match="lacks relaxed_rows, queries_per_round, rounds, workload, projection, rounds_lt, selection_share, base_share, histogram_share, tie_share, rank_share, numeric_coupling, warm_doublings, max_steps, independence_prior, describe"):
         resolve_strategy(Partial())
     assert resolve_strategy(PaperStrategy()) == PaperStrategy()
 
     class Complete(LoopSettings):  # the loop's settings from LoopSettings, the rest its own
         name, rounds_lt, inverse_variance, decoding, selection_share = "mine", 4, False, "independent", 0.5
-        base_share = histogram_share = tie_share = 0.0
+        base_share = histogram_share = tie_share = rank_share = 0.0
         numeric_coupling, warm_doublings, max_steps, independence_prior = "fitted", None, None, False
 
         def plan(self, group_counts, rounds, k):
@@ -289,7 +289,8 @@ def test_base_marginals_go_first_with_their_share_and_cover_every_feature_block(
     result = polars_rap.synthesize(rows, epsilon=1.0, delta=1e-8, domain=task.domain, labels=task.labels,
                                    seed=2, progress=False,
                                    strategy={"name": "planned", "base_share": 0.1, "histogram_share": 0.0,
-                                             "cm_margin_reserve": 0.0, **FAST, "rounds": {"CM": 2, "LT": 3},
+                                             "rank_share": 0.0, "cm_margin_reserve": 0.0, **FAST,
+                                             "rounds": {"CM": 2, "LT": 3},
                                              "queries_per_round": 5})
     report = result.report
     rho = split_budget(1.0, 1e-8).rho

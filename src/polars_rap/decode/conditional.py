@@ -18,9 +18,9 @@ numerics the row holds (:mod:`polars_rap.decode.decoding`). Given a condition
 What is exact. Per-column conditions give, for every categorical column and every numeric
 column's values within each label, the mixture's exact conditional law: ``sum_i w_i
 P_i(. | condition) / sum_i w_i`` (the expected conditioned margins; tests compare them by chi2
-and KS). The ``"label"`` numeric coupling and the numeric ties then permute each numeric column
-among the *conditioned* rows of the same label, which keeps each column's law within each
-label. Residual conditions are exact in law too (rejection), at the cost of proposals.
+and KS). The ``"label"`` numeric coupling, the numeric ties and the numeric pairs' ranks then
+permute each numeric column among the *conditioned* rows of the same label, which keeps each
+column's law within each label. Residual conditions are exact in law too (rejection), at the cost of proposals.
 
 What differs from unconditional decoding. Released histogram margins move an unconditional
 sample's numerics toward each column's *whole-population* histogram within each label; a
@@ -45,6 +45,7 @@ from polars_rap.errors import ParameterError
 if TYPE_CHECKING:
     from polars_rap.decode.constraints import Constraints
     from polars_rap.decode.numeric_ties import NumericTies
+    from polars_rap.decode.rank_pairs import RankPairs
     from polars_rap.schema.domain import Domain
 
 __all__ = ["MIN_PROBABILITY", "MIN_ACCEPTANCE", "sample_where"]
@@ -64,7 +65,8 @@ _MAX_ROUNDS = 50
 
 def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.Generator, where: Where, *,
                  method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
-                 ties: NumericTies | None = None, constraints: Constraints | None = None) -> pl.DataFrame:
+                 ties: NumericTies | None = None, constraints: Constraints | None = None,
+                 ranks: RankPairs | None = None) -> pl.DataFrame:
     """``rows`` decoded rows of ``relaxed`` (float32[n_relaxed, n_coords]) that all satisfy
     ``where``, drawn from the mixture conditioned on it (module docstring). With
     ``constraints`` their relations are computed on every decoded row and the rules join the
@@ -91,7 +93,7 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
     for _ in range(_MAX_ROUNDS):
         allotted = _allot(weights, proposal, rng)
         frame = decode_rows(relaxed, domain, allotted, rng, method, labels, numeric_coupling, None, ties,
-                            allowed=condition.masks)
+                            allowed=condition.masks, ranks=ranks)
         if constraints is not None:
             frame = constraints.repair(frame, domain)
         passes = frame.select(condition.expression.fill_null(False)).to_series()

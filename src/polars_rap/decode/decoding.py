@@ -32,6 +32,7 @@ import polars as pl
 from polars_rap.schema import temporal
 from polars_rap.decode.numeric_coupling import check_numeric_coupling, decouple_numerics
 from polars_rap.decode.numeric_ties import TieScores
+from polars_rap.decode.rank_pairs import RankLatent
 from polars_rap.schema.domain import ColumnSpec, Domain, decimal_steps
 from polars_rap.schema.encoding import EncodedData, block_slices
 from polars_rap.errors import ParameterError
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
     from polars_rap.decode.histogram_margins import HistogramMargins
     from polars_rap.decode.numeric_ties import NumericTies
+    from polars_rap.decode.rank_pairs import RankPairs
 
 __all__ = ["DECODINGS", "decode", "decode_codes", "decode_rows", "decoded_values", "numeric_series", "spread_rows",
            "stratified_uniforms"]
@@ -141,7 +143,7 @@ def decode(
     relaxed: np.ndarray, domain: Domain, n_rows: int, rng: np.random.Generator,
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
     margins: HistogramMargins | None = None, ties: NumericTies | None = None,
-    constraints: RowRules | None = None,
+    constraints: RowRules | None = None, ranks: RankPairs | None = None,
 ) -> pl.DataFrame:
     """Turn relaxed data into a frame of ``n_rows`` rows with the domain's names and dtypes.
 
@@ -159,7 +161,8 @@ def decode(
     again within each label so that they follow the released numeric ties
     (:mod:`polars_rap.decode.numeric_ties`). With ``margins`` the numeric values are last moved toward
     the released histograms (:mod:`polars_rap.decode.histogram_margins`), chunk by chunk.
-    With ``constraints`` (:mod:`polars_rap.decode.constraints`) relations are then computed and
+    With ``ranks`` each label's numeric columns are last permuted so that every pair's rank
+    statistic meets its release (:mod:`polars_rap.decode.rank_pairs`). With ``constraints`` (:mod:`polars_rap.decode.constraints`) relations are then computed and
     rows that break a rule are replaced in place by rows decoded the same way that keep them.
     """
     check_numeric_coupling(numeric_coupling)
@@ -167,18 +170,19 @@ def decode(
         msg = f"unknown decoding {method!r}; choose one of {', '.join(repr(d) for d in DECODINGS)}"
         raise ParameterError(msg)
     rows = spread_rows(relaxed.shape[0], n_rows, rng)
-    frame = decode_rows(relaxed, domain, rows, rng, method, labels, numeric_coupling, margins, ties)
+    frame = decode_rows(relaxed, domain, rows, rng, method, labels, numeric_coupling, margins, ties, ranks=ranks)
     if constraints is None:
         return frame
     return constraints.enforce(frame, domain, lambda n: decode_rows(
-        relaxed, domain, spread_rows(relaxed.shape[0], n, rng), rng, method, labels, numeric_coupling, margins, ties))
+        relaxed, domain, spread_rows(relaxed.shape[0], n, rng), rng, method, labels, numeric_coupling, margins, ties,
+        ranks=ranks))
 
 
 def decode_rows(
     relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator,
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
     margins: HistogramMargins | None = None, ties: NumericTies | None = None,
-    allowed: Mapping[int, np.ndarray] | None = None,
+    allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
 ) -> pl.DataFrame:
     """:func:`decode` for given relaxed rows: one output row per entry of ``rows``
     (int64[n_rows], indices into ``relaxed``, in output order), each block's code drawn within
@@ -187,13 +191,15 @@ def decode_rows(
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
-    # The ties' latent scores are fitted on the first chunk and reused by the others.
+    # The ties' latent scores and the pairs' latent correlations are fitted on the first chunk
+    # and reused by the others.
     starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
     scores = None
     if ties is not None:
         scores = TieScores()
+    latent = RankLatent()
     frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling,
-                           margins, ties, scores, allowed)
+                           margins, ties, scores, allowed, ranks, latent)
               for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
@@ -202,7 +208,8 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  rng: np.random.Generator, method: str, labels: LabelModel | None = None,
                  numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
                  ties: NumericTies | None = None, scores: TieScores | None = None,
-                 allowed: Mapping[int, np.ndarray] | None = None) -> pl.DataFrame:
+                 allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
+                 latent: RankLatent | None = None) -> pl.DataFrame:
     uniforms = None
     if method == "controlled":
         uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
@@ -218,6 +225,8 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
             sample = EncodedData(sample.codes, ties.apply(sample.codes, sample.numerics, domain, rng, scores))
     if margins is not None:
         sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng))
+    if ranks is not None:  # a permutation within each label and null state: the margins' match stays
+        sample = EncodedData(sample.codes, ranks.apply(sample.codes, sample.numerics, domain, rng, latent))
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
     for spec in domain.columns:

@@ -65,6 +65,11 @@ class Strategy(Protocol):
     """Part of the loop's budget for the numeric ties (each numeric column's sums by feature and
     label, released before the loop: :mod:`polars_rap.decode.numeric_ties`); 0 measures none."""
 
+    rank_share: float
+    """Part of the loop's budget for the numeric pairs' rank statistic (every numeric pair's rank
+    covariance within the labels, charged before the loop and drawn after it:
+    :mod:`polars_rap.decode.rank_pairs`); 0 measures none."""
+
     warm_doublings: int | None
     """The projection schedule of threshold rounds after the first, unless the run's
     :class:`~polars_rap.fit.projection.ProjectionConfig` sets its own: the last ``warm_doublings
@@ -109,6 +114,7 @@ class PaperStrategy(LoopSettings):
     base_share: float = field(default=0.0, init=False)
     histogram_share: float = field(default=0.0, init=False)
     tie_share: float = field(default=0.0, init=False)
+    rank_share: float = field(default=0.0, init=False)
     numeric_coupling: str = field(default="fitted", init=False)
     warm_doublings: int | None = field(default=None, init=False)
     max_steps: int | None = field(default=None, init=False)
@@ -127,7 +133,7 @@ class PaperStrategy(LoopSettings):
 STRATEGIES = {"planned": PlannedStrategy, "paper": PaperStrategy}
 _PROTOCOL = ("name", "relaxed_rows", "queries_per_round", "rounds", "workload", "projection", "rounds_lt",
              "inverse_variance", "decoding", "selection_share", "base_share", "histogram_share",
-             "tie_share", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior", "plan", "describe")
+             "tie_share", "rank_share", "numeric_coupling", "warm_doublings", "max_steps", "independence_prior", "plan", "describe")
 
 
 def resolve_strategy(strategy: str | Strategy | Mapping[str, Any]) -> Strategy:

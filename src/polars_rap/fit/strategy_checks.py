@@ -34,7 +34,7 @@ def check_planned_settings(strategy) -> None:
                     math.isfinite(value) and value > 0):
                 msg = f"class_shares[{key!r}] must be a finite number > 0. Got {value!r}"
                 raise ParameterError(msg)
-    for name in ("base_share", "histogram_share", "tie_share"):  # parts of the loop's budget taken first
+    for name in ("base_share", "histogram_share", "tie_share", "rank_share"):  # parts of the loop's budget taken first
         _check_share_below_one(name, getattr(strategy, name))
     if isinstance(strategy.selection_share, bool) or not isinstance(strategy.selection_share, (int, float)) or not (
             0.0 < strategy.selection_share < 1.0):

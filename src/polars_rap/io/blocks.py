@@ -52,14 +52,15 @@ def block_file_name(index: int) -> str:
 
 def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, entropy: int,
                  decoding: str = "independent", labels=None, numeric_coupling: str = "fitted",
-                 margins=None, ties=None, constraints=None) -> pl.DataFrame:
+                 margins=None, ties=None, constraints=None, ranks=None) -> pl.DataFrame:
     """Block ``index`` of the output: ``height`` rows decoded from ``relaxed``
     (float32[n_relaxed, n_coords]) with a generator seeded by ``(entropy, index)`` only, their
     labels redrawn by ``labels`` (a :class:`~polars_rap.public.labels.LabelModel`) if given,
     their numerics coupled as ``numeric_coupling`` says (:mod:`polars_rap.decode.numeric_coupling`) and
     moved toward ``ties`` (:class:`~polars_rap.decode.numeric_ties.NumericTies`) and ``margins`` (a
     :class:`~polars_rap.decode.histogram_margins.HistogramMargins`) if given, every row keeping
-    ``constraints`` (:class:`~polars_rap.decode.constraints.Constraints`) if given.
+    ``constraints`` (:class:`~polars_rap.decode.constraints.Constraints`) if given, each label's numerics
+    reordered to meet ``ranks`` (:class:`~polars_rap.decode.rank_pairs.RankPairs`) if given.
 
     >>> import polars as pl, numpy as np
     >>> from polars_rap import Domain
@@ -70,7 +71,7 @@ def sample_block(relaxed: np.ndarray, domain: Domain, index: int, height: int, e
     """
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(index),)))
     return decode(relaxed, domain, int(height), rng, method=decoding, labels=labels,
-                  numeric_coupling=numeric_coupling, margins=margins, ties=ties, constraints=constraints)
+                  numeric_coupling=numeric_coupling, margins=margins, ties=ties, constraints=constraints, ranks=ranks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,7 @@ class _WriteJob:
     margins: object = None  # a HistogramMargins, or None
     ties: object = None  # a NumericTies, or None
     constraints: object = None  # a Constraints, or None
+    ranks: object = None  # a RankPairs, or None
 
     @property
     def n_blocks(self) -> int:
@@ -101,7 +103,7 @@ class _WriteJob:
 
         height = min(self.block_rows, self.rows - index * self.block_rows)
         frame = sample_block(self.relaxed, self.domain, index, height, self.entropy, self.decoding, self.labels,
-                             self.numeric_coupling, self.margins, self.ties, self.constraints)
+                             self.numeric_coupling, self.margins, self.ties, self.constraints, self.ranks)
         final = f"{self.root}/{block_file_name(index)}"
         partial = f"{self.root}/.{block_file_name(index)}.partial"
         pq.write_table(frame.to_arrow(), partial, filesystem=self.filesystem)
@@ -162,16 +164,18 @@ def write_parquet(model, path: str | os.PathLike, rows: int, *, seed: int | None
         "decoding", "independent"), seed=seed, block_rows=block_rows, engine=engine, overwrite=overwrite,
         ray_tasks=ray_tasks, labels=model.label_model,
         numeric_coupling=model.report.parameters.get("numeric_coupling", "fitted"), margins=model.histogram_margins,
-        ties=model.numeric_ties, constraints=model.constraints)
+        ties=model.numeric_ties, constraints=model.constraints, ranks=model.rank_pairs)
 
 
 def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, rows: int, *, decoding: str,
                   seed: int | None = None, block_rows: int = DEFAULT_BLOCK_ROWS, engine: str = "polars",
                   overwrite: bool = False, ray_tasks: int | None = None, labels=None,
-                  numeric_coupling: str = "fitted", margins=None, ties=None, constraints=None) -> list[str]:
+                  numeric_coupling: str = "fitted", margins=None, ties=None, constraints=None,
+                  ranks=None) -> list[str]:
     """:func:`write_parquet` from a model's parts: the relaxed rows (float32[n_relaxed,
     n_coords]), their domain, decoding method (``"independent"`` or ``"controlled"``), label
-    model (None without one), numeric coupling, histogram margins, numeric ties and constraints (None without);
+    model (None without one), numeric coupling, histogram margins, numeric ties, constraints and
+    numeric pairs' ranks (None without);
     :func:`polars_rap.synthesize` writes its ``output=`` with it before its model exists."""
     for name, value in (("rows", rows), ("block_rows", block_rows)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -187,7 +191,7 @@ def write_relaxed(relaxed: np.ndarray, domain: Domain, path: str | os.PathLike, 
     entropy = secrets.randbits(128) if seed is None else int(seed)
     check_numeric_coupling(numeric_coupling)
     job = _WriteJob(relaxed, domain, decoding, int(rows), int(block_rows), entropy, filesystem, root, labels,
-                    numeric_coupling, margins, ties, constraints)
+                    numeric_coupling, margins, ties, constraints, ranks)
     if engine == "ray":
         from polars_rap.io.ray_engine import write_blocks
 

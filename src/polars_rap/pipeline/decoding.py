@@ -1,6 +1,7 @@
 """The pipeline's decoding stage: the fitted relaxed rows become typed rows, here or block by
 block into a folder, with what decoding may use of the release (a public label model, the
-released histograms and numeric ties). Post-processing of released values only.
+released histograms, numeric ties and numeric pairs' ranks). Post-processing of released values
+only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from polars_rap.decode.decoding import decode
 from polars_rap.decode.histogram_margins import HISTOGRAM_MATCH, HistogramMargins, histogram_margins
 from polars_rap.decode.numeric_pairs import fitted_ties
 from polars_rap.decode.numeric_ties import NumericTies
+from polars_rap.decode.rank_pairs import RankPairs
 from polars_rap.io.blocks import write_relaxed
 from polars_rap.pipeline.arguments import RunSettings
 from polars_rap.pipeline.fitting import Fitted, Workload
@@ -36,6 +38,7 @@ class Decoded:
     label_model: LabelModel | None
     margins: HistogramMargins | None
     ties: NumericTies | None
+    ranks: RankPairs | None = None
 
 
 def decode_release(inputs: Inputs, workload: Workload, fitted: Fitted, run: RunSettings,
@@ -58,15 +61,16 @@ def decode_release(inputs: Inputs, workload: Workload, fitted: Fitted, run: RunS
     if fitted.tie_release is not None and numeric_coupling == "label":
         # the numeric pairs' test reads each earlier column's counts by bin from its released histogram
         ties = fitted_ties(fitted.relaxed, domain, fitted.tie_layout, *fitted.tie_release, histograms=margins)
+    ranks = fitted.rank_pairs if numeric_coupling == "label" else None
     add_ons: dict[str, Any] = dict(labels=label_model, numeric_coupling=numeric_coupling, margins=margins, ties=ties,
-                                   constraints=inputs.constraints)
+                                   constraints=inputs.constraints, ranks=ranks)
     if run.output is None:
         frame = decode(fitted.relaxed, domain, fitted.out_rows, streams.decode, method=strategy.decoding, **add_ons)
-        return Decoded(frame, None, numeric_coupling, label_model, margins, ties)
+        return Decoded(frame, None, numeric_coupling, label_model, margins, ties, ranks)
     from polars_rap.io.ray_engine import RaySource  # no Ray import: it is read lazily
 
     files = write_relaxed(fitted.relaxed, domain, run.output, fitted.out_rows, decoding=strategy.decoding,
                           seed=None if run.seed is None else int(streams.decode.integers(2**63)),
                           block_rows=run.output_block_rows,
                           engine="ray" if isinstance(inputs.source, RaySource) else "polars", **add_ons)
-    return Decoded(pl.scan_parquet(files), files, numeric_coupling, label_model, margins, ties)
+    return Decoded(pl.scan_parquet(files), files, numeric_coupling, label_model, margins, ties, ranks)

@@ -1,6 +1,7 @@
 """The pipeline's private stages: the one pass over the sensitive rows, then everything that
 reads its answers — the public table's check (when its rows may be released), the numeric ties'
-release and the select / measure / project loop (:func:`polars_rap.fit.loop.run_plan`).
+release, the select / measure / project loop (:func:`polars_rap.fit.loop.run_plan`) and the
+numeric pairs' rank statistic, whose budget is held back from the loop and released after it.
 
 :func:`answer_workload` is the only place the true answers are computed, and :func:`fit_relaxed`
 the only one that holds them: it returns released values only (:class:`Fitted`), so nothing
@@ -19,6 +20,8 @@ import numpy as np
 
 from polars_rap.decode.numeric_ties import (TIE_NOISE_CAP, TIE_NUMERIC_BINS, TieLayout, TieSums, release_ties,
                                             tie_layout, tie_noise_std)
+from polars_rap.decode.rank_pairs import (MAX_RANK_PAIRS, RankPairCounts, RankPairs, n_pairs, rank_pairs_rho,
+                                          release_rank_pairs)
 from polars_rap.errors import warn_caller
 from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions
 from polars_rap.fit.loop import run_plan
@@ -59,8 +62,9 @@ class Answers:
     """What the one pass read: the workload's ``true`` answers (float64[n_queries], **private**),
     the public row count ``n_rows`` and the rows to return ``out_rows``, the groups'
     sensitivities (float64[n_groups] each, answer units), the numeric ties' layout and true
-    sums (None when the ties are not measured) and the public table's release (its own counts
-    read in the same pass)."""
+    sums (None when the ties are not measured), the numeric pairs' true counts (**private**;
+    None when not counted) and the public table's release (its own counts read in the same
+    pass)."""
 
     true: np.ndarray
     n_rows: int
@@ -70,14 +74,15 @@ class Answers:
     tie_layout: TieLayout | None
     tie_totals: TieSums | None
     public_release: PublicRelease
+    rank_counts: RankPairCounts | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Fitted:
     """Released values only: the loop's ``record`` and final ``relaxed`` rows
     (float32[relaxed_rows, n_coords]; the public rows' when the check chose them), the public
-    check's record (``reweight``), the ties' release (None when not measured), the ties' layout
-    and the public row counts."""
+    check's record (``reweight``), the ties' release (None when not measured), the ties' layout,
+    the public row counts and the numeric pairs' release (None when not measured)."""
 
     record: LoopRecord
     relaxed: np.ndarray
@@ -86,6 +91,7 @@ class Fitted:
     tie_layout: TieLayout | None
     n_rows: int
     out_rows: int
+    rank_pairs: RankPairs | None = None
 
 
 def answer_workload(inputs: Inputs, workload: Workload, run: RunSettings) -> Answers:
@@ -98,24 +104,31 @@ def answer_workload(inputs: Inputs, workload: Workload, run: RunSettings) -> Ans
     if strategy.tie_share > 0.0 and strategy.numeric_coupling == "label":
         layout = tie_layout(domain, TIE_NUMERIC_BINS)
     tie_totals = None if layout is None else TieSums(domain, layout)
+    rank_counts = None  # counted where they could be measured; whether they are is decided on rho, after the pass
+    if strategy.rank_share > 0.0 and strategy.numeric_coupling == "label" and 0 < n_pairs(domain) <= MAX_RANK_PAIRS:
+        rank_counts = RankPairCounts(domain)
     public_release = PublicRelease.for_uses(inputs.public_uses, inputs.public_table, domain)  # rows it may release
-    statistics = [part for part in (tie_totals, public_release.counts) if part is not None]
+    statistics = [part for part in (tie_totals, rank_counts, public_release.counts) if part is not None]
     true, n_rows = exact_answers(inputs.source, domain, workload.queries, run.backend,
                                  statistic=RowStatistics(tuple(statistics)) if statistics else None)
     l1_sensitivity, l2_sensitivity = group_sensitivities(workload.queries, n_rows)
     out_rows = n_rows if run.rows is None else int(run.rows)
-    return Answers(true, n_rows, out_rows, l1_sensitivity, l2_sensitivity, layout, tie_totals, public_release)
+    return Answers(true, n_rows, out_rows, l1_sensitivity, l2_sensitivity, layout, tie_totals, public_release,
+                   rank_counts)
 
 
 def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSettings,
                 streams: RandomStreams) -> Fitted:
     """Spend the rest of the budget on ``answers``, in order: the public table's check (before
     the loop, so that the loop knows what is left), the numeric ties, then the loop over the
-    plan, and the public rows raked to the loop's after it. Returns released values only."""
+    plan (with the numeric pairs' share held back), the public rows raked to the loop's, and
+    the numeric pairs' release with what the loop left. Returns released values only."""
     strategy, domain, queries, plan, ledger = run.strategy, inputs.domain, workload.queries, workload.plan, inputs.ledger
     n_rows, tie_share = answers.n_rows, strategy.tie_share
+    rank_share = strategy.rank_share if answers.rank_counts is not None else 0.0
     thinnest = smallest_share(plan, queries)
-    loop_floor = loop_rho_needed(n_rows, plan, thinnest, run.selection_share) / (1.0 - tie_share)  # the ties come first
+    # the ties come first (the pairs' reserve, a few millionths to a few per cent, is left to LOOP_RESERVE's margin)
+    loop_floor = loop_rho_needed(n_rows, plan, thinnest, run.selection_share) / (1.0 - tie_share)
 
     def dry_run(true: np.ndarray, rho: float, rng: np.random.Generator) -> np.ndarray:
         """The loop's plan on ``true`` as if they were the private table's answers, at ``rho``
@@ -127,7 +140,19 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
     release.before_loop(queries, answers.true, answers.l1_sensitivity, n_rows,
                         candidate_rows(answers.out_rows, run.relaxed_rows), loop_floor, ledger, run.backend,
                         streams.noise, streams.reweight, dry_run)
-    tie_release = _release_ties(answers, tie_share * ledger.rho_remaining, ledger, streams.ties)
+    tie_rho = tie_share * ledger.rho_remaining
+    tie_release = _release_ties(answers, tie_rho, ledger, streams.ties) if _ties_measured(answers, tie_rho) else None
+    # Where the ties are measured their tested pair tables carry the numeric pairs, and the rank
+    # reorder on top of them made Adult's worst pair worse (ablation_rank_pairs.md): the pairs'
+    # statistic is measured only where the ties are not.
+    rank_rho = 0.0
+    if rank_share > 0.0 and tie_release is None:
+        rank_rho = rank_pairs_rho(domain, n_rows, rank_share * ledger.rho_remaining)
+        if rank_rho == 0.0:
+            logger.info("numeric pairs' ranks not measured: their noise std would exceed RANK_TARGET_STD within "
+                        "rank_share of the budget")
+    if rank_rho > 0.0:
+        ledger.reserve(rank_rho)  # released after the loop, from its rows' cell scores
     check_rows_against_noise(n_rows, ledger.rho_remaining, plan, thinnest, run.queries_per_round,
                               run.selection_share, run.epsilon)
     if run.delta >= 1.0 / n_rows:
@@ -141,7 +166,11 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
     # the public rows raked to the loop's or the measured margins, released if the check prefers them
     relaxed, reweight = release.after_loop(record.params.relaxed(), queries, answers.true, answers.l1_sensitivity,
                                            n_rows, run.backend, streams.noise, streams.reweight)
-    return Fitted(record, relaxed, reweight, tie_release, answers.tie_layout, n_rows, answers.out_rows)
+    rank_pairs = None
+    if ledger.release_reserve() > 0.0:  # what the loop left, to the last float
+        rank_pairs = release_rank_pairs(answers.rank_counts.counts, relaxed, domain, n_rows, ledger.rho_remaining,
+                                        ledger, streams.ranks)
+    return Fitted(record, relaxed, reweight, tie_release, answers.tie_layout, n_rows, answers.out_rows, rank_pairs)
 
 
 def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: PrivacyLedger, start: RelaxedParams,
@@ -155,17 +184,21 @@ def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: Pr
                     progress=progress)
 
 
-def _release_ties(answers: Answers, rho: float, ledger: PrivacyLedger, rng) -> tuple | None:
-    """The numeric ties' sums released at ``rho`` (None when not measured: no layout, or their
-    noise per cell above ``TIE_NOISE_CAP``, which is decided from public values)."""
+def _ties_measured(answers: Answers, rho: float) -> bool:
+    """Whether the numeric ties are measured at their share ``rho``: a layout, and a noise per
+    cell at most ``TIE_NOISE_CAP`` (public values: the layout, the row count, the budget)."""
     if answers.tie_layout is None:
-        return None
-    tie_std = tie_noise_std(answers.tie_layout, answers.n_rows, rho)  # public values
+        return False
+    tie_std = tie_noise_std(answers.tie_layout, answers.n_rows, rho)
     if tie_std > TIE_NOISE_CAP:
         logger.info("numeric ties not measured: their noise std per cell would be %.3g, above TIE_NOISE_CAP=%g",
                     tie_std, TIE_NOISE_CAP)
-        return None
-    # released now, fitted to the loop's rows after it
+        return False
+    return True
+
+
+def _release_ties(answers: Answers, rho: float, ledger: PrivacyLedger, rng) -> tuple:
+    """The numeric ties' sums released at ``rho`` now, fitted to the loop's rows after it."""
     return release_ties(answers.tie_totals.totals, answers.n_rows, answers.tie_layout, rho, ledger, rng)
 
 

@@ -39,6 +39,10 @@ On disk a model is a directory of open, versioned files::
                     ties and the numeric pairs kept each sampled block's
                     numerics follow, one row per (column, feature, label, code, label code)
                     (:meth:`NumericTies.to_frame <polars_rap.decode.numeric_ties.NumericTies.to_frame>`)
+    rank_pairs.arrow
+                    only with ``rank_share`` (where measured): Arrow IPC, the numeric pairs' cell
+                    scores and rank targets each sampled block's numerics are reordered to
+                    (:meth:`RankPairs.to_frame <polars_rap.decode.rank_pairs.RankPairs.to_frame>`)
     constraints.json
                     only with declared constraints: a JSON list of ``{"name", "sql",
                     "expression"}``, each rule's SQL text or, for a Polars expression, Polars'
@@ -54,7 +58,8 @@ older reader would ignore and decode other numerics (hence version 5); version 5
 ``numeric_ties.arrow`` (hence version 6); version 6 had no numeric pairs (``<column>.bins``
 features), which an older reader would refuse as ties that do not match the domain (hence
 version 7); version 7 had no constraints, which an older reader would ignore and sample rows
-that break them (hence version 8). All still load (a version-2 model's
+that break them (hence version 8); version 8 had no ``rank_pairs.arrow``, which an older reader
+would ignore and decode numeric pairs it was not released with (hence version 9). All still load (a version-2 model's
 ``report.public_data`` is None; models before version 4 have no label model, before version 5
 no histogram margins, before version 6 no numeric ties).
 
@@ -105,6 +110,7 @@ from polars_rap.decode.decoding import decode
 from polars_rap.errors import DataError, ParameterError, ParameterTypeError
 from polars_rap.decode.histogram_margins import HistogramMargins
 from polars_rap.decode.numeric_ties import NumericTies
+from polars_rap.decode.rank_pairs import RankPairs
 from polars_rap.public.labels import LabelModel
 from polars_rap.privacy.report import PrivacyReport
 from polars_rap.privacy.report_files import REPORT_FILES, report_files, report_from_files
@@ -114,9 +120,9 @@ __all__ = ["SyntheticModel", "load", "coordinate_names", "FORMAT_NAME", "FORMAT_
 FORMAT_NAME = "polars-rap-model"
 """The ``format`` every saved model's manifest names."""
 
-FORMAT_VERSION = 8
-"""The on-disk format this library writes; it reads this one and versions 1 to 7."""
-_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, FORMAT_VERSION)
+FORMAT_VERSION = 9
+"""The on-disk format this library writes; it reads this one and versions 1 to 8."""
+_READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, FORMAT_VERSION)
 
 _MANIFEST = "manifest.json"
 _RELAXED = "relaxed.arrow"
@@ -126,6 +132,7 @@ _LABEL_MODEL = "label_model.arrow"
 _MARGINS = "histogram_margins.arrow"
 _TIES = "numeric_ties.arrow"
 _CONSTRAINTS = "constraints.json"
+_RANKS = "rank_pairs.arrow"
 _CONTENTS = {
     _RELAXED: "relaxed synthetic data, float32[n_relaxed, n_coords], one column per coordinate",
     _DOMAIN: "public domain: Arrow schema with per-field metadata, no rows",
@@ -138,7 +145,9 @@ _OPTIONAL_CONTENTS = {_LABEL_MODEL: "the public table's label model: one row per
                                 "(column, label code, edge)",
                       _TIES: "fitted numeric ties the decoded numerics follow: one row per (column, feature, label, "
                              "code, label code)",
-                      _CONSTRAINTS: "declared constraints every sampled row keeps: one entry per rule"}
+                      _CONSTRAINTS: "declared constraints every sampled row keeps: one entry per rule",
+                      _RANKS: "numeric pairs' released rank targets and cell scores: one row per (label group, "
+                              "column, cell) score and per pair"}
 """Files a model has only with what they hold (a label model, histogram margins)."""
 _MODEL_FILES = frozenset({_MANIFEST, *_CONTENTS, *_OPTIONAL_CONTENTS})
 
@@ -178,6 +187,10 @@ class SyntheticModel:
     constraints : Constraints or None
         Declared rules every sampled row keeps (:mod:`polars_rap.decode.constraints`): relations
         computed, rows breaking a rule redrawn; None without.
+    rank_pairs : RankPairs or None
+        With ``rank_share`` (where measured): the numeric pairs' released rank statistic each
+        sampled block's numerics are reordered to meet (:mod:`polars_rap.decode.rank_pairs`);
+        None otherwise.
     library_version : str
         The polars-rap version that made the model (``"unknown"`` outside an install).
     format_version : int
@@ -193,6 +206,7 @@ class SyntheticModel:
     constraints: Constraints | None = field(default=None, repr=False)
     library_version: str = field(default_factory=_library_version)
     format_version: int = FORMAT_VERSION
+    rank_pairs: RankPairs | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.domain, Domain):
@@ -283,11 +297,12 @@ class SyntheticModel:
             return sample_where(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), where,
                                 method=decoding, labels=self.label_model,
                                 numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
-                                ties=self.numeric_ties, constraints=self.constraints)
+                                ties=self.numeric_ties, constraints=self.constraints, ranks=self.rank_pairs)
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
                       labels=self.label_model,
                       numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
-                      margins=self.histogram_margins, ties=self.numeric_ties, constraints=self.constraints)
+                      margins=self.histogram_margins, ties=self.numeric_ties, constraints=self.constraints,
+                      ranks=self.rank_pairs)
 
     def write_parquet(self, path: str | os.PathLike[str], rows: int, *, seed: int | None = None,
                       block_rows: int = 1_000_000, engine: str = "polars", overwrite: bool = False) -> list[str]:
@@ -343,6 +358,11 @@ class SyntheticModel:
             written.append(_write_atomic(directory / _CONSTRAINTS, self.constraints.to_json()))
         elif (directory / _CONSTRAINTS).exists():  # an overwritten model's
             (directory / _CONSTRAINTS).unlink()
+        if self.rank_pairs is not None:
+            ranks = self.rank_pairs.to_frame(self.domain).to_arrow()
+            written.append(_write_atomic(directory / _RANKS, _ipc_bytes(ranks)))
+        elif (directory / _RANKS).exists():  # an overwritten model's
+            (directory / _RANKS).unlink()
         manifest = {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -392,9 +412,12 @@ class SyntheticModel:
         constraints = None
         if any(isinstance(e, dict) and e.get("name") == _CONSTRAINTS for e in manifest["files"]):
             constraints = _constraints_from_json(_read_checked(directory, _CONSTRAINTS, manifest), domain)
+        ranks = None
+        if any(isinstance(e, dict) and e.get("name") == _RANKS for e in manifest["files"]):
+            ranks = _ranks_from_ipc(_read_checked(directory, _RANKS, manifest), domain)
         return cls(relaxed, domain, report, label_model, margins, ties, constraints,
                    library_version=str(manifest.get("library_version", "unknown")),
-                   format_version=manifest["format_version"])
+                   format_version=manifest["format_version"], rank_pairs=ranks)
 
 
 def load(path: str | os.PathLike[str]) -> SyntheticModel:
@@ -600,13 +623,18 @@ def _label_model_from_ipc(data: bytes, domain: Domain) -> LabelModel:
     return LabelModel.from_arrow(table, domain)
 
 
-def _margins_from_ipc(data: bytes, domain: Domain) -> HistogramMargins:
+def _frame_from_ipc(data: bytes, domain: Domain, kind, name: str, what: str):
+    """``kind.from_frame`` of the Arrow IPC file ``name`` (``data``) for ``domain``; a file that
+    does not read, or does not fit the domain, is a :class:`DataError` naming it and ``what``."""
     try:
-        frame = pl.read_ipc(io.BytesIO(data))
-        return HistogramMargins.from_frame(frame, domain)
+        return kind.from_frame(pl.read_ipc(io.BytesIO(data)), domain)
     except (pl.exceptions.PolarsError, OSError, KeyError, ValueError) as error:
-        msg = f"{_MARGINS} is not a readable Arrow IPC file of histogram margins for this domain: {error}"
+        msg = f"{name} is not a readable Arrow IPC file of {what} for this domain: {error}"
         raise DataError(msg) from error
+
+
+def _margins_from_ipc(data: bytes, domain: Domain) -> HistogramMargins:
+    return _frame_from_ipc(data, domain, HistogramMargins, _MARGINS, "histogram margins")
 
 
 def _constraints_from_json(data: bytes, domain: Domain) -> Constraints:
@@ -617,9 +645,9 @@ def _constraints_from_json(data: bytes, domain: Domain) -> Constraints:
         raise DataError(msg) from error
 
 
+def _ranks_from_ipc(data: bytes, domain: Domain) -> RankPairs:
+    return _frame_from_ipc(data, domain, RankPairs, _RANKS, "numeric pairs' ranks")
+
+
 def _ties_from_ipc(data: bytes, domain: Domain) -> NumericTies:
-    try:
-        return NumericTies.from_frame(pl.read_ipc(io.BytesIO(data)), domain)
-    except (pl.exceptions.PolarsError, OSError, KeyError, ValueError) as error:
-        msg = f"{_TIES} is not a readable Arrow IPC file of numeric ties for this domain: {error}"
-        raise DataError(msg) from error
+    return _frame_from_ipc(data, domain, NumericTies, _TIES, "numeric ties")

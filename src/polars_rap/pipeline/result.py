@@ -13,6 +13,7 @@ import polars as pl
 from polars_rap.decode.constraints import Constraints
 from polars_rap.decode.histogram_margins import HistogramMargins
 from polars_rap.decode.numeric_ties import NumericTies
+from polars_rap.decode.rank_pairs import RankPairs
 from polars_rap.schema.domain import Domain
 from polars_rap.pipeline.model import SyntheticModel
 from polars_rap.public.labels import LabelModel
@@ -33,7 +34,7 @@ class SynthesisResult:
     in block order; None otherwise). ``relaxed`` (float32[n_relaxed, n_coords]), ``domain`` and
     ``label_model`` (a public table's, with ``public_use="labels"``; else None) and
     ``histogram_margins`` (with released histograms; else None) and ``numeric_ties`` (with
-    ``tie_share``; else None) let more rows be sampled at no
+    ``tie_share``; else None) and ``rank_pairs`` (with ``rank_share``; else None) let more rows be sampled at no
     privacy cost; ``constraints`` are the declared rules every sampled row keeps (None without). No attribute refers to the sensitive input.
     """
 
@@ -46,13 +47,14 @@ class SynthesisResult:
     histogram_margins: HistogramMargins | None = field(default=None, repr=False)
     numeric_ties: NumericTies | None = field(default=None, repr=False)
     constraints: Constraints | None = field(default=None, repr=False)
+    rank_pairs: RankPairs | None = field(default=None, repr=False)
 
     @property
     def model(self) -> SyntheticModel:
         """The released part as a :class:`~polars_rap.pipeline.model.SyntheticModel`: sample more rows
         from it (``res.model.sample(rows, seed=...)``) at no privacy cost."""
         return SyntheticModel(self.relaxed, self.domain, self.report, self.label_model, self.histogram_margins,
-                              self.numeric_ties, self.constraints)
+                              self.numeric_ties, self.constraints, rank_pairs=self.rank_pairs)
 
     def __repr__(self) -> str:
         """One line: the table's shape, the guarantee and where the rest is (the fields whole

@@ -23,7 +23,8 @@ __all__ = ["RandomStreams"]
 class RandomStreams:
     """One generator per use: ``workload`` (thresholds drawn), ``init`` (the relaxed rows'
     start), ``noise`` (the loop's measurements and selections), ``decode``, ``inference``,
-    ``labels`` (a public label model's fit), ``reweight`` (the public rows' draws) and ``ties``."""
+    ``labels`` (a public label model's fit), ``reweight`` (the public rows' draws), ``ties`` and
+    ``ranks`` (the numeric pairs' noise)."""
 
     workload: np.random.Generator
     init: np.random.Generator
@@ -33,6 +34,7 @@ class RandomStreams:
     labels: np.random.Generator
     reweight: np.random.Generator
     ties: Any
+    ranks: Any
 
     @classmethod
     def from_seed(cls, seed: int | None) -> RandomStreams:
@@ -43,7 +45,8 @@ class RandomStreams:
         >>> type(RandomStreams.from_seed(None).noise).__name__
         'SecureRandom'
         """
-        workload, init, noise, decode, inference, labels, reweight, ties = np.random.default_rng(seed).spawn(8)
+        # spawn(9)'s first eight children are spawn(8)'s: the ninth stream changes none of the others
+        workload, init, noise, decode, inference, labels, reweight, ties, ranks = np.random.default_rng(seed).spawn(9)
         if seed is None:  # a release: the noise reads the OS's cryptographic source, no seed at all
-            noise, inference, ties = SecureRandom(), SecureRandom(), SecureRandom()
-        return cls(workload, init, noise, decode, inference, labels, reweight, ties)
+            noise, inference, ties, ranks = SecureRandom(), SecureRandom(), SecureRandom(), SecureRandom()
+        return cls(workload, init, noise, decode, inference, labels, reweight, ties, ranks)

@@ -241,4 +241,4 @@ def synthesize(
     decoded = decode_release(inputs, workload, fitted, run, streams)
     report = release_report(inputs, workload, fitted, decoded, run)
     return SynthesisResult(decoded.frame, report, inputs.domain, fitted.relaxed, decoded.files, decoded.label_model,
-                           decoded.margins, decoded.ties, inputs.constraints)
+                           decoded.margins, decoded.ties, inputs.constraints, decoded.ranks)

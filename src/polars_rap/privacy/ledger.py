@@ -115,7 +115,7 @@ class PrivacyLedger:
         Total delta of approximate events, in [0, 1); 0.0 (the default) admits none.
     """
 
-    __slots__ = ("_rho_budget", "_delta_budget", "_events", "_rho_partials", "_delta_partials")
+    __slots__ = ("_rho_budget", "_delta_budget", "_events", "_rho_partials", "_delta_partials", "_reserved")
 
     def __init__(self, rho_budget: float, delta_budget: float = 0.0) -> None:
         self._rho_budget = _float("rho_budget", rho_budget)
@@ -128,6 +128,7 @@ class PrivacyLedger:
         # a charge costs O(1) however many events came before it (a list of them cost O(events)).
         self._rho_partials: list[float] = []
         self._delta_partials: list[float] = []
+        self._reserved = 0.0  # held back for a later release (reserve): charges and rho_remaining leave it
 
     def __repr__(self) -> str:
         return (
@@ -188,12 +189,13 @@ class PrivacyLedger:
             msg = f"The 'event' parameter must be a PrivacyEvent. Got {type(event).__name__}."
             raise TypeError(msg)
         total = self._total_with(event.rho)
-        if total > self._rho_budget:
+        if total > self._rho_budget or (self._reserved and math.fsum(
+                [*self._rho_partials, self._reserved, event.rho]) > self._rho_budget):
             msg = (
                 f"charging rho={event.rho!r} for {event.mechanism} ({event.description!r}) would "
                 f"bring the total to {total!r}, above rho_budget={self._rho_budget!r} "
-                f"(spent {self.rho_spent!r}, remaining {self.rho_remaining!r}); "
-                "nothing was charged."
+                f"(spent {self.rho_spent!r}, remaining {self.rho_remaining!r}, reserved "
+                f"{self._reserved!r}); nothing was charged."
             )
             raise BudgetExceededError(msg)
         delta_total = math.fsum([*self._delta_partials, event.delta])
@@ -237,9 +239,32 @@ class PrivacyLedger:
         self.charge(PrivacyEvent(mechanism, rho, description, round))
         return rho
 
+    def reserve(self, rho: float) -> None:
+        """Hold ``rho`` back for a release that comes later (the numeric pairs', drawn after the
+        loop that spends the rest): until :meth:`release_reserve`, :attr:`rho_remaining` and
+        :meth:`charge` leave it, so a step that closes the ledger closes it at the budget less
+        the reserve (exactly: the reserve counts as a charge in :func:`closing_charge`). One
+        reserve at a time; nothing is recorded, the release charges its own event."""
+        rho = _float("rho", rho)
+        if self._reserved:
+            msg = f"a reserve of {self._reserved!r} is already held"
+            raise BudgetExceededError(msg)
+        if math.fsum([*self._rho_partials, rho]) > self._rho_budget:
+            msg = f"cannot reserve rho={rho!r}: only {self.rho_remaining!r} remains"
+            raise BudgetExceededError(msg)
+        self._reserved = rho
+
+    def release_reserve(self) -> float:
+        """Return the reserve to :attr:`rho_remaining` (which then closes the budget as before);
+        returns the rho that was held."""
+        held, self._reserved = self._reserved, 0.0
+        return held
+
     def _closing_rho(self) -> float:
-        """The last charge that spends the budget to the last float (0.0 if none fits): see
-        :func:`closing_charge`."""
+        """The last charge that spends the budget (less any reserve) to the last float (0.0 if
+        none fits): see :func:`closing_charge`."""
+        if self._reserved:
+            return closing_charge([*self._rho_partials, self._reserved], self._rho_budget)
         return closing_charge(self._rho_partials, self._rho_budget)
 
 
