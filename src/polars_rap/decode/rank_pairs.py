@@ -160,11 +160,16 @@ def label_index(codes: np.ndarray, domain: Domain) -> tuple[np.ndarray, int]:
 def cell_codes(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> np.ndarray:
     """int64[n, p]: each numeric value's (``numerics`` float64[n, p], mapped) cell of
     :data:`RANK_GRID`, :data:`N_RANK_CELLS` where the row's null indicator (in ``codes``) is set."""
-    cells = np.clip(np.searchsorted(RANK_GRID, np.clip(numerics, 0.0, 1.0), side="right") - 1, 0, N_RANK_CELLS - 1)
+    cells = _grid_cells(np.clip(numerics, 0.0, 1.0))
     for j, spec in enumerate(domain.numeric_columns):
         if spec.nullable:
             cells[codes[:, domain.block_index(spec.name, indicator=True)] == 1, j] = N_RANK_CELLS
     return cells.astype(np.int64)
+
+
+def _grid_cells(t: np.ndarray) -> np.ndarray:
+    """int64: each mapped value's (``t`` in ``[0, 1]``) cell of :data:`RANK_GRID` (1 falls in the last)."""
+    return np.clip(np.searchsorted(RANK_GRID, t, side="right") - 1, 0, N_RANK_CELLS - 1)
 
 
 def as_decoded(numerics: np.ndarray, domain: Domain) -> np.ndarray:
@@ -235,8 +240,7 @@ def rank_scores(relaxed: np.ndarray, domain: Domain) -> np.ndarray:
         if spec.nullable:
             indicator = np.clip(relaxed[:, slices[domain.block_index(spec.name, indicator=True)]], 0.0, None)
             present = indicator[:, 0] / np.maximum(indicator.sum(axis=1), 1e-300)
-        t = coordinates[:, j]
-        cells = np.clip(np.searchsorted(RANK_GRID, t, side="right") - 1, 0, N_RANK_CELLS - 1)
+        cells = _grid_cells(coordinates[:, j])
         for g in range(n_groups):
             mass = np.bincount(cells, weights=group_weight[:, g] * present, minlength=N_RANK_CELLS)
             total = mass.sum()
