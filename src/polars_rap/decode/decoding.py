@@ -36,7 +36,7 @@ from polars_rap.decode.rank_pairs import RankLatent
 from polars_rap.schema.domain import ColumnSpec, Domain, decimal_steps
 from polars_rap.schema.encoding import EncodedData, block_slices
 from polars_rap.errors import ParameterError
-from polars_rap.schema.transforms import from_unit
+from polars_rap.schema.transforms import from_unit, whole_units
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -263,7 +263,7 @@ def decoded_values(u: np.ndarray, spec: ColumnSpec) -> np.ndarray:
     float32 numbers inside the bounds."""
     values = from_unit(u, spec)
     if spec.is_integer:
-        values = np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
+        values = whole_units(values, spec)
     values = np.clip(values, spec.lower, spec.upper)
     if isinstance(spec.dtype, pl.Decimal) and spec.dtype.scale is not None:
         values = _on_decimal_grid(values, spec.lower, spec.upper, int(spec.dtype.scale))

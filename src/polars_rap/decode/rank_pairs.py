@@ -76,7 +76,7 @@ from scipy.special import ndtri
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import block_slices
-from polars_rap.schema.transforms import from_unit, to_unit
+from polars_rap.schema.transforms import from_unit, to_unit, whole_units
 
 __all__ = ["MAX_RANK_PAIRS", "N_RANK_CELLS", "PAIR_Z", "RANK_GRID", "RANK_QUANTUM", "RANK_TARGET_STD", "RankLatent",
            "RankPairCounts", "RankPairs", "as_decoded", "cell_codes", "label_index", "n_label_groups", "n_pairs",
@@ -161,10 +161,18 @@ def cell_codes(codes: np.ndarray, numerics: np.ndarray, domain: Domain) -> np.nd
     """int64[n, p]: each numeric value's (``numerics`` float64[n, p], mapped) cell of
     :data:`RANK_GRID`, :data:`N_RANK_CELLS` where the row's null indicator (in ``codes``) is set."""
     cells = _grid_cells(np.clip(numerics, 0.0, 1.0))
+    cells[~present_values(codes, domain)] = N_RANK_CELLS
+    return cells.astype(np.int64)
+
+
+def present_values(codes: np.ndarray, domain: Domain) -> np.ndarray:
+    """bool[n, p]: whether each row's numeric value is present (its null indicator in ``codes``
+    not set; always for a column that is not nullable)."""
+    present = np.ones((len(codes), len(domain.numeric_columns)), dtype=bool)
     for j, spec in enumerate(domain.numeric_columns):
         if spec.nullable:
-            cells[codes[:, domain.block_index(spec.name, indicator=True)] == 1, j] = N_RANK_CELLS
-    return cells.astype(np.int64)
+            present[:, j] = codes[:, domain.block_index(spec.name, indicator=True)] != 1
+    return present
 
 
 def _grid_cells(t: np.ndarray) -> np.ndarray:
@@ -180,8 +188,7 @@ def as_decoded(numerics: np.ndarray, domain: Domain) -> np.ndarray:
     out = np.clip(np.asarray(numerics, dtype=np.float64), 0.0, 1.0)
     for j, spec in enumerate(domain.numeric_columns):
         if spec.is_integer:
-            values = np.clip(np.rint(from_unit(out[:, j], spec)), math.ceil(spec.lower), math.floor(spec.upper))
-            out[:, j] = np.clip(to_unit(values, spec), 0.0, 1.0)
+            out[:, j] = np.clip(to_unit(whole_units(from_unit(out[:, j], spec), spec), spec), 0.0, 1.0)
     return out
 
 
@@ -327,7 +334,7 @@ class RankPairs:
             return numerics
         rng = _child(rng)
         group, _ = label_index(codes, domain)
-        present = cell_codes(codes, numerics, domain) < N_RANK_CELLS
+        present = present_values(codes, domain)
         if latent.correlation is None:
             current = self.statistic(codes, numerics, domain)
             targets = shrunk(self.released, self.std, toward=current, z=PAIR_Z)

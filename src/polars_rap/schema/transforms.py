@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SCALES", "LOG_RANGE", "ATOM_WIDTH", "MAX_ATOMS", "atom_width", "equal_bin", "to_unit", "from_unit"]
+__all__ = ["SCALES", "LOG_RANGE", "ATOM_WIDTH", "MAX_ATOMS", "atom_width", "equal_bin", "to_unit", "from_unit", "whole_units"]
 
 SCALES = ("linear", "log", "sqrt")
 """The declarable scales."""
@@ -132,3 +132,9 @@ def from_unit(u: np.ndarray, spec) -> np.ndarray:
     if atoms.size:
         x = np.where(inside, atoms[np.maximum(slab, 0)], x)
     return np.clip(x, spec.lower, spec.upper)
+
+
+def whole_units(values: np.ndarray, spec) -> np.ndarray:
+    """float64[n]: ``values`` (a column's units) rounded to whole units inside the column's
+    bounds, as decoding outputs an integer or temporal column's values."""
+    return np.clip(np.rint(values), np.ceil(spec.lower), np.floor(spec.upper))
