@@ -466,10 +466,22 @@ def _still_failed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for i, r in enumerate(rows) if "error" in r and last_ok.get(key(r), -1) < i]
 
 
+def _latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The successful rows of ``rows`` less those a later row of the same machine, table,
+    mechanism and seed superseded (a rerun with ``--rerun`` after a change)."""
+    def key(r):
+        return tuple(r.get(k) for k in ("machine", "kind", "columns", "rows", "mechanism", "seed"))
+
+    ok = [r for r in rows if "error" not in r]
+    last = {key(r): i for i, r in enumerate(ok)}
+    return [r for i, r in enumerate(ok) if last[key(r)] == i]
+
+
 def fit_markdown(rows: list[dict[str, Any]]) -> str:
-    """Each (table, rows, mechanism)'s mean over its seeds of :data:`FIT_COLUMNS`, and the
-    machine's load while it ran."""
-    frame = pl.DataFrame([r for r in rows if "error" not in r], infer_schema_length=None)
+    """Each (machine, table, rows, mechanism)'s mean over its seeds of :data:`FIT_COLUMNS`
+    (the latest row of each seed: :func:`_latest`), the commits they ran at and the machine's
+    load while they ran."""
+    frame = pl.DataFrame(_latest(rows), infer_schema_length=None)
     present = [c for c in FIT_COLUMNS if c in frame.columns]
     if "machine" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("machine"))
@@ -478,14 +490,17 @@ def fit_markdown(rows: list[dict[str, Any]]) -> str:
              if "fit_other_processes_cores" in frame.columns else pl.col("other_processes_cores"))
     table = (frame.group_by("machine", "kind", "columns", "rows", "mechanism", maintain_order=True)
              .agg(pl.len().alias("seeds"), *(pl.col(c).mean().round(4) for c in present),
-                  other.max().alias("other_cores_max"))
+                  other.max().alias("other_cores_max"),
+                  pl.col("commit").str.slice(0, 7).unique(maintain_order=True).str.join(" ").alias("commits"))
              .sort("machine", "kind", "rows", "columns", "mechanism", nulls_last=True))
     lines = ["# Wide tables: fit time, memory and accuracy against the columns (issue #75)", "",
              "`python bench/wide.py fit`; ε = 1, δ = 1/n², default settings; means over the seeds. "
              "CM: class-conditional 3-way marginals on a fixed sample of column pairs; MM: the suite's mixed "
              "marginals; tv2_truth: the mean total-variation distance of categorical pairs' 2-way margins "
              "from the network's exact ones (bn tables); F1 on held-out generated rows. "
-             "`other_cores_max`: cores other processes kept busy meanwhile (above ~0.2 the seconds are inflated).",
+             "`other_cores_max`: cores other processes kept busy meanwhile (above ~0.2 the seconds are inflated); "
+             "`commits`: the code the rows ran (a later run of the same machine, table and seed supersedes an "
+             "earlier one; `wide.jsonl` keeps both).",
              "", "| " + " | ".join(table.columns) + " |", "|" + "---|" * table.width]
     lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in table.iter_rows()]
     failed = _still_failed(rows)
@@ -520,7 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100_000, help="profile: the table's rows")
     parser.add_argument("--kind", choices=("acs", "bn"), help="fit: only this kind of table")
     parser.add_argument("--only-rows", type=int, help="fit: only the grid's tables of this many rows")
+    parser.add_argument("--mechanism", choices=MECHANISMS, help="fit: only this mechanism")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--rerun", action="store_true",
+                        help="fit: run the chosen tables again though the file has them (the new rows supersede "
+                             "the old ones on the same machine in wide.md; the file keeps both)")
     args = parser.parse_args(argv)
     if args.stage:
         name, *rest = args.stage
@@ -547,12 +566,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "fit":
         done = set()
-        if RESULTS_FILE.is_file():
+        if RESULTS_FILE.is_file() and not args.rerun:
             done = {(r["kind"], r["columns"], r["rows"], r["mechanism"], r["seed"])
                     for r in map(json.loads, RESULTS_FILE.read_text().splitlines()) if "error" not in r}
         for kind, columns, rows, mechanism in GRID:
             if ((args.kind and kind != args.kind) or (args.columns and columns not in args.columns)
-                    or (args.only_rows and rows != args.only_rows)):
+                    or (args.only_rows and rows != args.only_rows) or (args.mechanism and mechanism != args.mechanism)):
                 continue
             for seed in args.seeds:
                 if (kind, columns, rows, mechanism, seed) in done:

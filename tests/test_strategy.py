@@ -334,6 +334,36 @@ def test_base_marginals_are_paid_by_every_class(task) -> None:
     assert default["LT"] == pytest.approx(0.9 / 3 - 0.2, rel=1e-12) and default["NH"] == pytest.approx(0.2, rel=1e-12)
 
 
+def test_a_wide_table_s_base_marginals_take_more_of_the_loop() -> None:
+    """Past COLUMNS_PER_PICK feature blocks the base share grows with them, up to
+    WIDE_BASE_SHARE (wide_base_share); at most 20 blocks (every suite table) it is the
+    strategy's own, and a run on a wide table still closes its ledger to the last float."""
+    from polars_rap.fit import planning
+    from polars_rap.fit.base_marginals import WIDE_BASE_SHARE, feature_blocks, wide_base_share
+    from polars_rap.schema.domain import Domain
+
+    assert wide_base_share(0.1, 20) == 0.1 and wide_base_share(0.1, 30) == pytest.approx(0.15, rel=1e-15)
+    assert wide_base_share(0.1, 1_000) == WIDE_BASE_SHARE and wide_base_share(0.4, 1_000) == 0.4
+    rng = np.random.default_rng(3)
+    for features, expected in ((19, 0.1), (40, 0.2), (90, WIDE_BASE_SHARE)):
+        frame = pl.DataFrame({f"c{i}": rng.choice(["a", "b", "c"], 2_000) for i in range(features)}
+                             | {"y": rng.choice(["0", "1"], 2_000)})
+        spec = {f"c{i}": ["a", "b", "c"] for i in range(features)} | {"y": ["0", "1"]}
+        domain = Domain.from_mapping(frame.schema, spec, ["y"])
+        assert len(feature_blocks(domain)) == features
+        _, plan, _ = planning.workload_and_plan(
+            domain, PlannedStrategy(), np.random.default_rng(0), rounds_cm=None, rounds_lt=0, rounds_mm=0,
+            queries_per_round=10, n_mixed_marginals=0, n_linear_thresholds=0, max_marginal_cells=None)
+        total = math.fsum(step.weight for step in plan)
+        assert math.fsum(s.weight for s in plan if s.query_class == "BM") / total == pytest.approx(expected, rel=1e-12)
+    result = polars_rap.synthesize(frame, epsilon=2.0, delta=1e-6, domain=spec, labels=["y"], seed=0, progress=False,
+                                   strategy={"name": "planned", **FAST})
+    base = [e for e in result.report.events if e.description.startswith("BM group") and e.round == 0]
+    assert len(base) == 90  # the refresh measures some again, in a later round
+    assert math.fsum(e.rho for e in base) == pytest.approx(WIDE_BASE_SHARE * result.report.rho_budget, rel=1e-12)
+    assert result.report.rho_spent == math.fsum(e.rho for e in result.report.events) == result.report.rho_budget
+
+
 def test_numeric_histograms_are_paid_by_the_thresholds_alone(task) -> None:
     """HISTOGRAM_FROM = "LT": the NH step (last, weighed HISTOGRAM_WEIGHT = 0.1) takes
     histogram_share of the loop's budget out of the LT steps alone, the base marginals and CM

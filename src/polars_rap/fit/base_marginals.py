@@ -15,6 +15,11 @@ replace-one, so its L2 sensitivity is ``sqrt(2)/n`` (:func:`polars_rap.workload.
 charged by the Gaussian mechanism in the same ledger as every other measurement. The groups and
 their number come from the domain only (public), and measuring all of them selects nothing.
 Every feature block is then measured, so no null-rate step is needed after it.
+
+On a wide table the share grows with the feature blocks (:func:`wide_base_share`): the annealed
+CM rounds measure about as many tables whatever the width (:mod:`polars_rap.fit.table_turns`),
+so past :data:`~polars_rap.fit.table_turns.COLUMNS_PER_PICK` blocks most features' only release
+is their base marginal, and a fixed share split over more of them leaves each noisier.
 """
 
 from __future__ import annotations
@@ -25,15 +30,33 @@ import numpy as np
 
 from polars_rap.schema.domain import Domain
 from polars_rap.fit.plan_steps import Step, add_outright_step
+from polars_rap.fit.table_turns import COLUMNS_PER_PICK
 from polars_rap.workload.queries import QueryClass, QuerySet
 from polars_rap.workload.builders import _feature_and_label_blocks, null_rate_marginals
 
-__all__ = ["add_base_marginals", "feature_blocks", "unheld_margins"]
+__all__ = ["WIDE_BASE_SHARE", "add_base_marginals", "feature_blocks", "unheld_margins", "wide_base_share"]
+
+WIDE_BASE_SHARE = 0.3
+"""The most :func:`wide_base_share` gives the base marginals on a wide table."""
 
 
 def feature_blocks(domain: Domain) -> list[int]:
     """Indices of the categorical blocks that are not labels (null indicators included)."""
     return _feature_and_label_blocks(domain)[0]
+
+
+def wide_base_share(share: float, n_blocks: int) -> float:
+    """The base marginals' share of the loop for ``n_blocks`` feature blocks: ``share`` up to
+    :data:`~polars_rap.fit.table_turns.COLUMNS_PER_PICK` blocks (every suite table: at most 18),
+    past it ``share`` times the blocks over that, at most :data:`WIDE_BASE_SHARE` (and never
+    below ``share``), so that each block's budget falls no further until the cap. Public: the
+    domain's blocks.
+
+    >>> wide_base_share(0.1, 18), wide_base_share(0.1, 41), wide_base_share(0.1, 241)
+    (0.1, 0.205, 0.3)
+    """
+    wide = share * max(1.0, n_blocks / COLUMNS_PER_PICK)
+    return float(max(share, min(wide, WIDE_BASE_SHARE)))
 
 
 def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], group_counts: Mapping[str, int],
@@ -42,8 +65,8 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
 
     The groups are appended to ``queries`` (earlier group ids keep their meaning) and one
     outright ``"BM"`` step goes first, weighted so that it takes ``share`` (in (0, 1)) of the
-    loop's budget, out of every step's. Unchanged when the domain has no categorical feature
-    block.
+    loop's budget, out of every step's, or more on a wide table (:func:`wide_base_share`).
+    Unchanged when the domain has no categorical feature block.
     """
     counts = dict(group_counts)
     blocks = feature_blocks(domain)
@@ -51,6 +74,7 @@ def add_base_marginals(domain: Domain, queries: QuerySet, plan: list[Step], grou
         return queries, list(plan), counts
     added = null_rate_marginals(domain, blocks, QueryClass.BASE_MARGINAL)
     counts["BM"] = added.n_groups
+    share = wide_base_share(share, len(blocks))
     return QuerySet.concatenate([queries, added]), add_outright_step(plan, "BM", share), counts
 
 

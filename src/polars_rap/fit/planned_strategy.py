@@ -145,7 +145,9 @@ class PlannedStrategy(LoopSettings):
         block times each label, measured outright (:mod:`polars_rap.fit.base_marginals`; AIM's
         one-way marginals; default 0.1, the margins the annealed CM rounds and the prior build
         on); 0 measures none. The numeric histograms' step is added after, out of the
-        thresholds' share at the defaults, so the base marginals keep 0.1 of the loop.
+        thresholds' share at the defaults, so the base marginals keep 0.1 of the loop. Past
+        20 feature blocks it grows with them, up to 0.3
+        (:func:`polars_rap.fit.base_marginals.wide_base_share`).
     histogram_share : float
         Part of the loop's budget spent on the numeric histograms: each numeric column's
         one-way distribution times each label, on a public grid of at most 200 cells
