@@ -483,8 +483,9 @@ def fit_markdown(rows: list[dict[str, Any]]) -> str:
     load while they ran."""
     frame = pl.DataFrame(_latest(rows), infer_schema_length=None)
     present = [c for c in FIT_COLUMNS if c in frame.columns]
-    if "machine" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("machine"))
+    for name in ("machine", "commit"):
+        if name not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(name))
     # the fit's own process since the fit ran apart from the scoring; the stage's before
     other = (pl.coalesce("fit_other_processes_cores", "other_processes_cores")
              if "fit_other_processes_cores" in frame.columns else pl.col("other_processes_cores"))

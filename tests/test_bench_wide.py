@@ -43,3 +43,17 @@ def test_the_fit_table_lists_only_the_failures_no_later_run_fixed():
     assert "fixed since" not in text
     assert "failed after a success" in text and "never rerun" in text
     assert "| bn | 50 | 1000 | rap++ | 2 | 11.0 |" in text
+
+
+def test_the_fit_table_keeps_the_latest_row_of_each_machine_and_seed():
+    """A rerun (``fit --rerun``) supersedes the same machine's earlier row of that table and
+    seed; another machine's rows stay its own; the commits column names the rows' code."""
+    def ok(seed, seconds, machine, commit):
+        return {"kind": "bn", "columns": 50, "rows": 1000, "mechanism": "rap++", "seed": seed, "seconds": seconds,
+                "other_processes_cores": 0.0, "machine": machine, "commit": commit}
+
+    rows = [ok(0, 10.0, "A", "1111111aa"), ok(1, 20.0, "A", "1111111aa"), ok(0, 30.0, "A", "2222222bb"),
+            ok(0, 5.0, "B", "1111111aa")]
+    text = wide.fit_markdown(rows)
+    assert "| A | bn | 50 | 1000 | rap++ | 2 | 25.0 |" in text and "1111111 2222222 |" in text
+    assert "| B | bn | 50 | 1000 | rap++ | 1 | 5.0 |" in text
