@@ -20,6 +20,8 @@ from polars_rap.io import datasets
 ROWS = 1_000_000
 CONDITIONS = {
     "none": None,
+    "dict: SEX = 2": {"SEX": 2},
+    "dict: AGEP >= 60": {"AGEP": (60, None)},
     "dict: SEX = 2, AGEP >= 60": {"SEX": 2, "AGEP": (60, None)},
     "SQL: SEX = 2 AND AGEP >= 60": "SEX = 2 AND AGEP >= 60",
     "dict, rare: OCCP = 'MIL', SEX = 2": {"OCCP": "MIL", "SEX": 2},

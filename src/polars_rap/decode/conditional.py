@@ -39,16 +39,23 @@ import numpy as np
 import polars as pl
 
 from polars_rap.decode.conditions import Where, read_condition, row_probabilities
-from polars_rap.decode.decoding import LabelModel, decode_rows
+from polars_rap.decode.decoding import LabelModel, decode_rows, spread_rows
 from polars_rap.errors import ParameterError
 
 if TYPE_CHECKING:
     from polars_rap.decode.constraints import Constraints
+    from polars_rap.decode.histogram_margins import HistogramMargins
     from polars_rap.decode.numeric_ties import NumericTies
     from polars_rap.decode.rank_pairs import RankPairs
     from polars_rap.schema.domain import Domain
 
-__all__ = ["MIN_PROBABILITY", "MIN_ACCEPTANCE", "sample_where"]
+__all__ = ["MIN_PROBABILITY", "MIN_ACCEPTANCE", "REFERENCE_ROWS", "sample_where"]
+
+REFERENCE_ROWS = 50_000
+"""The unconditioned rows each decoded chunk is anchored to (:mod:`polars_rap.decode.anchors`):
+enough that every label value's quantiles are read to about 1/25,000 on a binary label; each
+chunk of :data:`~polars_rap.decode.decoding._DECODE_CHUNK_ROWS` conditioned rows decodes them
+again (fresh draws), half as many rows more."""
 
 MIN_PROBABILITY = 1e-9
 """A condition the model gives a smaller probability is refused: the model holds (almost) no
@@ -65,8 +72,8 @@ _MAX_ROUNDS = 50
 
 def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.Generator, where: Where, *,
                  method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
-                 ties: NumericTies | None = None, constraints: Constraints | None = None,
-                 ranks: RankPairs | None = None) -> pl.DataFrame:
+                 margins: HistogramMargins | None = None, ties: NumericTies | None = None,
+                 constraints: Constraints | None = None, ranks: RankPairs | None = None) -> pl.DataFrame:
     """``rows`` decoded rows of ``relaxed`` (float32[n_relaxed, n_coords]) that all satisfy
     ``where``, drawn from the mixture conditioned on it (module docstring). With
     ``constraints`` their relations are computed on every decoded row and the rules join the
@@ -78,8 +85,10 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
     :data:`MIN_PROBABILITY` (or whose residual passes under :data:`MIN_ACCEPTANCE` of the
     proposals, or would need more than ``20 rows + 10**6`` proposals), stating that probability.
     """
+    moved = margins is not None or (numeric_coupling == "label" and any(b.is_label for b in domain.blocks))
     condition = read_condition(where, domain, relaxed, redrawn_labels=labels is not None,
-                               computed=() if constraints is None else constraints.targets)
+                               computed=() if constraints is None else constraints.targets, moved_numerics=moved)
+    reference = spread_rows(relaxed.shape[0], REFERENCE_ROWS, rng) if moved and domain.numeric_columns else None
     weights = row_probabilities(condition, relaxed, domain)
     probability = float(weights.mean())
     if not probability >= MIN_PROBABILITY:
@@ -92,8 +101,8 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
     proposal = rows if not condition.residual and constraints is None else max(rows, _EVIDENCE)
     for _ in range(_MAX_ROUNDS):
         allotted = _allot(weights, proposal, rng)
-        frame = decode_rows(relaxed, domain, allotted, rng, method, labels, numeric_coupling, None, ties,
-                            allowed=condition.masks, ranks=ranks)
+        frame = decode_rows(relaxed, domain, allotted, rng, method, labels, numeric_coupling, margins, ties,
+                            allowed=condition.masks, ranks=ranks, reference=reference)
         if constraints is not None:
             frame = constraints.repair(frame, domain)
         passes = frame.select(condition.expression.fill_null(False)).to_series()

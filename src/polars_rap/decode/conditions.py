@@ -57,11 +57,14 @@ class Condition:
 
 
 def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_labels: bool = False,
-                   computed: Sequence[str] = ()) -> Condition:
+                   computed: Sequence[str] = (), moved_numerics: bool = False) -> Condition:
     """Read ``where`` (module docstring) against ``domain`` and ``relaxed``
     (float32[n_relaxed, n_coords]). With ``redrawn_labels`` (a public label model redraws the
     label columns after decoding) conjuncts on a label column go to the residual, as do those on
-    ``computed`` columns (a constraint's relation computes them after decoding).
+    ``computed`` columns (a constraint's relation computes them after decoding). With
+    ``moved_numerics`` (decoding moves the numeric values away from the relaxed rows': the
+    ``"label"`` coupling, histogram margins) a conjunct on a numeric column goes to the
+    residual too, after masking a nullable column's null where the conjunct fails on a null.
 
     Raises :class:`~polars_rap.errors.ParameterError` naming the column for an unknown column,
     a value outside the domain, an empty range or list, or an expression that is not a row-wise
@@ -90,6 +93,7 @@ def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_la
     factor: np.ndarray | None = None
     residual: list[pl.Expr] = []
     columns: list[str] = []
+    numeric_parts: dict[str, pl.Expr] = {}
     decoded = _DecodedNumerics(domain, relaxed)
     for expression in conjuncts:
         names = list(dict.fromkeys(expression.meta.root_names()))
@@ -103,13 +107,26 @@ def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_la
             mask = _evaluate(expression, category_series(spec), text)[None, :]
             _combine(masks, domain.block_index(spec.name), mask)
             continue
-        passes = _evaluate(expression, decoded.series(spec), text)
+        passes = _evaluate(expression, decoded.series(spec), text)  # checks it is row-wise on this column
+        if moved_numerics:
+            residual.append(expression)
+            numeric_parts[spec.name] = expression if spec.name not in numeric_parts else (
+                numeric_parts[spec.name] & expression)
+            if spec.nullable:
+                null_passes = _evaluate(expression, pl.Series(spec.name, [None], dtype=spec.dtype), text)[0]
+                _combine(masks, domain.block_index(spec.name, indicator=True), np.array([[1.0, null_passes]]))
+            continue
         if spec.nullable:
             null_passes = _evaluate(expression, pl.Series(spec.name, [None], dtype=spec.dtype), text)[0]
             mask = np.column_stack([passes, np.full(len(passes), null_passes)])
             _combine(masks, domain.block_index(spec.name, indicator=True), mask)
         else:
             factor = passes if factor is None else factor * passes
+    for name, expression in numeric_parts.items():  # a contradiction on one column: probability 0, not rejection
+        spec = domain[name]
+        null_passes = spec.nullable and _evaluate(expression, pl.Series(name, [None], dtype=spec.dtype), text)[0]
+        if not null_passes and not _evaluate(expression, _value_grid(spec), text).any():
+            factor = np.zeros(relaxed.shape[0])
     full = conjuncts[0]
     for expression in conjuncts[1:]:
         full = full & expression
@@ -282,6 +299,16 @@ def _evaluate(expression: pl.Expr, series: pl.Series, text: str) -> np.ndarray:
 
 def _combine(masks: dict[int, np.ndarray], block: int, mask: np.ndarray) -> None:
     masks[block] = mask if block not in masks else masks[block] * mask
+
+
+VALUE_GRID = 65_537
+"""Decoded values a numeric column's conditions are tried on (the mapped range's equal steps, so
+every whole value of an integer column up to 65,536 values wide) where decoding moves the values."""
+
+
+def _value_grid(spec: ColumnSpec) -> pl.Series:
+    """The column's decoded values at :data:`VALUE_GRID` equal steps of its mapped range."""
+    return numeric_series(np.linspace(0.0, 1.0, VALUE_GRID), spec).cast(spec.dtype)
 
 
 class _DecodedNumerics:

@@ -183,23 +183,30 @@ def decode_rows(
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
     margins: HistogramMargins | None = None, ties: NumericTies | None = None,
     allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
+    reference: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """:func:`decode` for given relaxed rows: one output row per entry of ``rows``
     (int64[n_rows], indices into ``relaxed``, in output order), each block's code drawn within
-    ``allowed`` (see :func:`decode_codes`; None: all codes)."""
+    ``allowed`` (see :func:`decode_codes`; None: all codes). With ``reference`` (int64[m],
+    relaxed rows of an unconditioned sample, :func:`spread_rows`) every chunk is decoded
+    anchored to a fresh decoding of those rows, which is not output
+    (:mod:`polars_rap.decode.anchors`): the numeric steps' ranks and pools come from it. Anchored
+    chunks hold at least four times the reference's rows, so that the anchors add at most a
+    quarter to the rows decoded."""
     n_rows = len(rows)
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
     # The ties' latent scores and the pairs' latent correlations are fitted on the first chunk
     # and reused by the others.
-    starts = range(0, max(n_rows, 1), _DECODE_CHUNK_ROWS)
+    chunk = _DECODE_CHUNK_ROWS if reference is None else max(_DECODE_CHUNK_ROWS, 4 * len(reference))
+    starts = range(0, max(n_rows, 1), chunk)
     scores = None
     if ties is not None:
         scores = TieScores()
     latent = RankLatent()
-    frames = [_decode_rows(relaxed, domain, rows[a:a + _DECODE_CHUNK_ROWS], rng, method, labels, numeric_coupling,
-                           margins, ties, scores, allowed, ranks, latent)
+    frames = [_decode_rows(relaxed, domain, rows[a:a + chunk], rng, method, labels, numeric_coupling,
+                           margins, ties, scores, allowed, ranks, latent, reference)
               for a in starts]
     return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
@@ -209,24 +216,30 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                  numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
                  ties: NumericTies | None = None, scores: TieScores | None = None,
                  allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
-                 latent: RankLatent | None = None) -> pl.DataFrame:
-    uniforms = None
-    if method == "controlled":
-        uniforms = stratified_uniforms(rows, len(domain.blocks), rng)
-    sample = decode_codes(relaxed, domain, rows, rng, uniforms, allowed)
+                 latent: RankLatent | None = None, reference: np.ndarray | None = None) -> pl.DataFrame:
+    sample = _drawn_codes(relaxed, domain, rows, rng, method, allowed)
+    anchor = None
+    if reference is not None:
+        anchors = _drawn_codes(relaxed, domain, reference, rng, method, None)
+        sample = EncodedData(np.concatenate([anchors.codes, sample.codes]),
+                             np.concatenate([anchors.numerics, sample.numerics]))
+        anchor = np.arange(len(sample.codes)) < len(reference)
     pool_codes = None  # the labels as decoded, where the measurements win: each label keeps its fitted numerics
     if labels is not None:
         if numeric_coupling == "label" and labels.share < 1.0:
             pool_codes = sample.codes.copy()
         labels.redraw(sample, domain, rng)
     if numeric_coupling == "label":
-        sample = EncodedData(sample.codes, decouple_numerics(sample.codes, sample.numerics, domain, rng, pool_codes))
+        sample = EncodedData(sample.codes, decouple_numerics(sample.codes, sample.numerics, domain, rng, pool_codes,
+                                                             anchor))
         if ties is not None:
-            sample = EncodedData(sample.codes, ties.apply(sample.codes, sample.numerics, domain, rng, scores))
+            sample = EncodedData(sample.codes, ties.apply(sample.codes, sample.numerics, domain, rng, scores, anchor))
     if margins is not None:
-        sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng))
+        sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng, anchor))
     if ranks is not None:  # a permutation within each label and null state: the margins' match stays
-        sample = EncodedData(sample.codes, ranks.apply(sample.codes, sample.numerics, domain, rng, latent))
+        sample = EncodedData(sample.codes, ranks.apply(sample.codes, sample.numerics, domain, rng, latent, anchor))
+    if anchor is not None:
+        sample = EncodedData(sample.codes[~anchor], sample.numerics[~anchor])
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
     for spec in domain.columns:
@@ -242,6 +255,14 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
                 ).to_series()
             columns[spec.name] = series.cast(spec.dtype)
     return pl.DataFrame(columns)
+
+
+def _drawn_codes(relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator, method: str,
+                 allowed: Mapping[int, np.ndarray] | None) -> EncodedData:
+    """:func:`decode_codes` of ``rows`` by ``method`` (stratified among the copies of a relaxed
+    row for ``"controlled"``)."""
+    uniforms = stratified_uniforms(rows, len(domain.blocks), rng) if method == "controlled" else None
+    return decode_codes(relaxed, domain, rows, rng, uniforms, allowed)
 
 
 def numeric_series(u: np.ndarray, spec: ColumnSpec) -> pl.Series:

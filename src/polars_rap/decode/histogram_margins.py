@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from polars_rap.decode.anchors import quantiles_among
 from polars_rap.schema.domain import Domain
 from polars_rap.fit.numeric_histograms import _label_block, _threshold_column, histogram_runs
 from polars_rap.workload.queries import QueryClass, QuerySet
@@ -92,11 +93,16 @@ class HistogramMargins:
     prefixes: tuple[np.ndarray, ...]
     stds: tuple[np.ndarray, ...]
 
-    def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator) -> np.ndarray:
+    def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator,
+              anchor: np.ndarray | None = None) -> np.ndarray:
         """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values; ``codes``
-        int32[n, n_blocks] their categories and null indicators) moved toward the histograms."""
+        int32[n, n_blocks] their categories and null indicators) moved toward the histograms.
+        With ``anchor`` (bool[n], :mod:`polars_rap.decode.anchors`) the anchors alone give the
+        rows' own distribution and null share, and every other row moves by its value's quantile
+        among the anchors'."""
         out = np.array(numerics, dtype=np.float64, copy=True)
         n_rows = len(codes)
+        n_anchors = n_rows if anchor is None else int(np.count_nonzero(anchor))
         for h, j in enumerate(self.columns):
             spec = domain.numeric_columns[j]
             null = (codes[:, domain.block_index(spec.name, indicator=True)] == 1) if spec.nullable \
@@ -105,29 +111,51 @@ class HistogramMargins:
             label = codes[:, block] if block >= 0 else np.zeros(n_rows, dtype=np.int64)
             for code in range(self.prefixes[h].shape[1]):
                 rows = np.flatnonzero((label == code) & ~null)
-                if len(rows):
+                if not len(rows):
+                    continue
+                if anchor is None:
                     out[rows, j] = self._moved(h, code, out[rows, j], np.count_nonzero((label == code) & null) / n_rows,
                                                rng)
+                elif n_anchors and anchor[rows].any():
+                    null_share = np.count_nonzero((label == code) & null & anchor) / n_anchors
+                    out[rows, j] = self._moved(h, code, out[rows, j], null_share, rng, anchor[rows])
         return out
 
-    def _moved(self, h: int, code: int, values: np.ndarray, null_share: float, rng: np.random.Generator) -> np.ndarray:
-        """float64[m]: one label value's non-null ``values`` moved to histogram ``h``'s target."""
+    def _moved(self, h: int, code: int, values: np.ndarray, null_share: float, rng: np.random.Generator,
+               anchor: np.ndarray | None = None) -> np.ndarray:
+        """float64[m]: one label value's non-null ``values`` moved to histogram ``h``'s target
+        (``anchor``: bool[m], the rows whose ranks set the move)."""
         edges, prefix = self.edges[h], self.prefixes[h][:, code]
         mass = float(prefix[-1]) - null_share
         if not mass > 0.0:
             return values
         target, std = (prefix - null_share) / mass, self.stds[h] / mass
-        order = np.lexsort((rng.random(len(values)), values))  # ascending, ties in random order
-        own = np.searchsorted(values[order], edges, side="right") / len(values)
+        if anchor is None:
+            order = np.lexsort((rng.random(len(values)), values))  # ascending, ties in random order
+            own = np.searchsorted(values[order], edges, side="right") / len(values)
+            low, high = self._cells(edges, own, target, std, (np.arange(len(values)) + 0.5) / len(values))
+            moved = np.empty_like(values)
+            moved[order] = low + rng.random(len(values)) * (high - low)
+            return moved
+        anchors = values[anchor]
+        order = np.lexsort((rng.random(len(anchors)), anchors))
+        sorted_anchors = anchors[order]
+        own = np.searchsorted(sorted_anchors, edges, side="right") / len(anchors)
+        quantile = quantiles_among(sorted_anchors, values, rng)
+        quantile[np.flatnonzero(anchor)[order]] = (np.arange(len(anchors)) + 0.5) / len(anchors)
+        low, high = self._cells(edges, own, target, std, quantile)
+        return low + rng.random(len(values)) * (high - low)
+
+    def _cells(self, edges: np.ndarray, own: np.ndarray, target: np.ndarray, std: np.ndarray,
+               quantile: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(float64[m] low, float64[m] high): the cell of the target distribution (``own``, the
+        rows' CDF at the edges, clipped to ``target +- band std``, made monotone) that each
+        row's ``quantile`` falls in."""
         target = np.clip(own, target - self.band * std, target + self.band * std)
         target = np.clip(monotone(target), 0.0, 1.0)
         target[-1] = 1.0
-        cell = np.minimum(np.searchsorted(target, (np.arange(len(values)) + 0.5) / len(values)), len(edges) - 1)
-        low = np.concatenate([[0.0], edges[:-1]])[cell]
-        high = edges[cell]
-        moved = np.empty_like(values)
-        moved[order] = low + rng.random(len(values)) * (high - low)
-        return moved
+        cell = np.minimum(np.searchsorted(target, quantile), len(edges) - 1)
+        return np.concatenate([[0.0], edges[:-1]])[cell], edges[cell]
 
     def binned(self, domain: Domain, column: int, label_block: int, bins: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The released histogram of numeric ``column`` within ``label_block`` regrouped into

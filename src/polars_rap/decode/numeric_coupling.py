@@ -38,7 +38,8 @@ __all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics", "
 
 
 def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
-                      rng: np.random.Generator, pool_codes: np.ndarray | None = None) -> np.ndarray:
+                      rng: np.random.Generator, pool_codes: np.ndarray | None = None,
+                      anchor: np.ndarray | None = None) -> np.ndarray:
     """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, one column per numeric
     column of ``domain``) with each column permuted within the groups of rows sharing their
     label codes (``codes``: int32[n, n_blocks]) and, for a nullable column, its null indicator:
@@ -49,6 +50,10 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
     *before* the redraw (without replacement while they last, then with), so that every numeric
     column's distribution within each label stays the one the projection fitted, whichever rows
     now carry the label (:func:`redrawn_pools`).
+
+    ``anchor`` (bool[n], :mod:`polars_rap.decode.anchors`): the anchors are permuted among
+    themselves, and every other row takes the value of a random anchor of its group (its own
+    where the group has no anchor).
 
     >>> import polars as pl
     >>> domain = Domain.from_mapping({"y": pl.String, "a": pl.Float64, "b": pl.Float64},
@@ -64,8 +69,10 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
     if not labels or numerics.shape[1] == 0 or n_rows < 2:
         return numerics
     if pool_codes is not None:
-        return redrawn_pools(codes, pool_codes, numerics, domain, labels, rng)
+        return redrawn_pools(codes, pool_codes, numerics, domain, labels, rng, anchor)
     label_group = label_groups(codes, labels)
+    if anchor is not None:
+        return _anchored(codes, numerics, domain, label_group, anchor, rng)
     out = numerics.copy()
     for j, spec in enumerate(domain.numeric_columns):
         group = _with_null_state(label_group, codes, domain, spec)
@@ -76,13 +83,15 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
 
 
 def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarray, domain: Domain,
-                  labels: list[int], rng: np.random.Generator) -> np.ndarray:
+                  labels: list[int], rng: np.random.Generator, anchor: np.ndarray | None = None) -> np.ndarray:
     """float64[n, n_numeric]: :func:`decouple_numerics` after a label redraw. For each numeric
     column and each group of rows sharing their labels (``codes``, after the redraw) and null
     indicator, values drawn from the group's *pool*: the rows that held those labels before the
     redraw (``pool_codes``) and the same null indicator (the redraw moves labels only). A pool
     gives each value once, in a random order, then (where the group outgrew its pool) draws with
-    replacement; a group whose pool is empty keeps its rows' own values."""
+    replacement; a group whose pool is empty keeps its rows' own values. With ``anchor``
+    (bool[n]) the pools hold anchors only, anchors are served as above and the other rows draw
+    from their group's pool with replacement."""
     n_rows = numerics.shape[0]
     _, label_group = np.unique(np.concatenate([codes[:, labels], pool_codes[:, labels]]), axis=0,
                                return_inverse=True)
@@ -95,12 +104,40 @@ def redrawn_pools(codes: np.ndarray, pool_codes: np.ndarray, numerics: np.ndarra
         for group in np.unique(group_after):
             targets = np.flatnonzero(group_after == group)
             pool = np.flatnonzero(group_before == group)
+            if anchor is not None:
+                pool = pool[anchor[pool]]
+                if len(pool) == 0:
+                    continue
+                others = targets[~anchor[targets]]
+                out[others, j] = numerics[rng.choice(pool, len(others)), j]
+                targets = targets[anchor[targets]]
             if len(pool) == 0:
                 continue
             drawn = rng.permutation(pool)[:len(targets)]
             if len(targets) > len(pool):
                 drawn = np.concatenate([drawn, rng.choice(pool, len(targets) - len(pool))])
             out[targets, j] = numerics[drawn, j]
+    return out
+
+
+def _anchored(codes: np.ndarray, numerics: np.ndarray, domain: Domain, label_group: np.ndarray,
+              anchor: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`decouple_numerics` with anchors (bool[n]): the anchors permuted among themselves
+    within each group, every other row given a random anchor's value of its group."""
+    out = numerics.copy()
+    anchors, others = np.flatnonzero(anchor), np.flatnonzero(~anchor)
+    for j, spec in enumerate(domain.numeric_columns):
+        group = _with_null_state(label_group, codes, domain, spec)
+        anchor_group = group[anchors]
+        by_group = np.argsort(anchor_group, kind="stable")
+        shuffled = np.lexsort((rng.random(len(anchors)), anchor_group))
+        out[anchors[by_group], j] = numerics[anchors[shuffled], j]
+        sorted_groups, other_group = anchor_group[by_group], group[others]
+        start = np.searchsorted(sorted_groups, other_group, side="left")
+        count = np.searchsorted(sorted_groups, other_group, side="right") - start
+        pick = start + np.floor(rng.random(len(others)) * count).astype(np.int64)
+        has = count > 0
+        out[others[has], j] = numerics[anchors[by_group[pick[has]]], j]
     return out
 
 

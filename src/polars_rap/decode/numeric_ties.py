@@ -60,6 +60,7 @@ import polars as pl
 
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import block_slices
+from polars_rap.decode.anchors import placed
 from polars_rap.decode.numeric_coupling import label_groups
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.schema.transforms import equal_bin
@@ -272,13 +273,15 @@ class NumericTies:
     deviations: np.ndarray
 
     def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator,
-              scores: TieScores | None = None) -> np.ndarray:
+              scores: TieScores | None = None, anchor: np.ndarray | None = None) -> np.ndarray:
         """float64[n, n_numeric]: ``numerics`` (decoded rows' mapped values, ``codes``
         int32[n, n_blocks]) with each column's values handed out again within each label group
         and null state, in the order of latent scores fitted to the tie targets (module
         docstring). Each group keeps its multiset of values. With ``scores``, a column's scores
         fitted by an earlier call are reused (one assignment, no backfitting) and those fitted
-        here are kept in it."""
+        here are kept in it. With ``anchor`` (bool[n], :mod:`polars_rap.decode.anchors`) the
+        scores are fitted and the values handed out among the anchors, and every other row takes
+        the anchors' value at its score's place among theirs."""
         out = np.array(numerics, dtype=np.float64, copy=True)
         labels = [i for i, block in enumerate(domain.blocks) if block.is_label]
         if len(codes) < 2 or not labels:
@@ -288,7 +291,11 @@ class NumericTies:
             tables = [t for t, (column, _, _) in enumerate(self.layout.tables) if column == j]
             if tables:
                 fitted = None if scores is None else scores.by_column.get(j)
-                out[:, j], betas = self._column(codes, out, j, domain, spec, tables, label_group, rng, fitted)
+                if anchor is None:
+                    out[:, j], betas = self._column(codes, out, j, domain, spec, tables, label_group, rng, fitted)
+                else:
+                    out[:, j], betas = self._anchored_column(codes, out, j, domain, spec, tables, label_group, rng,
+                                                             fitted, anchor)
                 if scores is not None and betas is not None:
                     scores.by_column.setdefault(j, betas)
         return out
@@ -332,6 +339,43 @@ class NumericTies:
             assigned = assign(noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True)))
         out = values.copy()
         out[rows] = assigned
+        return out, betas
+
+    def _anchored_column(self, codes, current, j, domain, spec, tables, label_group, rng, fitted, anchor):
+        """:meth:`_column` with anchors (bool[n]): the scores fitted (where ``fitted`` is None)
+        on the anchors alone, the anchors' values handed out among them in their scores' order,
+        every other row given the anchors' value at its score's place (:func:`placed`)."""
+        values = current[:, j]
+        live = np.ones(len(values), dtype=bool)
+        if spec.nullable:
+            live = codes[:, domain.block_index(spec.name, indicator=True)] == 0
+        rows = np.flatnonzero(live)
+        anchors = rows[anchor[rows]]
+        if len(anchors) < 2:
+            return values, None
+        betas = fitted
+        if betas is None:
+            _, betas = self._column(codes[anchors], current[anchors], j, domain, spec, tables, label_group[anchors],
+                                    rng, None)
+            if betas is None:
+                return values, None
+        score = rng.standard_normal(len(rows))
+        for t, beta in zip(tables, betas, strict=True):
+            _, a, l = self.layout.tables[t]
+            feature = self.layout.feature_codes(codes[rows], current[rows], domain, a)
+            score += beta[feature * domain.blocks[l].n_codes + codes[rows, l]]
+        out = values.copy()
+        is_anchor, groups = anchor[rows], label_group[rows]
+        for g in np.unique(groups):
+            here = groups == g
+            own = np.flatnonzero(here & is_anchor)
+            if len(own) == 0:
+                continue
+            order = own[np.argsort(score[own])]
+            sorted_values = np.sort(values[rows[own]])
+            out[rows[order]] = sorted_values
+            others = np.flatnonzero(here & ~is_anchor)
+            out[rows[others]] = placed(score[order], sorted_values, score[others], rng)
         return out, betas
 
     def _backfit(self, codes, x, rows, domain, tables, cells, noise, assign) -> tuple[list[np.ndarray], np.ndarray]:

@@ -73,6 +73,7 @@ import numpy as np
 import polars as pl
 from scipy.special import ndtri
 
+from polars_rap.decode.anchors import placed, quantiles_among
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import block_slices
@@ -322,12 +323,14 @@ class RankPairs:
         return np.array([gram[j, k] for j, k in _pairs(w.shape[1])]) / max(len(w), 1)
 
     def apply(self, codes: np.ndarray, numerics: np.ndarray, domain: Domain, rng: np.random.Generator,
-              latent: RankLatent | None = None) -> np.ndarray:
+              latent: RankLatent | None = None, anchor: np.ndarray | None = None) -> np.ndarray:
         """float64[n, p]: ``numerics`` with each column permuted within each label group and null
         state so that the rows' statistic meets its target (module docstring; ``numerics``
         itself where the release is within its noise of the rows). ``latent``: what a first
-        chunk calibrated (filled here when empty; None: calibrate on these rows)."""
-        if numerics.shape[0] < 2:
+        chunk calibrated (filled here when empty; None: calibrate on these rows). ``anchor``
+        (bool[n], :mod:`polars_rap.decode.anchors`): calibrated and permuted among the anchors,
+        every other row placed among them."""
+        if numerics.shape[0] < 2 or (anchor is not None and np.count_nonzero(anchor) < 2):
             return numerics
         latent = RankLatent() if latent is None else latent
         if latent.unchanged:
@@ -336,12 +339,15 @@ class RankPairs:
         group, _ = label_index(codes, domain)
         present = present_values(codes, domain)
         if latent.correlation is None:
-            current = self.statistic(codes, numerics, domain)
+            at = slice(None) if anchor is None else anchor
+            current = self.statistic(codes[at], numerics[at], domain)
             targets = shrunk(self.released, self.std, toward=current, z=PAIR_Z)
             if np.array_equal(targets, current):
                 latent.unchanged = True
                 return numerics
-            latent.correlation = self._calibrated(codes, numerics, domain, group, present, rng, targets)
+            latent.correlation = self._calibrated(codes[at], numerics[at], domain, group[at], present[at], rng, targets)
+        if anchor is not None:
+            return _anchored_reordering(numerics, group, present, latent.correlation, rng, anchor)
         return _reordered(numerics, group, present, latent.correlation, rng)
 
     def to_frame(self, domain: Domain) -> pl.DataFrame:
@@ -464,4 +470,46 @@ def _reordered(numerics: np.ndarray, group: np.ndarray, present: np.ndarray, cor
             placed[np.argsort(score, kind="stable")] = values
             out[index, j] = placed
             z[here, j] = _normal_scores(placed, rng)
+    return out
+
+
+def _anchored_reordering(numerics: np.ndarray, group: np.ndarray, present: np.ndarray, correlation: np.ndarray,
+                         rng: np.random.Generator, anchor: np.ndarray) -> np.ndarray:
+    """:func:`_reordered` with anchors (bool[n], :mod:`polars_rap.decode.anchors`): the scores'
+    regressions and the hand-out run among the anchors; every other row's normal scores are its
+    values' quantiles among the anchors' and it takes the anchors' value at its score's place."""
+    out = numerics.copy()
+    p = numerics.shape[1]
+    for g in np.unique(group):
+        rows = np.flatnonzero(group == g)
+        z = np.zeros((len(rows), p))
+        for j in range(p):
+            here = np.flatnonzero(present[rows, j])
+            is_anchor = anchor[rows[here]]
+            if np.count_nonzero(is_anchor) < 3:
+                continue
+            index = rows[here]
+            values = np.sort(out[index[is_anchor], j])
+            own = np.empty(len(here))
+            own[is_anchor] = _normal_scores(out[index[is_anchor], j], rng)
+            own[~is_anchor] = ndtri(quantiles_among(values, out[index[~is_anchor], j], rng))
+            score = own
+            if j > 0:
+                before = np.ascontiguousarray(z[here, :j])
+                fit = before[is_anchor]
+                coefficients = np.linalg.lstsq(fit.T @ fit, fit.T @ own[is_anchor], rcond=None)[0]
+                residual = own - before @ coefficients
+                centre, spread = residual[is_anchor].mean(), max(float(residual[is_anchor].std()), 1e-12)
+                residual = (residual - centre) / spread
+                b = np.linalg.solve(correlation[:j, :j], correlation[:j, j])
+                score = before @ b + math.sqrt(max(1.0 - float(correlation[j, :j] @ b), 1e-6)) * residual
+            anchors = np.flatnonzero(is_anchor)
+            order = anchors[np.argsort(score[anchors], kind="stable")]
+            handed = np.empty(len(here))
+            handed[order] = values
+            others = np.flatnonzero(~is_anchor)
+            handed[others] = placed(score[order], values, score[others], rng)
+            out[index, j] = handed
+            z[here[anchors], j] = _normal_scores(handed[anchors], rng)
+            z[here[others], j] = ndtri(quantiles_among(values, handed[others], rng))
     return out

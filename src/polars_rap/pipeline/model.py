@@ -297,7 +297,8 @@ class SyntheticModel:
             return sample_where(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), where,
                                 method=decoding, labels=self.label_model,
                                 numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
-                                ties=self.numeric_ties, constraints=self.constraints, ranks=self.rank_pairs)
+                                margins=self.histogram_margins, ties=self.numeric_ties, constraints=self.constraints,
+                                ranks=self.rank_pairs)
         return decode(self.relaxed, self.domain, int(rows), np.random.default_rng(seed), method=decoding,
                       labels=self.label_model,
                       numeric_coupling=self.report.parameters.get("numeric_coupling", "fitted"),
