@@ -214,3 +214,26 @@ def test_stratified_uniforms_equal_the_lexsort_reference_bit_for_bit(n_relaxed, 
     rows = spread_rows(n_relaxed, n_out, np.random.default_rng(n_out))
     expected = _stratified_reference(rows, 6, np.random.default_rng(1))
     np.testing.assert_array_equal(stratified_uniforms(rows, 6, np.random.default_rng(1)), expected)
+
+
+@pytest.mark.parametrize("masked", ["none", "shared", "per relaxed row"])
+def test_the_code_kernel_equals_the_numpy_reference_bit_for_bit(masked):
+    """:func:`~polars_rap.kernels.cpu_sampling.inverse_cdf_codes` against its NumPy reference on
+    relaxed rows with negative and zero probabilities, an all-zero row (it decodes to the last
+    code), uniforms at 0 and just under 1, and each kind of mask."""
+    from polars_rap.kernels.cpu_sampling import codes_reference, inverse_cdf_codes
+
+    rng = np.random.default_rng(3)
+    for n_relaxed, width in [(1, 1), (7, 2), (300, 25), (50, 40)]:
+        relaxed = rng.normal(0.1, 0.3, (n_relaxed, width + 5)).astype(np.float32).astype(np.float64)
+        relaxed[rng.random(relaxed.shape) < 0.2] = 0.0
+        relaxed[0, 2:2 + width] = 0.0
+        rows = rng.integers(0, n_relaxed, 4_000)
+        uniform = rng.random(4_000)
+        uniform[:2] = [0.0, np.nextafter(1.0, 0.0)]
+        mask = {"none": None, "shared": (rng.random((1, width)) < 0.6).astype(np.float64),
+                "per relaxed row": (rng.random((n_relaxed, width)) < 0.5).astype(np.float64)}[masked]
+        got = inverse_cdf_codes(relaxed, rows, 2, 2 + width, uniform, mask)
+        assert got.dtype == np.int32
+        assert np.array_equal(got, codes_reference(relaxed, rows, 2, 2 + width, uniform, mask))
+        assert np.all(got[(rows == 0) & (uniform > 0)] == width - 1)  # all-zero row: the last code

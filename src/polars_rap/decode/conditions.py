@@ -7,7 +7,9 @@ A value ``None`` means a null; a range ``(low, high)`` holds both ends, and eith
 None (open). An expression is split at its top-level ``&``/``AND``: each conjunct over one
 column is read *exactly* (evaluated on every category of a categorical column, on every relaxed
 row's decoded value of a numeric column); conjuncts over several columns form the *residual*,
-checked on decoded rows (:mod:`polars_rap.decode.conditional`). Expressions must be row-wise:
+checked on decoded rows (:mod:`polars_rap.decode.conditional`), as do those on a numeric column
+where decoding moves the values away from the relaxed rows' (after a check that some value of
+the column passes them: else the condition has probability 0). Expressions must be row-wise:
 a row's truth may depend on that row only (no ``mean()`` over the frame).
 
 :func:`read_condition` returns a :class:`Condition`: per categorical block a float64 0/1 mask

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import polars as pl
 
+from polars_rap.kernels.cpu_sampling import inverse_cdf_codes
 from polars_rap.schema import temporal
 from polars_rap.decode.numeric_coupling import check_numeric_coupling, decouple_numerics
 from polars_rap.decode.numeric_ties import TieScores
@@ -85,22 +86,14 @@ def decode_codes(
     probabilities are multiplied by its relaxed row's mask before renormalising, so its code is
     drawn within the allowed codes (conditional sampling, :mod:`polars_rap.decode.conditional`).
     """
-    relaxed = np.asarray(relaxed, dtype=np.float64)
+    relaxed = np.ascontiguousarray(relaxed, dtype=np.float64)
     n_out = len(rows)
     codes = np.empty((n_out, len(domain.blocks)), dtype=np.int32)
     uniform = rng.random((n_out, len(domain.blocks))) if uniforms is None else uniforms
-    # each block's coordinates gathered alone: the picked rows' whole width at once would be
-    # float64[n_out, n_coords] (0.8 GB at 100,000 rows of a 300-column table)
-    for b, block_slice in enumerate(block_slices(domain)):
-        probs = np.clip(relaxed[rows, block_slice], 0.0, None)
-        if allowed is not None and b in allowed:
-            mask = allowed[b]
-            probs = probs * (mask if mask.shape[0] == 1 else mask[rows])
-        cumulative = np.cumsum(probs, axis=1)
-        total = cumulative[:, -1:]
-        cumulative /= np.where(total > 0, total, 1.0)
-        chosen = (cumulative < uniform[:, b : b + 1]).sum(axis=1)
-        codes[:, b] = np.minimum(chosen, block_slice.stop - block_slice.start - 1)
+    for b, block_slice in enumerate(block_slices(domain)):  # each block alone: rows x whole width would not fit
+        mask = None if allowed is None else allowed.get(b)
+        codes[:, b] = inverse_cdf_codes(relaxed, rows, block_slice.start, block_slice.stop,
+                                        np.ascontiguousarray(uniform[:, b]), mask)
     numerics = np.clip(relaxed[rows, domain.n_categorical_coords :], 0.0, 1.0)
     return EncodedData(codes, numerics)
 
