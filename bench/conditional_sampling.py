@@ -1,8 +1,9 @@
 """Time 1,000,000 conditioned rows against 1,000,000 unconditioned ones (issue #76: <= 10 s on 2 cores).
 
 A small fit of the bundled CA table (1,000 relaxed rows, the reference n-hat; few rounds, so
-the fit takes under a minute), then ``model.sample`` three times per condition; prints a
-Markdown table with the machine and its load. Run: ``python bench/conditional_sampling.py``.
+the fit takes under a minute), then ``model.sample`` three times per condition (once where the
+first call takes over 20 s: a condition met by rejection); prints a Markdown table with the
+machine and its load. Run: ``python bench/conditional_sampling.py``.
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ def main() -> None:
     model.sample(1_000, seed=0, where={"SEX": 2})  # compile and warm up
     print(f"{ROWS:,} rows from a {model.relaxed.shape[0]}-relaxed-row CA model; {platform.processor() or platform.machine()}, "
           f"{len(os.sched_getaffinity(0))} CPUs usable, load average before {os.getloadavg()}; polars {pl.__version__}\n")
-    print(f"| condition | seconds (best of 3) | {ROWS:,} rows, all pass |\n|---|---|---|")
+    print(f"| condition | seconds (best of the calls) | calls | {ROWS:,} rows, all pass |\n|---|---|---|---|")
     for name, where in CONDITIONS.items():
         seconds = []
         for repeat in range(3):
             start = time.perf_counter()
             frame = model.sample(ROWS, seed=repeat, where=where)
             seconds.append(time.perf_counter() - start)
+            if seconds[0] > 20.0:
+                break
         passes = where is None or frame.select(condition_expression(where, model.domain).all()).item()
-        print(f"| {name} | {min(seconds):.2f} | {frame.height == ROWS and passes} |")
+        print(f"| {name} | {min(seconds):.2f} | {len(seconds)} | {frame.height == ROWS and passes} |")
     print(f"\nload average after: {os.getloadavg()}")
 
 

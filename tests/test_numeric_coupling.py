@@ -202,3 +202,16 @@ def test_with_a_public_table_the_coupling_follows_its_use():
     assert runs["reweight"].report.parameters["numeric_coupling"] == expected
     assert runs["reweight"].report.parameters["strategy"]["numeric_coupling"] == expected
     assert (runs["reweight"].histogram_margins is None) == released
+
+
+def test_label_groups_number_the_groups_as_a_row_wise_unique_does() -> None:
+    """The mixed-radix numbering equals ``np.unique(codes[:, labels], axis=0)``'s inverse (so
+    decoding's permutations, which sort by group, are unchanged)."""
+    from polars_rap.decode.numeric_coupling import label_groups
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        codes = rng.integers(0, rng.integers(1, 7), (int(rng.integers(1, 2_000)), 5)).astype(np.int32)
+        labels = [int(b) for b in rng.choice(5, int(rng.integers(1, 4)), replace=False)]
+        _, expected = np.unique(codes[:, labels], axis=0, return_inverse=True)
+        assert np.array_equal(label_groups(codes, labels), expected.reshape(-1))

@@ -143,8 +143,13 @@ def _anchored(codes: np.ndarray, numerics: np.ndarray, domain: Domain, label_gro
 
 def label_groups(codes: np.ndarray, labels: list[int]) -> np.ndarray:
     """int64[n]: a group id per row of ``codes`` (int32[n, n_blocks]) shared by the rows of the
-    same codes in every block of ``labels`` (block indices)."""
-    _, group = np.unique(codes[:, labels], axis=0, return_inverse=True)
+    same codes in every block of ``labels`` (block indices), numbered in the order of the codes
+    (lexicographic, as ``np.unique(codes[:, labels], axis=0)`` numbers them)."""
+    key = np.zeros(len(codes), dtype=np.int64)
+    for b in labels:  # mixed radix: the same order as the rows of codes, one 1-D unique instead of a row-wise one
+        column = codes[:, b].astype(np.int64)
+        key = key * (int(column.max(initial=0)) + 1) + column
+    _, group = np.unique(key, return_inverse=True)
     return group.reshape(-1).astype(np.int64)
 
 
