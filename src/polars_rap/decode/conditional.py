@@ -40,6 +40,8 @@ import polars as pl
 
 from polars_rap.decode.conditions import Where, read_condition, row_probabilities
 from polars_rap.decode.decoding import LabelModel, decode_rows, spread_rows
+from polars_rap.decode.numeric_ties import TieScores
+from polars_rap.decode.rank_pairs import RankLatent
 from polars_rap.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -99,10 +101,12 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
     frames: list[pl.DataFrame] = []
     kept = drawn = passed = 0
     proposal = rows if not condition.residual and constraints is None else max(rows, _EVIDENCE)
+    # the ties' scores and the pairs' correlations: fitted on the first round's anchors, reused by the rest
+    fits = {"scores": TieScores(), "latent": RankLatent()} if reference is not None else {}
     for _ in range(_MAX_ROUNDS):
         allotted = _allot(weights, proposal, rng)
         frame = decode_rows(relaxed, domain, allotted, rng, method, labels, numeric_coupling, margins, ties,
-                            allowed=condition.masks, ranks=ranks, reference=reference)
+                            allowed=condition.masks, ranks=ranks, reference=reference, **fits)
         if constraints is not None:
             frame = constraints.repair(frame, domain)
         passes = frame.select(condition.expression.fill_null(False)).to_series()

@@ -176,7 +176,7 @@ def decode_rows(
     method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
     margins: HistogramMargins | None = None, ties: NumericTies | None = None,
     allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
-    reference: np.ndarray | None = None,
+    reference: np.ndarray | None = None, scores: TieScores | None = None, latent: RankLatent | None = None,
 ) -> pl.DataFrame:
     """:func:`decode` for given relaxed rows: one output row per entry of ``rows``
     (int64[n_rows], indices into ``relaxed``, in output order), each block's code drawn within
@@ -185,7 +185,9 @@ def decode_rows(
     anchored to a fresh decoding of those rows, which is not output
     (:mod:`polars_rap.decode.anchors`): the numeric steps' ranks and pools come from it. Anchored
     chunks hold at least four times the reference's rows, so that the anchors add at most a
-    quarter to the rows decoded."""
+    quarter to the rows decoded. ``scores`` / ``latent``: the ties' scores and the pairs' latent
+    correlations fitted by an earlier call on rows drawn alike (anchored calls of one
+    conditioned sample), reused and filled as a first chunk fills them; None: fitted here."""
     n_rows = len(rows)
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;
@@ -194,10 +196,9 @@ def decode_rows(
     # and reused by the others.
     chunk = _DECODE_CHUNK_ROWS if reference is None else max(_DECODE_CHUNK_ROWS, 4 * len(reference))
     starts = range(0, max(n_rows, 1), chunk)
-    scores = None
-    if ties is not None:
+    if ties is not None and scores is None:
         scores = TieScores()
-    latent = RankLatent()
+    latent = RankLatent() if latent is None else latent
     frames = [_decode_rows(relaxed, domain, rows[a:a + chunk], rng, method, labels, numeric_coupling,
                            margins, ties, scores, allowed, ranks, latent, reference)
               for a in starts]

@@ -317,10 +317,11 @@ class NumericTies:
         pieces = np.split(order, bounds)  # positions in ``rows`` of each label group
         sorted_values = [np.sort(values[rows[p]]) for p in pieces]
         cells = []
+        live_codes, live_current = codes[rows], current[rows]  # gathered once, not once per table
         for t in tables:
             _, a, l = self.layout.tables[t]
-            feature = self.layout.feature_codes(codes[rows], current[rows], domain, a)
-            cells.append(feature * domain.blocks[l].n_codes + codes[rows, l])
+            feature = self.layout.feature_codes(live_codes, live_current, domain, a)
+            cells.append(feature * domain.blocks[l].n_codes + live_codes[:, l])
         noise = rng.standard_normal(len(rows))
 
         def assign(score: np.ndarray) -> np.ndarray:
@@ -360,10 +361,11 @@ class NumericTies:
             if betas is None:
                 return values, None
         score = rng.standard_normal(len(rows))
+        live_codes, live_current = codes[rows], current[rows]
         for t, beta in zip(tables, betas, strict=True):
             _, a, l = self.layout.tables[t]
-            feature = self.layout.feature_codes(codes[rows], current[rows], domain, a)
-            score += beta[feature * domain.blocks[l].n_codes + codes[rows, l]]
+            feature = self.layout.feature_codes(live_codes, live_current, domain, a)
+            score += beta[feature * domain.blocks[l].n_codes + live_codes[:, l]]
         out = values.copy()
         is_anchor, groups = anchor[rows], label_group[rows]
         for g in np.unique(groups):
