@@ -115,19 +115,17 @@ def read_condition(where: Where, domain: Domain, relaxed: np.ndarray, redrawn_la
             numeric_parts[spec.name] = expression if spec.name not in numeric_parts else (
                 numeric_parts[spec.name] & expression)
             if spec.nullable:
-                null_passes = _evaluate(expression, pl.Series(spec.name, [None], dtype=spec.dtype), text)[0]
-                _combine(masks, domain.block_index(spec.name, indicator=True), np.array([[1.0, null_passes]]))
+                _combine(masks, domain.block_index(spec.name, indicator=True),
+                         np.array([[1.0, _null_passes(expression, spec, text)]]))
             continue
         if spec.nullable:
-            null_passes = _evaluate(expression, pl.Series(spec.name, [None], dtype=spec.dtype), text)[0]
-            mask = np.column_stack([passes, np.full(len(passes), null_passes)])
+            mask = np.column_stack([passes, np.full(len(passes), _null_passes(expression, spec, text))])
             _combine(masks, domain.block_index(spec.name, indicator=True), mask)
         else:
             factor = passes if factor is None else factor * passes
     for name, expression in numeric_parts.items():  # a contradiction on one column: probability 0, not rejection
         spec = domain[name]
-        null_passes = spec.nullable and _evaluate(expression, pl.Series(name, [None], dtype=spec.dtype), text)[0]
-        if not null_passes and not _evaluate(expression, _value_grid(spec), text).any():
+        if not (spec.nullable and _null_passes(expression, spec, text)) and not _evaluate(expression, _value_grid(spec), text).any():
             factor = np.zeros(relaxed.shape[0])
     full = conjuncts[0]
     for expression in conjuncts[1:]:
@@ -297,6 +295,11 @@ def _evaluate(expression: pl.Expr, series: pl.Series, text: str) -> np.ndarray:
         raise ParameterError(msg)
     passes = result.fill_null(False).to_numpy().astype(np.float64)
     return np.broadcast_to(passes, (len(series),)).copy()
+
+
+def _null_passes(expression: pl.Expr, spec: ColumnSpec, text: str) -> float:
+    """1.0 where ``expression`` holds on a null of column ``spec``, else 0.0."""
+    return _evaluate(expression, pl.Series(spec.name, [None], dtype=spec.dtype), text)[0]
 
 
 def _combine(masks: dict[int, np.ndarray], block: int, mask: np.ndarray) -> None:

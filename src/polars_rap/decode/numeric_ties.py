@@ -305,10 +305,7 @@ class NumericTies:
         ``j`` as already handed out) reassigned, the tables' latent cell scores or None where too
         few rows); ``fitted`` (the scores of an earlier chunk) skips the backfit."""
         values = current[:, j]
-        live = np.ones(len(values), dtype=bool)
-        if spec.nullable:
-            live = codes[:, domain.block_index(spec.name, indicator=True)] == 0
-        rows = np.flatnonzero(live)
+        rows = _live_rows(codes, domain, spec)
         if len(rows) < 2:
             return values, None
         groups = label_group[rows]
@@ -316,12 +313,7 @@ class NumericTies:
         bounds = np.flatnonzero(np.diff(groups[order])) + 1
         pieces = np.split(order, bounds)  # positions in ``rows`` of each label group
         sorted_values = [np.sort(values[rows[p]]) for p in pieces]
-        cells = []
-        live_codes, live_current = codes[rows], current[rows]  # gathered once, not once per table
-        for t in tables:
-            _, a, l = self.layout.tables[t]
-            feature = self.layout.feature_codes(live_codes, live_current, domain, a)
-            cells.append(feature * domain.blocks[l].n_codes + live_codes[:, l])
+        cells = self._cells(codes, current, rows, domain, tables)
         noise = rng.standard_normal(len(rows))
 
         def assign(score: np.ndarray) -> np.ndarray:
@@ -347,10 +339,7 @@ class NumericTies:
         on the anchors alone, the anchors' values handed out among them in their scores' order,
         every other row given the anchors' value at its score's place (:func:`placed`)."""
         values = current[:, j]
-        live = np.ones(len(values), dtype=bool)
-        if spec.nullable:
-            live = codes[:, domain.block_index(spec.name, indicator=True)] == 0
-        rows = np.flatnonzero(live)
+        rows = _live_rows(codes, domain, spec)
         anchors = rows[anchor[rows]]
         if len(anchors) < 2:
             return values, None
@@ -360,12 +349,8 @@ class NumericTies:
                                     rng, None)
             if betas is None:
                 return values, None
-        score = rng.standard_normal(len(rows))
-        live_codes, live_current = codes[rows], current[rows]
-        for t, beta in zip(tables, betas, strict=True):
-            _, a, l = self.layout.tables[t]
-            feature = self.layout.feature_codes(live_codes, live_current, domain, a)
-            score += beta[feature * domain.blocks[l].n_codes + live_codes[:, l]]
+        cells = self._cells(codes, current, rows, domain, tables)
+        score = rng.standard_normal(len(rows)) + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True))
         out = values.copy()
         is_anchor, groups = anchor[rows], label_group[rows]
         for g in np.unique(groups):
@@ -379,6 +364,17 @@ class NumericTies:
             others = np.flatnonzero(here & ~is_anchor)
             out[rows[others]] = placed(score[order], sorted_values, score[others], rng)
         return out, betas
+
+    def _cells(self, codes, current, rows, domain, tables) -> list[np.ndarray]:
+        """int64[len(rows)] per table of ``tables``: each of ``rows``' cell (feature code x label
+        code), the rows' codes and values gathered once, not once per table."""
+        live_codes, live_current = codes[rows], current[rows]
+        cells = []
+        for t in tables:
+            _, a, l = self.layout.tables[t]
+            feature = self.layout.feature_codes(live_codes, live_current, domain, a)
+            cells.append(feature * domain.blocks[l].n_codes + live_codes[:, l])
+        return cells
 
     def _backfit(self, codes, x, rows, domain, tables, cells, noise, assign) -> tuple[list[np.ndarray], np.ndarray]:
         """(The tables' latent cell scores, float64[n_cells] each, backfitted so that each cell's
@@ -462,6 +458,13 @@ class NumericTies:
         if frame.height != expected.height or not frame.drop("deviation").equals(expected):
             raise ValueError("the tie cells do not match the domain's")
         return cls(layout, frame["deviation"].to_numpy().astype(np.float64))
+
+
+def _live_rows(codes: np.ndarray, domain: Domain, spec) -> np.ndarray:
+    """int64: the rows of ``codes`` whose value of numeric column ``spec`` is not null."""
+    if not spec.nullable:
+        return np.arange(len(codes))
+    return np.flatnonzero(codes[:, domain.block_index(spec.name, indicator=True)] == 0)
 
 
 def _feature_name(domain: Domain, a: int) -> str:

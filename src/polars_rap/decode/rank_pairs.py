@@ -442,6 +442,20 @@ def _normal_scores(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return ndtri((ranks + 0.5) / len(values))
 
 
+def _latent_score(own: np.ndarray, before: np.ndarray, correlation: np.ndarray, j: int,
+                  fit: np.ndarray | slice = slice(None)) -> np.ndarray:
+    """float64[m]: column ``j``'s latent score, ``before @ b`` (``before`` float64[m, j], the
+    earlier columns' normal scores) plus the part of its own normal scores ``own`` (float64[m])
+    they do not explain, standardised and scaled so the scores have ``correlation``; the
+    regression and the standardisation read the rows ``fit`` (a bool mask; all by default)."""
+    fitted = before[fit]
+    coefficients = np.linalg.lstsq(fitted.T @ fitted, fitted.T @ own[fit], rcond=None)[0]  # normal equations
+    residual = own - before @ coefficients
+    residual = (residual - residual[fit].mean()) / max(float(residual[fit].std()), 1e-12)
+    b = np.linalg.solve(correlation[:j, :j], correlation[:j, j])
+    return before @ b + math.sqrt(max(1.0 - float(correlation[j, :j] @ b), 1e-6)) * residual
+
+
 def _reordered(numerics: np.ndarray, group: np.ndarray, present: np.ndarray, correlation: np.ndarray,
                rng: np.random.Generator) -> np.ndarray:
     """float64[n, p]: each column's present values handed out again within each group in the
@@ -457,14 +471,7 @@ def _reordered(numerics: np.ndarray, group: np.ndarray, present: np.ndarray, cor
                 continue
             index = rows[here]
             own = _normal_scores(out[index, j], rng)
-            score = own
-            if j > 0:
-                before = np.ascontiguousarray(z[here, :j])
-                coefficients = np.linalg.lstsq(before.T @ before, before.T @ own, rcond=None)[0]  # normal equations
-                residual = own - before @ coefficients
-                residual = (residual - residual.mean()) / max(float(residual.std()), 1e-12)
-                b = np.linalg.solve(correlation[:j, :j], correlation[:j, j])
-                score = before @ b + math.sqrt(max(1.0 - float(correlation[j, :j] @ b), 1e-6)) * residual
+            score = own if j == 0 else _latent_score(own, np.ascontiguousarray(z[here, :j]), correlation, j)
             values = np.sort(out[index, j])
             placed = np.empty_like(values)
             placed[np.argsort(score, kind="stable")] = values
@@ -493,16 +500,7 @@ def _anchored_reordering(numerics: np.ndarray, group: np.ndarray, present: np.nd
             own = np.empty(len(here))
             own[is_anchor] = _normal_scores(out[index[is_anchor], j], rng)
             own[~is_anchor] = ndtri(quantiles_among(values, out[index[~is_anchor], j], rng))
-            score = own
-            if j > 0:
-                before = np.ascontiguousarray(z[here, :j])
-                fit = before[is_anchor]
-                coefficients = np.linalg.lstsq(fit.T @ fit, fit.T @ own[is_anchor], rcond=None)[0]
-                residual = own - before @ coefficients
-                centre, spread = residual[is_anchor].mean(), max(float(residual[is_anchor].std()), 1e-12)
-                residual = (residual - centre) / spread
-                b = np.linalg.solve(correlation[:j, :j], correlation[:j, j])
-                score = before @ b + math.sqrt(max(1.0 - float(correlation[j, :j] @ b), 1e-6)) * residual
+            score = own if j == 0 else _latent_score(own, np.ascontiguousarray(z[here, :j]), correlation, j, is_anchor)
             anchors = np.flatnonzero(is_anchor)
             order = anchors[np.argsort(score[anchors], kind="stable")]
             handed = np.empty(len(here))
