@@ -237,3 +237,40 @@ def test_the_code_kernel_equals_the_numpy_reference_bit_for_bit(masked):
         assert got.dtype == np.int32
         assert np.array_equal(got, codes_reference(relaxed, rows, 2, 2 + width, uniform, mask))
         assert np.all(got[(rows == 0) & (uniform > 0)] == width - 1)  # all-zero row: the last code
+
+
+def test_every_block_drawn_in_one_pass_equals_the_reference_block_by_block():
+    """:func:`~polars_rap.kernels.cpu_sampling.draw_codes` over several blocks at once, with a
+    mask on some blocks and uniforms in a transposed (column-major) layout as controlled decoding
+    passes them, against the NumPy reference one block at a time."""
+    from polars_rap.kernels.cpu_sampling import block_cdfs, codes_reference, draw_codes
+
+    rng = np.random.default_rng(8)
+    widths = [1, 3, 9, 2, 30]
+    slices = [slice(int(a), int(b)) for a, b in zip(np.cumsum([0] + widths[:-1]), np.cumsum(widths), strict=True)]
+    relaxed = rng.normal(0.1, 0.3, (40, sum(widths) + 2))
+    relaxed[rng.random(relaxed.shape) < 0.2] = 0.0
+    masks = {2: (rng.random((40, 9)) < 0.5).astype(np.float64), 4: (rng.random((1, 30)) < 0.5).astype(np.float64)}
+    rows = rng.integers(0, 40, 5_000)
+    uniforms = np.ascontiguousarray(rng.random((len(widths), 5_000))).T
+    got = draw_codes(block_cdfs(relaxed, slices, masks), slices, rows, uniforms)
+    for b, block in enumerate(slices):
+        expected = codes_reference(relaxed, rows, block.start, block.stop, uniforms[:, b].copy(), masks.get(b))
+        assert np.array_equal(got[:, b], expected)
+
+
+def test_ranks_among_sorted_anchors_equal_numpys_searches():
+    """:func:`~polars_rap.kernels.cpu_sampling.ranks_among` against ``np.searchsorted`` left and
+    right: continuous keys, repeated keys equal to many anchors, keys outside the anchors, NaN."""
+    from polars_rap.kernels.cpu_sampling import ranks_among
+
+    rng = np.random.default_rng(9)
+    for anchors, keys in [(rng.random(1), rng.random(10)), (rng.random(5_000), rng.random(20_000)),
+                          (rng.integers(0, 12, 3_000).astype(float), rng.integers(-2, 15, 9_000).astype(float))]:
+        anchors[-1] = np.nan
+        keys[:3] = [np.nan, -np.inf, np.inf]
+        anchors = np.sort(anchors)
+        below, equal = ranks_among(anchors, keys)
+        left = np.searchsorted(anchors, keys, side="left")
+        assert np.array_equal(below, left)
+        assert np.array_equal(equal, np.searchsorted(anchors, keys, side="right") - left)

@@ -236,6 +236,31 @@ def test_later_chunks_reuse_the_first_chunks_scores_and_still_follow_the_ties(mo
     assert before.max() > 0.15 and after.max() < 0.03
 
 
+def test_the_score_kernel_equals_the_per_table_cell_sum_bit_for_bit() -> None:
+    """The latent scores of decoding (:func:`~polars_rap.kernels.cpu_sampling.tie_scores`) equal
+    ``noise + sum(beta[cell])`` over the per-table cells (:meth:`NumericTies._cells`) to the bit,
+    on tables whose features include an earlier numeric column's bins with nulls, values at 0, 1
+    and outside [0, 1]."""
+    domain = Domain.from_mapping(  # the nullable column first, so that the second's tables read its bins
+        {"hours": pl.Float64, "sex": pl.String, "age": pl.Float64, "y": pl.String},
+        {"hours": {"bounds": (0.0, 1.0), "nullable": True}, "sex": ["F", "M"], "age": (0.0, 1.0), "y": ["n", "p"]},
+        labels=["y"])
+    layout = tie_layout(domain, bins=8)
+    rng = np.random.default_rng(12)
+    codes, numerics = _rows(domain, 3_000, rng)
+    numerics[:4, 0] = [0.0, 1.0, -0.25, 1.5]
+    ties = NumericTies(layout, np.zeros(layout.n_cells))
+    for j in range(2):
+        tables = [t for t, (column, _, _) in enumerate(layout.tables) if column == j]
+        assert j == 0 or any(a >= len(domain.blocks) for _, a, _ in (layout.tables[t] for t in tables))
+        rows = np.flatnonzero(rng.random(len(codes)) < 0.7)
+        betas = [rng.normal(0, 1, layout.offsets[t + 1] - layout.offsets[t]) for t in tables]
+        noise = rng.standard_normal(len(rows))
+        cells = ties._cells(codes, numerics, rows, domain, tables)
+        expected = noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True))
+        assert np.array_equal(ties._scores(codes, numerics, rows, domain, tables, betas, noise), expected)
+
+
 def test_ties_round_trip_through_a_frame_and_refuse_another_domain() -> None:
     domain = _domain()
     layout = tie_layout(domain)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from polars_rap.kernels.cpu_sampling import ranks_among
+
 __all__ = ["placed", "quantiles_among"]
 
 
@@ -32,8 +34,7 @@ def quantiles_among(sorted_keys: np.ndarray, keys: np.ndarray, rng: np.random.Ge
     ascending, m >= 1), ``(below + U (equal + 1)) / (m + 1)`` with ``U`` uniform: a key that
     equals anchors falls anywhere among them, a continuous key uniformly in its gap."""
     m = len(sorted_keys)
-    below = np.searchsorted(sorted_keys, keys, side="left")
-    equal = np.searchsorted(sorted_keys, keys, side="right") - below
+    below, equal = ranks_among(sorted_keys, keys)
     return (below + rng.random(len(keys)) * (equal + 1)) / (m + 1)
 
 

@@ -33,16 +33,18 @@ proposals. Post-processing of released values only: no privacy cost.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from polars_rap.decode.conditions import Where, read_condition, row_probabilities
-from polars_rap.decode.decoding import LabelModel, decode_rows, spread_rows
+from polars_rap.decode.decoding import LabelModel, decoded_chunks, sample_frame, spread_rows
 from polars_rap.decode.numeric_ties import TieScores
 from polars_rap.decode.rank_pairs import RankLatent
 from polars_rap.errors import ParameterError
+from polars_rap.schema.encoding import EncodedData
 
 if TYPE_CHECKING:
     from polars_rap.decode.constraints import Constraints
@@ -111,18 +113,19 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
     fits = {"scores": TieScores(), "latent": RankLatent()} if reference is not None else {}
     for _ in range(_MAX_ROUNDS):
         allotted = _allot(weights, proposal, rng)
-        frame = decode_rows(relaxed, domain, allotted, rng, method, labels, numeric_coupling, margins, ties,
-                            allowed=condition.masks, ranks=ranks, reference=reference, **fits)
-        if constraints is not None:
-            frame = constraints.repair(frame, domain)
-        passes = frame.select(condition.expression.fill_null(False)).to_series()
-        if constraints is not None:
-            passes = passes & pl.Series(constraints.passes(frame, domain))
-        n_pass = int(passes.sum())
+        chunks = decoded_chunks(relaxed, domain, allotted, rng, method, labels, numeric_coupling, margins, ties,
+                                allowed=condition.masks, ranks=ranks, reference=reference, **fits)
+        if constraints is None:
+            frame = _passing(chunks, domain, condition.expression)
+        else:  # the rules' relations are computed on every decoded row, so the whole frame is built
+            frame = constraints.repair(pl.concat([sample_frame(chunk, domain) for chunk in chunks]), domain)
+            passes = frame.select(condition.expression.fill_null(False)).to_series()
+            frame = frame.filter(passes & pl.Series(constraints.passes(frame, domain)))
+        n_pass = frame.height
         drawn, passed = drawn + proposal, passed + n_pass
         if n_pass == proposal and not frames:
             return frame.head(rows)
-        frames.append(frame.filter(passes))
+        frames.append(frame)
         kept += n_pass
         if kept >= rows:
             return pl.concat(frames, rechunk=True).head(rows)
@@ -133,6 +136,18 @@ def sample_where(relaxed: np.ndarray, domain: Domain, rows: int, rng: np.random.
         proposal = min(_MAX_ROUND_ROWS, max(1_000, math.ceil(1.1 * needed)))
     _refuse(condition.text, probability, passed, drawn, rows, constraints is not None)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _passing(chunks: Iterable[EncodedData], domain: Domain, expression: pl.Expr) -> pl.DataFrame:
+    """The decoded rows of ``chunks`` that pass ``expression`` (a null fails), as a frame: each
+    chunk's rows are checked on a frame of the columns the expression reads, and only those
+    that pass become whole rows (a condition met by rejection discards most of its proposals)."""
+    names = set(expression.meta.root_names()) or None
+    frames = []
+    for chunk in chunks:
+        passes = sample_frame(chunk, domain, names).select(expression.fill_null(False)).to_series().to_numpy()
+        frames.append(sample_frame(EncodedData(chunk.codes[passes], chunk.numerics[passes]), domain))
+    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
 
 
 def _allot(weights: np.ndarray, n_rows: int, rng: np.random.Generator) -> np.ndarray:

@@ -23,13 +23,13 @@ Decoding gives each relaxed row ``k ≈ n_rows / n_relaxed`` output rows, in one
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import polars as pl
 
-from polars_rap.kernels.cpu_sampling import inverse_cdf_codes
+from polars_rap.kernels.cpu_sampling import block_cdfs, draw_codes, entries_by_row, stratify_column
 from polars_rap.schema import temporal
 from polars_rap.decode.numeric_coupling import check_numeric_coupling, decouple_numerics
 from polars_rap.decode.numeric_ties import TieScores
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from polars_rap.decode.numeric_ties import NumericTies
     from polars_rap.decode.rank_pairs import RankPairs
 
-__all__ = ["DECODINGS", "decode", "decode_codes", "decode_rows", "decoded_values", "numeric_series", "spread_rows",
-           "stratified_uniforms"]
+__all__ = ["DECODINGS", "decode", "decode_codes", "decode_rows", "decoded_chunks", "decoded_values", "numeric_series",
+           "sample_frame", "spread_rows", "stratified_uniforms"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,13 +87,9 @@ def decode_codes(
     drawn within the allowed codes (conditional sampling, :mod:`polars_rap.decode.conditional`).
     """
     relaxed = np.ascontiguousarray(relaxed, dtype=np.float64)
-    n_out = len(rows)
-    codes = np.empty((n_out, len(domain.blocks)), dtype=np.int32)
-    uniform = rng.random((n_out, len(domain.blocks))) if uniforms is None else uniforms
-    for b, block_slice in enumerate(block_slices(domain)):  # each block alone: rows x whole width would not fit
-        mask = None if allowed is None else allowed.get(b)
-        codes[:, b] = inverse_cdf_codes(relaxed, rows, block_slice.start, block_slice.stop,
-                                        np.ascontiguousarray(uniform[:, b]), mask)
+    uniform = rng.random((len(rows), len(domain.blocks))) if uniforms is None else uniforms
+    slices = block_slices(domain)  # each block's sums once per relaxed row, then one search per row and block
+    codes = draw_codes(block_cdfs(relaxed, slices, allowed), slices, rows, uniform)
     numerics = np.clip(relaxed[rows, domain.n_categorical_coords :], 0.0, 1.0)
     return EncodedData(codes, numerics)
 
@@ -102,24 +98,20 @@ def stratified_uniforms(rows: np.ndarray, n_columns: int, rng: np.random.Generat
     """float64[len(rows), n_columns] in ``[0, 1)``: for each column, the ``c`` entries that
     share a relaxed row get ``(rank + U) / c``, ranks ``0..c-1`` in a random order and one
     ``U ~ Uniform[0, 1)`` per (relaxed row, column). Each entry is marginally uniform; the
-    ``c`` entries of a row cover ``[0, 1)`` in ``c`` equal strata (systematic sampling)."""
+    ``c`` entries of a row cover ``[0, 1)`` in ``c`` equal strata (systematic sampling). Each
+    column is contiguous (a transposed view), as :func:`decode_codes` reads them."""
     rows = np.asarray(rows, dtype=np.int64)
-    out = np.empty((len(rows), n_columns), dtype=np.float64)
+    out = np.empty((n_columns, len(rows)), dtype=np.float64)
     if len(rows) == 0:
-        return out
-    counts = np.bincount(rows)
-    starts = np.cumsum(counts) - counts
-    position = np.arange(len(rows))
+        return out.T
+    # Per column: one uniform per entry orders a relaxed row's entries (their ranks), then one
+    # offset per relaxed row; the entries are grouped by row once (a counting sort) and each
+    # group sorted alone, as a lexsort by (row, uniform) would order them.
+    order, starts, counts = entries_by_row(rows, int(rows.max()) + 1)
     for column in range(n_columns):
-        # By relaxed row, in a random order within: the integer part of the key orders the
-        # rows, the uniform the entries of one row (one sort of float64 keys, 2.6x faster than
-        # lexsort on two; the same order unless two uniforms of one row agree to 2**-38).
-        order = np.argsort(rows + rng.random(len(rows)))
-        sorted_rows = rows[order]
-        rank = position - starts[sorted_rows]
-        offset = rng.random(len(counts))
-        out[order, column] = (rank + offset[sorted_rows]) / counts[sorted_rows]
-    return out
+        uniform = rng.random(len(rows))
+        stratify_column(order, starts, counts, uniform, rng.random(len(counts)), out[column])
+    return out.T
 
 
 def spread_rows(n_relaxed: int, n_out: int, rng: np.random.Generator) -> np.ndarray:
@@ -188,29 +180,41 @@ def decode_rows(
     quarter to the rows decoded. ``scores`` / ``latent``: the ties' scores and the pairs' latent
     correlations fitted by an earlier call on rows drawn alike (anchored calls of one
     conditioned sample), reused and filled as a first chunk fills them; None: fitted here."""
-    n_rows = len(rows)
+    frames = [sample_frame(sample, domain) for sample in decoded_chunks(
+        relaxed, domain, rows, rng, method, labels, numeric_coupling, margins, ties, allowed, ranks, reference, scores,
+        latent)]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+
+
+def decoded_chunks(
+    relaxed: np.ndarray, domain: Domain, rows: np.ndarray, rng: np.random.Generator,
+    method: str = "independent", labels: LabelModel | None = None, numeric_coupling: str = "fitted",
+    margins: HistogramMargins | None = None, ties: NumericTies | None = None,
+    allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
+    reference: np.ndarray | None = None, scores: TieScores | None = None, latent: RankLatent | None = None,
+) -> Iterator[EncodedData]:
+    """:func:`decode_rows`'s rows chunk by chunk as encoded rows (codes and mapped numerics),
+    before they become a frame (:func:`sample_frame`), so that a caller may keep some of them."""
     # In chunks, so memory stays bounded for any n_rows. Independent draws come in the same
     # order as one call would make them, so that output does not depend on the chunk size;
     # controlled decoding stratifies within each chunk (of a fixed size, so still reproducible).
     # The ties' latent scores and the pairs' latent correlations are fitted on the first chunk
     # and reused by the others.
     chunk = _DECODE_CHUNK_ROWS if reference is None else max(_DECODE_CHUNK_ROWS, 4 * len(reference))
-    starts = range(0, max(n_rows, 1), chunk)
     if ties is not None and scores is None:
         scores = TieScores()
     latent = RankLatent() if latent is None else latent
-    frames = [_decode_rows(relaxed, domain, rows[a:a + chunk], rng, method, labels, numeric_coupling,
-                           margins, ties, scores, allowed, ranks, latent, reference)
-              for a in starts]
-    return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+    for a in range(0, max(len(rows), 1), chunk):
+        yield _decoded_sample(relaxed, domain, rows[a:a + chunk], rng, method, labels, numeric_coupling, margins,
+                              ties, scores, allowed, ranks, latent, reference)
 
 
-def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
-                 rng: np.random.Generator, method: str, labels: LabelModel | None = None,
-                 numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
-                 ties: NumericTies | None = None, scores: TieScores | None = None,
-                 allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
-                 latent: RankLatent | None = None, reference: np.ndarray | None = None) -> pl.DataFrame:
+def _decoded_sample(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
+                    rng: np.random.Generator, method: str, labels: LabelModel | None = None,
+                    numeric_coupling: str = "fitted", margins: HistogramMargins | None = None,
+                    ties: NumericTies | None = None, scores: TieScores | None = None,
+                    allowed: Mapping[int, np.ndarray] | None = None, ranks: RankPairs | None = None,
+                    latent: RankLatent | None = None, reference: np.ndarray | None = None) -> EncodedData:
     sample = _drawn_codes(relaxed, domain, rows, rng, method, allowed)
     anchor = None
     if reference is not None:
@@ -234,9 +238,18 @@ def _decode_rows(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
         sample = EncodedData(sample.codes, ranks.apply(sample.codes, sample.numerics, domain, rng, latent, anchor))
     if anchor is not None:
         sample = EncodedData(sample.codes[~anchor], sample.numerics[~anchor])
+    return sample
+
+
+def sample_frame(sample: EncodedData, domain: Domain, names: Collection[str] | None = None) -> pl.DataFrame:
+    """The decoded rows ``sample`` (codes and mapped numerics) as a frame of the domain's
+    columns (those in ``names`` where given, in the domain's order), in their names and dtypes:
+    categories from the domain, numerics in their units, nulls where their indicators say."""
     columns: dict[str, pl.Series] = {}
     numeric_index = {spec.name: j for j, spec in enumerate(domain.numeric_columns)}
     for spec in domain.columns:
+        if names is not None and spec.name not in names:
+            continue
         if spec.is_categorical:
             block = domain.block_index(spec.name)
             columns[spec.name] = _categories_from_codes(sample.codes[:, block], spec)

@@ -132,9 +132,9 @@ def _anchored(codes: np.ndarray, numerics: np.ndarray, domain: Domain, label_gro
         by_group = np.argsort(anchor_group, kind="stable")
         shuffled = np.lexsort((rng.random(len(anchors)), anchor_group))
         out[anchors[by_group], j] = numerics[anchors[shuffled], j]
-        sorted_groups, other_group = anchor_group[by_group], group[others]
-        start = np.searchsorted(sorted_groups, other_group, side="left")
-        count = np.searchsorted(sorted_groups, other_group, side="right") - start
+        other_group = group[others]  # its anchors lie at by_group[start:start + count]
+        counts = np.bincount(anchor_group, minlength=int(group.max(initial=0)) + 1)
+        start, count = (np.cumsum(counts) - counts)[other_group], counts[other_group]
         pick = start + np.floor(rng.random(len(others)) * count).astype(np.int64)
         has = count > 0
         out[others[has], j] = numerics[anchors[by_group[pick[has]]], j]

@@ -62,6 +62,7 @@ from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import block_slices
 from polars_rap.decode.anchors import placed
 from polars_rap.decode.numeric_coupling import label_groups
+from polars_rap.kernels.cpu_sampling import tie_scores
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.schema.transforms import equal_bin
 
@@ -313,7 +314,6 @@ class NumericTies:
         bounds = np.flatnonzero(np.diff(groups[order])) + 1
         pieces = np.split(order, bounds)  # positions in ``rows`` of each label group
         sorted_values = [np.sort(values[rows[p]]) for p in pieces]
-        cells = self._cells(codes, current, rows, domain, tables)
         noise = rng.standard_normal(len(rows))
 
         def assign(score: np.ndarray) -> np.ndarray:
@@ -326,10 +326,11 @@ class NumericTies:
             return new
 
         if fitted is None:
+            cells = self._cells(codes, current, rows, domain, tables)
             betas, assigned = self._backfit(codes, values[rows], rows, domain, tables, cells, noise, assign)
         else:
             betas = fitted
-            assigned = assign(noise + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True)))
+            assigned = assign(self._scores(codes, current, rows, domain, tables, betas, noise))
         out = values.copy()
         out[rows] = assigned
         return out, betas
@@ -349,8 +350,7 @@ class NumericTies:
                                     rng, None)
             if betas is None:
                 return values, None
-        cells = self._cells(codes, current, rows, domain, tables)
-        score = rng.standard_normal(len(rows)) + sum(beta[cell] for beta, cell in zip(betas, cells, strict=True))
+        score = self._scores(codes, current, rows, domain, tables, betas, rng.standard_normal(len(rows)))
         out = values.copy()
         is_anchor, groups = anchor[rows], label_group[rows]
         for g in np.unique(groups):
@@ -375,6 +375,21 @@ class NumericTies:
             feature = self.layout.feature_codes(live_codes, live_current, domain, a)
             cells.append(feature * domain.blocks[l].n_codes + live_codes[:, l])
         return cells
+
+    def _scores(self, codes, current, rows, domain, tables, betas, noise) -> np.ndarray:
+        """float64[len(rows)]: ``noise`` plus each of ``rows``' latent cell scores ``betas`` (one
+        float64[n_cells] per table of ``tables``) summed over the tables: what
+        ``noise + sum(beta[cell] for beta, cell in zip(betas, self._cells(...)))`` gives, to the
+        bit, without the per-table cell arrays (:func:`~polars_rap.kernels.cpu_sampling.tie_scores`)."""
+        n_blocks = len(domain.blocks)
+        spec, offsets = [], np.cumsum([0] + [len(beta) for beta in betas])
+        for t, offset in zip(tables, offsets[:-1], strict=True):
+            _, a, l = self.layout.tables[t]
+            spec.append((a, l, domain.blocks[l].n_codes, offset))
+        null_blocks = np.array([domain.block_index(c.name, indicator=True) if c.nullable else -1
+                                for c in domain.numeric_columns], dtype=np.int64)
+        return tie_scores(codes, current, rows, np.array(spec, dtype=np.int64).reshape(-1, 4), np.concatenate(betas),
+                          null_blocks, self.layout.bins, noise)
 
     def _backfit(self, codes, x, rows, domain, tables, cells, noise, assign) -> tuple[list[np.ndarray], np.ndarray]:
         """(The tables' latent cell scores, float64[n_cells] each, backfitted so that each cell's
