@@ -261,6 +261,38 @@ def test_the_score_kernel_equals_the_per_table_cell_sum_bit_for_bit() -> None:
         assert np.array_equal(ties._scores(codes, numerics, rows, domain, tables, betas, noise), expected)
 
 
+def test_the_backfit_step_kernel_equals_the_bincount_form_bit_for_bit() -> None:
+    """:func:`~polars_rap.kernels.cpu_sampling.backfit_step` against the NumPy form it replaced:
+    per table, the cells' means of the assignment by ``np.bincount``, steps ``STEP (target -
+    mean) / spread`` (0 in an empty cell), then ``beta += step`` and ``score += step[cells]``
+    table by table; tables of unequal sizes, empty cells, two blocks in turn."""
+    from polars_rap.kernels.cpu_sampling import backfit_step
+
+    rng = np.random.default_rng(13)
+    sizes = [4, 9, 2, 30]
+    n = 5_000
+    cells = np.stack([rng.integers(0, size - (size > 4), n) for size in sizes])  # the last cell of some tables empty
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    counts = np.concatenate([np.bincount(cell, minlength=size) for cell, size in zip(cells, sizes, strict=True)])
+    targets = rng.normal(0, 1, offsets[-1])
+    beta, score = np.zeros(offsets[-1]), rng.standard_normal(n)
+    betas, expected_score = [np.zeros(size) for size in sizes], score.copy()
+    for block in (np.array([0, 1]), np.array([2, 3])):
+        current = rng.random(n)
+        steps = []
+        for i in block:
+            count = np.bincount(cells[i], minlength=sizes[i])
+            mean = np.bincount(cells[i], weights=current, minlength=sizes[i]) / np.maximum(count, 1)
+            target = targets[offsets[i]:offsets[i + 1]]
+            steps.append(np.where(count > 0, 1.5 * (target - mean) / 0.3, 0.0))
+        for i, step in zip(block, steps, strict=True):
+            betas[i] += step
+            expected_score += step[cells[i]]
+        backfit_step(cells, block, offsets, counts, current, targets, beta, 1.5, 0.3, score)
+    assert np.array_equal(beta, np.concatenate(betas)) and np.array_equal(score, expected_score)
+    assert np.count_nonzero(beta == 0.0) == 2  # the two empty cells (tables of 9 and 30) never step
+
+
 def test_ties_round_trip_through_a_frame_and_refuse_another_domain() -> None:
     domain = _domain()
     layout = tie_layout(domain)

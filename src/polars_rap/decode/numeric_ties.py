@@ -62,7 +62,7 @@ from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import block_slices
 from polars_rap.decode.anchors import placed
 from polars_rap.decode.numeric_coupling import label_groups
-from polars_rap.kernels.cpu_sampling import tie_scores
+from polars_rap.kernels.cpu_sampling import backfit_step, tie_scores
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.schema.transforms import equal_bin
 
@@ -365,15 +365,15 @@ class NumericTies:
             out[rows[others]] = placed(score[order], sorted_values, score[others], rng)
         return out, betas
 
-    def _cells(self, codes, current, rows, domain, tables) -> list[np.ndarray]:
-        """int64[len(rows)] per table of ``tables``: each of ``rows``' cell (feature code x label
-        code), the rows' codes and values gathered once, not once per table."""
+    def _cells(self, codes, current, rows, domain, tables) -> np.ndarray:
+        """int64[len(tables), len(rows)]: each of ``rows``' cell (feature code x label code) in
+        each table of ``tables``, the rows' codes and values gathered once, not once per table."""
         live_codes, live_current = codes[rows], current[rows]
-        cells = []
-        for t in tables:
+        cells = np.empty((len(tables), len(rows)), dtype=np.int64)
+        for i, t in enumerate(tables):
             _, a, l = self.layout.tables[t]
             feature = self.layout.feature_codes(live_codes, live_current, domain, a)
-            cells.append(feature * domain.blocks[l].n_codes + live_codes[:, l])
+            cells[i] = feature * domain.blocks[l].n_codes + live_codes[:, l]
         return cells
 
     def _scores(self, codes, current, rows, domain, tables, betas, noise) -> np.ndarray:
@@ -404,27 +404,24 @@ class NumericTies:
             k = domain.blocks[l].n_codes
             label_means[l] = np.bincount(codes[rows, l], weights=x, minlength=k) / np.maximum(
                 np.bincount(codes[rows, l], minlength=k), 1)
-        targets, betas = [], []
+        targets, sizes = [], []
         for t in tables:
             l = self.layout.tables[t][2]
             deviations = self.deviations[self.layout.offsets[t]:self.layout.offsets[t + 1]]
             targets.append(np.tile(label_means[l], len(deviations) // domain.blocks[l].n_codes) + deviations)
-            betas.append(np.zeros(len(deviations)))
+            sizes.append(len(deviations))
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        counts = np.concatenate([np.bincount(cell, minlength=size) for cell, size in zip(cells, sizes, strict=True)])
+        beta = np.zeros(int(offsets[-1]))  # every table's scores, concatenated
         score = noise.copy()
         current = assign(score)
         blocks = np.array_split(np.arange(len(cells)), min(len(cells), BACKFIT_BLOCKS))
         for _ in range(BACKFIT_SWEEPS):
             for block in blocks:  # the tables of a block step from the same assignment
-                steps = []
-                for i in block:
-                    size = len(betas[i])
-                    count = np.bincount(cells[i], minlength=size)
-                    mean = np.bincount(cells[i], weights=current, minlength=size) / np.maximum(count, 1)
-                    steps.append(np.where(count > 0, BACKFIT_STEP * (targets[i] - mean) / spread, 0.0))
-                for i, step in zip(block, steps, strict=True):
-                    betas[i] += step
-                    score += step[cells[i]]
+                backfit_step(cells, block, offsets, counts, current, np.concatenate(targets), beta, BACKFIT_STEP,
+                             spread, score)
                 current = assign(score)
+        return [beta[offsets[i]:offsets[i + 1]].copy() for i in range(len(sizes))], current
         return betas, current
 
     def to_frame(self, domain: Domain) -> pl.DataFrame:

@@ -1,7 +1,7 @@
 """Decoding's per-row kernels on the CPU: categorical codes by inverse-CDF sampling
 (:func:`block_cdfs`, :func:`draw_codes`), the stratified uniforms of controlled decoding
 (:func:`stratify_column`), a batch's places among sorted anchors (:func:`ranks_among`) and the
-numeric ties' latent scores (:func:`tie_scores`). Each makes the same float64 operations in the
+numeric ties' latent scores (:func:`tie_scores`) and their backfit (:func:`backfit_step`). Each makes the same float64 operations in the
 same order as its NumPy form, so both give the same rows bit for bit.
 
 Codes: for output row ``r`` of relaxed row ``i = rows[r]`` and a block of coordinates
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["block_cdfs", "codes_reference", "draw_codes", "entries_by_row", "inverse_cdf_codes", "ranks_among",
+__all__ = ["backfit_step", "block_cdfs", "codes_reference", "draw_codes", "entries_by_row", "inverse_cdf_codes", "ranks_among",
            "stratify_column", "tie_scores"]
 
 
@@ -269,3 +269,42 @@ def _tie_scores(codes, numerics, rows, tables, betas, null_blocks, bins, noise):
             total += betas[tables[t, 3] + v * tables[t, 2] + codes[r, tables[t, 1]]]
         out[i] = noise[i] + total
     return out
+
+
+def backfit_step(cells: np.ndarray, block: np.ndarray, offsets: np.ndarray, counts: np.ndarray, current: np.ndarray,
+                 targets: np.ndarray, beta: np.ndarray, step: float, spread: float, score: np.ndarray) -> None:
+    """One step of the numeric ties' backfit for the tables ``block`` (int64 indices into
+    ``cells``, int64[n_tables, n]: each row's cell per table), all from one assignment
+    ``current`` (float64[n]): table ``i``'s cell ``c`` (at ``offsets[i] + c`` of ``counts``,
+    int64, ``targets`` and ``beta``, float64) steps by ``step * (target - mean) / spread``,
+    ``mean`` its rows' mean of ``current`` (none where it holds no rows), added to ``beta`` and
+    to each row's ``score`` (float64[n]) table by table in block order. In place; the sums run
+    in row order, as ``np.bincount`` adds them."""
+    _backfit_step(np.ascontiguousarray(cells), np.asarray(block, dtype=np.int64), offsets, counts, current, targets,
+                  beta, float(step), float(spread), score)
+
+
+@njit(parallel=True, cache=True)
+def _backfit_step(cells, block, offsets, counts, current, targets, beta, step, spread, score):
+    n = cells.shape[1]
+    steps = np.zeros(offsets[-1])
+    for a in prange(len(block)):  # each table's sums in row order, tables in parallel
+        i = block[a]
+        lo = offsets[i]
+        sums = np.zeros(offsets[i + 1] - lo)
+        for r in range(n):
+            sums[cells[i, r]] += current[r]
+        for c in range(len(sums)):
+            if counts[lo + c] > 0:
+                mean = sums[c] / np.float64(counts[lo + c])
+                steps[lo + c] = step * (targets[lo + c] - mean) / spread
+    for a in range(len(block)):
+        i = block[a]
+        for k in range(offsets[i], offsets[i + 1]):
+            beta[k] += steps[k]
+    for r in prange(n):
+        total = score[r]
+        for a in range(len(block)):
+            i = block[a]
+            total += steps[offsets[i] + cells[i, r]]
+        score[r] = total
