@@ -381,7 +381,6 @@ class NumericTies:
         float64[n_cells] per table of ``tables``) summed over the tables: what
         ``noise + sum(beta[cell] for beta, cell in zip(betas, self._cells(...)))`` gives, to the
         bit, without the per-table cell arrays (:func:`~polars_rap.kernels.cpu_sampling.tie_scores`)."""
-        n_blocks = len(domain.blocks)
         spec, offsets = [], np.cumsum([0] + [len(beta) for beta in betas])
         for t, offset in zip(tables, offsets[:-1], strict=True):
             _, a, l = self.layout.tables[t]
@@ -412,17 +411,15 @@ class NumericTies:
             sizes.append(len(deviations))
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         counts = np.concatenate([np.bincount(cell, minlength=size) for cell, size in zip(cells, sizes, strict=True)])
-        beta = np.zeros(int(offsets[-1]))  # every table's scores, concatenated
+        target, beta = np.concatenate(targets), np.zeros(int(offsets[-1]))  # every table's cells, concatenated
         score = noise.copy()
         current = assign(score)
         blocks = np.array_split(np.arange(len(cells)), min(len(cells), BACKFIT_BLOCKS))
         for _ in range(BACKFIT_SWEEPS):
             for block in blocks:  # the tables of a block step from the same assignment
-                backfit_step(cells, block, offsets, counts, current, np.concatenate(targets), beta, BACKFIT_STEP,
-                             spread, score)
+                backfit_step(cells, block, offsets, counts, current, target, beta, BACKFIT_STEP, spread, score)
                 current = assign(score)
         return [beta[offsets[i]:offsets[i + 1]].copy() for i in range(len(sizes))], current
-        return betas, current
 
     def to_frame(self, domain: Domain) -> pl.DataFrame:
         """One row per tie cell: ``column``, ``feature``, ``label`` (block sources; a numeric's
