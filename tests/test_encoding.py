@@ -218,10 +218,11 @@ def test_stratified_uniforms_equal_the_lexsort_reference_bit_for_bit(n_relaxed, 
 
 @pytest.mark.parametrize("masked", ["none", "shared", "per relaxed row"])
 def test_the_code_kernel_equals_the_numpy_reference_bit_for_bit(masked):
-    """:func:`~polars_rap.kernels.cpu_sampling.inverse_cdf_codes` against its NumPy reference on
-    relaxed rows with negative and zero probabilities, an all-zero row (it decodes to the last
-    code), uniforms at 0 and just under 1, and each kind of mask."""
-    from polars_rap.kernels.cpu_sampling import codes_reference, inverse_cdf_codes
+    """:func:`~polars_rap.kernels.cpu_sampling.draw_codes` on one block (coordinates 2 .. 2 +
+    width of the relaxed rows) against its NumPy reference on relaxed rows with negative and
+    zero probabilities, an all-zero row (it decodes to the last code), uniforms at 0 and just
+    under 1, and each kind of mask."""
+    from polars_rap.kernels.cpu_sampling import block_cdfs, codes_reference, draw_codes
 
     rng = np.random.default_rng(3)
     for n_relaxed, width in [(1, 1), (7, 2), (300, 25), (50, 40)]:
@@ -233,7 +234,9 @@ def test_the_code_kernel_equals_the_numpy_reference_bit_for_bit(masked):
         uniform[:2] = [0.0, np.nextafter(1.0, 0.0)]
         mask = {"none": None, "shared": (rng.random((1, width)) < 0.6).astype(np.float64),
                 "per relaxed row": (rng.random((n_relaxed, width)) < 0.5).astype(np.float64)}[masked]
-        got = inverse_cdf_codes(relaxed, rows, 2, 2 + width, uniform, mask)
+        block = [slice(0, width)]
+        cdfs = block_cdfs(relaxed[:, 2:2 + width], block, None if mask is None else {0: mask})
+        got = draw_codes(cdfs, block, rows, uniform[:, None])[:, 0]
         assert got.dtype == np.int32
         assert np.array_equal(got, codes_reference(relaxed, rows, 2, 2 + width, uniform, mask))
         assert np.all(got[(rows == 0) & (uniform > 0)] == width - 1)  # all-zero row: the last code

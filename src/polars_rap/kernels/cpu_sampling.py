@@ -1,8 +1,9 @@
 """Decoding's per-row kernels on the CPU: categorical codes by inverse-CDF sampling
 (:func:`block_cdfs`, :func:`draw_codes`), the stratified uniforms of controlled decoding
-(:func:`stratify_column`), a batch's places among sorted anchors (:func:`ranks_among`) and the
-numeric ties' latent scores (:func:`tie_scores`) and their backfit (:func:`backfit_step`). Each makes the same float64 operations in the
-same order as its NumPy form, so both give the same rows bit for bit.
+(:func:`stratify_column`), a batch's places among sorted anchors (:func:`ranks_among`), the
+numeric ties' latent scores (:func:`tie_scores`) and their backfit (:func:`backfit_step`). Each
+makes the same float64 operations in the same order as its NumPy form, so both give the same
+rows bit for bit.
 
 Codes: for output row ``r`` of relaxed row ``i = rows[r]`` and a block of coordinates
 ``start:stop``, the probabilities ``p_k = max(relaxed[i, start + k], 0) * mask_k`` (``mask`` one
@@ -19,11 +20,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["backfit_step", "block_cdfs", "codes_reference", "draw_codes", "entries_by_row", "inverse_cdf_codes", "ranks_among",
+__all__ = ["backfit_step", "block_cdfs", "codes_reference", "draw_codes", "entries_by_row", "ranks_among",
            "stratify_column", "tie_scores"]
 
 
-def block_cdfs(relaxed: np.ndarray, slices: Sequence[slice], masks: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
+def block_cdfs(relaxed: np.ndarray, slices: Sequence[slice],
+               masks: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
     """float64[n_relaxed, slices[-1].stop]: each relaxed row's normalised running sums
     ``c_k / c_last`` within each block ``b`` of ``slices`` (contiguous blocks of coordinates from
     0; module docstring), its probabilities times ``masks[b]`` (float64[1 or n_relaxed, width])
@@ -48,19 +50,11 @@ def draw_codes(cdfs: np.ndarray, slices: Sequence[slice], rows: np.ndarray, unif
     return out
 
 
-def inverse_cdf_codes(relaxed: np.ndarray, rows: np.ndarray, start: int, stop: int, uniform: np.ndarray,
-                      mask: np.ndarray | None = None) -> np.ndarray:
-    """int32[len(rows)]: each output row's code in the one block ``start:stop`` (module
-    docstring); ``relaxed`` float64[n_relaxed, n_coords], ``rows`` int64[n], ``uniform``
-    float64[n] in ``[0, 1)``, ``mask`` float64[1 or n_relaxed, stop - start] or None."""
-    block = slice(0, stop - start)
-    cdfs = block_cdfs(np.asarray(relaxed)[:, start:stop], [block], None if mask is None else {0: mask})
-    return draw_codes(cdfs, [block], rows, np.asarray(uniform, dtype=np.float64)[:, None])[:, 0]
-
-
 def codes_reference(relaxed: np.ndarray, rows: np.ndarray, start: int, stop: int, uniform: np.ndarray,
                     mask: np.ndarray | None = None) -> np.ndarray:
-    """:func:`inverse_cdf_codes` in NumPy (the reference the kernel is tested against)."""
+    """The codes of one block ``start:stop`` in NumPy (module docstring): the reference
+    :func:`block_cdfs` and :func:`draw_codes` are tested against. ``uniform`` float64[len(rows)],
+    ``mask`` float64[1 or n_relaxed, stop - start] or None."""
     probs = np.clip(relaxed[rows, start:stop], 0.0, None)
     if mask is not None:
         probs = probs * (mask if mask.shape[0] == 1 else mask[rows])
