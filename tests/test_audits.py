@@ -964,12 +964,15 @@ def test_every_uncleared_column_is_one_charged_call_and_one_error_names_them_all
 def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensitivity(task) -> None:
     """The whole CA table at epsilon = 1 (its ties' noise std under the default's cap): the
     ties are one recorded Gaussian call, charged before the loop's first call with a tenth of
-    the budget; the values it adds noise to are the tables' true quantized sums over every row
-    (recomputed here from the encoded rows), in units of n Q; its squared L2 sensitivity in
-    those units is 2 T Q^2 (T tables, the numeric pairs' by bins among them); every event is one
-    recorded call. Deterministic."""
-    from polars_rap.schema.encoding import encode
+    the budget less the numeric pairs'; the values it adds noise to are the tables' true
+    quantized sums over every row (recomputed here from the encoded rows), in units of n Q;
+    its squared L2 sensitivity in
+    those units is 2 T Q^2 (T tables, the numeric pairs' by bins among them); the numeric pairs'
+    rank statistic is the last call, its budget (rank_pairs_rho_beside_ties) taken out of the
+    ties' tenth; every event is one recorded call. Deterministic."""
     from polars_rap.decode.numeric_ties import TIE_NUMERIC_BINS, TIE_QUANTUM, tie_layout, tie_sums
+    from polars_rap.decode.rank_pairs import rank_pairs_rho_beside_ties
+    from polars_rap.schema.encoding import encode
 
     with recorded() as recording:
         result = polars_rap.synthesize(task.frame, domain=task.domain, labels=task.labels, **RUN_SETTINGS)
@@ -979,8 +982,12 @@ def test_numeric_ties_are_one_recorded_call_on_the_true_sums_at_the_stated_sensi
     for index, (event, call) in enumerate(zip(report.events, calls, strict=True)):
         assert (call.events_before, call.events_after) == (index, index + 1)
         assert (event.mechanism, event.rho) == (call.mechanism, call.rho)
-    assert ties[0].rho == 0.1 * report.rho_budget
-    assert "ranks" not in {c.site for c in calls} and result.rank_pairs is None  # the ties carry the pairs
+    share = 0.1 * report.rho_budget  # the ties' share, the numeric pairs' budget taken out of it
+    pairs_rho = rank_pairs_rho_beside_ties(result.domain, task.frame.height, share)
+    ranks = [c for c in calls if c.site == "ranks"]
+    assert len(ranks) == 1 and calls[-1] is ranks[0] and result.rank_pairs is not None and pairs_rho > 0.0
+    assert ties[0].rho == share - pairs_rho and ranks[0].rho == pytest.approx(pairs_rho, rel=1e-12)
+    assert math.fsum([ties[0].rho, ranks[0].rho]) == pytest.approx(share, rel=1e-15)
     layout = tie_layout(result.domain, TIE_NUMERIC_BINS)  # the numeric pairs' tables too
     encoded = encode(task.frame, result.domain)
     units = task.frame.height * TIE_QUANTUM

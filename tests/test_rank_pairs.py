@@ -10,9 +10,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from polars_rap.decode.rank_pairs import (MAX_RANK_PAIRS, N_RANK_CELLS, RANK_GRID, RANK_QUANTUM, RANK_TARGET_STD,
-                                          RankLatent, RankPairCounts, RankPairs, as_decoded, cell_codes, label_index,
-                                          pair_sums, rank_pair_std, rank_pairs_rho, rank_scores, shrunk)
+from polars_rap.decode.rank_pairs import (FAMILY_ALPHA, MAX_RANK_PAIRS, N_RANK_CELLS, PAIR_Z, RANK_FLOOR_STD, RANK_GRID,
+                                          RANK_QUANTUM, RANK_TARGET_STD, RANK_TIE_SHARE, RankLatent, RankPairCounts,
+                                          RankPairs, as_decoded, cell_codes, label_index, pair_sums, pair_z,
+                                          rank_pair_std, rank_pairs_rho, rank_pairs_rho_beside_ties, rank_scores,
+                                          shrunk)
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import EncodedData
 
@@ -151,6 +153,42 @@ def test_the_pairs_take_the_budget_that_reaches_the_target_std_within_the_share(
     assert 17 * 16 // 2 > MAX_RANK_PAIRS and rank_pairs_rho(wide, 10**9, 10.0) == 0.0
 
 
+def test_beside_the_ties_the_pairs_take_a_quarter_of_their_share_down_to_the_floor_std() -> None:
+    """rank_pairs_rho_beside_ties: RANK_TIE_SHARE of the ties' budget, or the budget of the
+    floor std 18 P / (n^2 floor^2) if less; 0.0 where the quarter leaves the std above
+    RANK_TARGET_STD, without the ties' budget, with one numeric column or too many pairs."""
+    domain, n = _domain(), 40_000
+    floor, target = 18 * 3 / (n**2 * RANK_FLOOR_STD**2), 18 * 3 / (n**2 * RANK_TARGET_STD**2)
+    assert rank_pairs_rho_beside_ties(domain, n, 8 * floor) == floor  # a quarter is more than the floor needs
+    assert rank_pairs_rho_beside_ties(domain, n, 2 * floor) == RANK_TIE_SHARE * 2 * floor
+    assert 12 * rank_pair_std(3, n, rank_pairs_rho_beside_ties(domain, n, 2 * floor)) == pytest.approx(
+        RANK_FLOOR_STD * math.sqrt(2), rel=1e-12)
+    assert rank_pairs_rho_beside_ties(domain, n, 4 * target) == target  # the quarter reaches the target std exactly
+    assert rank_pairs_rho_beside_ties(domain, n, 4 * target * 0.999) == 0.0
+    assert rank_pairs_rho_beside_ties(domain, n, 0.0) == 0.0
+    one_numeric = Domain.from_mapping({"a": pl.Float64, "y": pl.String}, {"a": (0.0, 1.0), "y": ["n", "p"]},
+                                      labels=["y"])
+    assert rank_pairs_rho_beside_ties(one_numeric, n, 1.0) == 0.0
+    wide = Domain.from_mapping({f"x{i}": pl.Float64 for i in range(17)}, {f"x{i}": (0.0, 1.0) for i in range(17)})
+    assert rank_pairs_rho_beside_ties(wide, 10**9, 10.0) == 0.0
+
+
+def test_beside_the_ties_a_pair_moves_past_a_familywise_bonferroni_z() -> None:
+    """pair_z(P, beside_ties=True): the two-sided normal quantile at FAMILY_ALPHA / P, 1.96 for
+    one pair, 2.94 for Adult's 15; so that, with no pair off, none moves with probability
+    1 - FAMILY_ALPHA or more. Without the ties: PAIR_Z for any P."""
+    from scipy.stats import norm
+
+    assert pair_z(1, True) == pytest.approx(1.959963984540054, rel=1e-12)
+    assert pair_z(15, True) == pytest.approx(norm.isf(FAMILY_ALPHA / 30), rel=1e-12)
+    assert 2.93 < pair_z(15, True) < 2.94 and pair_z(0, True) == pair_z(1, True)
+    z = [pair_z(p, True) for p in (1, 3, 15, 120)]
+    assert z == sorted(z)
+    for p in (1, 3, 15):  # the chance that any of p independent null releases moves: at most alpha
+        assert 1 - (1 - 2 * norm.sf(pair_z(p, True))) ** p <= FAMILY_ALPHA + 1e-12
+    assert [pair_z(p, False) for p in (1, 15, 120)] == [PAIR_Z] * 3
+
+
 def test_shrinkage_is_positive_part_james_stein_toward_the_rows_own_statistic() -> None:
     np.testing.assert_allclose(shrunk(np.array([0.0, 0.5, -0.5, 2.0, -3.0]), 1.0), [0, 0, 0, 1.5, -3.0 + 1 / 3])
     toward = np.array([0.2, 0.2, 0.2, 0.2, 0.2])
@@ -223,11 +261,12 @@ def test_the_frame_round_trips_and_refuses_another_domain() -> None:
         RankPairs.from_frame(frame, other)
 
 
-def test_where_the_ties_are_measured_the_pairs_are_not_and_the_run_is_the_one_without_them() -> None:
-    """The whole CA table at ε = 1 (its ties measured, their pair tables carrying the numeric
-    pairs): the pairs' statistic is not released, and the run is the one with ``rank_share=0``
-    to the last float: the same report events, measurements and rows. With the ties off the
-    pairs are measured, last, on what the loop left."""
+def test_where_the_ties_are_measured_the_pairs_are_paid_out_of_their_share_and_the_loop_is_unchanged() -> None:
+    """The whole CA table at ε = 1 (its ties measured): the pairs' statistic is released last,
+    paid out of the ties' share (what :func:`rank_pairs_rho_beside_ties` gives, here a quarter of
+    it for CA's one pair), so every loop event and measurement is the one of the run
+    with ``rank_share=0`` to the last float, the ties' event less exactly the pairs' budget. With
+    the ties off the pairs are measured, last, on what the loop left."""
     import polars_rap
     from polars_rap.io import datasets
 
@@ -240,11 +279,20 @@ def test_where_the_ties_are_measured_the_pairs_are_not_and_the_run_is_the_one_wi
                                      seed=1, progress=False, strategy={**fast, **settings})
 
     without, default = run(rank_share=0.0), run()
-    assert without.numeric_ties is not None and default.rank_pairs is None
-    assert [(e.mechanism, e.rho, e.description) for e in default.report.events] == [
-        (e.mechanism, e.rho, e.description) for e in without.report.events]
-    assert default.report.measurements.equals(without.report.measurements)
-    assert default.data.equals(without.data)
+    assert without.numeric_ties is not None and default.numeric_ties is not None and default.rank_pairs is not None
+    ties, pairs = default.report.events[0], default.report.events[-1]
+    assert ties.description == without.report.events[0].description and pairs.description.startswith("numeric pairs")
+    whole = without.report.events[0].rho
+    expected = rank_pairs_rho_beside_ties(default.domain, task.frame.height, whole)
+    assert expected == RANK_TIE_SHARE * whole  # 34,425 rows: the floor std would need more
+    assert RANK_FLOOR_STD < 12 * default.rank_pairs.std < RANK_TARGET_STD
+    assert ties.rho == whole - expected and pairs.rho == pytest.approx(expected, rel=1e-12)
+    assert ties.rho + (whole - ties.rho) == whole and math.fsum([ties.rho, whole - ties.rho]) == whole  # split exactly
+    assert [(e.mechanism, e.rho, e.description) for e in default.report.events[1:-1]] == [
+        (e.mechanism, e.rho, e.description) for e in without.report.events[1:]]
+    released = ["synthetic_answer", "error_bound"]  # the rows differ: these read them
+    assert default.report.measurements.drop(released).equals(without.report.measurements.drop(released))
+    assert default.report.rho_spent == math.fsum(e.rho for e in default.report.events) == default.report.rho_budget
     no_ties = run(tie_share=0.0)
     assert no_ties.rank_pairs is not None and no_ties.report.events[-1].description.startswith("numeric pairs")
     assert no_ties.report.rho_spent == math.fsum(e.rho for e in no_ties.report.events) == no_ties.report.rho_budget

@@ -235,7 +235,8 @@ def _decoded_sample(relaxed: np.ndarray, domain: Domain, rows: np.ndarray,
     if margins is not None:
         sample = EncodedData(sample.codes, margins.apply(sample.codes, sample.numerics, domain, rng, anchor))
     if ranks is not None:  # a permutation within each label and null state: the margins' match stays
-        sample = EncodedData(sample.codes, ranks.apply(sample.codes, sample.numerics, domain, rng, latent, anchor))
+        sample = EncodedData(sample.codes, ranks.apply(sample.codes, sample.numerics, domain, rng, latent, anchor,
+                                                       beside_ties=ties is not None))
     if anchor is not None:
         sample = EncodedData(sample.codes[~anchor], sample.numerics[~anchor])
     return sample

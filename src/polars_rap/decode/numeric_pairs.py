@@ -42,6 +42,8 @@ also their ties to the categories, only the numeric pairs the release supports c
 relaxed rows. Where the ties are not measured
 (:data:`~polars_rap.decode.numeric_ties.TIE_NOISE_CAP`) nothing is tested and no pair
 is kept. Post-processing of the release and the relaxed rows: the release's cost is the ties'.
+The numeric pairs' rank statistic (:mod:`polars_rap.decode.rank_pairs`), released beside the ties
+out of their share, then reorders the columns where the pairs these tables kept are still off.
 """
 
 from __future__ import annotations

@@ -215,13 +215,16 @@ class PlannedStrategy(LoopSettings):
         nothing charged). The sums are read in the one pass over the rows, on Ray per block.
     rank_share : float
         The most of the loop's budget (in ``[0, 1)``; default 0.05, 0 turns it off) held back for
-        every numeric pair's rank covariance within the labels where the numeric ties are not
-        measured (their pair tables carry the pairs where they are), released after the loop with
+        every numeric pair's rank covariance within the labels, released after the loop with
         cell scores read from its rows (:mod:`polars_rap.decode.rank_pairs`); decoding then
-        reorders each label's numeric columns to meet it. The pairs take what brings their noise
-        std to :data:`~polars_rap.decode.rank_pairs.RANK_TARGET_STD` in Spearman units (a few
+        reorders each label's numeric columns to meet it. Where the numeric ties are not
+        measured the pairs take what brings their noise std to
+        :data:`~polars_rap.decode.rank_pairs.RANK_TARGET_STD` in Spearman units (a few
         millionths of the budget on acs-income-CA, a few per cent on a small table with many
-        numeric columns) and are not measured where that exceeds the share. Without them the
+        numeric columns) and are not measured where that exceeds the share; where the ties are
+        measured the pairs are paid out of the ties' share instead, at most a quarter of it
+        (:func:`~polars_rap.decode.rank_pairs.rank_pairs_rho_beside_ties`), and the loop's
+        budget is the one without them. Without them the
         label coupling leaves the numeric columns independent of each other given the labels
         (SDNist's person and household weights, real r 0.874, came out at 0). Only with
         ``numeric_coupling="label"``, two numeric columns or more and at most

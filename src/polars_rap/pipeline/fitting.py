@@ -21,7 +21,7 @@ import numpy as np
 from polars_rap.decode.numeric_ties import (TIE_NOISE_CAP, TIE_NUMERIC_BINS, TieLayout, TieSums, release_ties,
                                             tie_layout, tie_noise_std)
 from polars_rap.decode.rank_pairs import (MAX_RANK_PAIRS, RankPairCounts, RankPairs, n_pairs, rank_pairs_rho,
-                                          release_rank_pairs)
+                                          rank_pairs_rho_beside_ties, release_rank_pairs)
 from polars_rap.errors import warn_caller
 from polars_rap.fit.independence_prior import PriorSettings, PublicInteractions
 from polars_rap.fit.loop import run_plan
@@ -141,12 +141,19 @@ def fit_relaxed(inputs: Inputs, workload: Workload, answers: Answers, run: RunSe
                         candidate_rows(answers.out_rows, run.relaxed_rows), loop_floor, ledger, run.backend,
                         streams.noise, streams.reweight, dry_run)
     tie_rho = tie_share * ledger.rho_remaining
-    tie_release = _release_ties(answers, tie_rho, ledger, streams.ties) if _ties_measured(answers, tie_rho) else None
-    # Where the ties are measured their tested pair tables carry the numeric pairs, and the rank
-    # reorder on top of them made Adult's worst pair worse (ablation_rank_pairs.md): the pairs'
-    # statistic is measured only where the ties are not.
+    # Where the ties are measured the pairs are paid out of their share (the loop's budget stays
+    # as it is), at a std that shrinks as the budget grows (ablation_pairs_beside_ties.md)
     rank_rho = 0.0
-    if rank_share > 0.0 and tie_release is None:
+    if rank_share > 0.0 and _ties_measured(answers, tie_rho, quiet=True):
+        rank_rho = rank_pairs_rho_beside_ties(domain, n_rows, tie_rho)
+        if not _ties_measured(answers, tie_rho - rank_rho, quiet=True):
+            rank_rho = 0.0  # the ties keep their whole share where the pairs' cut would leave them unmeasured
+    # the two parts sum to the ties' share to the last bit (Sterbenz: the pairs take at most a
+    # quarter), so that the loop's budget is the one without the pairs, float for float
+    rank_rho = tie_rho - (tie_rho - rank_rho)
+    tie_rho -= rank_rho
+    tie_release = _release_ties(answers, tie_rho, ledger, streams.ties) if _ties_measured(answers, tie_rho) else None
+    if tie_release is None and rank_share > 0.0:
         rank_rho = rank_pairs_rho(domain, n_rows, rank_share * ledger.rho_remaining)
         if rank_rho == 0.0:
             logger.info("numeric pairs' ranks not measured: their noise std would exceed RANK_TARGET_STD within "
@@ -184,15 +191,17 @@ def _run_loop(workload: Workload, true: np.ndarray, answers: Answers, ledger: Pr
                     progress=progress)
 
 
-def _ties_measured(answers: Answers, rho: float) -> bool:
+def _ties_measured(answers: Answers, rho: float, *, quiet: bool = False) -> bool:
     """Whether the numeric ties are measured at their share ``rho``: a layout, and a noise per
-    cell at most ``TIE_NOISE_CAP`` (public values: the layout, the row count, the budget)."""
+    cell at most ``TIE_NOISE_CAP`` (public values: the layout, the row count, the budget);
+    ``quiet``: a question, not the decision (nothing logged)."""
     if answers.tie_layout is None:
         return False
     tie_std = tie_noise_std(answers.tie_layout, answers.n_rows, rho)
     if tie_std > TIE_NOISE_CAP:
-        logger.info("numeric ties not measured: their noise std per cell would be %.3g, above TIE_NOISE_CAP=%g",
-                    tie_std, TIE_NOISE_CAP)
+        if not quiet:
+            logger.info("numeric ties not measured: their noise std per cell would be %.3g, above TIE_NOISE_CAP=%g",
+                        tie_std, TIE_NOISE_CAP)
         return False
     return True
 
