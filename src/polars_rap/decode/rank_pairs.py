@@ -63,9 +63,10 @@ measured (:mod:`polars_rap.decode.numeric_ties`) the pairs are paid out of the t
 :data:`RANK_FLOOR_STD`), so the loop keeps its budget to the last float, and their noise shrinks
 as the budget grows: at a fixed std of 0.05 the reorder beside the ties moved Adult's pairs on
 noise (worst Pearson |Δr| 0.081 → 0.161 at ε = 1, seed 0; ``bench/results/ablation_rank_pairs.md``),
-while at the ties' quarter (0.02 there) it moved none of them wrongly and brought cps1988's
-pair from |Δr| 0.079 to 0.019 (``bench/results/ablation_pairs_beside_ties.md``). There a pair
-moves only past :func:`pair_z` stds, a 5% chance over all the pairs of a table that none differs.
+while at a quarter of the ties' share (a std of 0.022 on Adult at ε = 1) Adult's mean |Δr| fell
+from 0.038 to 0.032 and cps1988's pair from 0.076 to 0.027 (seeds 0–4,
+``bench/results/ablation_pairs_beside_ties.md``, ``rerun_2026-12-08.md``). There a pair moves
+only past :func:`pair_z` stds, a 5% chance over all the pairs of a table that none differs.
 """
 
 from __future__ import annotations
@@ -165,8 +166,9 @@ def rank_pairs_rho_beside_ties(domain: Domain, n_rows: int, tie_rho: float) -> f
     :data:`RANK_TIE_SHARE` of it, or what brings their noise std to :data:`RANK_FLOOR_STD` if
     less; 0.0 (not measured) where their std would exceed :data:`RANK_TARGET_STD`, or with
     fewer than two numeric columns or more than :data:`MAX_RANK_PAIRS` pairs. Public: the
-    domain, the row count and the ties' budget. Adult at ε = 1 (15 pairs, 39,073 rows) takes
-    the quarter, a std of 0.022; acs-income-CA (one pair) 3e-5 of the budget at the floor."""
+    domain, the row count and the ties' budget. At ε = 1 Adult (15 pairs, 39,073 rows) takes
+    the quarter, 2.5% of the budget, a std of 0.022; acs-income-CA (one pair, 156,532 rows)
+    0.23% of it at the floor std."""
     pairs = n_pairs(domain)
     if pairs == 0 or pairs > MAX_RANK_PAIRS or tie_rho <= 0.0:
         return 0.0
