@@ -259,8 +259,10 @@ def _fit(paired_frame, epsilon: float = 2.0, **strategy):
 
 def test_synthesize_releases_the_pair_tables_with_the_ties_and_saves_the_kept_pairs(paired_frame, tmp_path,
                                                                                    monkeypatch) -> None:
-    """TIE_NUMERIC_BINS (8) bins: the pair tables released with the ties (no noise cap here)."""
+    """TIE_NUMERIC_BINS (8) bins: the pair tables released with the ties (no noise cap here), at
+    their share less the rank pairs' part (rank_pairs_rho_beside_ties)."""
     from polars_rap.decode.numeric_ties import TIE_NUMERIC_BINS
+    from polars_rap.decode.rank_pairs import rank_pairs_rho_beside_ties
     from polars_rap.pipeline import fitting
 
     monkeypatch.setattr(fitting, "TIE_NOISE_CAP", math.inf)
@@ -268,7 +270,9 @@ def test_synthesize_releases_the_pair_tables_with_the_ties_and_saves_the_kept_pa
     events = [e for e in result.report.events if e.description.startswith("numeric ties")]
     assert len(events) == 1 and "3 tables" in events[0].description  # age x sex, hours x sex, hours x age's bins
     before = result.report.events[:result.report.events.index(events[0])]
-    assert events[0].rho == 0.2 * (result.report.rho_budget - math.fsum(e.rho for e in before))
+    share = 0.2 * (result.report.rho_budget - math.fsum(e.rho for e in before))
+    pairs = rank_pairs_rho_beside_ties(result.domain, result.report.n_rows, share)  # the rank pairs' part
+    assert pairs > 0.0 and events[0].rho == share - pairs and result.rank_pairs is not None
     # hours follows age, and at eps 8 the released sums say so of the relaxed rows' pairing too: kept
     assert result.numeric_ties.layout.tables == tie_layout(result.domain, 8).tables and TIE_NUMERIC_BINS == 8
     result.model.save(tmp_path / "model")
