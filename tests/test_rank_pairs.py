@@ -296,3 +296,17 @@ def test_where_the_ties_are_measured_the_pairs_are_paid_out_of_their_share_and_t
     no_ties = run(tie_share=0.0)
     assert no_ties.rank_pairs is not None and no_ties.report.events[-1].description.startswith("numeric pairs")
     assert no_ties.report.rho_spent == math.fsum(e.rho for e in no_ties.report.events) == no_ties.report.rho_budget
+
+
+def test_tie_broken_ranks_are_the_lexsort_s_order_to_the_element() -> None:
+    """_tie_broken_ranks: the ranks of np.lexsort((keys, values)) (value, then key, then
+    position), with many equal values, and with equal keys too (the stable fallback)."""
+    from polars_rap.decode.rank_pairs import _tie_broken_ranks
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 17, 5_000):
+        values = np.where(rng.random(n) < 0.7, 0.0, rng.integers(0, 5, n).astype(np.float64))
+        for keys in (rng.random(n), rng.integers(0, 3, n).astype(np.float64)):  # distinct keys; many equal ones
+            expected = np.empty(n)
+            expected[np.lexsort((keys, values))] = np.arange(n)
+            np.testing.assert_array_equal(_tie_broken_ranks(values, keys), expected)
