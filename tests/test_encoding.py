@@ -277,3 +277,15 @@ def test_ranks_among_sorted_anchors_equal_numpys_searches():
         left = np.searchsorted(anchors, keys, side="left")
         assert np.array_equal(below, left)
         assert np.array_equal(equal, np.searchsorted(anchors, keys, side="right") - left)
+
+
+def test_value_then_key_order_is_the_lexsort_s_order_to_the_element() -> None:
+    """value_then_key_order(values, keys) == np.lexsort((keys, values)): float and integer
+    values with many ties, random keys and keys with many ties of their own (the stable path)."""
+    from polars_rap.kernels.cpu_sampling import value_then_key_order
+
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 2, 31, 4_000):
+        for values in (rng.integers(0, 4, n), np.where(rng.random(n) < 0.8, 0.0, rng.random(n))):
+            for keys in (rng.random(n), rng.integers(0, 3, n).astype(np.float64)):
+                np.testing.assert_array_equal(value_then_key_order(values, keys), np.lexsort((keys, values)))

@@ -40,6 +40,7 @@ import numpy as np
 import polars as pl
 
 from polars_rap.decode.anchors import quantiles_among
+from polars_rap.kernels.cpu_sampling import value_then_key_order
 from polars_rap.schema.domain import Domain
 from polars_rap.fit.numeric_histograms import _label_block, _threshold_column, histogram_runs
 from polars_rap.workload.queries import QueryClass, QuerySet
@@ -131,14 +132,14 @@ class HistogramMargins:
             return values
         target, std = (prefix - null_share) / mass, self.stds[h] / mass
         if anchor is None:
-            order = np.lexsort((rng.random(len(values)), values))  # ascending, ties in random order
+            order = value_then_key_order(values, rng.random(len(values)))  # ascending, ties in random order
             own = np.searchsorted(values[order], edges, side="right") / len(values)
             low, high = self._cells(edges, own, target, std, (np.arange(len(values)) + 0.5) / len(values))
             moved = np.empty_like(values)
             moved[order] = low + rng.random(len(values)) * (high - low)
             return moved
         anchors = values[anchor]
-        order = np.lexsort((rng.random(len(anchors)), anchors))
+        order = value_then_key_order(anchors, rng.random(len(anchors)))
         sorted_anchors = anchors[order]
         own = np.searchsorted(sorted_anchors, edges, side="right") / len(anchors)
         quantile = quantiles_among(sorted_anchors, values, rng)

@@ -31,6 +31,7 @@ import numpy as np
 from polars_rap.schema.domain import Domain
 
 from polars_rap.fit.strategy_checks import NUMERIC_COUPLINGS, check_numeric_coupling
+from polars_rap.kernels.cpu_sampling import value_then_key_order
 
 __all__ = ["NUMERIC_COUPLINGS", "check_numeric_coupling", "decouple_numerics", "label_groups", "redrawn_pools"]
 
@@ -77,7 +78,7 @@ def decouple_numerics(codes: np.ndarray, numerics: np.ndarray, domain: Domain,
     for j, spec in enumerate(domain.numeric_columns):
         group = _with_null_state(label_group, codes, domain, spec)
         by_group = np.argsort(group, kind="stable")
-        shuffled = np.lexsort((rng.random(n_rows), group))  # the same groups, each in a random order
+        shuffled = value_then_key_order(group, rng.random(n_rows))  # the same groups, each in a random order
         out[by_group, j] = numerics[shuffled, j]
     return out
 
@@ -130,7 +131,7 @@ def _anchored(codes: np.ndarray, numerics: np.ndarray, domain: Domain, label_gro
         group = _with_null_state(label_group, codes, domain, spec)
         anchor_group = group[anchors]
         by_group = np.argsort(anchor_group, kind="stable")
-        shuffled = np.lexsort((rng.random(len(anchors)), anchor_group))
+        shuffled = value_then_key_order(anchor_group, rng.random(len(anchors)))
         out[anchors[by_group], j] = numerics[anchors[shuffled], j]
         other_group = group[others]  # its anchors lie at by_group[start:start + count]
         counts = np.bincount(anchor_group, minlength=int(group.max(initial=0)) + 1)

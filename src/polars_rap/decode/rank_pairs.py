@@ -79,6 +79,7 @@ import polars as pl
 from scipy.special import ndtri
 
 from polars_rap.decode.anchors import placed, quantiles_among
+from polars_rap.kernels.cpu_sampling import value_then_key_order
 from polars_rap.privacy.ledger import PrivacyLedger, gaussian_mechanism, gaussian_noise_std
 from polars_rap.schema.domain import Domain
 from polars_rap.schema.encoding import block_slices
@@ -492,16 +493,9 @@ def _normal_scores(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def _tie_broken_ranks(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """float64[m]: each value's rank in ``np.lexsort((keys, values))``'s order (by value, equal
-    values by ``keys``, then by position): the keys' quicksort, then a stable sort of the values
-    in that order, two to three times faster than the lexsort; where two keys are equal (the
-    quicksort would leave their order open) the stable sort of the keys instead."""
-    by_key = np.argsort(keys)
-    ordered_keys = keys[by_key]
-    if np.any(ordered_keys[1:] == ordered_keys[:-1]):
-        by_key = np.argsort(keys, kind="stable")
-    order = by_key[np.argsort(values[by_key], kind="stable")]
+    values by ``keys``, then by position; :func:`value_then_key_order`)."""
     ranks = np.empty(len(values))
-    ranks[order] = np.arange(len(values))
+    ranks[value_then_key_order(values, keys)] = np.arange(len(values))
     return ranks
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["backfit_step", "block_cdfs", "codes_reference", "draw_codes", "entries_by_row", "ranks_among",
+__all__ = ["backfit_step", "value_then_key_order", "block_cdfs", "codes_reference", "draw_codes", "entries_by_row", "ranks_among",
            "stratify_column", "tie_scores"]
 
 
@@ -302,3 +302,15 @@ def _backfit_step(cells, block, offsets, counts, current, targets, beta, step, s
             i = block[a]
             total += steps[offsets[i] + cells[i, r]]
         score[r] = total
+
+
+def value_then_key_order(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """int64[m]: ``np.lexsort((keys, values))`` (by value, equal values by key, then by position)
+    to the element: the keys' quicksort, then a stable sort of the values in that order, two to
+    three times faster than the lexsort on random keys; where two keys are equal (the quicksort
+    would leave their order open) the keys' stable sort instead. NumPy, not Numba."""
+    by_key = np.argsort(keys)
+    ordered_keys = keys[by_key]
+    if np.any(ordered_keys[1:] == ordered_keys[:-1]):
+        by_key = np.argsort(keys, kind="stable")
+    return by_key[np.argsort(values[by_key], kind="stable")]
